@@ -1,0 +1,54 @@
+// The joint training graph: the forward graph, reverse-mode gradients of the loss for the
+// trainable initializers, and optimizer update nodes, in one ir::Graph (Node::phase tells which
+// part a node belongs to). Optimizer state lives in graph values: each state tensor is an
+// Initializer-like input value whose updated version is a graph output.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "compiler/support/result.h"
+
+namespace fbl::autodiff {
+
+enum class OptimizerKind { SGD, AdamW };
+
+struct OptimizerOptions {
+  OptimizerKind kind = OptimizerKind::AdamW;
+  float lr = 1e-3f;
+  float momentum = 0.0f;      // SGD
+  float beta1 = 0.9f;         // AdamW
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weightDecay = 0.0f;
+};
+
+struct TrainingOptions {
+  std::vector<std::string> trainableGlobs{"*lora_*"};
+  OptimizerOptions optimizer;
+};
+
+struct TrainableParam {
+  ir::ValueId param = ir::kNoValue;    // the initializer
+  ir::ValueId grad = ir::kNoValue;     // d loss / d param
+  ir::ValueId updated = ir::kNoValue;  // the parameter after one optimizer step
+};
+
+struct OptimizerState {
+  ir::ValueId current = ir::kNoValue;  // read by the step (Initializer kind, zero at start)
+  ir::ValueId updated = ir::kNoValue;  // written by the step
+};
+
+struct TrainingGraph {
+  ir::Graph graph;
+  ir::ValueId loss = ir::kNoValue;
+  // A scalar i64 graph input holding the 1-based step number (AdamW's bias correction).
+  ir::ValueId step = ir::kNoValue;
+  std::vector<TrainableParam> trainables;
+  std::vector<OptimizerState> state;
+};
+
+Result<TrainingGraph> buildTrainingGraph(const ir::Graph& forward, const TrainingOptions& opts);
+
+}  // namespace fbl::autodiff

@@ -1,0 +1,23 @@
+// Loading a model for the compiler: ONNX import, then the clean-up every later stage assumes
+// (Identity and no-op casts dropped, everything that depends only on constants and static
+// shapes folded, a static shape and dtype inferred for every tensor, dead nodes removed).
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "compiler/ir/graph.h"
+#include "compiler/support/result.h"
+
+namespace fbl::onnx {
+
+struct LoadOptions {
+  // Overrides of graph-input shapes by name (--shape NAME=1x512).
+  std::map<std::string, ir::Shape> shapeOverrides;
+  // Run folding and shape inference (false: the raw import, as `inspect` shows "before").
+  bool simplify = true;
+};
+
+Result<ir::Graph> loadModel(const std::string& path, const LoadOptions& opts = {});
+
+}  // namespace fbl::onnx
