@@ -1,0 +1,84 @@
+// fblc: the fbl layout compiler's command line. CLI11 is kept to this one translation unit
+// (its header costs seconds per compile); each subcommand parses into a plain args struct and
+// calls a run function that lives with its logic.
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "compiler/tools/inspect_command.h"
+
+namespace {
+
+// "1x512" -> {1, 512}.
+bool parseShape(const std::string& text, fbl::ir::Shape& out) {
+  out.clear();
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t next = text.find('x', pos);
+    std::string part = text.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
+    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos) return false;
+    out.push_back(std::stoll(part));
+    if (next == std::string::npos) break;
+    pos = next + 1;
+  }
+  return !out.empty();
+}
+
+// Collects repeatable --shape NAME=DxD... options into a map, or explains the bad one.
+std::string parseShapeOptions(const std::vector<std::string>& opts,
+                              std::map<std::string, fbl::ir::Shape>& out) {
+  for (const auto& o : opts) {
+    size_t eq = o.rfind('=');
+    fbl::ir::Shape s;
+    if (eq == std::string::npos || eq == 0 || !parseShape(o.substr(eq + 1), s))
+      return fmt::format("--shape '{}': expected NAME=DIMxDIM..., for example input_0=1x512", o);
+    out[o.substr(0, eq)] = s;
+  }
+  return {};
+}
+
+void addInspect(CLI::App& app, int& rc) {
+  static fbl::tools::InspectArgs args;
+  static std::vector<std::string> shapes;
+  auto* cmd = app.add_subcommand("inspect", "Summarize an ONNX training-forward graph");
+  cmd->add_option("model", args.model, "ONNX model file");
+  cmd->add_option("--shape", shapes, "Override an input's shape: NAME=1x512 (repeatable)");
+  cmd->add_option("--trainable", args.trainable, "Glob of trainable initializers (repeatable)")
+      ->default_str("*lora_*");
+  cmd->add_flag("--json", args.json, "Machine-readable output");
+  cmd->add_flag("--training", args.training, "Also build and summarize the joint training graph");
+  cmd->add_flag("--ops", args.listOps, "List the supported ops and exit");
+  cmd->callback([&rc] {
+    if (std::string err = parseShapeOptions(shapes, args.shapes); !err.empty()) {
+      fmt::print(stderr, "error: {}\n", err);
+      rc = 2;
+      return;
+    }
+    if (args.model.empty() && !args.listOps) {
+      fmt::print(stderr, "error: inspect needs a model file\n");
+      rc = 2;
+      return;
+    }
+    rc = fbl::tools::runInspect(args);
+  });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    CLI::App app{"fblc: ahead-of-time layout compiler for on-device fine-tuning"};
+    app.require_subcommand(1);
+    int rc = 0;
+    addInspect(app, rc);
+    CLI11_PARSE(app, argc, argv);
+    return rc;
+  } catch (const std::exception& e) {
+    // Nothing should throw past a command; if it does, say so in one line rather than abort.
+    fmt::print(stderr, "fblc: internal error: {}\n", e.what());
+    return 3;
+  }
+}

@@ -1,0 +1,23 @@
+// `fblc inspect`: what a model holds, before and after the compiler's clean-up.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/tensor.h"
+
+namespace fbl::tools {
+
+struct InspectArgs {
+  std::string model;
+  std::map<std::string, ir::Shape> shapes;  // --shape NAME=1x512
+  std::vector<std::string> trainable{"*lora_*"};
+  bool json = false;
+  bool training = false;  // also show the joint training graph
+  bool listOps = false;   // print the supported op vocabulary and exit
+};
+
+int runInspect(const InspectArgs& args);
+
+}  // namespace fbl::tools

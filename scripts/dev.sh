@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# One entry point for people and CI: installs what is missing (Debian packages), configures and
+# builds into build/, then runs the main job (`demo`) or the whole test suite (`test`).
+# Idempotent: a second run installs nothing and rebuilds only what changed.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+
+packages=(cmake ninja-build g++ libonnx-dev libprotobuf-dev protobuf-compiler llvm-15-dev
+  clang-15 libclang-15-dev libfmt-dev libcli11-dev nlohmann-json3-dev catch2 libbenchmark-dev
+  ocl-icd-opencl-dev opencl-headers opencl-clhpp-headers pocl-opencl-icd clinfo)
+
+install_missing() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "installing: ${missing[*]}"
+  local sudo=""; [ "$(id -u)" -ne 0 ] && sudo=sudo
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+build() {
+  if [ ! -f build/build.ninja ]; then
+    cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  fi
+  ninja -C build -j"$(nproc)"
+}
+
+cmd=${1:-demo}
+install_missing
+build
+export POCL_CACHE_DIR="$root/build/pocl-cache"
+case "$cmd" in
+  demo)
+    build/bin/fblc inspect tests/data/llama-tiny/model.onnx
+    ;;
+  test)
+    ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 900
+    ;;
+  build) ;;
+  *) echo "usage: scripts/dev.sh [demo|test|build]" >&2; exit 2 ;;
+esac
