@@ -90,29 +90,34 @@ ModelStats computeModelStats(const ir::Graph& raw, const ir::Graph& g,
 
 std::string formatModelStats(const ModelStats& s) {
   std::string out;
-  auto line = [&](auto&&... args) {
-    out += fmt::format(std::forward<decltype(args)>(args)...);
+  auto line = [&](const std::string& text) {
+    out += text;
     out += '\n';
   };
-  line("model       {}", s.path);
-  line("opset       {}", s.opset);
-  line("nodes       {} imported, {} after folding", grouped(s.nodesBefore),
-       grouped(s.nodesAfter));
+  auto tensorLine = [&](const TensorSummary& t) {
+    line(fmt::format("  {:<40} {} {}", t.name, ir::dtypeName(t.dtype), shapeText(t)));
+  };
+  line(fmt::format("model       {}", s.path));
+  line(fmt::format("opset       {}", s.opset));
+  line(fmt::format("nodes       {} imported, {} after folding", grouped(s.nodesBefore),
+                   grouped(s.nodesAfter)));
   line("inputs");
-  for (const auto& t : s.inputs) line("  {:<40} {} {}", t.name, ir::dtypeName(t.dtype), shapeText(t));
+  for (const auto& t : s.inputs) tensorLine(t);
   line("outputs");
-  for (const auto& t : s.outputs) line("  {:<40} {} {}", t.name, ir::dtypeName(t.dtype), shapeText(t));
-  line("parameters  {} tensors, {} elements, {} bytes", grouped(s.paramCount),
-       grouped(s.paramElements), grouped(s.paramBytes));
-  line("trainable   {} tensors, {} elements (pattern {})", grouped(s.trainables.size()),
-       grouped(s.trainableElements), s.trainablePattern);
-  line("activations {} bytes (forward intermediates)", grouped(s.activationBytes));
-  line("unshaped    {} tensors without a static shape", s.tensorsWithoutStaticShape);
+  for (const auto& t : s.outputs) tensorLine(t);
+  line(fmt::format("parameters  {} tensors, {} elements, {} bytes", grouped(s.paramCount),
+                   grouped(s.paramElements), grouped(s.paramBytes)));
+  line(fmt::format("trainable   {} tensors, {} elements (pattern {})",
+                   grouped(static_cast<int64_t>(s.trainables.size())),
+                   grouped(s.trainableElements), s.trainablePattern));
+  line(fmt::format("activations {} bytes (forward intermediates)", grouped(s.activationBytes)));
+  line(fmt::format("unshaped    {} tensors without a static shape", s.tensorsWithoutStaticShape));
   line("ops (imported -> after folding)");
   std::map<std::string, std::pair<int64_t, int64_t>> both;
   for (const auto& [op, c] : s.opsBefore) both[op].first = c;
   for (const auto& [op, c] : s.opsAfter) both[op].second = c;
-  for (const auto& [op, c] : both) line("  {:<28} {:>6} -> {:>6}", op, c.first, c.second);
+  for (const auto& [op, c] : both)
+    line(fmt::format("  {:<28} {:>6} -> {:>6}", op, c.first, c.second));
   return out;
 }
 
