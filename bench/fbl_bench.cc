@@ -1,0 +1,98 @@
+// fbl-bench: speed and memory measurements (never timed tests). Each subcommand runs the work
+// several times in one process and reports min and median, so figures compare by ratio within
+// one run on a shared, noisy machine.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "compiler/onnx/importer.h"
+#include "compiler/onnx/load_model.h"
+
+namespace {
+
+struct Timing {
+  double minS = 0, medianS = 0;
+  int runs = 0;
+};
+
+template <typename F>
+Timing timeRuns(int runs, F&& body) {
+  std::vector<double> s;
+  for (int i = 0; i < runs; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    if (!body()) return {};
+    s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(s.begin(), s.end());
+  return Timing{s.front(), s[s.size() / 2], runs};
+}
+
+// `fbl-bench inspect MODEL`: the import and the load (import + folding + shape inference) that
+// `fblc inspect` performs, timed apart.
+int benchInspect(const std::string& model, int runs, bool json) {
+  std::string err;
+  auto import = timeRuns(runs, [&] {
+    auto g = fbl::onnx::importModel(model);
+    if (!g.ok()) err = g.error().message;
+    return g.ok();
+  });
+  auto load = timeRuns(runs, [&] {
+    auto g = fbl::onnx::loadModel(model);
+    if (!g.ok()) err = g.error().message;
+    return g.ok();
+  });
+  if (!err.empty()) {
+    fmt::print(stderr, "error: {}\n", err);
+    return 1;
+  }
+  if (json) {
+    nlohmann::json j{{"model", model}, {"runs", runs},
+                     {"import_s", {{"min", import.minS}, {"median", import.medianS}}},
+                     {"load_s", {{"min", load.minS}, {"median", load.medianS}}},
+                     {"inspect_s", {{"min", import.minS + load.minS},
+                                    {"median", import.medianS + load.medianS}}}};
+    fmt::print("{}\n", j.dump(1));
+  } else {
+    fmt::print("{}  ({} runs)\n", model, runs);
+    fmt::print("  {:<28} {:>9} {:>9}\n", "stage", "min ms", "median ms");
+    fmt::print("  {:<28} {:>9.1f} {:>9.1f}\n", "import", import.minS * 1e3, import.medianS * 1e3);
+    fmt::print("  {:<28} {:>9.1f} {:>9.1f}\n", "load (import+fold+infer)", load.minS * 1e3,
+               load.medianS * 1e3);
+    fmt::print("  {:<28} {:>9.1f} {:>9.1f}\n", "inspect (import + load)",
+               (import.minS + load.minS) * 1e3, (import.medianS + load.medianS) * 1e3);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    CLI::App app{"fbl-bench: fbl's speed and memory measurements"};
+    app.require_subcommand(1);
+    int rc = 0;
+
+    std::string model;
+    int runs = 10;
+    bool json = false;
+    auto* inspect = app.add_subcommand("inspect", "Time fblc inspect's import and load of a model");
+    inspect->add_option("model", model, "ONNX model")->required();
+    inspect->add_option("--runs", runs, "Repetitions")->default_val(10);
+    inspect->add_flag("--json", json, "JSON output");
+    inspect->callback([&] { rc = benchInspect(model, runs, json); });
+
+    CLI11_PARSE(app, argc, argv);
+    return rc;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "fbl-bench: internal error: {}\n", e.what());
+    return 3;
+  }
+}
