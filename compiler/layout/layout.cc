@@ -1,0 +1,122 @@
+#include "compiler/layout/layout.h"
+
+#include "compiler/layout/simplify.h"
+
+namespace fbl::layout {
+
+namespace {
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Row-major flattening of vars [from, to) of a shape.
+Expr flatten(const std::vector<Expr>& v, const Shape& s, size_t from, size_t to) {
+  Expr f;
+  int64_t stride = 1;
+  for (size_t d = to; d-- > from;) {
+    f = f + v[d] * stride;
+    stride *= s[d];
+  }
+  return f;
+}
+
+}  // namespace
+
+std::string TileSpec::str() const {
+  std::string s = std::to_string(tileH) + "x" + std::to_string(tileW);
+  if (lh == 0) s += " strips";
+  else s += " blocks " + std::to_string(lh) + "x" + std::to_string(lw) + "->" + std::to_string(blockH) + "x" +
+            std::to_string(blockW);
+  return s + (rowsAlongX ? " rows-along-x" : "");
+}
+
+Layout Layout::rowMajor(const Shape& shape) {
+  std::vector<Expr> v = IndexMap::vars(shape);
+  return Layout(Storage::Buffer, IndexMap(shape, {flatten(v, shape, 0, shape.size())}, {ir::numElements(shape)}));
+}
+
+Result<Layout> Layout::permuted(const Shape& shape, const std::vector<int64_t>& perm) {
+  FBL_ASSIGN(Shape phys, outputShape(shape, MovementOp::permute(perm)));
+  std::vector<Expr> v = IndexMap::vars(shape), pv;
+  for (int64_t p : perm) pv.push_back(v[p]);
+  return Layout(Storage::Buffer, IndexMap(shape, {flatten(pv, phys, 0, phys.size())}, {ir::numElements(shape)}));
+}
+
+Layout Layout::image(const Shape& shape) {
+  FBL_ASSERT(!shape.empty());
+  std::vector<Expr> v = IndexMap::vars(shape);
+  const size_t n = shape.size();
+  Expr c = v[n - 1];
+  Expr y = flatten(v, shape, 0, n - 1);
+  int64_t height = ir::numElements(shape) / shape[n - 1];
+  return Layout(Storage::Image2D, IndexMap(shape, {floorDiv(c, kLanes), y, floorMod(c, kLanes)},
+                                           {ceilDiv(shape[n - 1], kLanes), height, kLanes}));
+}
+
+Result<Layout> Layout::rtile(const Shape& shape, const TileSpec& spec, Storage storage) {
+  if (shape.empty()) return makeError("R-Tile {}: a scalar has no tiles", spec.str());
+  const bool image = storage == Storage::Image2D;
+  int64_t lh = spec.lh ? spec.lh : 1, lw = spec.lh ? spec.lw : spec.tileW;
+  int64_t bh = spec.lh ? spec.blockH : 1, bw = spec.lh ? spec.blockW : spec.tileW / kLanes;
+  if (spec.tileH < 1 || spec.tileW < 1 || (image && spec.tileW % kLanes != 0))
+    return makeError("R-Tile {} on {}: tile_w must be a positive multiple of 4", spec.str(), ir::shapeToString(shape));
+  if (image && (lw % kLanes != 0 || lh < 1 || spec.tileH % lh != 0 || spec.tileW % lw != 0 ||
+                lh * lw != kLanes * bh * bw))
+    return makeError("R-Tile {} on {}: the lh x lw block must divide the tile and fill blockH x blockW texels",
+                     spec.str(), ir::shapeToString(shape));
+  const size_t n = shape.size();
+  std::vector<Expr> v = IndexMap::vars(shape);
+  Expr r = n >= 2 ? v[n - 2] : Expr::constant(0);
+  Expr c = v[n - 1];
+  Expr b = n >= 2 ? flatten(v, shape, 0, n - 2) : Expr::constant(0);
+  int64_t rows = n >= 2 ? shape[n - 2] : 1, cols = shape[n - 1];
+  int64_t batch = ir::numElements(shape) / (rows * cols);
+  int64_t tilesR = ceilDiv(rows, spec.tileH), tilesC = ceilDiv(cols, spec.tileW);
+  Expr ti = floorDiv(r, spec.tileH), tj = floorDiv(c, spec.tileW);
+  Expr ir = floorMod(r, spec.tileH), ic = floorMod(c, spec.tileW);
+  Expr gx = spec.rowsAlongX ? ti : tj, gy = spec.rowsAlongX ? b * tilesC + tj : b * tilesR + ti;
+  int64_t gridW = spec.rowsAlongX ? tilesR : tilesC, gridH = batch * (spec.rowsAlongX ? tilesC : tilesR);
+  std::vector<Expr> out;
+  Shape phys;
+  if (image) {
+    Expr bi = floorDiv(ir, lh), bj = floorDiv(ic, lw);
+    Expr linear = floorMod(ir, lh) * (lw / kLanes) + floorDiv(floorMod(ic, lw), kLanes);
+    Expr lx = bj * bw + floorMod(linear, bw), ly = bi * bh + floorDiv(linear, bw);
+    int64_t rectW = (spec.tileW / lw) * bw, rectH = (spec.tileH / lh) * bh;
+    out = {gx * rectW + lx, gy * rectH + ly, floorMod(c, kLanes)};
+    phys = {gridW * rectW, gridH * rectH, kLanes};
+  } else {
+    Expr tile = gy * gridW + gx;
+    out = {tile * (spec.tileH * spec.tileW) + ir * spec.tileW + ic};
+    phys = {gridW * gridH * spec.tileH * spec.tileW};
+  }
+  return Layout(storage, IndexMap(shape, std::move(out), std::move(phys)).simplified());
+}
+
+int64_t Layout::bufferSize() const { FBL_ASSERT(storage_ == Storage::Buffer); return physicalShape()[0]; }
+int64_t Layout::imageWidth() const { FBL_ASSERT(storage_ == Storage::Image2D); return physicalShape()[0]; }
+int64_t Layout::imageHeight() const { FBL_ASSERT(storage_ == Storage::Image2D); return physicalShape()[1]; }
+
+Result<Layout> Layout::compose(const IndexMap& view) const {
+  FBL_ASSIGN(IndexMap m, layout::compose(map_, view));
+  return Layout(storage_, m.simplified());
+}
+
+Result<Layout> Layout::apply(const MovementOp& op) const {
+  FBL_ASSIGN(IndexMap view, movementMap(shape(), op));
+  return compose(view);
+}
+
+Result<Layout> Layout::apply(std::span<const MovementOp> chain) const {
+  FBL_ASSIGN(IndexMap view, chainMap(shape(), chain));
+  return compose(view);
+}
+
+std::string Layout::str() const {
+  const auto& o = map_.outputs();
+  std::string head = ir::shapeToString(shape()) + " -> ";
+  if (storage_ == Storage::Buffer) return head + "buffer[" + std::to_string(bufferSize()) + "]: " + o[0].str();
+  return head + "image " + std::to_string(imageWidth()) + "x" + std::to_string(imageHeight()) + ": x = " +
+         o[0].str() + ", y = " + o[1].str() + ", lane = " + o[2].str();
+}
+
+}  // namespace fbl::layout

@@ -1,0 +1,98 @@
+// Layout: where every element of a tensor lives. An immutable value: a logical shape, a
+// storage kind, and an IndexMap (index_map.h) from the logical index to the physical location
+//
+//   Buffer:  (offset)         offset into a linear buffer of bufferSize() elements
+//   Image2D: (x, y, lane)     texel (x, y) of an RGBA image, lane 0..3 inside the texel
+//
+// Worked examples (i0, i1 are the logical indices; printed by str()):
+//
+//   rowMajor([2, 3])                    buffer[6]  offset = i0 * 3 + i1
+//   permuted([2, 3], {1, 0})            buffer[6]  offset = i1 * 2 + i0   (stored transposed)
+//   image([4, 8])                       image 2x4  x = i1 / 4, y = i0, lane = i1 % 4
+//   rtile([64, 128], 32 x 64 tiles, row strips)    image 32x64
+//       x = i1 / 4, y = i0      (row strips tile a plain image: tiles add no arithmetic)
+//   rtile([64, 128], 32 x 64, kRowsAlongX)          image 32x64
+//       x = i0 / 32 * 16 + i1 / 4 % 16, y = i1 / 64 * 32 + i0 % 32, lane = i1 % 4
+//
+// R-Tile (paper Sec. 4.2): the last two dims are a [rows x cols] matrix (earlier dims are a
+// batch of matrices stacked vertically), padded up to whole tile_h x tile_w tiles. Inside a
+// tile, an lh x lw element block is folded row-major into a blockH x blockW texel block (RGBA
+// lane = 4 consecutive elements along cols); row strips are the case lh = 1, lw = tile_w. Tiles
+// go row-major on a grid, tile columns along x (or tile rows along x, for reductions that walk
+// rows). This mirrors rtile.h's RTileLayout::map so R-Tile choices can become Layouts.
+//
+// Movement ops return the layout the consumer sees: compose(producer, view) substitutes the
+// view's index map, so `layout.reshape(s).transpose(p)` is the consumer's read map, simplified.
+// Equality is structural on the simplified maps (equal maps may print differently only when the
+// simplifier misses an identity; tests compare element by element as well).
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "compiler/layout/index_map.h"
+#include "compiler/layout/movement.h"
+
+namespace fbl::layout {
+
+enum class Storage { Buffer, Image2D };
+
+constexpr int64_t kLanes = 4;  // RGBA
+
+struct TileSpec {
+  int64_t tileH = 0, tileW = 0;  // elements; tileW a multiple of 4 for images
+  // Intra-tile fold: an lh x lw element block into a blockH x blockW texel block
+  // (lh * lw == 4 * blockH * blockW). 0 means row strips (lh = 1, lw = tileW).
+  int64_t lh = 0, lw = 0, blockH = 0, blockW = 0;
+  bool rowsAlongX = false;  // inter-tile: tile rows along x instead of tile columns
+
+  static TileSpec rowStrips(int64_t h, int64_t w) { return {h, w, 0, 0, 0, 0, false}; }
+  static TileSpec blocks(int64_t h, int64_t w, int64_t lh, int64_t lw, int64_t bh, int64_t bw) {
+    return {h, w, lh, lw, bh, bw, false};
+  }
+  std::string str() const;  // "32x64 strips", "32x64 blocks 8x16->2x16"
+};
+
+class Layout {
+ public:
+  static Layout rowMajor(const Shape& shape);
+  // Stored as the tensor permuted by perm, row-major: physical dim k is logical dim perm[k].
+  static Result<Layout> permuted(const Shape& shape, const std::vector<int64_t>& perm);
+  // A plain RGBA image: x = last dim / 4, y = all other dims flattened, lane = last dim % 4.
+  static Layout image(const Shape& shape);
+  // R-Tile on an image (storage Image2D) or tile-major in a buffer (storage Buffer: tiles in
+  // the same grid order, each tile's elements row-major).
+  static Result<Layout> rtile(const Shape& shape, const TileSpec& spec, Storage storage = Storage::Image2D);
+
+  Storage storage() const { return storage_; }
+  const Shape& shape() const { return map_.domain(); }
+  const IndexMap& map() const { return map_; }
+  // Physical extents: Buffer {elements}; Image2D {width, height, 4}.
+  const Shape& physicalShape() const { return map_.codomain(); }
+  int64_t bufferSize() const;   // Buffer
+  int64_t imageWidth() const;   // Image2D
+  int64_t imageHeight() const;  // Image2D
+
+  std::vector<int64_t> locate(std::span<const int64_t> index) const { return map_.apply(index); }
+
+  // The consumer's view through a movement map from its index to this layout's logical index.
+  Result<Layout> compose(const IndexMap& view) const;
+  Result<Layout> apply(const MovementOp& op) const;
+  Result<Layout> apply(std::span<const MovementOp> chain) const;
+  Result<Layout> reshape(const Shape& s) const { return apply(MovementOp::reshape(s)); }
+  Result<Layout> transpose(const std::vector<int64_t>& perm) const { return apply(MovementOp::permute(perm)); }
+
+  // Physical location -> logical index, where the map is a bijection onto its image.
+  Result<IndexMap> inverse() const { return map_.inverse(); }
+
+  friend bool operator==(const Layout& a, const Layout& b) { return a.storage_ == b.storage_ && a.map_ == b.map_; }
+  std::string str() const;
+
+ private:
+  Layout(Storage s, IndexMap m) : storage_(s), map_(std::move(m)) {}
+  Storage storage_ = Storage::Buffer;
+  IndexMap map_;
+};
+
+}  // namespace fbl::layout
