@@ -1,0 +1,294 @@
+// Ops with a template of their own. Each emitter reads the node's static shapes and attributes
+// and fills the holes of one kernels_cl/ template:
+//  - MatMul/Gemm: matmul.cl, batch dims broadcast through stride-0 offsets, transposes as strides;
+//  - Reduce*: reduce.cl, kept dims indexed by the output, reduced dims by the loop counter;
+//  - Softmax/LogSoftmax: softmax.cl along one axis; LayerNormalization: layernorm.cl;
+//  - Gather/GatherElements: gather.cl; SoftmaxCrossEntropyLoss: sce_loss.cl (rows, then sum);
+//  - Conv (2-D, group 1): conv2d.cl.
+#include <fmt/format.h>
+
+#include "compiler/codegen/emit_util.h"
+#include "compiler/codegen/index_code.h"
+
+namespace fbl::codegen {
+namespace {
+
+using ir::Shape;
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+// C[b] = alpha * op(A)[b] x op(B)[b] + beta * bias. Shapes as 2-D [M,K] x [K,N] after
+// transposition; batch dims broadcast.
+Result<NodeCode> matmulLike(const ir::Graph& g, const ir::Node& n, const Target& t, bool transA,
+                            bool transB, double alpha, double beta, ir::ValueId bias) {
+  Shape a = g.values[n.inputs[0]].shape, b = g.values[n.inputs[1]].shape;
+  const Shape& out = g.values[n.outputs[0]].shape;
+  if (a.size() == 1) a.insert(a.begin(), 1);
+  if (b.size() == 1) b.push_back(1);
+  const int64_t M = a[a.size() - (transA ? 1 : 2)], K = a[a.size() - (transA ? 2 : 1)];
+  const int64_t N = b[b.size() - (transB ? 2 : 1)];
+  const size_t batchRank = std::max(a.size(), b.size()) - 2;
+  Shape batch;
+  auto dimOf = [](const Shape& s, size_t i, size_t rank) -> int64_t {  // right-aligned batch dim
+    const size_t lead = rank - (s.size() - 2);
+    return i < lead ? 1 : s[i - lead];
+  };
+  for (size_t i = 0; i < batchRank; ++i)
+    batch.push_back(std::max(dimOf(a, i, batchRank), dimOf(b, i, batchRank)));
+  Shape aBatch(a.begin(), a.end() - 2), bBatch(b.begin(), b.end() - 2);
+  std::vector<int64_t> aStr = broadcastStrides(aBatch, batch), bStr = broadcastStrides(bBatch, batch);
+  for (auto& s : aStr) s *= M * K;
+  for (auto& s : bStr) s *= K * N;
+  const int64_t batchCount = ir::numElements(batch);
+  std::string index = emitOffsets(batch, "b", {{"o_a", aStr, 0}, {"o_b", bStr, 0}});
+  index += fmt::format("  const uint o_c = b * {}u;\n", M * N);
+  std::string params = "__global const float* a, __global const float* bm, ";
+  std::vector<ArgRef> args{val(n.inputs[0]), val(n.inputs[1])};
+  std::string acc = alpha == 1.0 ? "acc" : fmt::format("{} * acc", floatLiteral(alpha));
+  if (bias != ir::kNoValue && beta != 0.0) {
+    params += "__global const float* bias, ";
+    args.push_back(val(bias));
+    const std::vector<int64_t> cs = broadcastStrides(g.values[bias].shape, {M, N});
+    std::string off;
+    if (cs[0]) off += fmt::format("m * {}u", cs[0]);
+    if (cs[1]) off += fmt::format("{}n * {}u", off.empty() ? "" : " + ", cs[1]);
+    if (off.empty()) off = "0u";
+    acc += fmt::format(" + {}bias[{}]", beta == 1.0 ? "" : floatLiteral(beta) + " * ", off);
+  }
+  params += "__global float* c";
+  args.push_back(val(n.outputs[0]));
+  (void)out;
+  NodeCode code;
+  code.launches.push_back(launch(
+      "matmul",
+      {{"PARAMS", params}, {"N", str(N)}, {"M", str(M)}, {"K", str(K)}, {"INDEX", index},
+       {"A_SM", str(transA ? 1 : K)}, {"A_SK", str(transA ? M : 1)},
+       {"B_SK", str(transB ? 1 : N)}, {"B_SN", str(transB ? K : 1)},
+       {"EPILOGUE", fmt::format("  c[o_c + m * {}u + n] = {};", N, acc)}},
+      "matmul", std::move(args), {N, M, batchCount}, {}));
+  return code;
+}
+
+Result<NodeCode> matmul(const ir::Graph& g, const ir::Node& n, const Target& t) {
+  return matmulLike(g, n, t, false, false, 1.0, 0.0, ir::kNoValue);
+}
+
+Result<NodeCode> gemm(const ir::Graph& g, const ir::Node& n, const Target& t) {
+  return matmulLike(g, n, t, n.attrInt("transA", 0) != 0, n.attrInt("transB", 0) != 0,
+                    n.attrFloat("alpha", 1.0f), n.attrFloat("beta", 1.0f), n.input(2));
+}
+
+Result<NodeCode> reduce(const ir::Graph& g, const ir::Node& n, const Target& t) {
+  const ir::Value& in = g.values[n.inputs[0]];
+  const ir::Value& out = g.values[n.outputs[0]];
+  const size_t rank = in.shape.size();
+  std::vector<int64_t> axes = n.attrInts("axes");
+  if (n.input(1) != ir::kNoValue) {
+    auto a = constInts(g, n.inputs[1]);
+    if (!a) return makeError("{}: reduction axes must be compile-time constants", ir::describeNode(g, n));
+    axes = *a;
+  }
+  std::vector<bool> reduced(rank, axes.empty() && n.attrInt("noop_with_empty_axes", 0) == 0);
+  for (int64_t a : axes) reduced[normAxis(a, rank)] = true;
+  const std::vector<int64_t> inStrides = ir::stridesOf(in.shape);
+  Shape kept, red;
+  std::vector<int64_t> keptStr, redStr;
+  for (size_t d = 0; d < rank; ++d) {
+    (reduced[d] ? red : kept).push_back(in.shape[d]);
+    (reduced[d] ? redStr : keptStr).push_back(inStrides[d]);
+  }
+  const int64_t R = ir::numElements(red), count = ir::numElements(out.shape);
+  std::string init = "0.0f", combine = "acc + x", finish = "acc";
+  if (n.op == "ReduceMean") finish = fmt::format("acc / {}.0f", R);
+  if (n.op == "ReduceMax") init = "-INFINITY", combine = "fmax(acc, x)";
+  if (n.op == "ReduceMin") init = "INFINITY", combine = "fmin(acc, x)";
+  if (n.op == "ReduceSumSquare") combine = "acc + x * x";
+  if (n.op == "ReduceProd") init = "1.0f", combine = "acc * x";
+  if (!ir::isFloat(out.dtype) && n.op != "ReduceSum")
+    return makeError("{}: integer {} is not supported", ir::describeNode(g, n), n.op);
+  const std::string accT = ir::isFloat(out.dtype) ? "float" : std::string(clType(out.dtype));
+  if (!ir::isFloat(out.dtype)) init = "0";
+  NodeCode c;
+  c.launches.push_back(launch(
+      "reduce",
+      {{"T", std::string(clType(out.dtype))}, {"ACC_T", accT}, {"N", str(count)}, {"R", str(R)},
+       {"INDEX", emitOffsets(kept, "i", {{"o_src", keptStr, 0}})},
+       {"RINDEX", emitOffsets(red, "j", {{"o_red", redStr, 0}}, "    ")},
+       {"INIT", init}, {"COMBINE", combine}, {"FINISH", finish}},
+      "reduce", {val(n.inputs[0]), val(n.outputs[0])}, grid1(count, t), {t.workgroup}));
+  return c;
+}
+
+Result<NodeCode> softmax(const ir::Graph& g, const ir::Node& n, const Target& t) {
+  const Shape& s = g.values[n.inputs[0]].shape;
+  const int64_t axis = normAxis(n.attrInt("axis", -1), s.size());
+  const int64_t L = s[axis];
+  int64_t inner = 1;
+  for (size_t d = axis + 1; d < s.size(); ++d) inner *= s[d];
+  const int64_t rows = ir::numElements(s) / std::max<int64_t>(1, L);
+  NodeCode c;
+  c.launches.push_back(launch("softmax",
+                              {{"L", str(L)}, {"INNER", str(inner)}, {"ROWS", str(rows)},
+                               {"LOG", n.op == "LogSoftmax" ? "1" : "0"}},
+                              lowerTag(n.op), {val(n.inputs[0]), val(n.outputs[0])}, grid1(rows, t),
+                              {t.workgroup}));
+  return c;
+}
+
+Result<NodeCode> layerNorm(const ir::Graph& g, const ir::Node& n, const Target& t) {
+  const Shape& s = g.values[n.inputs[0]].shape;
+  const int64_t axis = normAxis(n.attrInt("axis", -1), s.size());
+  int64_t L = 1;
+  for (size_t d = axis; d < s.size(); ++d) L *= s[d];
+  const int64_t rows = ir::numElements(s) / std::max<int64_t>(1, L);
+  std::string params = "__global const float* x, __global const float* scale, ";
+  std::vector<ArgRef> args{val(n.inputs[0]), val(n.inputs[1])};
+  std::string bias;
+  if (n.input(2) != ir::kNoValue) {
+    params += "__global const float* bias, ";
+    args.push_back(val(n.inputs[2]));
+    bias = " + bias[j]";
+  }
+  params += "__global float* y";
+  args.push_back(val(n.outputs[0]));
+  std::string stats;
+  const ir::ValueId meanOut = n.outputs.size() > 1 ? n.outputs[1] : ir::kNoValue;
+  const ir::ValueId invOut = n.outputs.size() > 2 ? n.outputs[2] : ir::kNoValue;
+  if (meanOut != ir::kNoValue) {
+    params += ", __global float* mean_out";
+    args.push_back(val(meanOut));
+    stats += "  mean_out[r] = mean;\n";
+  }
+  if (invOut != ir::kNoValue) {
+    params += ", __global float* inv_out";
+    args.push_back(val(invOut));
+    stats += "  inv_out[r] = inv;\n";
+  }
+  NodeCode c;
+  c.launches.push_back(launch("layernorm",
+                              {{"PARAMS", params}, {"L", str(L)}, {"ROWS", str(rows)},
+                               {"EPS", floatLiteral(n.attrFloat("epsilon", 1e-5f))},
+                               {"BIAS", bias}, {"STATS", stats}},
+                              "layernorm", std::move(args), grid1(rows, t), {t.workgroup}));
+  return c;
+}
+
+Result<NodeCode> gather(const ir::Graph& g, const ir::Node& n, const Target& t) {
+  const ir::Value& data = g.values[n.inputs[0]];
+  const ir::Value& idx = g.values[n.inputs[1]];
+  const ir::Value& out = g.values[n.outputs[0]];
+  const size_t rank = data.shape.size();
+  const int64_t axis = normAxis(n.attrInt("axis", 0), rank);
+  const std::vector<int64_t> ds = ir::stridesOf(data.shape), is = ir::stridesOf(idx.shape);
+  std::vector<int64_t> srcStr, idxStr;
+  std::string index;
+  if (n.op == "Gather") {
+    // Output dims: data[:axis], indices' dims, data[axis+1:].
+    for (int64_t d = 0; d < axis; ++d) srcStr.push_back(ds[d]), idxStr.push_back(0);
+    for (size_t d = 0; d < idx.shape.size(); ++d) srcStr.push_back(0), idxStr.push_back(is[d]);
+    for (size_t d = axis + 1; d < rank; ++d) srcStr.push_back(ds[d]), idxStr.push_back(0);
+    index = emitOffsets(out.shape, "i", {{"o_base", srcStr, 0}, {"o_idx", idxStr, 0}});
+  } else {  // GatherElements: output shape = indices' shape.
+    for (size_t d = 0; d < rank; ++d) srcStr.push_back(static_cast<int64_t>(d) == axis ? 0 : ds[d]);
+    index = emitOffsets(out.shape, "i", {{"o_base", srcStr, 0}, {"o_idx", is, 0}});
+  }
+  index += fmt::format("  long t_ = idx[o_idx];\n  if (t_ < 0) t_ += {};\n", data.shape[axis]);
+  index += fmt::format("  const uint o_src = o_base + (uint)t_ * {}u;", ds[axis]);
+  const int64_t count = ir::numElements(out.shape);
+  NodeCode c;
+  c.launches.push_back(launch("gather",
+                              {{"T", std::string(clType(data.dtype))}, {"TI", std::string(clType(idx.dtype))},
+                               {"N", str(count)}, {"INDEX", index}},
+                              lowerTag(n.op), {val(n.inputs[0]), val(n.inputs[1]), val(n.outputs[0])},
+                              grid1(count, t), {t.workgroup}));
+  return c;
+}
+
+Result<NodeCode> sceLoss(const ir::Graph& g, const ir::Node& n, const Target& t) {
+  const Shape& s = g.values[n.inputs[0]].shape;
+  if (n.input(2) != ir::kNoValue)
+    return makeError("{}: class weights are not supported", ir::describeNode(g, n));
+  const std::string reduction = n.attrString("reduction", "mean");
+  if (reduction == "none") return makeError("{}: reduction 'none' is not supported", ir::describeNode(g, n));
+  const int64_t C = s[1];
+  int64_t inner = 1;
+  for (size_t d = 2; d < s.size(); ++d) inner *= s[d];
+  const int64_t rows = s[0] * inner;
+  std::string params = fmt::format("__global const float* x, __global const {}* labels, ",
+                                   clType(g.values[n.inputs[1]].dtype));
+  std::vector<ArgRef> rowArgs{val(n.inputs[0]), val(n.inputs[1])};
+  std::string logprob;
+  if (n.outputs.size() > 1 && n.outputs[1] != ir::kNoValue) {
+    params += "__global float* logp, ";
+    rowArgs.push_back(val(n.outputs[1]));
+    logprob = fmt::format("  for (uint c = 0; c < {}u; ++c) logp[base + c * {}u] = x[base + c * {}u] - lse;",
+                          C, inner, inner);
+  }
+  params += "__global float* row_loss, __global float* row_w";
+  rowArgs.push_back(scratch(0));
+  rowArgs.push_back(scratch(1));
+  // Without ignore_index every label counts; INT64_MIN never equals a real label.
+  const std::string ignore = n.hasAttr("ignore_index") ? str(n.attrInt("ignore_index", 0))
+                                                       : "(-9223372036854775807L - 1)";
+  const std::map<std::string, std::string> vars{
+      {"PARAMS", params}, {"ROWS", str(rows)}, {"INNER", str(inner)}, {"C", str(C)},
+      {"LOGPROB", logprob}, {"IGNORE", ignore}, {"MEAN", reduction == "mean" ? "1" : "0"}};
+  NodeCode c;
+  c.scratch = {{ir::DType::F32, {rows}}, {ir::DType::F32, {rows}}};
+  c.launches.push_back(launch("sce_loss", vars, "sceloss", rowArgs, grid1(rows, t), {t.workgroup}, "_rows"));
+  c.launches.push_back(launch("sce_loss", vars, "sceloss", {scratch(0), scratch(1), val(n.outputs[0])},
+                              {1}, {1}, "_sum"));
+  return c;
+}
+
+Result<NodeCode> conv(const ir::Graph& g, const ir::Node& n, const Target& t) {
+  const Shape& x = g.values[n.inputs[0]].shape;
+  const Shape& w = g.values[n.inputs[1]].shape;
+  const Shape& y = g.values[n.outputs[0]].shape;
+  if (x.size() != 4 || n.attrInt("group", 1) != 1 || n.attrString("auto_pad", "NOTSET") != "NOTSET")
+    return makeError("{}: only 2-D, group-1 Conv without auto_pad is supported", ir::describeNode(g, n));
+  const auto strides = n.attrInts("strides", {1, 1}), dil = n.attrInts("dilations", {1, 1});
+  const auto pads = n.attrInts("pads", {0, 0, 0, 0});
+  std::string params = "__global const float* x, __global const float* w, ";
+  std::vector<ArgRef> args{val(n.inputs[0]), val(n.inputs[1])};
+  std::string bias;
+  if (n.input(2) != ir::kNoValue) {
+    params += "__global const float* bias, ";
+    args.push_back(val(n.inputs[2]));
+    bias = " + bias[oc]";
+  }
+  params += "__global float* y";
+  args.push_back(val(n.outputs[0]));
+  const int64_t count = ir::numElements(y);
+  NodeCode c;
+  c.launches.push_back(launch(
+      "conv2d",
+      {{"PARAMS", params}, {"N", str(count)}, {"OW", str(y[3])}, {"OH", str(y[2])}, {"OC", str(y[1])},
+       {"IC", str(x[1])}, {"IH", str(x[2])}, {"IW", str(x[3])}, {"KH", str(w[2])}, {"KW", str(w[3])},
+       {"SH", str(strides[0])}, {"SW", str(strides[1])}, {"DH", str(dil[0])}, {"DW", str(dil[1])},
+       {"PH", str(pads[0])}, {"PW", str(pads[1])}, {"BIAS", bias}},
+      "conv", std::move(args), grid1(count, t), {t.workgroup}));
+  return c;
+}
+
+}  // namespace
+
+std::vector<EmitterEntry> computeEmitters() {
+  return {{"MatMul", matmul},
+          {"Gemm", gemm},
+          {"ReduceMean", reduce},
+          {"ReduceSum", reduce},
+          {"ReduceMax", reduce},
+          {"ReduceMin", reduce},
+          {"ReduceProd", reduce},
+          {"ReduceSumSquare", reduce},
+          {"Softmax", softmax},
+          {"LogSoftmax", softmax},
+          {"LayerNormalization", layerNorm},
+          {"Gather", gather},
+          {"GatherElements", gather},
+          {"SoftmaxCrossEntropyLoss", sceLoss},
+          {"Conv", conv}};
+}
+
+}  // namespace fbl::codegen

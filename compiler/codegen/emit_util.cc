@@ -1,0 +1,112 @@
+#include "compiler/codegen/emit_util.h"
+
+#include <cctype>
+
+#include <fmt/format.h>
+
+#include "compiler/codegen/index_code.h"
+#include "compiler/codegen/templates.h"
+
+namespace fbl::codegen {
+
+EmitFn findSpecialEmitter(std::string_view op) {
+  static const std::vector<EmitterEntry> table = [] {
+    std::vector<EmitterEntry> all = movementEmitters();
+    for (auto& e : computeEmitters()) all.push_back(e);
+    for (auto& e : trainingEmitters()) all.push_back(e);
+    return all;
+  }();
+  for (const auto& [name, fn] : table)
+    if (name == op) return fn;
+  return nullptr;
+}
+
+const ir::Tensor* constData(const ir::Graph& g, ir::ValueId v) {
+  if (v == ir::kNoValue) return nullptr;
+  const ir::Value& val = g.values[v];
+  return val.kind == ir::ValueKind::Constant && val.data ? val.data.get() : nullptr;
+}
+
+std::optional<double> constScalar(const ir::Graph& g, ir::ValueId v) {
+  const ir::Tensor* t = constData(g, v);
+  if (!t || t->numel() != 1) return std::nullopt;
+  return t->at(0);
+}
+
+std::optional<std::string> scalarLiteral(const ir::Value& v) {
+  if (v.kind != ir::ValueKind::Constant || !v.data || v.data->numel() != 1) return std::nullopt;
+  const double x = v.data->at(0);
+  switch (v.dtype) {
+    case ir::DType::F32:
+    case ir::DType::F64: return floatLiteral(x);
+    case ir::DType::I64: return fmt::format("{}L", static_cast<int64_t>(x));
+    case ir::DType::I32: return fmt::format("{}", static_cast<int64_t>(x));
+    case ir::DType::Bool:
+    case ir::DType::U8:
+    case ir::DType::I8: return fmt::format("{}", static_cast<int64_t>(x));
+    default: return std::nullopt;
+  }
+}
+
+std::optional<std::vector<int64_t>> constInts(const ir::Graph& g, ir::ValueId v) {
+  const ir::Tensor* t = constData(g, v);
+  if (!t) return std::nullopt;
+  return t->toInt64s();
+}
+
+std::vector<int64_t> grid1(int64_t count, const Target& t) {
+  const int64_t w = t.workgroup;
+  return {std::max<int64_t>(1, (count + w - 1) / w) * w};
+}
+
+std::string lowerTag(std::string_view op) {
+  if (op.substr(0, 4) == "fbl.") op.remove_prefix(4);
+  std::string s;
+  for (char c : op) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+int64_t normAxis(int64_t axis, size_t rank) {
+  return axis < 0 ? axis + static_cast<int64_t>(rank) : axis;
+}
+
+LaunchSpec launch(std::string_view tmpl, const std::map<std::string, std::string>& vars,
+                  std::string_view tag, std::vector<ArgRef> args, std::vector<int64_t> global,
+                  std::vector<int64_t> local, std::string_view entry) {
+  return {instantiate(kernelTemplate(tmpl), vars), std::string(entry), std::string(tag),
+          std::move(args), std::move(global), std::move(local)};
+}
+
+std::string instantiate(std::string_view tmpl, const std::map<std::string, std::string>& vars) {
+  FBL_ASSERT(!tmpl.empty());
+  // The template's opening comment is for its readers, not for the generated program.
+  size_t pos = 0;
+  while (tmpl.substr(pos, 2) == "//") {
+    const size_t nl = tmpl.find('\n', pos);
+    pos = nl == std::string_view::npos ? tmpl.size() : nl + 1;
+  }
+  std::string out;
+  while (true) {
+    const size_t open = tmpl.find("{{", pos);
+    if (open == std::string_view::npos) break;
+    const size_t close = tmpl.find("}}", open);
+    FBL_ASSERT(close != std::string_view::npos);
+    out.append(tmpl.substr(pos, open - pos));
+    const std::string key(tmpl.substr(open + 2, close - open - 2));
+    auto it = vars.find(key);
+    if (key == "NAME") {
+      out += "{{NAME}}";  // filled once the plan names its kernels
+    } else {
+      if (it == vars.end()) {
+        std::fprintf(stderr, "fbl internal error: template hole {{%s}} has no value\n", key.c_str());
+        std::abort();
+      }
+      out += it->second;
+    }
+    pos = close + 2;
+  }
+  out.append(tmpl.substr(pos));
+  return out;
+}
+
+}  // namespace fbl::codegen

@@ -1,0 +1,45 @@
+// Helpers shared by the per-family kernel emitters, and the table of emitters for ops with their
+// own template (movement_emitters.cc, compute_emitters.cc, training_emitters.cc).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "compiler/codegen/kernel_emitter.h"
+
+namespace fbl::codegen {
+
+using EmitFn = Result<NodeCode> (*)(const ir::Graph&, const ir::Node&, const Target&);
+using EmitterEntry = std::pair<std::string_view, EmitFn>;
+std::vector<EmitterEntry> movementEmitters();
+std::vector<EmitterEntry> computeEmitters();
+std::vector<EmitterEntry> trainingEmitters();
+// nullptr when the op has no dedicated emitter.
+EmitFn findSpecialEmitter(std::string_view op);
+
+// The value's compile-time contents, nullptr when it is not a Constant.
+const ir::Tensor* constData(const ir::Graph& g, ir::ValueId v);
+// A one-element Constant's value.
+std::optional<double> constScalar(const ir::Graph& g, ir::ValueId v);
+// A one-element Constant as an OpenCL literal of its own type.
+std::optional<std::string> scalarLiteral(const ir::Value& v);
+// Integers of a Constant input (Slice starts, Pad pads, Reduce axes); nullopt if not constant.
+std::optional<std::vector<int64_t>> constInts(const ir::Graph& g, ir::ValueId v);
+
+// Global size of a 1-D launch of `count` items, rounded up to the work-group size.
+std::vector<int64_t> grid1(int64_t count, const Target& t);
+// "MatMul" -> "matmul", "fbl.SoftmaxGrad" -> "softmaxgrad".
+std::string lowerTag(std::string_view op);
+// Axis in [0, rank) from a possibly negative attribute.
+int64_t normAxis(int64_t axis, size_t rank);
+// The (source, entry, tag) of a template instantiation, as a launch without arguments.
+LaunchSpec launch(std::string_view tmpl, const std::map<std::string, std::string>& vars,
+                  std::string_view tag, std::vector<ArgRef> args, std::vector<int64_t> global,
+                  std::vector<int64_t> local, std::string_view entry = "");
+inline ArgRef val(ir::ValueId v) { return {false, v}; }
+inline ArgRef scratch(int32_t i) { return {true, i}; }
+
+}  // namespace fbl::codegen

@@ -1,0 +1,184 @@
+// Kernel selection, one rule per op family:
+//  1. views (Reshape, Squeeze, Unsqueeze, Flatten, Identity, Dropout) alias their input;
+//  2. elementwise ops (and Expand) fill elementwise.cl with a one-line body from a table,
+//     broadcast operands read through stride-0 offsets and scalar constants inlined;
+//  3. movement ops (Transpose, Slice, Concat, Pad, Split) are strided copies (strided_copy.cl);
+//  4. everything else has its own template (matmul, reduce, softmax, layernorm, gather, loss,
+//     conv2d) or comes from fbl's training ops (training_emitters.cc).
+#include "compiler/codegen/kernel_emitter.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "compiler/codegen/emit_util.h"
+#include "compiler/codegen/index_code.h"
+#include "compiler/codegen/templates.h"
+
+namespace fbl::codegen {
+
+using ir::DType;
+using ir::Shape;
+
+std::string_view clType(DType t) {
+  switch (t) {
+    case DType::F32: return "float";
+    case DType::F64: return "double";
+    case DType::I64: return "long";
+    case DType::I32: return "int";
+    case DType::I8: return "char";
+    case DType::U8:
+    case DType::Bool: return "uchar";
+    default: return "";
+  }
+}
+
+namespace {
+
+// Elementwise bodies over operands a, b, c (already loaded); `T` is the output's C type.
+struct EwRule {
+  std::string_view op;
+  std::string_view expr;
+};
+const EwRule kEwRules[] = {
+    {"Add", "a + b"},
+    {"Sub", "a - b"},
+    {"Mul", "a * b"},
+    {"Div", "a / b"},
+    {"Pow", "pow(a, b)"},
+    {"Sqrt", "sqrt(a)"},
+    {"Reciprocal", "1.0f / a"},
+    {"Neg", "-a"},
+    {"Abs", "fabs(a)"},
+    {"Exp", "exp(a)"},
+    {"Log", "log(a)"},
+    {"Tanh", "tanh(a)"},
+    {"Cos", "cos(a)"},
+    {"Sin", "sin(a)"},
+    {"Erf", "erf(a)"},
+    {"Relu", "fmax(a, 0.0f)"},
+    {"Sigmoid", "1.0f / (1.0f + exp(-a))"},
+    {"Where", "a ? b : c"},
+    {"Equal", "a == b"},
+    {"Less", "a < b"},
+    {"LessOrEqual", "a <= b"},
+    {"Greater", "a > b"},
+    {"GreaterOrEqual", "a >= b"},
+    {"And", "a && b"},
+    {"Or", "a || b"},
+    {"Xor", "(a != 0) != (b != 0)"},
+    {"Not", "!a"},
+    {"Max", "max(a, b)"},
+    {"Min", "min(a, b)"},
+    {"Cast", "a"},
+    {"CastLike", "a"},
+    {"Expand", "a"},
+};
+
+const char* const kViewOps[] = {"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity", "Dropout"};
+
+std::string gelu(const ir::Node& n) {
+  if (n.attrString("approximate", "none") == "tanh")
+    return "0.5f * a * (1.0f + tanh(0.7978845608028654f * (a + 0.044715f * a * a * a)))";
+  return "0.5f * a * (1.0f + erf(a * 0.7071067811865476f))";
+}
+
+// Float ops keep their float spelling; on integers max/min/abs/division need the integer forms.
+std::string adaptExpr(std::string expr, DType t) {
+  if (ir::isFloat(t)) return expr;
+  auto repl = [&](std::string_view from, std::string_view to) {
+    size_t p = expr.find(from);
+    if (p != std::string::npos) expr.replace(p, from.size(), to);
+  };
+  repl("fabs(", "abs(");
+  return expr;
+}
+
+Result<NodeCode> emitElementwise(const ir::Graph& g, const ir::Node& n, const Target& t,
+                                 std::string expr) {
+  const ir::Value& out = g.values[n.outputs[0]];
+  const std::string_view outT = clType(out.dtype);
+  std::string params, index, body;
+  std::vector<ArgRef> args;
+  std::vector<StridedOperand> ops;
+  // Max/Min/Sum/Mean may be variadic: fold them left to right.
+  const size_t arity = (n.op == "Expand" || n.op == "CastLike") ? 1 : n.inputs.size();
+  static const char* names[] = {"a", "b", "c"};
+  std::vector<std::string> loads;
+  for (size_t k = 0; k < arity; ++k) {
+    const ir::Value& v = g.values[n.inputs[k]];
+    const std::string_view vt = clType(v.dtype);
+    if (vt.empty()) return makeError("{}: dtype {} has no kernel type", ir::describeNode(g, n), ir::dtypeName(v.dtype));
+    std::string name = k < 3 ? names[k] : fmt::format("x{}", k);
+    if (auto lit = scalarLiteral(v)) {
+      loads.push_back(fmt::format("  const {} {} = {};\n", vt, name, *lit));
+      continue;
+    }
+    const std::string var = fmt::format("o{}", k);
+    params += fmt::format("__global const {}* in{}, ", vt, k);
+    args.push_back({false, n.inputs[k]});
+    ops.push_back({var, broadcastStrides(v.shape, out.shape), 0});
+    loads.push_back(fmt::format("  const {} {} = in{}[{}];\n", vt, name, k, var));
+  }
+  if ((n.op == "Max" || n.op == "Min" || n.op == "Sum" || n.op == "Mean") && arity > 2) {
+    std::string acc = "a";
+    for (size_t k = 1; k < arity; ++k) {
+      std::string x = k < 3 ? names[k] : fmt::format("x{}", k);
+      acc = n.op == "Max" ? fmt::format("max({}, {})", acc, x)
+            : n.op == "Min" ? fmt::format("min({}, {})", acc, x)
+                            : fmt::format("({} + {})", acc, x);
+    }
+    expr = n.op == "Mean" ? fmt::format("{} / {}.0f", acc, arity) : acc;
+  }
+  params += fmt::format("__global {}* out", outT);
+  args.push_back({false, n.outputs[0]});
+  for (const std::string& l : loads) body += l;
+  const std::string value = out.dtype == DType::Bool ? fmt::format("({}) ? 1 : 0", expr) : expr;
+  body += fmt::format("  out[i] = ({})({});", outT, value);
+  index = emitOffsets(out.shape, "i", ops);
+  const int64_t count = ir::numElements(out.shape);
+  NodeCode code;
+  code.launches.push_back(
+      {instantiate(kernelTemplate("elementwise"),
+                   {{"PARAMS", params}, {"N", std::to_string(count)}, {"INDEX", index}, {"BODY", body}}),
+       "", lowerTag(n.op), std::move(args), grid1(count, t), {t.workgroup}});
+  return code;
+}
+
+}  // namespace
+
+Result<NodeCode> emitNode(const ir::Graph& g, const ir::Node& n, const Target& t) {
+  for (const char* v : kViewOps)
+    if (n.op == v) {
+      NodeCode c;
+      c.aliasOf = n.inputs[0];
+      return c;
+    }
+  for (const ir::ValueId o : n.outputs)
+    if (o != ir::kNoValue && clType(g.values[o].dtype).empty())
+      return makeError("{}: output dtype {} has no OpenCL kernel type", ir::describeNode(g, n),
+                       ir::dtypeName(g.values[o].dtype));
+  if (n.op == "Gelu") return emitElementwise(g, n, t, gelu(n));
+  if (n.op == "Sum" || n.op == "Mean") return emitElementwise(g, n, t, n.op == "Sum" ? "a + b" : "(a + b) / 2.0f");
+  for (const EwRule& r : kEwRules)
+    if (n.op == r.op) {
+      std::string expr(r.expr);
+      // x^2 and x^0.5 exactly as the reference computes them, without pow's ulps.
+      if (n.op == "Pow") {
+        if (auto e = constScalar(g, n.inputs[1])) {
+          if (*e == 2.0) expr = "a * a";
+          else if (*e == 0.5) expr = "sqrt(a)";
+          else if (*e == 1.0) expr = "a";
+        }
+      }
+      return emitElementwise(g, n, t, adaptExpr(expr, g.values[n.inputs[0]].dtype));
+    }
+  if (auto* f = findSpecialEmitter(n.op)) return f(g, n, t);
+  return makeError("{}: no OpenCL kernel for op '{}' (supported: elementwise, movement, MatMul, "
+                   "Gemm, reductions, Softmax, LayerNormalization, Gather*, Conv, fbl training ops)",
+                   ir::describeNode(g, n), n.op);
+}
+
+}  // namespace fbl::codegen

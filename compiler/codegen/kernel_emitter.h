@@ -1,0 +1,53 @@
+// Kernel selection: for one graph node, the OpenCL launches that compute it, each an
+// instantiated template of kernels_cl/ with its arguments and sizes. Shapes, strides and
+// attribute values are baked into the source as literals, so the device compiler folds the
+// index arithmetic; identical sources are later merged into one kernel (plan builder).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "compiler/support/result.h"
+
+namespace fbl::codegen {
+
+// A launch argument: a graph value, or one of the node's scratch tensors.
+struct ArgRef {
+  bool scratch = false;
+  int32_t index = 0;  // ValueId, or index into NodeCode::scratch
+};
+
+struct LaunchSpec {
+  std::string source;  // kernel source with the {{NAME}} hole for the kernel's name
+  std::string entry;   // suffix of the entry point after the name ("" or "_rows", ...)
+  std::string tag;     // short op name used in the kernel name
+  std::vector<ArgRef> args;
+  std::vector<int64_t> global;
+  std::vector<int64_t> local;  // empty: the driver chooses
+};
+
+struct ScratchSpec {
+  ir::DType dtype = ir::DType::F32;
+  ir::Shape shape;
+};
+
+struct NodeCode {
+  std::vector<LaunchSpec> launches;
+  std::vector<ScratchSpec> scratch;
+  // Output 0 is input `aliasOf`'s bytes under another shape (Reshape, Unsqueeze, ...).
+  ir::ValueId aliasOf = ir::kNoValue;
+};
+
+struct Target {
+  int64_t workgroup = 64;  // work-items per group for 1-D launches (from the profile)
+};
+
+// The launches computing node `n`; an error naming the node when no template fits.
+Result<NodeCode> emitNode(const ir::Graph& g, const ir::Node& n, const Target& target);
+
+// OpenCL C type for a dtype ("float", "long", "uchar"); empty when unsupported.
+std::string_view clType(ir::DType t);
+
+}  // namespace fbl::codegen

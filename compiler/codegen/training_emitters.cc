@@ -1,0 +1,239 @@
+// Kernels for fbl's backward and optimizer ops (compiler/autodiff/training_ops.cc defines them):
+//  - fbl.SigmoidGrad/TanhGrad/ErfGrad/GeluGrad: elementwise bodies over (dy, saved);
+//  - fbl.ReduceSumTo: reduce.cl over the broadcast dims; fbl.SliceGrad: zero fill, then a
+//    strided copy of dy into the sliced positions;
+//  - fbl.SoftmaxGrad, fbl.LayerNormGrad, fbl.SoftmaxCrossEntropyLossGrad, fbl.GatherGrad: their
+//    own templates; fbl.AdamW/fbl.SGD: optimizer.cl.
+#include <fmt/format.h>
+
+#include "compiler/codegen/emit_util.h"
+#include "compiler/codegen/index_code.h"
+
+namespace fbl::codegen {
+namespace {
+
+using ir::Shape;
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+// dx = f(dy, s) elementwise, dy and s of the output's shape.
+Result<NodeCode> pointwiseGrad(const ir::Graph& g, const ir::Node& n, const Target& t,
+                               std::string_view expr) {
+  const ir::Value& out = g.values[n.outputs[0]];
+  std::string index = emitOffsets(out.shape, "i",
+                                  {{"o0", broadcastStrides(g.values[n.inputs[0]].shape, out.shape), 0},
+                                   {"o1", broadcastStrides(g.values[n.inputs[1]].shape, out.shape), 0}});
+  const std::string body = fmt::format("  const float dy = in0[o0];\n  const float s = in1[o1];\n  out[i] = {};", expr);
+  const int64_t count = ir::numElements(out.shape);
+  NodeCode c;
+  c.launches.push_back(launch("elementwise",
+                              {{"PARAMS", "__global const float* in0, __global const float* in1, __global float* out"},
+                               {"N", str(count)}, {"INDEX", index}, {"BODY", body}},
+                              lowerTag(n.op), {val(n.inputs[0]), val(n.inputs[1]), val(n.outputs[0])},
+                              grid1(count, t), {t.workgroup}));
+  return c;
+}
+
+Result<NodeCode> sigmoidGrad(const ir::Graph& g, const ir::Node& n, const Target& t) {
+  return pointwiseGrad(g, n, t, "dy * s * (1.0f - s)");
+}
+Result<NodeCode> tanhGrad(const ir::Graph& g, const ir::Node& n, const Target& t) {
+  return pointwiseGrad(g, n, t, "dy * (1.0f - s * s)");
+}
+Result<NodeCode> erfGrad(const ir::Graph& g, const ir::Node& n, const Target& t) {
+  return pointwiseGrad(g, n, t, "dy * 1.1283791670955126f * exp(-s * s)");
+}
+Result<NodeCode> geluGrad(const ir::Graph& g, const ir::Node& n, const Target& t) {
+  if (n.attrString("approximate", "none") == "tanh")
+    return pointwiseGrad(g, n, t,
+                         "dy * (0.5f * (1.0f + tanh(0.7978845608028654f * (s + 0.044715f * s * s * s))) + "
+                         "0.5f * s * (1.0f - pown(tanh(0.7978845608028654f * (s + 0.044715f * s * s * s)), 2)) * "
+                         "0.7978845608028654f * (1.0f + 0.134145f * s * s))");
+  return pointwiseGrad(g, n, t,
+                       "dy * (0.5f * (1.0f + erf(s * 0.7071067811865476f)) + "
+                       "s * 0.3989422804014327f * exp(-0.5f * s * s))");
+}
+
+Result<NodeCode> reduceSumTo(const ir::Graph& g, const ir::Node& n, const Target& t) {
+  const Shape& in = g.values[n.inputs[0]].shape;
+  const Shape& out = g.values[n.outputs[0]].shape;
+  const size_t lead = in.size() - out.size();
+  const std::vector<int64_t> inStrides = ir::stridesOf(in);
+  Shape kept, red;
+  std::vector<int64_t> keptStr, redStr;
+  for (size_t d = 0; d < in.size(); ++d) {
+    const bool reduced = d < lead || (out[d - lead] == 1 && in[d] != 1);
+    (reduced ? red : kept).push_back(in[d]);
+    (reduced ? redStr : keptStr).push_back(inStrides[d]);
+  }
+  const int64_t count = ir::numElements(out);
+  NodeCode c;
+  c.launches.push_back(launch(
+      "reduce",
+      {{"T", "float"}, {"ACC_T", "float"}, {"N", str(count)}, {"R", str(ir::numElements(red))},
+       {"INDEX", emitOffsets(kept, "i", {{"o_src", keptStr, 0}})},
+       {"RINDEX", emitOffsets(red, "j", {{"o_red", redStr, 0}}, "    ")},
+       {"INIT", "0.0f"}, {"COMBINE", "acc + x"}, {"FINISH", "acc"}},
+      "reducesumto", {val(n.inputs[0]), val(n.outputs[0])}, grid1(count, t), {t.workgroup}));
+  return c;
+}
+
+Result<NodeCode> sliceGrad(const ir::Graph& g, const ir::Node& n, const Target& t) {
+  const ir::Value& dy = g.values[n.inputs[0]];
+  const ir::Value& out = g.values[n.outputs[0]];
+  const std::vector<int64_t> axes = n.attrInts("axes"), starts = n.attrInts("starts"), steps = n.attrInts("steps");
+  const std::vector<int64_t> os = ir::stridesOf(out.shape);
+  std::vector<int64_t> dst = os;
+  int64_t base = 0;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t ax = normAxis(axes[i], out.shape.size());
+    const int64_t step = i < steps.size() ? steps[i] : 1;
+    if (step < 0) return makeError("{}: negative slice steps are not supported", ir::describeNode(g, n));
+    dst[ax] = os[ax] * step;
+    base += starts[i] * os[ax];
+  }
+  const int64_t count = ir::numElements(out.shape), inner = ir::numElements(dy.shape);
+  NodeCode c;
+  c.launches.push_back(launch("fill", {{"T", "float"}, {"N", str(count)}, {"VALUE", "0.0f"}}, "fill",
+                              {val(n.outputs[0])}, grid1(count, t), {t.workgroup}));
+  c.launches.push_back(launch("strided_copy",
+                              {{"T", "float"}, {"N", str(inner)},
+                               {"INDEX", emitOffsets(dy.shape, "i", {{"o_src", ir::stridesOf(dy.shape), 0}, {"o_dst", dst, base}})}},
+                              "slicegrad", {val(n.inputs[0]), val(n.outputs[0])}, grid1(inner, t), {t.workgroup}));
+  return c;
+}
+
+Result<NodeCode> softmaxGrad(const ir::Graph& g, const ir::Node& n, const Target& t) {
+  const Shape& s = g.values[n.inputs[1]].shape;
+  const int64_t axis = normAxis(n.attrInt("axis", -1), s.size());
+  int64_t inner = 1;
+  for (size_t d = axis + 1; d < s.size(); ++d) inner *= s[d];
+  const int64_t rows = ir::numElements(s) / std::max<int64_t>(1, s[axis]);
+  NodeCode c;
+  c.launches.push_back(launch("softmax_grad", {{"L", str(s[axis])}, {"INNER", str(inner)}, {"ROWS", str(rows)}},
+                              "softmaxgrad", {val(n.inputs[0]), val(n.inputs[1]), val(n.outputs[0])},
+                              grid1(rows, t), {t.workgroup}));
+  return c;
+}
+
+Result<NodeCode> layerNormGrad(const ir::Graph& g, const ir::Node& n, const Target& t) {
+  const Shape& s = g.values[n.inputs[1]].shape;
+  const int64_t axis = normAxis(n.attrInt("axis", -1), s.size());
+  int64_t L = 1;
+  for (size_t d = axis; d < s.size(); ++d) L *= s[d];
+  const int64_t rows = ir::numElements(s) / std::max<int64_t>(1, L);
+  auto out = [&](size_t i) { return i < n.outputs.size() ? n.outputs[i] : ir::kNoValue; };
+  NodeCode c;
+  c.scratch = {{ir::DType::F32, {rows}}, {ir::DType::F32, {rows}}};
+  const ArgRef dx = out(0) != ir::kNoValue ? val(out(0)) : scratch(2);
+  if (out(0) == ir::kNoValue) c.scratch.push_back({ir::DType::F32, s});
+  std::string colParams = "__global const float* dy, __global const float* x, __global const float* row_mean, "
+                          "__global const float* row_inv";
+  std::vector<ArgRef> colArgs{val(n.inputs[0]), val(n.inputs[1]), scratch(0), scratch(1)};
+  std::string colStore;
+  if (out(1) != ir::kNoValue) {
+    colParams += ", __global float* dscale";
+    colArgs.push_back(val(out(1)));
+    colStore += "  dscale[j] = ds;\n";
+  }
+  if (out(2) != ir::kNoValue) {
+    colParams += ", __global float* dbias";
+    colArgs.push_back(val(out(2)));
+    colStore += "  dbias[j] = db;\n";
+  }
+  const std::map<std::string, std::string> vars{
+      {"L", str(L)}, {"ROWS", str(rows)}, {"EPS", floatLiteral(n.attrFloat("epsilon", 1e-5f))},
+      {"COL_PARAMS", colParams}, {"COL_STORE", colStore}};
+  c.launches.push_back(launch("layernorm_grad", vars, "layernormgrad",
+                              {val(n.inputs[0]), val(n.inputs[1]), val(n.inputs[2]), dx, scratch(0), scratch(1)},
+                              grid1(rows, t), {t.workgroup}, "_rows"));
+  if (out(1) != ir::kNoValue || out(2) != ir::kNoValue)
+    c.launches.push_back(launch("layernorm_grad", vars, "layernormgrad", colArgs, grid1(L, t), {t.workgroup}, "_cols"));
+  return c;
+}
+
+Result<NodeCode> sceLossGrad(const ir::Graph& g, const ir::Node& n, const Target& t) {
+  const Shape& s = g.values[n.inputs[1]].shape;
+  if (n.input(3) != ir::kNoValue) return makeError("{}: class weights are not supported", ir::describeNode(g, n));
+  const std::string reduction = n.attrString("reduction", "mean");
+  if (reduction == "none") return makeError("{}: reduction 'none' is not supported", ir::describeNode(g, n));
+  int64_t inner = 1;
+  for (size_t d = 2; d < s.size(); ++d) inner *= s[d];
+  const int64_t rows = s[0] * inner;
+  const std::string ignore = n.hasAttr("ignore_index") ? str(n.attrInt("ignore_index", 0))
+                                                       : "(-9223372036854775807L - 1)";
+  NodeCode c;
+  c.launches.push_back(launch("sce_loss_grad",
+                              {{"TL", std::string(clType(g.values[n.inputs[2]].dtype))}, {"ROWS", str(rows)},
+                               {"INNER", str(inner)}, {"C", str(s[1])}, {"IGNORE", ignore},
+                               {"MEAN", reduction == "mean" ? "1" : "0"}},
+                              "scelossgrad", {val(n.inputs[0]), val(n.inputs[1]), val(n.inputs[2]), val(n.outputs[0])},
+                              grid1(rows, t), {t.workgroup}));
+  return c;
+}
+
+Result<NodeCode> gatherGrad(const ir::Graph& g, const ir::Node& n, const Target& t) {
+  const Shape& out = g.values[n.outputs[0]].shape;
+  const ir::Value& idx = g.values[n.inputs[1]];
+  const int64_t axis = normAxis(n.attrInt("axis", 0), out.size());
+  int64_t inner = 1;
+  for (size_t d = axis + 1; d < out.size(); ++d) inner *= out[d];
+  const int64_t count = ir::numElements(out);
+  NodeCode c;
+  c.launches.push_back(launch("gather_grad",
+                              {{"TI", std::string(clType(idx.dtype))}, {"N", str(count)}, {"INNER", str(inner)},
+                               {"D", str(out[axis])}, {"K", str(ir::numElements(idx.shape))}},
+                              "gathergrad", {val(n.inputs[0]), val(n.inputs[1]), val(n.outputs[0])},
+                              grid1(count, t), {t.workgroup}));
+  return c;
+}
+
+Result<NodeCode> optimizer(const ir::Graph& g, const ir::Node& n, const Target& t) {
+  const int64_t count = ir::numElements(g.values[n.inputs[0]].shape);
+  const bool adam = n.op == "fbl.AdamW";
+  std::map<std::string, std::string> vars{
+      {"N", str(count)},
+      {"LR", floatLiteral(n.attrFloat("lr", 1e-3f))},
+      {"WD", floatLiteral(n.attrFloat("weight_decay", 0.0f))},
+      {"BETA1", floatLiteral(n.attrFloat("beta1", 0.9f))},
+      {"BETA2", floatLiteral(n.attrFloat("beta2", 0.999f))},
+      {"EPS", floatLiteral(n.attrFloat("epsilon", 1e-8f))}};
+  std::vector<ArgRef> args;
+  for (ir::ValueId v : n.inputs) args.push_back(val(v));
+  for (ir::ValueId v : n.outputs) args.push_back(val(v));
+  if (adam) {
+    vars["SGD_PARAMS"] = "__global const float* p, __global const float* g, __global float* p_out";
+  } else if (n.input(2) != ir::kNoValue) {
+    vars["SGD_PARAMS"] = "__global const float* p, __global const float* g, __global const float* buf, "
+                         "__global float* p_out, __global float* buf_out";
+    vars["SGD_BODY"] = fmt::format("  const float b = {} * buf[i] + gi;\n  buf_out[i] = b;\n  p_out[i] = p[i] - {} * b;",
+                                   floatLiteral(n.attrFloat("momentum", 0.0f)), vars["LR"]);
+  } else {
+    vars["SGD_PARAMS"] = "__global const float* p, __global const float* g, __global float* p_out";
+    vars["SGD_BODY"] = fmt::format("  p_out[i] = p[i] - {} * gi;", vars["LR"]);
+  }
+  if (adam) vars["SGD_BODY"] = fmt::format("  p_out[i] = p[i] - {} * gi;", vars["LR"]);
+  NodeCode c;
+  c.launches.push_back(launch("optimizer", vars, adam ? "adamw" : "sgd", std::move(args), grid1(count, t),
+                              {t.workgroup}, adam ? "_adamw" : "_sgd"));
+  return c;
+}
+
+}  // namespace
+
+std::vector<EmitterEntry> trainingEmitters() {
+  return {{"fbl.SigmoidGrad", sigmoidGrad},
+          {"fbl.TanhGrad", tanhGrad},
+          {"fbl.ErfGrad", erfGrad},
+          {"fbl.GeluGrad", geluGrad},
+          {"fbl.ReduceSumTo", reduceSumTo},
+          {"fbl.SliceGrad", sliceGrad},
+          {"fbl.SoftmaxGrad", softmaxGrad},
+          {"fbl.LayerNormGrad", layerNormGrad},
+          {"fbl.SoftmaxCrossEntropyLossGrad", sceLossGrad},
+          {"fbl.GatherGrad", gatherGrad},
+          {"fbl.AdamW", optimizer},
+          {"fbl.SGD", optimizer}};
+}
+
+}  // namespace fbl::codegen

@@ -1,0 +1,275 @@
+// Plan building:
+//  1. emit the launches of every live node in graph order (topological; forward, then backward,
+//     then optimizer), resolving view outputs (Reshape, ...) to the storage of their input;
+//  2. give every storage root a plan tensor with its role (input, weight, trainable, state,
+//     constant, step, intermediate) and every node scratch a tensor of its own;
+//  3. merge identical kernel sources into one kernel named k<i>_<op> in order of first use,
+//     and concatenate them into one OpenCL program (one build per plan);
+//  4. record commits (updated parameter / state -> current) that end a step;
+//  5. plan memory by liveness: persistent tensors live for the whole step, loss, gradients and
+//     updated values until its end, everything else from first to last use.
+#include "compiler/plan/plan_builder.h"
+
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "compiler/codegen/kernel_emitter.h"
+#include "compiler/plan/memory_planner.h"
+
+namespace fbl::plan {
+
+namespace {
+
+using planfile::Role;
+
+const char* phaseName(ir::Phase p) {
+  switch (p) {
+    case ir::Phase::Forward: return "forward";
+    case ir::Phase::Backward: return "backward";
+    case ir::Phase::Optimizer: return "optimizer";
+  }
+  return "forward";
+}
+
+// peft's key for a LoRA parameter: the PyTorch name without the export prefix "m." and without
+// the adapter name ("lora_A.default.weight" -> "lora_A.weight").
+std::string adapterKey(std::string name) {
+  if (name.rfind("m.", 0) == 0) name = name.substr(2);
+  for (const char* part : {".lora_A.default.", ".lora_B.default."}) {
+    const size_t p = name.find(part);
+    if (p != std::string::npos) name.replace(p, std::string(part).size(), std::string(part).substr(0, 8));
+  }
+  return name;
+}
+
+nlohmann::json adapterConfig(const ir::Graph& g, const PlanInputs& in) {
+  std::set<std::string> modules;
+  int64_t r = 0;
+  for (const auto& t : in.trainables) {
+    const ir::Value& v = g.values[t.param];
+    const size_t p = v.name.find(".lora_A.");
+    if (p == std::string::npos) continue;
+    const std::string prefix = v.name.substr(0, p);
+    modules.insert(prefix.substr(prefix.rfind('.') + 1));
+    if (!v.shape.empty()) r = v.shape[0];
+  }
+  if (modules.empty()) return nlohmann::json::object();
+  return {{"peft_type", "LORA"},       {"r", r},
+          {"lora_alpha", in.loraAlpha}, {"target_modules", std::vector<std::string>(modules.begin(), modules.end())},
+          {"lora_dropout", 0.0},        {"bias", "none"},
+          {"fan_in_fan_out", false},    {"inference_mode", true},
+          {"base_model_name_or_path", nullptr}};
+}
+
+std::string stripLeadingComments(const std::string& s) {
+  size_t p = 0;
+  while (s.compare(p, 2, "//") == 0) {
+    const size_t nl = s.find('\n', p);
+    if (nl == std::string::npos) return "";
+    p = nl + 1;
+  }
+  return s.substr(p);
+}
+
+class Builder {
+ public:
+  Builder(const PlanInputs& in, const Profile& profile) : in_(in), g_(*in.graph), profile_(profile) {
+    root_.resize(g_.values.size());
+    for (size_t v = 0; v < root_.size(); ++v) root_[v] = static_cast<ir::ValueId>(v);
+    for (const auto& t : in.trainables) trainable_.insert(t.param);
+    for (const auto& s : in.state) state_.insert(s.current);
+  }
+
+  Result<Plan> build(BuildStats* stats) {
+    plan_.model = in_.model;
+    plan_.profile = profile_.name;
+    plan_.alignment = profile_.bufferAlignment;
+    codegen::Target target{profile_.workgroupSize};
+    // 1-3: launches and kernels.
+    for (const ir::Node& n : g_.nodes) {
+      if (n.dead) continue;
+      FBL_ASSIGN(codegen::NodeCode code, codegen::emitNode(g_, n, target));
+      if (code.aliasOf != ir::kNoValue) {
+        root_[n.outputs[0]] = root_[code.aliasOf];
+        continue;
+      }
+      std::vector<int32_t> scratch;
+      for (size_t s = 0; s < code.scratch.size(); ++s)
+        scratch.push_back(addTensor(fmt::format("{}.scratch{}", n.name, s), code.scratch[s].dtype,
+                                    code.scratch[s].shape, Role::Scratch));
+      for (codegen::LaunchSpec& l : code.launches) {
+        planfile::Launch pl;
+        pl.phase = phaseName(n.phase);
+        pl.kernel = kernelFor(l);
+        for (const codegen::ArgRef& a : l.args) pl.args.push_back(a.scratch ? scratch[a.index] : tensorOf(a.index));
+        pl.global = l.global;
+        pl.local = l.local;
+        pl.node = n.name;
+        plan_.launches.push_back(std::move(pl));
+      }
+    }
+    for (ir::ValueId v : g_.inputs) tensorOf(v);
+    // 4: commits and the names the runtime needs.
+    std::set<int32_t> keep;
+    if (in_.loss != ir::kNoValue) keep.insert(plan_.loss = tensorOf(in_.loss));
+    if (in_.step != ir::kNoValue) plan_.step = tensorOf(in_.step);
+    for (const auto& t : in_.trainables) {
+      planfile::Trainable pt;
+      pt.param = tensorOf(t.param);
+      pt.grad = t.grad != ir::kNoValue ? tensorOf(t.grad) : -1;
+      pt.adapterKey = adapterKey(g_.values[t.param].name);
+      if (pt.grad >= 0) keep.insert(pt.grad);
+      plan_.trainables.push_back(pt);
+      if (t.updated != ir::kNoValue) addCommit(t.updated, t.param, &keep);
+    }
+    for (const auto& s : in_.state) {
+      plan_.state.push_back(tensorOf(s.current));
+      if (s.updated != ir::kNoValue) addCommit(s.updated, s.current, &keep);
+    }
+    for (ir::ValueId v : in_.keep) keep.insert(tensorOf(v));
+    plan_.adapterConfig = adapterConfig(g_, in_);
+    plan_.optimizer = {{"trainables", plan_.trainables.size()}, {"state_tensors", plan_.state.size()}};
+    // 5: memory.
+    planMemoryFor(keep, stats);
+    plan_.program = fmt::format("// fbl plan for {}: {} kernels, OpenCL C 1.2\n", in_.model, kernelSources_.size());
+    for (const std::string& src : kernelSources_) plan_.program += "\n" + src;
+    if (stats) {
+      stats->kernels = static_cast<int64_t>(kernelSources_.size());
+      stats->launches = static_cast<int64_t>(plan_.launches.size());
+    }
+    return std::move(plan_);
+  }
+
+ private:
+  void addCommit(ir::ValueId from, ir::ValueId to, std::set<int32_t>* keep) {
+    const int32_t src = tensorOf(from), dst = tensorOf(to);
+    if (src == dst) return;
+    plan_.commits.push_back({src, dst});
+    keep->insert(src);
+  }
+
+  int32_t addTensor(std::string name, ir::DType dt, const ir::Shape& shape, Role role) {
+    planfile::Tensor t;
+    t.name = std::move(name);
+    t.dtype = std::string(ir::dtypeName(dt));
+    t.shape = shape;
+    t.role = role;
+    t.bytes = ir::numElements(shape) * static_cast<int64_t>(ir::dtypeSize(dt));
+    plan_.tensors.push_back(std::move(t));
+    return static_cast<int32_t>(plan_.tensors.size() - 1);
+  }
+
+  Role roleOf(ir::ValueId v) const {
+    const ir::Value& val = g_.values[v];
+    if (v == in_.step) return Role::Step;
+    if (trainable_.count(v)) return Role::Trainable;
+    if (state_.count(v)) return Role::State;
+    switch (val.kind) {
+      case ir::ValueKind::Input: return Role::Input;
+      case ir::ValueKind::Initializer: return Role::Weight;
+      case ir::ValueKind::Constant: return Role::Constant;
+      case ir::ValueKind::Intermediate: return Role::Intermediate;
+    }
+    return Role::Intermediate;
+  }
+
+  int32_t tensorOf(ir::ValueId v) {
+    const ir::ValueId r = root_[v];
+    auto it = tensorOfRoot_.find(r);
+    if (it != tensorOfRoot_.end()) return it->second;
+    const ir::Value& val = g_.values[r];
+    const Role role = roleOf(r);
+    const int32_t id = addTensor(val.name, val.dtype, val.shape, role);
+    planfile::Tensor& t = plan_.tensors[id];
+    if (role == Role::Weight || role == Role::Trainable) t.source = val.name;
+    if (role == Role::Constant && val.data) {
+      // Constants sit in the blob at 16-byte boundaries, in order of first use.
+      while (plan_.blob.size() % 16 != 0) plan_.blob.push_back(0);
+      t.constOffset = static_cast<int64_t>(plan_.blob.size());
+      const auto* p = reinterpret_cast<const unsigned char*>(val.data->raw());
+      plan_.blob.insert(plan_.blob.end(), p, p + val.data->nbytes());
+    }
+    tensorOfRoot_[r] = id;
+    return id;
+  }
+
+  int32_t kernelFor(const codegen::LaunchSpec& l) {
+    auto it = kernelBase_.find(l.source);
+    std::string base;
+    if (it == kernelBase_.end()) {
+      base = fmt::format("k{}_{}", kernelSources_.size(), l.tag);
+      kernelBase_[l.source] = base;
+      std::string src = stripLeadingComments(l.source);
+      for (size_t p; (p = src.find("{{NAME}}")) != std::string::npos;) src.replace(p, 8, base);
+      kernelSources_.push_back(std::move(src));
+    } else {
+      base = it->second;
+    }
+    const std::string entry = base + l.entry;
+    auto e = entryIndex_.find(entry);
+    if (e != entryIndex_.end()) return e->second;
+    plan_.kernelNames.push_back(entry);
+    return entryIndex_[entry] = static_cast<int32_t>(plan_.kernelNames.size() - 1);
+  }
+
+  void planMemoryFor(const std::set<int32_t>& keep, BuildStats* stats) {
+    const int64_t end = static_cast<int64_t>(plan_.launches.size());
+    std::vector<Interval> iv(plan_.tensors.size());
+    for (size_t i = 0; i < iv.size(); ++i) {
+      const Role r = plan_.tensors[i].role;
+      iv[i].bytes = plan_.tensors[i].bytes;
+      iv[i].persistent = r != Role::Intermediate && r != Role::Scratch;
+      iv[i].first = end;
+      iv[i].last = -1;
+    }
+    for (int64_t li = 0; li < end; ++li)
+      for (int32_t a : plan_.launches[li].args) {
+        iv[a].first = std::min(iv[a].first, li);
+        iv[a].last = std::max(iv[a].last, li);
+      }
+    for (int32_t k : keep) iv[k].last = end;
+    for (auto& t : iv)
+      if (t.first > t.last) t.first = t.last = 0;
+    const Placement pl = planMemory(iv, plan_.alignment);
+    for (size_t i = 0; i < iv.size(); ++i) plan_.tensors[i].offset = pl.offsets[i];
+    plan_.arenaBytes = pl.peakBytes;
+    if (stats) {
+      stats->persistentBytes = pl.persistentBytes;
+      stats->transientBytes = pl.peakBytes - pl.persistentBytes;
+    }
+  }
+
+  const PlanInputs& in_;
+  const ir::Graph& g_;
+  const Profile& profile_;
+  Plan plan_;
+  std::vector<ir::ValueId> root_;
+  std::set<ir::ValueId> trainable_, state_;
+  std::map<ir::ValueId, int32_t> tensorOfRoot_;
+  std::map<std::string, std::string> kernelBase_;
+  std::map<std::string, int32_t> entryIndex_;
+  std::vector<std::string> kernelSources_;
+};
+
+}  // namespace
+
+Result<Plan> buildPlan(const PlanInputs& in, const Profile& profile, BuildStats* stats) {
+  FBL_ASSERT(in.graph != nullptr);
+  return Builder(in, profile).build(stats);
+}
+
+PlanInputs trainingInputs(const autodiff::TrainingGraph& tg, std::string model, double loraAlpha) {
+  PlanInputs in;
+  in.graph = &tg.graph;
+  in.loss = tg.loss;
+  in.step = tg.step;
+  in.trainables = tg.trainables;
+  in.state = tg.state;
+  in.model = std::move(model);
+  in.loraAlpha = loraAlpha;
+  return in;
+}
+
+}  // namespace fbl::plan

@@ -1,0 +1,42 @@
+// Building a plan from a joint training graph (or from any forward graph, for kernel tests):
+// kernel selection per node, one deduplicated OpenCL program, the launch list in phase order,
+// plan tensors with roles, and the memory plan.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/autodiff/training_graph.h"
+#include "compiler/plan/profile.h"
+#include "runtime/plan_file.h"
+
+namespace fbl::plan {
+
+using planfile::Plan;
+
+struct PlanInputs {
+  const ir::Graph* graph = nullptr;
+  ir::ValueId loss = ir::kNoValue;
+  ir::ValueId step = ir::kNoValue;
+  std::vector<autodiff::TrainableParam> trainables;
+  std::vector<autodiff::OptimizerState> state;
+  // Values whose bytes must survive the step (beyond loss, grads and updated values).
+  std::vector<ir::ValueId> keep;
+  std::string model;
+  // LoRA alpha for the exported adapter_config.json (not recoverable from the ONNX graph).
+  double loraAlpha = 16.0;
+};
+
+struct BuildStats {
+  int64_t kernels = 0;
+  int64_t launches = 0;
+  int64_t persistentBytes = 0;
+  int64_t transientBytes = 0;  // the arena minus the persistent region
+};
+
+Result<Plan> buildPlan(const PlanInputs& in, const Profile& profile, BuildStats* stats = nullptr);
+
+// The inputs for a joint training graph.
+PlanInputs trainingInputs(const autodiff::TrainingGraph& tg, std::string model, double loraAlpha);
+
+}  // namespace fbl::plan

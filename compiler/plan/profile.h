@@ -1,0 +1,20 @@
+// A device profile (profiles/<name>.json): the constants codegen and the planner need for one
+// kind of GPU. Heuristics live here, not inline in passes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "compiler/support/result.h"
+
+namespace fbl::plan {
+
+struct Profile {
+  std::string name;
+  int64_t workgroupSize = 64;    // work-items per group for 1-D launches
+  int64_t bufferAlignment = 512; // sub-buffer offsets: a multiple of every target's base alignment
+};
+
+Result<Profile> loadProfile(const std::string& path);
+
+}  // namespace fbl::plan

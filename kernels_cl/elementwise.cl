@@ -1,0 +1,8 @@
+// One output element per work-item; each operand is read through its own (possibly
+// broadcast) offset, computed from the output index by generated index code.
+__kernel void {{NAME}}({{PARAMS}}) {
+  const uint i = get_global_id(0);
+  if (i >= {{N}}u) return;
+{{INDEX}}
+{{BODY}}
+}

@@ -1,0 +1,59 @@
+// The C API over fbl::rt::Session: errors become a thread-local message and a non-zero return.
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "runtime/include/fbl/fbl_runtime.h"
+#include "runtime/session.h"
+
+struct fbl_session {
+  std::unique_ptr<fbl::rt::Session> s;
+};
+
+namespace {
+thread_local std::string lastError;
+int result(const std::string& e) {
+  lastError = e;
+  return e.empty() ? 0 : 1;
+}
+}  // namespace
+
+extern "C" {
+
+int fbl_open(const char* plan_path, int device, const char* cache_dir, fbl_session** out) {
+  if (!plan_path || !out) return result("fbl_open: plan_path and out must not be NULL");
+  fbl::rt::OpenOptions o;
+  o.device = device;
+  if (cache_dir) o.cacheDir = cache_dir;
+  std::string e;
+  auto s = fbl::rt::Session::open(plan_path, o, &e);
+  if (!s) return result(e);
+  *out = new fbl_session{std::move(s)};
+  return result("");
+}
+
+void fbl_close(fbl_session* s) { delete s; }
+const char* fbl_last_error(void) { return lastError.c_str(); }
+
+int fbl_load_weights(fbl_session* s, const char* path) { return result(s->s->loadWeights(path)); }
+
+int fbl_write_tensor(fbl_session* s, const char* name, const void* data, size_t bytes) {
+  return result(s->s->writeTensor(name, data, bytes));
+}
+
+int fbl_read_tensor(fbl_session* s, const char* name, void* data, size_t bytes) {
+  std::vector<unsigned char> v;
+  if (int r = result(s->s->readTensor(name, &v))) return r;
+  if (v.size() != bytes)
+    return result("tensor '" + std::string(name) + "' has " + std::to_string(v.size()) + " bytes, not " + std::to_string(bytes));
+  std::memcpy(data, v.data(), bytes);
+  return 0;
+}
+
+int fbl_train_step(fbl_session* s, float* loss) { return result(s->s->trainStep(loss)); }
+int64_t fbl_step(const fbl_session* s) { return s->s->step(); }
+int fbl_save_checkpoint(fbl_session* s, const char* path) { return result(s->s->saveCheckpoint(path)); }
+int fbl_load_checkpoint(fbl_session* s, const char* path) { return result(s->s->loadCheckpoint(path)); }
+int fbl_export_adapter(fbl_session* s, const char* dir) { return result(s->s->exportAdapter(dir)); }
+
+}  // extern "C"

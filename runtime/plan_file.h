@@ -1,0 +1,259 @@
+// The plan file: what `fblc compile` writes and the runtime executes. Header-only (C++17, the
+// standard library and nlohmann::json) because both sides need it and the runtime links nothing
+// from the compiler. docs/plan-format.md describes the format for people.
+//
+// Layout on disk (little-endian):
+//   "FBLPLAN\n"  u32 version  u32 0  u64 json_len  u64 blob_len  json  blob  u64 fnv1a64
+// The checksum covers every byte before it. The JSON holds tensors, the memory plan, the OpenCL
+// program and the launch list; the blob holds compile-time constants (masks, rotary tables),
+// never weights: weights are named and loaded from a safetensors file.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace fbl::planfile {
+
+inline constexpr char kMagic[8] = {'F', 'B', 'L', 'P', 'L', 'A', 'N', '\n'};
+inline constexpr uint32_t kVersion = 1;
+
+inline uint64_t fnv1a64(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+// What a tensor is for; decides who fills it and whether its bytes survive a step.
+enum class Role { Input, Weight, Trainable, State, Constant, Step, Intermediate, Scratch };
+inline const char* roleName(Role r) {
+  static const char* names[] = {"input",    "weight", "trainable",    "state",
+                                "constant", "step",   "intermediate", "scratch"};
+  return names[static_cast<int>(r)];
+}
+
+struct Tensor {
+  std::string name;
+  std::string dtype;               // "f32", "i64", "bool", ...
+  std::vector<int64_t> shape;
+  std::string layout = "row_major";
+  std::string storage = "buffer";  // image2d later
+  Role role = Role::Intermediate;
+  int64_t offset = 0;              // in the arena, bytes
+  int64_t bytes = 0;
+  std::string source;              // Weight/Trainable: the safetensors key
+  int64_t constOffset = -1;        // Constant: bytes in the blob
+};
+
+struct Launch {
+  std::string phase;               // "forward", "backward", "optimizer"
+  int32_t kernel = 0;              // index into Plan::kernelNames
+  std::vector<int32_t> args;       // tensor ids, in kernel parameter order
+  std::vector<int64_t> global;     // 1..3 dims
+  std::vector<int64_t> local;      // empty: the driver chooses
+  std::string node;                // the graph node it comes from, for diagnostics
+};
+
+struct Trainable {
+  int32_t param = -1;
+  int32_t grad = -1;
+  std::string adapterKey;          // its key in peft's adapter_model.safetensors
+};
+
+struct Plan {
+  std::string model;
+  std::string profile;
+  int64_t alignment = 256;
+  int64_t arenaBytes = 0;          // the planned peak: the runtime allocates exactly this
+  std::vector<Tensor> tensors;
+  std::string program;             // OpenCL C 1.2, every kernel of the plan
+  std::string buildOptions = "-cl-std=CL1.2";
+  std::vector<std::string> kernelNames;
+  std::vector<Launch> launches;
+  std::vector<std::array<int32_t, 2>> commits;  // copy [src, dst] after a step (updated -> param)
+  int32_t loss = -1;
+  int32_t step = -1;
+  std::vector<Trainable> trainables;
+  std::vector<int32_t> state;
+  nlohmann::json optimizer = nlohmann::json::object();
+  nlohmann::json adapterConfig = nlohmann::json::object();  // peft's adapter_config.json
+  std::vector<unsigned char> blob;
+
+  int32_t findTensor(const std::string& name) const {
+    for (size_t i = 0; i < tensors.size(); ++i)
+      if (tensors[i].name == name) return static_cast<int32_t>(i);
+    return -1;
+  }
+};
+
+inline nlohmann::json toJson(const Plan& p) {
+  using nlohmann::json;
+  json j;
+  j["format"] = "fbl-plan";
+  j["version"] = kVersion;
+  j["model"] = p.model;
+  j["profile"] = p.profile;
+  j["alignment"] = p.alignment;
+  j["arena_bytes"] = p.arenaBytes;
+  json ts = json::array();
+  for (const Tensor& t : p.tensors) {
+    json o{{"name", t.name},       {"dtype", t.dtype},     {"shape", t.shape},
+           {"layout", t.layout},   {"storage", t.storage}, {"role", roleName(t.role)},
+           {"offset", t.offset},   {"bytes", t.bytes}};
+    if (!t.source.empty()) o["source"] = t.source;
+    if (t.constOffset >= 0) o["const_offset"] = t.constOffset;
+    ts.push_back(std::move(o));
+  }
+  j["tensors"] = std::move(ts);
+  j["program"] = p.program;
+  j["build_options"] = p.buildOptions;
+  j["kernels"] = p.kernelNames;
+  json ls = json::array();
+  for (const Launch& l : p.launches)
+    ls.push_back({{"phase", l.phase}, {"kernel", l.kernel}, {"args", l.args},
+                  {"global", l.global}, {"local", l.local}, {"node", l.node}});
+  j["launches"] = std::move(ls);
+  j["commits"] = p.commits;
+  j["loss"] = p.loss;
+  j["step"] = p.step;
+  json tr = json::array();
+  for (const Trainable& t : p.trainables)
+    tr.push_back({{"param", t.param}, {"grad", t.grad}, {"adapter_key", t.adapterKey}});
+  j["trainables"] = std::move(tr);
+  j["state"] = p.state;
+  j["optimizer"] = p.optimizer;
+  j["adapter_config"] = p.adapterConfig;
+  return j;
+}
+
+inline bool roleFromName(const std::string& s, Role* r) {
+  for (int i = 0; i <= static_cast<int>(Role::Scratch); ++i)
+    if (s == roleName(static_cast<Role>(i))) {
+      *r = static_cast<Role>(i);
+      return true;
+    }
+  return false;
+}
+
+inline std::string serialize(const Plan& p) {
+  // dump() of nlohmann's std::map-backed objects sorts keys: the same plan gives the same bytes.
+  const std::string js = toJson(p).dump(1);
+  std::string out(kMagic, sizeof kMagic);
+  auto put = [&out](const void* d, size_t n) { out.append(static_cast<const char*>(d), n); };
+  const uint32_t version = kVersion, reserved = 0;
+  const uint64_t jsonLen = js.size(), blobLen = p.blob.size();
+  put(&version, 4);
+  put(&reserved, 4);
+  put(&jsonLen, 8);
+  put(&blobLen, 8);
+  out += js;
+  put(p.blob.data(), p.blob.size());
+  const uint64_t sum = fnv1a64(out.data(), out.size());
+  put(&sum, 8);
+  return out;
+}
+
+// Returns an empty string on success, else one line saying what is wrong with the file.
+inline std::string parse(const std::string& bytes, Plan* p) {
+  const size_t head = sizeof kMagic + 4 + 4 + 8 + 8;
+  if (bytes.size() < head + 8 || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
+    return "not an fbl plan (bad magic); compile one with `fblc compile`";
+  uint32_t version = 0;
+  uint64_t jsonLen = 0, blobLen = 0;
+  std::memcpy(&version, bytes.data() + 8, 4);
+  if (version != kVersion)
+    return "plan format version " + std::to_string(version) + " is not supported (this runtime reads " +
+           std::to_string(kVersion) + "); recompile it with this release's `fblc compile`";
+  std::memcpy(&jsonLen, bytes.data() + 16, 8);
+  std::memcpy(&blobLen, bytes.data() + 24, 8);
+  if (jsonLen > bytes.size() || blobLen > bytes.size() || head + jsonLen + blobLen + 8 != bytes.size())
+    return "plan is truncated or corrupted (section sizes do not match the file size)";
+  uint64_t sum = 0;
+  std::memcpy(&sum, bytes.data() + bytes.size() - 8, 8);
+  if (sum != fnv1a64(bytes.data(), bytes.size() - 8))
+    return "plan is corrupted (checksum mismatch); recompile or copy it again";
+  nlohmann::json j = nlohmann::json::parse(bytes.begin() + head, bytes.begin() + head + jsonLen,
+                                           nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return "plan is corrupted (its JSON section does not parse)";
+  try {
+    p->model = j.at("model").get<std::string>();
+    p->profile = j.at("profile").get<std::string>();
+    p->alignment = j.at("alignment").get<int64_t>();
+    p->arenaBytes = j.at("arena_bytes").get<int64_t>();
+    for (const auto& o : j.at("tensors")) {
+      Tensor t;
+      t.name = o.at("name").get<std::string>();
+      t.dtype = o.at("dtype").get<std::string>();
+      t.shape = o.at("shape").get<std::vector<int64_t>>();
+      t.layout = o.at("layout").get<std::string>();
+      t.storage = o.at("storage").get<std::string>();
+      if (!roleFromName(o.at("role").get<std::string>(), &t.role))
+        return "plan tensor '" + t.name + "' has an unknown role";
+      t.offset = o.at("offset").get<int64_t>();
+      t.bytes = o.at("bytes").get<int64_t>();
+      if (o.contains("source")) t.source = o.at("source").get<std::string>();
+      if (o.contains("const_offset")) t.constOffset = o.at("const_offset").get<int64_t>();
+      p->tensors.push_back(std::move(t));
+    }
+    p->program = j.at("program").get<std::string>();
+    p->buildOptions = j.at("build_options").get<std::string>();
+    p->kernelNames = j.at("kernels").get<std::vector<std::string>>();
+    for (const auto& o : j.at("launches")) {
+      Launch l;
+      l.phase = o.at("phase").get<std::string>();
+      l.kernel = o.at("kernel").get<int32_t>();
+      l.args = o.at("args").get<std::vector<int32_t>>();
+      l.global = o.at("global").get<std::vector<int64_t>>();
+      l.local = o.at("local").get<std::vector<int64_t>>();
+      l.node = o.at("node").get<std::string>();
+      p->launches.push_back(std::move(l));
+    }
+    p->commits = j.at("commits").get<std::vector<std::array<int32_t, 2>>>();
+    p->loss = j.at("loss").get<int32_t>();
+    p->step = j.at("step").get<int32_t>();
+    for (const auto& o : j.at("trainables"))
+      p->trainables.push_back({o.at("param").get<int32_t>(), o.at("grad").get<int32_t>(),
+                               o.at("adapter_key").get<std::string>()});
+    p->state = j.at("state").get<std::vector<int32_t>>();
+    p->optimizer = j.at("optimizer");
+    p->adapterConfig = j.at("adapter_config");
+  } catch (const nlohmann::json::exception& e) {
+    return std::string("plan is malformed: ") + e.what();
+  }
+  p->blob.assign(bytes.begin() + head + jsonLen, bytes.begin() + head + jsonLen + blobLen);
+  // Indices must be in range before anyone uses them.
+  const auto n = static_cast<int32_t>(p->tensors.size());
+  auto bad = [n](int32_t i) { return i < -1 || i >= n; };
+  for (const Tensor& t : p->tensors) {
+    if (t.offset < 0 || t.bytes < 0 || t.offset + t.bytes > p->arenaBytes)
+      return "plan tensor '" + t.name + "' lies outside the arena";
+    if (t.constOffset >= 0 && t.constOffset + t.bytes > static_cast<int64_t>(p->blob.size()))
+      return "plan constant '" + t.name + "' lies outside the blob";
+  }
+  for (const Launch& l : p->launches) {
+    if (l.kernel < 0 || l.kernel >= static_cast<int32_t>(p->kernelNames.size()))
+      return "plan launch for node '" + l.node + "' names no kernel";
+    for (int32_t a : l.args)
+      if (a < 0 || a >= n) return "plan launch for node '" + l.node + "' has a bad argument";
+    if (l.global.empty() || l.global.size() > 3 || (!l.local.empty() && l.local.size() != l.global.size()))
+      return "plan launch for node '" + l.node + "' has bad sizes";
+  }
+  for (const auto& c : p->commits)
+    if (c[0] < 0 || c[0] >= n || c[1] < 0 || c[1] >= n) return "plan has a bad commit";
+  if (bad(p->loss) || bad(p->step)) return "plan has a bad loss or step tensor";
+  for (const Trainable& t : p->trainables)
+    if (t.param < 0 || t.param >= n || bad(t.grad)) return "plan has a bad trainable";
+  for (int32_t s : p->state)
+    if (s < 0 || s >= n) return "plan has a bad state tensor";
+  return "";
+}
+
+}  // namespace fbl::planfile

@@ -1,0 +1,28 @@
+// Built OpenCL programs cached on disk: PoCL's first build of a plan takes seconds, a phone
+// driver's longer. The key hashes the platform, device, driver version, build options and source,
+// so a driver update or a changed plan misses the cache instead of loading a stale binary.
+#pragma once
+
+#include <string>
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#include <CL/cl.h>
+
+namespace fbl::rt {
+
+struct BuiltProgram {
+  cl_program program = nullptr;
+  bool fromCache = false;
+  std::string error;  // a failed build: the kernel at fault and the build log
+};
+
+// `cacheDir` empty: no caching.
+BuiltProgram buildProgram(cl_context ctx, cl_device_id dev, const std::string& source,
+                          const std::string& options, const std::string& cacheDir);
+
+// The default cache directory: $FBL_CACHE_DIR, else $XDG_CACHE_HOME/fbl, else $HOME/.cache/fbl.
+std::string defaultCacheDir();
+
+}  // namespace fbl::rt

@@ -1,0 +1,372 @@
+// Opening a plan:
+//  1. read and verify the plan file (version, checksum, indices);
+//  2. pick the device, create context and in-order queue, check alignment and allocation limits;
+//  3. allocate one arena of plan.arenaBytes and one sub-buffer per tensor at its planned offset;
+//  4. build the program (or load it from the cache) and create one kernel object per launch with
+//     its arguments bound;
+//  5. upload constants from the blob and zero the optimizer state.
+// A step then only writes the step counter, enqueues the launches and copies the commits.
+#include "runtime/session.h"
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+
+#include "runtime/program_cache.h"
+#include "runtime/safetensors.h"
+
+namespace fbl::rt {
+
+namespace {
+
+std::string clErr(const char* what, cl_int st) { return std::string(what) + " failed (OpenCL error " + std::to_string(st) + ")"; }
+
+struct Dev {
+  cl_platform_id platform;
+  cl_device_id id;
+  DeviceInfo info;
+};
+
+std::string devStr(cl_device_id d, cl_device_info w) {
+  size_t n = 0;
+  clGetDeviceInfo(d, w, 0, nullptr, &n);
+  std::string s(n, '\0');
+  clGetDeviceInfo(d, w, n, s.data(), nullptr);
+  while (!s.empty() && s.back() == '\0') s.pop_back();
+  return s;
+}
+
+std::vector<Dev> allDevices() {
+  std::vector<Dev> out;
+  cl_uint np = 0;
+  if (clGetPlatformIDs(0, nullptr, &np) != CL_SUCCESS || np == 0) return out;
+  std::vector<cl_platform_id> ps(np);
+  clGetPlatformIDs(np, ps.data(), nullptr);
+  for (cl_platform_id p : ps) {
+    cl_uint nd = 0;
+    if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &nd) != CL_SUCCESS || nd == 0) continue;
+    std::vector<cl_device_id> ds(nd);
+    clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, nd, ds.data(), nullptr);
+    size_t n = 0;
+    clGetPlatformInfo(p, CL_PLATFORM_NAME, 0, nullptr, &n);
+    std::string pname(n, '\0');
+    clGetPlatformInfo(p, CL_PLATFORM_NAME, n, pname.data(), nullptr);
+    while (!pname.empty() && pname.back() == '\0') pname.pop_back();
+    for (cl_device_id d : ds) {
+      cl_device_type type = 0;
+      clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof type, &type, nullptr);
+      out.push_back({p, d, {pname, devStr(d, CL_DEVICE_NAME), devStr(d, CL_DRIVER_VERSION), (type & CL_DEVICE_TYPE_GPU) != 0}});
+    }
+  }
+  return out;
+}
+
+std::string readFile(const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "cannot open '" + path + "'";
+  out->assign((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return "";
+}
+
+}  // namespace
+
+std::vector<DeviceInfo> listDevices() {
+  std::vector<DeviceInfo> out;
+  for (const Dev& d : allDevices()) out.push_back(d.info);
+  return out;
+}
+
+struct Session::Impl {
+  planfile::Plan plan;
+  std::string planPath;
+  Dev dev{};
+  cl_context ctx = nullptr;
+  cl_command_queue queue = nullptr;
+  cl_mem arena = nullptr;
+  std::vector<cl_mem> buffers;     // one sub-buffer per plan tensor
+  cl_program program = nullptr;
+  bool fromCache = false;
+  std::vector<cl_kernel> kernels;  // one per launch, arguments bound
+  std::vector<bool> loaded;        // weights/trainables filled by loadWeights or a checkpoint
+  int64_t step = 0;
+
+  ~Impl() {
+    for (cl_kernel k : kernels) clReleaseKernel(k);
+    if (program) clReleaseProgram(program);
+    for (cl_mem b : buffers) clReleaseMemObject(b);
+    if (arena) clReleaseMemObject(arena);
+    if (queue) clReleaseCommandQueue(queue);
+    if (ctx) clReleaseContext(ctx);
+  }
+
+  std::string where() const { return "plan '" + planPath + "'"; }
+
+  std::string write(int32_t t, const void* data, size_t bytes) {
+    const cl_int st = clEnqueueWriteBuffer(queue, buffers[t], CL_TRUE, 0, bytes, data, 0, nullptr, nullptr);
+    return st == CL_SUCCESS ? "" : clErr(("writing tensor '" + plan.tensors[t].name + "'").c_str(), st);
+  }
+
+  std::string read(int32_t t, std::vector<unsigned char>* out) {
+    out->resize(static_cast<size_t>(plan.tensors[t].bytes));
+    if (out->empty()) return "";
+    const cl_int st = clEnqueueReadBuffer(queue, buffers[t], CL_TRUE, 0, out->size(), out->data(), 0, nullptr, nullptr);
+    return st == CL_SUCCESS ? "" : clErr(("reading tensor '" + plan.tensors[t].name + "'").c_str(), st);
+  }
+
+  std::string fill(int32_t t, unsigned char value) {
+    std::vector<unsigned char> z(static_cast<size_t>(plan.tensors[t].bytes), value);
+    return z.empty() ? "" : write(t, z.data(), z.size());
+  }
+
+  std::string enqueue(size_t i) {
+    const planfile::Launch& l = plan.launches[i];
+    size_t global[3], local[3];
+    for (size_t d = 0; d < l.global.size(); ++d) global[d] = static_cast<size_t>(l.global[d]);
+    for (size_t d = 0; d < l.local.size(); ++d) local[d] = static_cast<size_t>(l.local[d]);
+    const cl_int st = clEnqueueNDRangeKernel(queue, kernels[i], static_cast<cl_uint>(l.global.size()), nullptr,
+                                             global, l.local.empty() ? nullptr : local, 0, nullptr, nullptr);
+    return st == CL_SUCCESS ? "" : clErr(("launching " + plan.kernelNames[l.kernel] + " for node '" + l.node + "'").c_str(), st);
+  }
+
+  std::string open(const OpenOptions& opts) {
+    std::string bytes;
+    if (auto e = readFile(planPath, &bytes); !e.empty()) return e;
+    if (auto e = planfile::parse(bytes, &plan); !e.empty()) return where() + ": " + e;
+    // 2. device
+    const std::vector<Dev> devs = allDevices();
+    if (devs.empty()) return "no OpenCL device found (is an ICD installed? `clinfo -l` lists them)";
+    if (opts.device >= static_cast<int>(devs.size()))
+      return "device " + std::to_string(opts.device) + " does not exist (there are " + std::to_string(devs.size()) + ")";
+    if (opts.device >= 0) {
+      dev = devs[opts.device];
+    } else {
+      dev = devs[0];
+      for (const Dev& d : devs)
+        if (d.info.gpu) { dev = d; break; }
+    }
+    cl_int st = CL_SUCCESS;
+    const cl_context_properties props[] = {CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(dev.platform), 0};
+    ctx = clCreateContext(props, 1, &dev.id, nullptr, nullptr, &st);
+    if (st != CL_SUCCESS) return clErr("clCreateContext", st);
+    queue = clCreateCommandQueue(ctx, dev.id, 0, &st);
+    if (st != CL_SUCCESS) return clErr("clCreateCommandQueue", st);
+    cl_uint alignBits = 0;
+    cl_ulong maxAlloc = 0;
+    clGetDeviceInfo(dev.id, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof alignBits, &alignBits, nullptr);
+    clGetDeviceInfo(dev.id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof maxAlloc, &maxAlloc, nullptr);
+    if (alignBits / 8 > 0 && plan.alignment % (alignBits / 8) != 0)
+      return where() + ": its buffer alignment " + std::to_string(plan.alignment) + " is not a multiple of the device's " +
+             std::to_string(alignBits / 8) + " bytes; compile it with a profile for this device";
+    if (static_cast<cl_ulong>(plan.arenaBytes) > maxAlloc)
+      return where() + ": its arena of " + std::to_string(plan.arenaBytes) + " bytes exceeds the device's largest allocation (" +
+             std::to_string(maxAlloc) + " bytes)";
+    // 3. memory
+    arena = clCreateBuffer(ctx, CL_MEM_READ_WRITE, static_cast<size_t>(std::max<int64_t>(plan.arenaBytes, 1)), nullptr, &st);
+    if (st != CL_SUCCESS) return clErr("allocating the arena", st);
+    for (const planfile::Tensor& t : plan.tensors) {
+      cl_buffer_region region{static_cast<size_t>(t.offset), static_cast<size_t>(std::max<int64_t>(t.bytes, 1))};
+      cl_mem b = clCreateSubBuffer(arena, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &st);
+      if (st != CL_SUCCESS) return clErr(("sub-buffer for tensor '" + t.name + "'").c_str(), st);
+      buffers.push_back(b);
+    }
+    // 4. program and kernels
+    const std::string cacheDir = opts.cacheDir.empty() ? defaultCacheDir() : opts.cacheDir;
+    BuiltProgram built = buildProgram(ctx, dev.id, plan.program, plan.buildOptions, cacheDir);
+    if (!built.error.empty()) return where() + ": " + built.error;
+    program = built.program;
+    fromCache = built.fromCache;
+    std::vector<cl_kernel> byName(plan.kernelNames.size(), nullptr);
+    for (const planfile::Launch& l : plan.launches) {
+      cl_kernel k = clCreateKernel(program, plan.kernelNames[l.kernel].c_str(), &st);
+      if (st != CL_SUCCESS) return clErr(("creating kernel " + plan.kernelNames[l.kernel]).c_str(), st);
+      kernels.push_back(k);
+      for (size_t a = 0; a < l.args.size(); ++a) {
+        st = clSetKernelArg(k, static_cast<cl_uint>(a), sizeof(cl_mem), &buffers[l.args[a]]);
+        if (st != CL_SUCCESS)
+          return clErr(("binding argument " + std::to_string(a) + " of " + plan.kernelNames[l.kernel] + " (node '" + l.node + "')").c_str(), st);
+      }
+    }
+    // 5. constants and state
+    loaded.assign(plan.tensors.size(), false);
+    for (size_t t = 0; t < plan.tensors.size(); ++t) {
+      const planfile::Tensor& pt = plan.tensors[t];
+      if (pt.role == planfile::Role::Constant && pt.constOffset >= 0 && pt.bytes > 0)
+        if (auto e = write(static_cast<int32_t>(t), plan.blob.data() + pt.constOffset, static_cast<size_t>(pt.bytes)); !e.empty()) return e;
+      if (pt.role == planfile::Role::State)
+        if (auto e = fill(static_cast<int32_t>(t), 0); !e.empty()) return e;
+    }
+    return "";
+  }
+
+  std::string missingWeights() const {
+    for (size_t t = 0; t < plan.tensors.size(); ++t) {
+      const planfile::Role r = plan.tensors[t].role;
+      if ((r == planfile::Role::Weight || r == planfile::Role::Trainable) && !loaded[t])
+        return "weight '" + plan.tensors[t].source + "' was never loaded (call loadWeights with a file that has it)";
+    }
+    return "";
+  }
+};
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::~Session() = default;
+
+std::unique_ptr<Session> Session::open(const std::string& planPath, const OpenOptions& opts, std::string* error) {
+  auto impl = std::make_unique<Impl>();
+  impl->planPath = planPath;
+  std::string e = impl->open(opts);
+  if (!e.empty()) {
+    if (error) *error = e;
+    return nullptr;
+  }
+  return std::unique_ptr<Session>(new Session(std::move(impl)));
+}
+
+const planfile::Plan& Session::plan() const { return impl_->plan; }
+const DeviceInfo& Session::device() const { return impl_->dev.info; }
+bool Session::programFromCache() const { return impl_->fromCache; }
+int64_t Session::step() const { return impl_->step; }
+
+std::string Session::loadWeights(const std::string& path) {
+  safetensors::File f;
+  if (auto e = safetensors::read(path, &f); !e.empty()) return e;
+  Impl& m = *impl_;
+  for (size_t t = 0; t < m.plan.tensors.size(); ++t) {
+    const planfile::Tensor& pt = m.plan.tensors[t];
+    if (pt.role != planfile::Role::Weight && pt.role != planfile::Role::Trainable) continue;
+    auto it = f.tensors.find(pt.source);
+    if (it == f.tensors.end()) return "'" + path + "' has no tensor '" + pt.source + "' that the plan needs";
+    const safetensors::Entry& e = it->second;
+    if (e.dtype != safetensors::fromFblDType(pt.dtype) || e.shape != pt.shape) {
+      std::string s;
+      for (int64_t d : e.shape) s += (s.empty() ? "" : ",") + std::to_string(d);
+      std::string want;
+      for (int64_t d : pt.shape) want += (want.empty() ? "" : ",") + std::to_string(d);
+      return "'" + path + "': tensor '" + pt.source + "' is " + e.dtype + "[" + s + "] but the plan expects " +
+             safetensors::fromFblDType(pt.dtype) + "[" + want + "]";
+    }
+    // The layout is row-major for every tensor today: packing is a copy.
+    if (auto err = m.write(static_cast<int32_t>(t), e.data.data(), e.data.size()); !err.empty()) return err;
+    m.loaded[t] = true;
+  }
+  return "";
+}
+
+std::string Session::writeTensor(const std::string& name, const void* data, size_t bytes) {
+  const int32_t t = impl_->plan.findTensor(name);
+  if (t < 0) return "the plan has no tensor '" + name + "'";
+  if (static_cast<int64_t>(bytes) != impl_->plan.tensors[t].bytes)
+    return "tensor '" + name + "' takes " + std::to_string(impl_->plan.tensors[t].bytes) + " bytes, not " + std::to_string(bytes);
+  impl_->loaded[t] = true;
+  return impl_->write(t, data, bytes);
+}
+
+std::string Session::readTensor(const std::string& name, std::vector<unsigned char>* out) {
+  const int32_t t = impl_->plan.findTensor(name);
+  if (t < 0) return "the plan has no tensor '" + name + "'";
+  return impl_->read(t, out);
+}
+
+std::string Session::readTensor(int32_t t, std::vector<unsigned char>* out) { return impl_->read(t, out); }
+
+std::string Session::runPhases(const std::vector<std::string>& phases) {
+  Impl& m = *impl_;
+  for (size_t i = 0; i < m.plan.launches.size(); ++i) {
+    bool run = false;
+    for (const std::string& p : phases) run = run || p == m.plan.launches[i].phase;
+    if (run)
+      if (auto e = m.enqueue(i); !e.empty()) return e;
+  }
+  const cl_int st = clFinish(m.queue);
+  return st == CL_SUCCESS ? "" : clErr("clFinish", st);
+}
+
+std::string Session::trainStep(float* loss) {
+  Impl& m = *impl_;
+  if (m.plan.loss < 0) return "the plan has no loss";
+  if (auto e = m.missingWeights(); !e.empty()) return e;
+  const int64_t next = m.step + 1;
+  if (m.plan.step >= 0)
+    if (auto e = m.write(m.plan.step, &next, sizeof next); !e.empty()) return e;
+  size_t i = 0;
+  for (; i < m.plan.launches.size() && m.plan.launches[i].phase != "optimizer"; ++i)
+    if (auto e = m.enqueue(i); !e.empty()) return e;
+  float l = 0.0f;
+  cl_int st = clEnqueueReadBuffer(m.queue, m.buffers[m.plan.loss], CL_TRUE, 0, sizeof l, &l, 0, nullptr, nullptr);
+  if (st != CL_SUCCESS) return clErr("reading the loss", st);
+  if (loss) *loss = l;
+  if (!std::isfinite(l)) return "loss is " + std::string(std::isnan(l) ? "NaN" : "infinite") + " at step " + std::to_string(next) + "; trainables were not updated";
+  for (; i < m.plan.launches.size(); ++i)
+    if (auto e = m.enqueue(i); !e.empty()) return e;
+  for (const auto& c : m.plan.commits) {
+    st = clEnqueueCopyBuffer(m.queue, m.buffers[c[0]], m.buffers[c[1]], 0, 0,
+                             static_cast<size_t>(m.plan.tensors[c[1]].bytes), 0, nullptr, nullptr);
+    if (st != CL_SUCCESS) return clErr(("committing tensor '" + m.plan.tensors[c[1]].name + "'").c_str(), st);
+  }
+  st = clFinish(m.queue);
+  if (st != CL_SUCCESS) return clErr("clFinish", st);
+  m.step = next;
+  return "";
+}
+
+std::string Session::saveCheckpoint(const std::string& path) {
+  Impl& m = *impl_;
+  safetensors::File f;
+  auto add = [&](int32_t t) -> std::string {
+    safetensors::Entry e;
+    e.dtype = safetensors::fromFblDType(m.plan.tensors[t].dtype);
+    e.shape = m.plan.tensors[t].shape;
+    if (auto err = m.read(t, &e.data); !err.empty()) return err;
+    f.tensors[m.plan.tensors[t].name] = std::move(e);
+    return "";
+  };
+  for (const planfile::Trainable& t : m.plan.trainables)
+    if (auto e = add(t.param); !e.empty()) return e;
+  for (int32_t s : m.plan.state)
+    if (auto e = add(s); !e.empty()) return e;
+  f.metadata["format"] = "fbl-checkpoint-1";
+  f.metadata["step"] = std::to_string(m.step);
+  f.metadata["model"] = m.plan.model;
+  return safetensors::write(path, f);
+}
+
+std::string Session::loadCheckpoint(const std::string& path) {
+  Impl& m = *impl_;
+  safetensors::File f;
+  if (auto e = safetensors::read(path, &f); !e.empty()) return e;
+  if (f.metadata["format"] != "fbl-checkpoint-1" || f.metadata.count("step") == 0)
+    return "'" + path + "' is not an fbl checkpoint";
+  std::vector<int32_t> ids;
+  for (const planfile::Trainable& t : m.plan.trainables) ids.push_back(t.param);
+  ids.insert(ids.end(), m.plan.state.begin(), m.plan.state.end());
+  for (int32_t t : ids) {
+    const planfile::Tensor& pt = m.plan.tensors[t];
+    auto it = f.tensors.find(pt.name);
+    if (it == f.tensors.end()) return "checkpoint '" + path + "' has no tensor '" + pt.name + "'";
+    if (it->second.shape != pt.shape || static_cast<int64_t>(it->second.data.size()) != pt.bytes)
+      return "checkpoint '" + path + "': tensor '" + pt.name + "' does not match the plan's shape";
+    if (auto e = m.write(t, it->second.data.data(), it->second.data.size()); !e.empty()) return e;
+    m.loaded[t] = true;
+  }
+  m.step = std::stoll(f.metadata["step"]);
+  return "";
+}
+
+std::string Session::exportAdapter(const std::string& dir) {
+  Impl& m = *impl_;
+  if (m.plan.adapterConfig.empty()) return "the plan has no LoRA adapters to export";
+  safetensors::File f;
+  for (const planfile::Trainable& t : m.plan.trainables) {
+    safetensors::Entry e;
+    e.dtype = safetensors::fromFblDType(m.plan.tensors[t.param].dtype);
+    e.shape = m.plan.tensors[t.param].shape;
+    if (auto err = m.read(t.param, &e.data); !err.empty()) return err;
+    f.tensors[t.adapterKey] = std::move(e);
+  }
+  f.metadata["format"] = "pt";
+  if (auto e = safetensors::write(dir + "/adapter_model.safetensors", f); !e.empty()) return e;
+  return safetensors::writeFileAtomic(dir + "/adapter_config.json", m.plan.adapterConfig.dump(2) + "\n");
+}
+
+}  // namespace fbl::rt

@@ -1,0 +1,70 @@
+// The runtime: opens a plan on an OpenCL device and trains. One arena buffer of exactly the
+// planned peak holds every tensor (a sub-buffer each); one program holds every kernel; each
+// launch has its own kernel object with its arguments bound once at open. C++17, the OpenCL ICD
+// loader and the standard library only, so it builds for Android as it is.
+//
+// Every method returning std::string returns "" on success and one line naming the file,
+// tensor, kernel or step at fault otherwise.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/plan_file.h"
+
+namespace fbl::rt {
+
+struct OpenOptions {
+  int device = -1;       // index into listDevices(); -1: the first GPU, else the first device
+  std::string cacheDir;  // built programs; empty: $FBL_CACHE_DIR, else ~/.cache/fbl, else none
+  bool verbose = false;  // say which device and whether the program came from the cache
+};
+
+struct DeviceInfo {
+  std::string platform, name, driver;
+  bool gpu = false;
+};
+std::vector<DeviceInfo> listDevices();
+
+class Session {
+ public:
+  static std::unique_ptr<Session> open(const std::string& planPath, const OpenOptions& opts,
+                                       std::string* error);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  const planfile::Plan& plan() const;
+  const DeviceInfo& device() const;
+  bool programFromCache() const;
+
+  // Base weights and trainables' initial values from a safetensors file, by the plan's names.
+  std::string loadWeights(const std::string& safetensorsPath);
+  // Raw bytes of a tensor, checked against its size.
+  std::string writeTensor(const std::string& name, const void* data, size_t bytes);
+  std::string readTensor(const std::string& name, std::vector<unsigned char>* out);
+  std::string readTensor(int32_t tensor, std::vector<unsigned char>* out);
+
+  // One optimizer step: forward, backward, a check that the loss is finite, then the optimizer
+  // and the commits of updated parameters and state. A non-finite loss returns an error naming
+  // the step and leaves trainables and state untouched.
+  std::string trainStep(float* loss);
+  // Runs the launches of the given phases only ("forward", ...) and nothing else (tests).
+  std::string runPhases(const std::vector<std::string>& phases);
+  int64_t step() const;
+
+  // Trainables, optimizer state and the step, written atomically (temporary file + rename).
+  std::string saveCheckpoint(const std::string& path);
+  std::string loadCheckpoint(const std::string& path);
+  // peft's adapter_model.safetensors + adapter_config.json into `dir` (which must exist).
+  std::string exportAdapter(const std::string& dir);
+
+ private:
+  struct Impl;
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace fbl::rt

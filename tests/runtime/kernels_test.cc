@@ -1,0 +1,168 @@
+// Every generated OpenCL kernel against the reference executor on random data, on PoCL: each
+// case is a one- or two-node graph compiled to a plan and run by the runtime.
+#include "tests/ops/graph_builder.h"
+#include "tests/runtime/runtime_test_util.h"
+
+namespace fbl::testing {
+namespace {
+
+using ir::DType;
+using ir::Tensor;
+
+struct Case {
+  GraphBuilder b;
+  std::vector<Tensor> feeds;
+  std::mt19937 rng{7};
+  ir::ValueId in(const std::string& name, DType dt, ir::Shape s, double lo = -1.0, double hi = 1.0) {
+    feeds.push_back(randomTensor(dt, s, rng, lo, hi));
+    return b.input(name, dt, std::move(s));
+  }
+  void run(ir::ValueId out, double tol = 1e-5) {
+    b.output(out);
+    checkOnDevice(b.g, feeds, tol);
+  }
+};
+
+TEST_CASE("elementwise kernels broadcast like the reference", "[runtime][kernels]") {
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min"}) {
+    Case c;
+    auto x = c.in("x", DType::F32, {2, 3, 4});
+    auto y = c.in("y", DType::F32, {3, 1}, 0.5, 2.0);
+    c.run(c.b.op(op, {x, y}));
+  }
+  for (const char* op : {"Sqrt", "Reciprocal", "Neg", "Sigmoid", "Cos", "Sin", "Erf", "Exp", "Log", "Tanh", "Gelu"}) {
+    Case c;
+    auto x = c.in("x", DType::F32, {5, 7}, 0.1, 2.0);
+    c.run(c.b.op(op, {x}));
+  }
+  {
+    Case c;
+    auto x = c.in("x", DType::F32, {4, 8}, 0.1, 2.0);
+    c.run(c.b.op("Pow", {x, c.b.constant("two", Tensor::scalar<float>(2.0f))}));
+  }
+  {
+    Case c;
+    auto cond = c.in("c", DType::Bool, {4, 1});
+    auto x = c.in("x", DType::F32, {4, 6});
+    c.run(c.b.op("Where", {cond, x, c.b.constant("ninf", Tensor::scalar<float>(-1e9f))}));
+  }
+  {
+    Case c;
+    auto x = c.in("x", DType::I64, {3, 5}, -3, 3);
+    auto y = c.in("y", DType::I64, {5}, -3, 3);
+    auto eq = c.b.op("Equal", {x, y});
+    auto le = c.b.op("LessOrEqual", {x, y});
+    c.run(c.b.op("Cast", {c.b.op("And", {eq, c.b.op("Not", {le})})}, {{"to", int64_t{1}}}));
+  }
+  {
+    Case c;
+    auto x = c.in("x", DType::F32, {3, 1});
+    c.run(c.b.op("Expand", {x, c.b.ints<int64_t>("shape", {2, 3, 4})}));
+  }
+}
+
+TEST_CASE("movement kernels are strided copies", "[runtime][kernels]") {
+  {
+    Case c;
+    auto x = c.in("x", DType::F32, {2, 3, 4, 5});
+    c.run(c.b.op("Transpose", {x}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}}));
+  }
+  {
+    Case c;
+    auto x = c.in("x", DType::F32, {4, 10});
+    c.run(c.b.op("Slice", {x, c.b.ints<int64_t>("s", {1, 2}), c.b.ints<int64_t>("e", {3, 100}),
+                           c.b.ints<int64_t>("a", {0, -1}), c.b.ints<int64_t>("st", {1, 3})}));
+  }
+  {
+    Case c;
+    auto x = c.in("x", DType::F32, {2, 3, 4});
+    auto y = c.in("y", DType::F32, {2, 3, 2});
+    c.run(c.b.op("Concat", {x, y, x}, {{"axis", int64_t{-1}}}));
+  }
+  {
+    Case c;
+    auto x = c.in("x", DType::F32, {3, 4});
+    c.run(c.b.op("Pad", {x, c.b.ints<int64_t>("p", {1, 0, 0, 2}), c.b.constant("v", Tensor::scalar<float>(0.5f))}));
+  }
+  {
+    Case c;
+    auto x = c.in("x", DType::F32, {2, 12});
+    auto r = c.b.op("Reshape", {x, c.b.ints<int64_t>("s", {2, 3, 4})});
+    c.run(c.b.op("Add", {r, r}));
+  }
+}
+
+TEST_CASE("matmul, reductions and normalizations match the reference", "[runtime][kernels]") {
+  {
+    Case c;
+    auto a = c.in("a", DType::F32, {2, 3, 4, 5});
+    auto w = c.in("w", DType::F32, {5, 6});
+    c.run(c.b.op("MatMul", {a, w}));
+  }
+  {
+    Case c;
+    auto a = c.in("a", DType::F32, {2, 1, 4, 5});
+    auto w = c.in("w", DType::F32, {3, 5, 6});
+    c.run(c.b.op("MatMul", {a, w}));
+  }
+  {
+    Case c;
+    auto a = c.in("a", DType::F32, {4, 5});
+    auto w = c.in("w", DType::F32, {6, 5});
+    auto bias = c.in("bias", DType::F32, {6});
+    c.run(c.b.op("Gemm", {a, w, bias}, {{"transB", int64_t{1}}, {"alpha", 0.5f}}));
+  }
+  {
+    Case c;
+    auto x = c.in("x", DType::F32, {2, 3, 8});
+    c.run(c.b.op("ReduceMean", {x, c.b.ints<int64_t>("ax", {-1})}));
+  }
+  {
+    Case c;
+    auto x = c.in("x", DType::F32, {2, 3, 8});
+    c.run(c.b.op("ReduceSum", {x, c.b.ints<int64_t>("ax", {0, 2})}, {{"keepdims", int64_t{0}}}));
+  }
+  for (int64_t axis : {-1, 1}) {
+    Case c;
+    auto x = c.in("x", DType::F32, {2, 5, 7}, -4, 4);
+    c.run(c.b.op("Softmax", {x}, {{"axis", axis}}));
+  }
+  {
+    Case c;
+    auto x = c.in("x", DType::F32, {2, 3, 16});
+    auto s = c.in("s", DType::F32, {16});
+    auto bias = c.in("bias", DType::F32, {16});
+    c.run(c.b.op("LayerNormalization", {x, s, bias}, {{"epsilon", 1e-5f}}));
+  }
+  {
+    Case c;
+    auto x = c.in("x", DType::F32, {2, 3, 8, 8});
+    auto w = c.in("w", DType::F32, {4, 3, 4, 4});
+    auto bias = c.in("bias", DType::F32, {4});
+    c.run(c.b.op("Conv", {x, w, bias}, {{"strides", std::vector<int64_t>{4, 4}}, {"kernel_shape", std::vector<int64_t>{4, 4}}}));
+  }
+}
+
+TEST_CASE("gather and loss kernels match the reference", "[runtime][kernels]") {
+  {
+    Case c;
+    auto table = c.in("table", DType::F32, {10, 6});
+    auto ids = c.in("ids", DType::I64, {2, 3}, -10, 10);
+    c.run(c.b.op("Gather", {table, ids}));
+  }
+  {
+    Case c;
+    auto x = c.in("x", DType::F32, {3, 5});
+    auto ids = c.in("ids", DType::I64, {3, 2}, 0, 5);
+    c.run(c.b.op("GatherElements", {x, ids}, {{"axis", int64_t{1}}}));
+  }
+  {
+    Case c;
+    auto x = c.in("x", DType::F32, {6, 11}, -3, 3);
+    auto labels = c.in("labels", DType::I64, {6}, -1, 11);  // some -1s: ignored
+    c.run(c.b.op("SoftmaxCrossEntropyLoss", {x, labels}, {{"ignore_index", int64_t{-1}}}));
+  }
+}
+
+}  // namespace
+}  // namespace fbl::testing
