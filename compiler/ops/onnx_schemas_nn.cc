@@ -1,0 +1,214 @@
+// Shape rules of the compute ops: MatMul (numpy semantics, 1-D operands promoted then dropped),
+// Gemm, 2-D Conv, the reductions, (Log)Softmax, LayerNormalization and SoftmaxCrossEntropyLoss.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "compiler/ops/broadcast.h"
+#include "compiler/ops/onnx_schemas_common.h"
+
+namespace fbl::ops::rules {
+
+namespace {
+
+using ir::DType;
+using ir::Shape;
+
+std::string str(const Shape& s) { return ir::shapeToString(s); }
+
+Status matMul(InferContext& c) {
+  FBL_TRY(expectOutputs(c, 1, 1));
+  FBL_TRY(expectSameDType(c, 0, 1));
+  Shape a = c.in[0].shape, b = c.in[1].shape;
+  if (a.empty() || b.empty()) return c.fail("MatMul operands must have rank 1 or more");
+  bool vecA = a.size() == 1, vecB = b.size() == 1;
+  if (vecA) a.insert(a.begin(), 1);
+  if (vecB) b.push_back(1);
+  if (a.back() != b[b.size() - 2])
+    return c.fail(fmt::format("inner dimensions of {} and {} differ", str(c.in[0].shape),
+                              str(c.in[1].shape)));
+  auto batch = broadcastShapes(Shape(a.begin(), a.end() - 2), Shape(b.begin(), b.end() - 2));
+  if (!batch)
+    return c.fail(fmt::format("batch dimensions of {} and {} do not broadcast",
+                              str(c.in[0].shape), str(c.in[1].shape)));
+  Shape out = *batch;
+  if (!vecA) out.push_back(a[a.size() - 2]);
+  if (!vecB) out.push_back(b.back());
+  setOut(c, 0, c.in[0].dtype, std::move(out));
+  return Status::success();
+}
+
+Status gemm(InferContext& c) {
+  FBL_TRY(expectOutputs(c, 1, 1));
+  FBL_TRY(expectSameDType(c, 0, 1));
+  const Shape &a = c.in[0].shape, &b = c.in[1].shape;
+  if (a.size() != 2 || b.size() != 2)
+    return c.fail(fmt::format("Gemm operands {} and {} must be 2-D", str(a), str(b)));
+  bool ta = c.node.attrInt("transA", 0) != 0, tb = c.node.attrInt("transB", 0) != 0;
+  int64_t m = ta ? a[1] : a[0], ka = ta ? a[0] : a[1];
+  int64_t kb = tb ? b[1] : b[0], n = tb ? b[0] : b[1];
+  if (ka != kb)
+    return c.fail(fmt::format("inner dimensions of {} and {} differ (transA={}, transB={})",
+                              str(a), str(b), ta, tb));
+  if (hasInput(c, 2)) {
+    FBL_TRY(expectSameDType(c, 0, 2));
+    if (!broadcastsTo(c.in[2].shape, {m, n}))
+      return c.fail(fmt::format("C {} does not broadcast to [{},{}]", str(c.in[2].shape), m, n));
+  }
+  setOut(c, 0, c.in[0].dtype, {m, n});
+  return Status::success();
+}
+
+// 2-D convolution, NCHW: out = floor((in + padBegin + padEnd - dilation*(k-1) - 1)/stride) + 1.
+Status conv(InferContext& c) {
+  FBL_TRY(expectOutputs(c, 1, 1));
+  FBL_TRY(expectSameDType(c, 0, 1));
+  const Shape &x = c.in[0].shape, &w = c.in[1].shape;
+  if (x.size() != 4 || w.size() != 4)
+    return c.fail(fmt::format("only 2-D Conv (4-D input and weight) is supported, not {} and {}",
+                              str(x), str(w)));
+  int64_t group = c.node.attrInt("group", 1);
+  if (group < 1 || x[1] != w[1] * group || w[0] % group != 0)
+    return c.fail(fmt::format("input {} and weight {} do not match group={}", str(x), str(w),
+                              group));
+  std::vector<int64_t> kernel = c.node.attrInts("kernel_shape", {w[2], w[3]});
+  if (kernel != std::vector<int64_t>{w[2], w[3]})
+    return c.fail(fmt::format("kernel_shape [{}] does not match weight {}",
+                              fmt::join(kernel, ","), str(w)));
+  std::vector<int64_t> strides = c.node.attrInts("strides", {1, 1});
+  std::vector<int64_t> dil = c.node.attrInts("dilations", {1, 1});
+  std::vector<int64_t> pads = c.node.attrInts("pads", {0, 0, 0, 0});
+  std::string autoPad = c.node.attrString("auto_pad", "NOTSET");
+  if (autoPad == "VALID") {
+    pads = {0, 0, 0, 0};
+  } else if (autoPad != "NOTSET") {
+    return c.fail(fmt::format("auto_pad={} is not supported (NOTSET or VALID); give explicit "
+                              "pads",
+                              autoPad));
+  }
+  if (strides.size() != 2 || dil.size() != 2 || pads.size() != 4)
+    return c.fail("strides and dilations need 2 entries and pads 4");
+  if (hasInput(c, 2) && c.in[2].shape != Shape{w[0]})
+    return c.fail(fmt::format("bias {} must be [{}]", str(c.in[2].shape), w[0]));
+  Shape out = {x[0], w[0], 0, 0};
+  for (int i = 0; i < 2; ++i) {
+    if (strides[i] < 1 || dil[i] < 1) return c.fail("strides and dilations must be positive");
+    int64_t span = x[2 + i] + pads[i] + pads[i + 2] - dil[i] * (w[2 + i] - 1) - 1;
+    if (span < 0)
+      return c.fail(fmt::format("the kernel {} is larger than the padded input {}", str(w),
+                                str(x)));
+    out[2 + i] = span / strides[i] + 1;
+  }
+  setOut(c, 0, c.in[0].dtype, std::move(out));
+  return Status::success();
+}
+
+// ReduceMean/Sum/Max: axes as an attribute (before opset 18; ReduceSum before 13) or as input 1.
+Status reduce(InferContext& c) {
+  FBL_TRY(expectOutputs(c, 1, 1));
+  if (c.in[0].dtype == DType::Bool) return c.fail("cannot reduce a bool tensor");
+  if (c.node.hasAttr("axes") && hasInput(c, 1))
+    return c.fail("axes are given both as an attribute and as an input");
+  std::vector<int64_t> axes = c.node.attrInts("axes");
+  if (hasInput(c, 1)) {
+    FBL_ASSIGN(axes, constInts(c, 1, "the axes"));
+  }
+  bool keep = c.node.attrInt("keepdims", 1) != 0;
+  int64_t rank = rankOf(c, 0);
+  if (axes.empty() && c.node.attrInt("noop_with_empty_axes", 0) != 0) {
+    c.out[0] = c.in[0];
+    return Status::success();
+  }
+  std::vector<bool> reduced(rank, axes.empty());
+  for (int64_t a : axes) {
+    FBL_ASSIGN(int64_t ax, normalizeAxis(c, a, rank));
+    if (reduced[ax]) return c.fail(fmt::format("axis {} is repeated", a));
+    reduced[ax] = true;
+  }
+  Shape out;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (!reduced[i]) out.push_back(c.in[0].shape[i]);
+    else if (keep) out.push_back(1);
+  }
+  setOut(c, 0, c.in[0].dtype, std::move(out));
+  return Status::success();
+}
+
+Status softmax(InferContext& c) {
+  FBL_TRY(expectOutputs(c, 1, 1));
+  FBL_TRY(expectFloat(c, 0));
+  FBL_TRY(normalizeAxis(c, c.node.attrInt("axis", -1), rankOf(c, 0)));
+  c.out[0] = c.in[0];
+  return Status::success();
+}
+
+// Outputs: Y like X; Mean and InvStdDev X.shape[:axis] + 1s, typed by stash_type.
+Status layerNorm(InferContext& c) {
+  FBL_TRY(expectOutputs(c, 1, 3));
+  FBL_TRY(expectFloat(c, 0));
+  FBL_TRY(expectSameDType(c, 0, 1));
+  int64_t rank = rankOf(c, 0);
+  FBL_ASSIGN(int64_t axis, normalizeAxis(c, c.node.attrInt("axis", -1), rank));
+  const Shape& x = c.in[0].shape;
+  Shape normalized(x.begin() + axis, x.end());
+  for (size_t i = 1; i < 3; ++i) {
+    if (!hasInput(c, i)) continue;
+    FBL_TRY(expectSameDType(c, 0, i));
+    if (!broadcastsTo(c.in[i].shape, normalized))
+      return c.fail(fmt::format("'{}' {} does not broadcast to the normalized shape {}",
+                                inputName(c, i), str(c.in[i].shape), str(normalized)));
+  }
+  auto stash = ir::dtypeFromOnnx(static_cast<int32_t>(c.node.attrInt("stash_type", 1)));
+  if (!stash || !ir::isFloat(*stash)) return c.fail("stash_type must be a float type");
+  c.out[0] = c.in[0];
+  Shape stats(x.begin(), x.begin() + axis);
+  stats.resize(x.size(), 1);
+  for (size_t i = 1; i < c.out.size(); ++i) setOut(c, i, *stash, stats);
+  return Status::success();
+}
+
+// Scores [N,C,d1..], labels [N,d1..]; loss [] (mean, sum) or [N,d1..] (none); log_prob like
+// scores.
+Status softmaxCrossEntropy(InferContext& c) {
+  FBL_TRY(expectOutputs(c, 1, 2));
+  FBL_TRY(expectFloat(c, 0));
+  FBL_TRY(expectIndex(c, 1));
+  const Shape& scores = c.in[0].shape;
+  if (scores.size() < 2) return c.fail(fmt::format("scores {} must be [N,C,...]", str(scores)));
+  Shape labels = scores;
+  labels.erase(labels.begin() + 1);
+  if (c.in[1].shape != labels)
+    return c.fail(fmt::format("labels {} must be {} for scores {}", str(c.in[1].shape),
+                              str(labels), str(scores)));
+  if (hasInput(c, 2)) {
+    FBL_TRY(expectSameDType(c, 0, 2));
+    if (c.in[2].shape != Shape{scores[1]})
+      return c.fail(fmt::format("weights {} must be [{}]", str(c.in[2].shape), scores[1]));
+  }
+  std::string reduction = c.node.attrString("reduction", "mean");
+  if (reduction != "mean" && reduction != "sum" && reduction != "none")
+    return c.fail(fmt::format("reduction '{}' is not one of mean, sum, none", reduction));
+  setOut(c, 0, c.in[0].dtype, reduction == "none" ? labels : Shape{});
+  if (c.out.size() > 1) setOut(c, 1, c.in[0].dtype, scores);
+  return Status::success();
+}
+
+}  // namespace
+
+std::vector<OpSchema> nnSchemas() {
+  std::vector<std::string_view> reduceAttrs = {"axes", "keepdims", "noop_with_empty_axes"};
+  return {
+      {"MatMul", 2, 2, {}, matMul},
+      {"Gemm", 2, 3, {"alpha", "beta", "transA", "transB"}, gemm},
+      {"Conv", 2, 3, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}, conv},
+      {"ReduceMean", 1, 2, reduceAttrs, reduce},
+      {"ReduceSum", 1, 2, reduceAttrs, reduce},
+      {"ReduceMax", 1, 2, reduceAttrs, reduce},
+      {"Softmax", 1, 1, {"axis"}, softmax},
+      {"LogSoftmax", 1, 1, {"axis"}, softmax},
+      {"LayerNormalization", 2, 3, {"axis", "epsilon", "stash_type"}, layerNorm},
+      {"SoftmaxCrossEntropyLoss", 2, 3, {"ignore_index", "reduction"}, softmaxCrossEntropy},
+  };
+}
+
+}  // namespace fbl::ops::rules
