@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "compiler/profile/profile_command.h"
 #include "compiler/tools/inspect_command.h"
 
 namespace {
@@ -66,6 +67,19 @@ void addInspect(CLI::App& app, int& rc) {
   });
 }
 
+void addProfile(CLI::App& app, int& rc) {
+  static fbl::tools::ProfileArgs args;
+  auto* cmd = app.add_subcommand("profile", "Measure the local OpenCL device into a hardware profile");
+  cmd->add_option("-o,--output", args.output, "Profile JSON to write (profiles/<gpu>.json)");
+  cmd->add_option("--device", args.device, "Device index, as `fblc profile --list` numbers them")
+      ->default_val(0);
+  cmd->add_option("--base", args.base, "Profile whose public facts are kept where nothing is measured");
+  cmd->add_option("--name", args.name, "Profile name (default: the output file's stem)");
+  cmd->add_option("--reps", args.reps, "Timed runs per configuration (the fastest is kept)")->default_val(5);
+  cmd->add_flag("--list", args.list, "List the OpenCL devices and exit");
+  cmd->callback([&rc] { rc = fbl::tools::runProfile(args); });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -74,6 +88,7 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     int rc = 0;
     addInspect(app, rc);
+    addProfile(app, rc);
     CLI11_PARSE(app, argc, argv);
     return rc;
   } catch (const std::exception& e) {

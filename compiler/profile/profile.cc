@@ -1,0 +1,296 @@
+#include "compiler/profile/profile.h"
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace fbl::profile {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kSchema = "fbl-profile/1";
+
+// Every value field of the JSON, in the order they are written. Each needs a provenance entry.
+const std::vector<std::string>& valueFields() {
+  static const std::vector<std::string> f = {
+      "wave_size",      "image2d_max",   "texel_formats",  "l1_texture_cache_bytes",
+      "cache_line_bytes", "texture_block", "l2_cache_bytes", "compute_units",
+      "bandwidth_gbps", "peak_gflops",   "access_table"};
+  return f;
+}
+const std::set<std::string>& knownKeys() {
+  static const std::set<std::string> k = [] {
+    std::set<std::string> s(valueFields().begin(), valueFields().end());
+    s.insert({"schema", "name", "device", "notes", "provenance"});
+    return s;
+  }();
+  return k;
+}
+
+const char* jsonTypeName(const json& v) { return v.type_name(); }
+
+// Small typed readers: each names the file and the field path in its error.
+struct Reader {
+  const std::string& origin;
+
+  Error bad(const std::string& field, const std::string& what) const {
+    return makeError("{}: field '{}': {}", origin, field, what);
+  }
+  Result<const json*> get(const json& obj, const std::string& key, const std::string& path) const {
+    auto it = obj.find(key);
+    if (it == obj.end()) return bad(path, "missing");
+    return &*it;
+  }
+  Result<int64_t> positiveInt(const json& obj, const std::string& key,
+                              const std::string& path) const {
+    FBL_ASSIGN(const json* v, get(obj, key, path));
+    if (!v->is_number_integer()) return bad(path, fmt::format("expected an integer, got {}", jsonTypeName(*v)));
+    int64_t x = v->get<int64_t>();
+    if (x <= 0) return bad(path, fmt::format("must be positive, got {}", x));
+    return x;
+  }
+  Result<double> positiveNumber(const json& v, const std::string& path) const {
+    if (!v.is_number()) return bad(path, fmt::format("expected a number, got {}", jsonTypeName(v)));
+    double x = v.get<double>();
+    if (!(x > 0)) return bad(path, fmt::format("must be positive, got {}", x));
+    return x;
+  }
+  Result<std::string> string(const json& obj, const std::string& key, const std::string& path) const {
+    FBL_ASSIGN(const json* v, get(obj, key, path));
+    if (!v->is_string()) return bad(path, fmt::format("expected a string, got {}", jsonTypeName(*v)));
+    return v->get<std::string>();
+  }
+};
+
+Result<AccessTable> readAccessTable(const Reader& r, const json& j) {
+  if (!j.is_object()) return r.bad("access_table", "expected an object or null");
+  AccessTable t;
+  FBL_ASSIGN(t.unit, r.string(j, "unit", "access_table.unit"));
+  FBL_ASSIGN(const json* threads, r.get(j, "threads", "access_table.threads"));
+  if (!threads->is_array() || threads->empty())
+    return r.bad("access_table.threads", "expected a non-empty array of thread counts");
+  for (size_t i = 0; i < threads->size(); ++i) {
+    const json& v = (*threads)[i];
+    std::string path = fmt::format("access_table.threads[{}]", i);
+    if (!v.is_number_integer() || v.get<int64_t>() <= 0)
+      return r.bad(path, "expected a positive integer");
+    t.threads.push_back(v.get<int>());
+  }
+  for (AccessPattern p : kAllAccessPatterns) {
+    std::string key = accessPatternName(p);
+    std::string path = "access_table." + key;
+    FBL_ASSIGN(const json* row, r.get(j, key, path));
+    if (!row->is_array() || row->size() != t.threads.size())
+      return r.bad(path, fmt::format("expected an array of {} numbers (one per thread count)",
+                                     t.threads.size()));
+    std::vector<double> values;
+    for (size_t i = 0; i < row->size(); ++i) {
+      FBL_ASSIGN(double x, r.positiveNumber((*row)[i], fmt::format("{}[{}]", path, i)));
+      values.push_back(x);
+    }
+    t.throughput[p] = std::move(values);
+  }
+  return t;
+}
+
+json accessTableToJson(const AccessTable& t) {
+  json j = {{"unit", t.unit}, {"threads", t.threads}};
+  for (AccessPattern p : kAllAccessPatterns) j[accessPatternName(p)] = t.throughput.at(p);
+  return j;
+}
+
+Status checkProvenanceText(const std::string& field, const std::string& text,
+                           const std::string& origin) {
+  for (int k = 0; k <= static_cast<int>(SourceKind::kPending); ++k) {
+    std::string kind = sourceKindName(static_cast<SourceKind>(k));
+    if (text == kind || text.rfind(kind + ": ", 0) == 0) return Status::success();
+  }
+  return makeError("{}: field 'provenance.{}': '{}' must start with measured, queried, public, "
+                   "derived, estimated or pending measurement",
+                   origin, field, text);
+}
+
+}  // namespace
+
+const char* accessPatternName(AccessPattern p) {
+  switch (p) {
+    case AccessPattern::kRow: return "row";
+    case AccessPattern::kColumn: return "column";
+    case AccessPattern::kBlock4: return "block4";
+    case AccessPattern::kBlock8: return "block8";
+  }
+  return "?";
+}
+
+const char* sourceKindName(SourceKind k) {
+  switch (k) {
+    case SourceKind::kMeasured: return "measured";
+    case SourceKind::kQueried: return "queried";
+    case SourceKind::kPublic: return "public";
+    case SourceKind::kDerived: return "derived";
+    case SourceKind::kEstimated: return "estimated";
+    case SourceKind::kPending: return "pending measurement";
+  }
+  return "?";
+}
+
+double AccessTable::at(AccessPattern p, int t) const {
+  const std::vector<double>& v = throughput.at(p);
+  size_t best = 0;
+  for (size_t i = 0; i < threads.size(); ++i)
+    if (threads[i] <= t && threads[i] >= threads[best]) best = i;
+  if (threads[best] > t) {  // every measured count exceeds t: use the smallest
+    for (size_t i = 0; i < threads.size(); ++i)
+      if (threads[i] < threads[best]) best = i;
+  }
+  return v[best];
+}
+
+Status validateProfile(const HardwareProfile& p, const std::string& origin) {
+  auto bad = [&](const std::string& field, const std::string& what) -> Status {
+    return makeError("{}: field '{}': {}", origin, field, what);
+  };
+  if (p.name.empty()) return bad("name", "missing");
+  if (p.waveSize <= 0) return bad("wave_size", "must be positive");
+  if (p.image2dMaxWidth <= 0 || p.image2dMaxHeight <= 0) return bad("image2d_max", "must be positive");
+  if (p.texelFormats.empty()) return bad("texel_formats", "must list at least one format");
+  if (p.l1TextureCacheBytes <= 0) return bad("l1_texture_cache_bytes", "must be positive");
+  if (p.cacheLineBytes <= 0) return bad("cache_line_bytes", "must be positive");
+  if (p.textureBlock.h <= 0 || p.textureBlock.w <= 0) return bad("texture_block", "must be positive");
+  if (p.l2CacheBytes <= 0) return bad("l2_cache_bytes", "must be positive");
+  if (p.computeUnits <= 0) return bad("compute_units", "must be positive");
+  if (p.accessTable) {
+    const AccessTable& t = *p.accessTable;
+    if (t.threads.empty()) return bad("access_table.threads", "must not be empty");
+    if (!std::is_sorted(t.threads.begin(), t.threads.end()))
+      return bad("access_table.threads", "must be in increasing order");
+    for (AccessPattern pat : kAllAccessPatterns) {
+      auto it = t.throughput.find(pat);
+      if (it == t.throughput.end() || it->second.size() != t.threads.size())
+        return bad(std::string("access_table.") + accessPatternName(pat),
+                   "needs one value per thread count");
+    }
+  }
+  for (const std::string& f : valueFields()) {
+    auto it = p.provenance.find(f);
+    if (it == p.provenance.end()) return bad("provenance." + f, "missing (say where the number came from)");
+    FBL_TRY(checkProvenanceText(f, it->second, origin));
+    bool pending = it->second.rfind(sourceKindName(SourceKind::kPending), 0) == 0;
+    bool absent = (f == "bandwidth_gbps" && !p.bandwidthGBs) || (f == "peak_gflops" && !p.peakGflops) ||
+                  (f == "access_table" && !p.accessTable);
+    if (absent && !pending) return bad(f, "is null but its provenance is not 'pending measurement'");
+    if (!absent && pending) return bad(f, "has a value but its provenance says 'pending measurement'");
+  }
+  for (const auto& [f, text] : p.provenance)
+    if (std::find(valueFields().begin(), valueFields().end(), f) == valueFields().end())
+      return bad("provenance." + f, "names no profile field");
+  return Status::success();
+}
+
+Result<HardwareProfile> profileFromJson(const json& j, const std::string& origin) {
+  Reader r{origin};
+  if (!j.is_object()) return makeError("{}: expected a JSON object at the top level", origin);
+  FBL_ASSIGN(std::string schema, r.string(j, "schema", "schema"));
+  if (schema != kSchema) return r.bad("schema", fmt::format("expected '{}', got '{}'", kSchema, schema));
+  HardwareProfile p;
+  FBL_ASSIGN(p.name, r.string(j, "name", "name"));
+  FBL_ASSIGN(p.device, r.string(j, "device", "device"));
+  if (j.contains("notes")) {
+    FBL_ASSIGN(p.notes, r.string(j, "notes", "notes"));
+  }
+  FBL_ASSIGN(int64_t wave, r.positiveInt(j, "wave_size", "wave_size"));
+  p.waveSize = static_cast<int>(wave);
+  FBL_ASSIGN(const json* img, r.get(j, "image2d_max", "image2d_max"));
+  if (!img->is_object()) return r.bad("image2d_max", "expected {\"width\": W, \"height\": H}");
+  FBL_ASSIGN(p.image2dMaxWidth, r.positiveInt(*img, "width", "image2d_max.width"));
+  FBL_ASSIGN(p.image2dMaxHeight, r.positiveInt(*img, "height", "image2d_max.height"));
+  FBL_ASSIGN(const json* formats, r.get(j, "texel_formats", "texel_formats"));
+  if (!formats->is_array()) return r.bad("texel_formats", "expected an array of strings");
+  for (size_t i = 0; i < formats->size(); ++i) {
+    if (!(*formats)[i].is_string()) return r.bad(fmt::format("texel_formats[{}]", i), "expected a string");
+    p.texelFormats.push_back((*formats)[i].get<std::string>());
+  }
+  FBL_ASSIGN(p.l1TextureCacheBytes, r.positiveInt(j, "l1_texture_cache_bytes", "l1_texture_cache_bytes"));
+  FBL_ASSIGN(int64_t line, r.positiveInt(j, "cache_line_bytes", "cache_line_bytes"));
+  p.cacheLineBytes = static_cast<int>(line);
+  FBL_ASSIGN(const json* block, r.get(j, "texture_block", "texture_block"));
+  if (!block->is_object()) return r.bad("texture_block", "expected {\"h\": C_h, \"w\": C_w} in texels");
+  FBL_ASSIGN(int64_t bh, r.positiveInt(*block, "h", "texture_block.h"));
+  FBL_ASSIGN(int64_t bw, r.positiveInt(*block, "w", "texture_block.w"));
+  p.textureBlock = {static_cast<int>(bh), static_cast<int>(bw)};
+  FBL_ASSIGN(p.l2CacheBytes, r.positiveInt(j, "l2_cache_bytes", "l2_cache_bytes"));
+  FBL_ASSIGN(int64_t cus, r.positiveInt(j, "compute_units", "compute_units"));
+  p.computeUnits = static_cast<int>(cus);
+  for (const char* key : {"bandwidth_gbps", "peak_gflops"}) {
+    FBL_ASSIGN(const json* v, r.get(j, key, key));
+    if (v->is_null()) continue;
+    FBL_ASSIGN(double x, r.positiveNumber(*v, key));
+    (std::string(key) == "bandwidth_gbps" ? p.bandwidthGBs : p.peakGflops) = x;
+  }
+  FBL_ASSIGN(const json* table, r.get(j, "access_table", "access_table"));
+  if (!table->is_null()) {
+    FBL_ASSIGN(AccessTable t, readAccessTable(r, *table));
+    p.accessTable = std::move(t);
+  }
+  FBL_ASSIGN(const json* prov, r.get(j, "provenance", "provenance"));
+  if (!prov->is_object()) return r.bad("provenance", "expected an object of field -> source");
+  for (const auto& [field, text] : prov->items()) {
+    if (!text.is_string()) return r.bad("provenance." + field, "expected a string");
+    p.provenance[field] = text.get<std::string>();
+  }
+  p.extra = extraFields(j);
+  FBL_TRY(validateProfile(p, origin));
+  return p;
+}
+
+json profileToJson(const HardwareProfile& p) {
+  json j = json::object();
+  j["schema"] = kSchema;
+  j["name"] = p.name;
+  j["device"] = p.device;
+  j["notes"] = p.notes;
+  j["wave_size"] = p.waveSize;
+  j["image2d_max"] = {{"width", p.image2dMaxWidth}, {"height", p.image2dMaxHeight}};
+  j["texel_formats"] = p.texelFormats;
+  j["l1_texture_cache_bytes"] = p.l1TextureCacheBytes;
+  j["cache_line_bytes"] = p.cacheLineBytes;
+  j["texture_block"] = {{"h", p.textureBlock.h}, {"w", p.textureBlock.w}};
+  j["l2_cache_bytes"] = p.l2CacheBytes;
+  j["compute_units"] = p.computeUnits;
+  j["bandwidth_gbps"] = p.bandwidthGBs ? json(*p.bandwidthGBs) : json(nullptr);
+  j["peak_gflops"] = p.peakGflops ? json(*p.peakGflops) : json(nullptr);
+  j["access_table"] = p.accessTable ? accessTableToJson(*p.accessTable) : json(nullptr);
+  j["provenance"] = p.provenance;
+  for (const auto& [key, value] : p.extra.items()) j[key] = value;
+  return j;
+}
+
+json extraFields(const json& j) {
+  json out = json::object();
+  if (!j.is_object()) return out;
+  for (const auto& [key, value] : j.items())
+    if (!knownKeys().count(key)) out[key] = value;
+  return out;
+}
+
+Result<HardwareProfile> loadProfile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return makeError("{}: cannot open the profile", path);
+  json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return makeError("{}: not valid JSON", path);
+  return profileFromJson(j, path);
+}
+
+Status saveProfile(const HardwareProfile& p, const std::string& path) {
+  FBL_TRY(validateProfile(p, path));
+  std::ofstream out(path);
+  if (!out) return makeError("{}: cannot write the profile", path);
+  out << profileToJson(p).dump(2) << "\n";
+  if (!out) return makeError("{}: write failed", path);
+  return Status::success();
+}
+
+}  // namespace fbl::profile

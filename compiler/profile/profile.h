@@ -1,0 +1,96 @@
+// A GPU hardware profile: the facts R-Tile's pruning and cost function read (wave size, image
+// limits, texture cache geometry, Figure-4 access throughput). One JSON file per GPU lives in
+// profiles/; every number carries its provenance (measured here, queried from the driver, taken
+// from public vendor material, estimated, or pending measurement) so a reader can tell a fact
+// from a guess. docs/profiles.md cites the source of every public number.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "compiler/support/result.h"
+
+namespace fbl::profile {
+
+// The four access patterns of the paper's Figure 4 (supplement, "Texture spatial data locality"):
+// each thread streams through its own section of an RGBA-float image2d.
+enum class AccessPattern {
+  kRow,     // fixed y, iterating x
+  kColumn,  // fixed x, iterating y
+  kBlock4,  // 4 texels wide, row by row down the section
+  kBlock8,  // 8 texels wide, row by row down the section
+};
+inline constexpr AccessPattern kAllAccessPatterns[] = {AccessPattern::kRow, AccessPattern::kColumn,
+                                                       AccessPattern::kBlock4,
+                                                       AccessPattern::kBlock8};
+const char* accessPatternName(AccessPattern p);  // "row", "column", "block4", "block8"
+
+// Figure 4 as a table: throughput for each pattern at each work-group thread count. `unit` is
+// "GB/s" when measured, or "relative" when the values are ratios to column-major (as the paper
+// prints them). Only ratios between patterns at one thread count are used by the cost function,
+// so both units serve it.
+struct AccessTable {
+  std::string unit = "GB/s";
+  std::vector<int> threads;
+  std::map<AccessPattern, std::vector<double>> throughput;  // one value per entry of `threads`
+
+  // Throughput of `p` at the largest measured thread count <= `t` (the smallest if none is).
+  double at(AccessPattern p, int t) const;
+};
+
+// The texture cache block the hardware fetches on a miss, in texels (the paper's C_h x C_w).
+struct TextureBlock {
+  int h = 1;
+  int w = 1;
+};
+
+// Where a number came from. The JSON spells it "<kind>" or "<kind>: <detail>".
+enum class SourceKind { kMeasured, kQueried, kPublic, kDerived, kEstimated, kPending };
+const char* sourceKindName(SourceKind k);  // "measured", "queried", "public", "derived", ...
+
+struct HardwareProfile {
+  std::string name;    // file stem, e.g. "adreno-830"
+  std::string device;  // the device as its vendor or driver names it
+  std::string notes;   // one line: how this profile was made
+
+  int waveSize = 0;  // threads a SIMD instruction runs in lock-step (warp, wave, sub-group)
+  int64_t image2dMaxWidth = 0;
+  int64_t image2dMaxHeight = 0;
+  std::vector<std::string> texelFormats;  // "RGBA/FLOAT", "RGBA/HALF_FLOAT", ...
+  int64_t l1TextureCacheBytes = 0;
+  int cacheLineBytes = 0;
+  TextureBlock textureBlock;
+  int64_t l2CacheBytes = 0;
+  int computeUnits = 0;
+  // Pending-measurement numbers are absent rather than invented.
+  std::optional<double> bandwidthGBs;
+  std::optional<double> peakGflops;
+  std::optional<AccessTable> accessTable;
+
+  // Field name (as in the JSON) -> provenance text; every field above has one.
+  std::map<std::string, std::string> provenance;
+  // Fields this version does not know: kept so a rewrite loses nothing another tool wrote.
+  nlohmann::json extra = nlohmann::json::object();
+};
+
+// Parses and validates. Errors are one line naming `origin` (the file) and the field.
+Result<HardwareProfile> profileFromJson(const nlohmann::json& j, const std::string& origin);
+nlohmann::json profileToJson(const HardwareProfile& p);
+
+Result<HardwareProfile> loadProfile(const std::string& path);
+
+// The top-level keys of `j` this schema does not define (other tools' fields in the same file,
+// e.g. the planner's "opencl" block), so that rewriting a profile keeps them.
+nlohmann::json extraFields(const nlohmann::json& j);
+Status saveProfile(const HardwareProfile& p, const std::string& path);
+
+// Checks the invariants every consumer relies on (positive sizes, a table per pattern, a
+// provenance per field); profileFromJson calls it, and so should anyone who builds one by hand.
+Status validateProfile(const HardwareProfile& p, const std::string& origin);
+
+}  // namespace fbl::profile

@@ -1,0 +1,138 @@
+#include <filesystem>
+#include <fstream>
+
+#include <catch2/catch.hpp>
+
+#include "compiler/profile/profile.h"
+
+using namespace fbl::profile;
+using nlohmann::json;
+
+namespace {
+
+HardwareProfile sampleProfile() {
+  HardwareProfile p;
+  p.name = "sample";
+  p.device = "Sample GPU";
+  p.notes = "hand-made for tests";
+  p.waveSize = 64;
+  p.image2dMaxWidth = 16384;
+  p.image2dMaxHeight = 16384;
+  p.texelFormats = {"RGBA/FLOAT", "RGBA/HALF_FLOAT"};
+  p.l1TextureCacheBytes = 16384;
+  p.cacheLineBytes = 64;
+  p.textureBlock = {2, 8};
+  p.l2CacheBytes = 1 << 20;
+  p.computeUnits = 6;
+  p.bandwidthGBs = 60;
+  p.peakGflops = std::nullopt;
+  AccessTable t;
+  t.unit = "relative";
+  t.threads = {1, 8, 64};
+  t.throughput[AccessPattern::kRow] = {1.7, 1.68, 1.21};
+  t.throughput[AccessPattern::kColumn] = {1, 1, 1};
+  t.throughput[AccessPattern::kBlock4] = {1.5, 1.5, 1.3};
+  t.throughput[AccessPattern::kBlock8] = {1.55, 1.54, 1.36};
+  p.accessTable = t;
+  for (const char* f : {"wave_size", "image2d_max", "texel_formats", "l1_texture_cache_bytes", "cache_line_bytes",
+                        "texture_block", "l2_cache_bytes", "compute_units", "bandwidth_gbps", "access_table"})
+    p.provenance[f] = "estimated: test";
+  p.provenance["peak_gflops"] = "pending measurement";
+  p.extra["opencl"] = {{"workgroup_size", 64}};
+  return p;
+}
+
+// Applies `edit` to the sample's JSON and returns the parse error ("" if it parsed).
+template <typename F>
+std::string errorAfter(F edit) {
+  json j = profileToJson(sampleProfile());
+  edit(j);
+  auto r = profileFromJson(j, "profiles/bad.json");
+  return r.ok() ? std::string() : r.error().message;
+}
+
+void requireOneLineNaming(const std::string& msg, const std::string& field) {
+  INFO(msg);
+  REQUIRE(!msg.empty());
+  REQUIRE(msg.find('\n') == std::string::npos);
+  REQUIRE(msg.find("profiles/bad.json") != std::string::npos);
+  REQUIRE(msg.find("'" + field + "'") != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("profile JSON round trip keeps every field and foreign keys", "[profile]") {
+  HardwareProfile p = sampleProfile();
+  json j = profileToJson(p);
+  auto back = profileFromJson(j, "mem");
+  REQUIRE(back.ok());
+  REQUIRE(profileToJson(*back) == j);
+  REQUIRE(back->extra.at("opencl").at("workgroup_size") == 64);
+  REQUIRE_FALSE(back->peakGflops.has_value());
+  REQUIRE(back->accessTable->throughput.at(AccessPattern::kBlock8) ==
+          p.accessTable->throughput.at(AccessPattern::kBlock8));
+
+  auto path = std::filesystem::temp_directory_path() / "fbl_profile_roundtrip.json";
+  REQUIRE(saveProfile(p, path.string()).ok());
+  auto loaded = loadProfile(path.string());
+  REQUIRE(loaded.ok());
+  REQUIRE(profileToJson(*loaded) == j);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("profile errors name the file and the field on one line", "[profile]") {
+  requireOneLineNaming(errorAfter([](json& j) { j.erase("wave_size"); }), "wave_size");
+  requireOneLineNaming(errorAfter([](json& j) { j["wave_size"] = -4; }), "wave_size");
+  requireOneLineNaming(errorAfter([](json& j) { j["wave_size"] = "64"; }), "wave_size");
+  requireOneLineNaming(errorAfter([](json& j) { j["image2d_max"]["height"] = 0; }), "image2d_max.height");
+  requireOneLineNaming(errorAfter([](json& j) { j["texture_block"] = 8; }), "texture_block");
+  requireOneLineNaming(errorAfter([](json& j) { j["access_table"]["row"] = {1.0}; }), "access_table.row");
+  requireOneLineNaming(errorAfter([](json& j) { j["access_table"]["block4"][1] = -1; }), "access_table.block4[1]");
+  requireOneLineNaming(errorAfter([](json& j) { j["access_table"]["threads"] = {64, 8, 1}; }),
+                       "access_table.threads");
+  requireOneLineNaming(errorAfter([](json& j) { j["provenance"].erase("l2_cache_bytes"); }),
+                       "provenance.l2_cache_bytes");
+  requireOneLineNaming(errorAfter([](json& j) { j["provenance"]["wave_size"] = "guessed"; }),
+                       "provenance.wave_size");
+  requireOneLineNaming(errorAfter([](json& j) { j["provenance"]["bogus"] = "measured"; }), "provenance.bogus");
+  // A null number must say it is pending, and a pending one must be null.
+  requireOneLineNaming(errorAfter([](json& j) { j["bandwidth_gbps"] = nullptr; }), "bandwidth_gbps");
+  requireOneLineNaming(errorAfter([](json& j) { j["peak_gflops"] = 100.0; }), "peak_gflops");
+  requireOneLineNaming(errorAfter([](json& j) { j["schema"] = "other/2"; }), "schema");
+  REQUIRE(errorAfter([](json&) {}).empty());
+}
+
+TEST_CASE("profile load reports unreadable files in one line", "[profile]") {
+  auto missing = loadProfile("/nonexistent/x.json");
+  REQUIRE_FALSE(missing.ok());
+  REQUIRE(missing.error().message.find("/nonexistent/x.json") != std::string::npos);
+  auto path = std::filesystem::temp_directory_path() / "fbl_profile_garbage.json";
+  std::ofstream(path) << "{ not json";
+  auto garbage = loadProfile(path.string());
+  REQUIRE_FALSE(garbage.ok());
+  REQUIRE(garbage.error().message.find(path.string()) != std::string::npos);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("access table lookup uses the largest thread count not above the request", "[profile]") {
+  AccessTable t = *sampleProfile().accessTable;
+  for (int threads : {1, 2, 7, 8, 9, 63, 64, 128}) {
+    size_t expect = 0;  // naive: scan for the last count <= threads
+    for (size_t i = 0; i < t.threads.size(); ++i)
+      if (t.threads[i] <= threads) expect = i;
+    REQUIRE(t.at(AccessPattern::kRow, threads) == t.throughput.at(AccessPattern::kRow)[expect]);
+  }
+}
+
+TEST_CASE("every committed profile loads and validates", "[profile]") {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(FBL_SOURCE_DIR) + "/profiles")) {
+    if (entry.path().extension() != ".json") continue;
+    auto p = loadProfile(entry.path().string());
+    INFO(entry.path().string() << ": " << (p.ok() ? std::string("ok") : p.error().message));
+    REQUIRE(p.ok());
+    REQUIRE(p->name == entry.path().stem().string());
+    ++count;
+  }
+  REQUIRE(count >= 1);
+}
