@@ -3,6 +3,7 @@
 
 #include <limits>
 #include <optional>
+#include <cstdio>
 #include <random>
 
 #include "compiler/ops/broadcast.h"
@@ -413,4 +414,21 @@ TEST_CASE("Every op the corpus uses has a schema", "[ops]") {
   }
   auto all = ops::supportedOps();
   CHECK(std::is_sorted(all.begin(), all.end()));
+}
+
+TEST_CASE("docs/ops.md lists every supported op", "[ops]") {
+  std::FILE* f = std::fopen(FBL_SOURCE_DIR "/docs/ops.md", "rb");
+  REQUIRE(f != nullptr);
+  std::string doc;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) doc.append(buf, n);
+  std::fclose(f);
+  for (std::string_view op : ops::supportedOps()) {
+    if (op.substr(0, 4) == "fbl.") continue;  // fbl's own training ops live in docs/ir.md
+    std::string op1 = "| " + std::string(op) + " |", op2 = "| " + std::string(op) + ",",
+                op3 = ", " + std::string(op) + " |", op4 = ", " + std::string(op) + ",";
+    CAPTURE(op);
+    CHECK((doc.find(op1) != std::string::npos || doc.find(op2) != std::string::npos ||
+           doc.find(op3) != std::string::npos || doc.find(op4) != std::string::npos));
+  }
 }

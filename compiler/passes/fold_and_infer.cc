@@ -1,0 +1,141 @@
+// fold-and-infer, one walk over the nodes in topological order:
+//   1. Check the node against its schema and run its shape rule (ops::inferNode); every input
+//      already has a static shape, because its producer came earlier.
+//   2. The node folds when every present input is a compile-time constant (a Constant value,
+//      or an Initializer the options call foldable) -- or, for Shape, when its input's shape
+//      is known -- and its outputs stay under maxFoldBytes. Dropout never folds (drop-noops
+//      removes the inference-mode ones).
+//   3. Folding evaluates the node with its reference kernel (Shape is computed from the static
+//      shape directly, as its input has no data) and turns each output value, in place, into a
+//      Constant holding the result; the node is marked dead. In place, so no use is rewired
+//      and names survive.
+//   4. The rules of later nodes see the folded contents (InferContext::constIn), so a whole
+//      chain (Shape -> Gather -> Concat -> Reshape target) folds in the same walk.
+// Unused constants are left to dead-code.
+#include "compiler/passes/fold_and_infer.h"
+
+#include <algorithm>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "compiler/ops/op_schema.h"
+#include "compiler/ref/kernels.h"
+
+namespace fbl::passes {
+
+namespace {
+
+bool endsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// Shape(x) with x's static shape: shape[start:end] under ONNX's clamping.
+ir::Tensor shapeOf(const ir::Node& n, const ir::Shape& s) {
+  int64_t rank = static_cast<int64_t>(s.size());
+  auto clampEnd = [rank](int64_t v) { return std::clamp(v < 0 ? v + rank : v, int64_t{0}, rank); };
+  int64_t start = clampEnd(n.attrInt("start", 0));
+  int64_t end = std::max(start, clampEnd(n.attrInt("end", rank)));
+  std::vector<int64_t> dims(s.begin() + start, s.begin() + end);
+  return ir::Tensor::fromVector<int64_t>({static_cast<int64_t>(dims.size())}, dims);
+}
+
+int64_t outputBytes(const ir::Graph& g, const ir::Node& n) {
+  int64_t total = 0;
+  for (ir::ValueId o : n.outputs) {
+    if (o == ir::kNoValue) continue;
+    const ir::Value& v = g.values[o];
+    total += ir::numElements(v.shape) * static_cast<int64_t>(ir::dtypeSize(v.dtype));
+  }
+  return total;
+}
+
+void makeConstant(ir::Value& v, ir::Tensor t) {
+  v.kind = ir::ValueKind::Constant;
+  v.data = std::make_shared<const ir::Tensor>(std::move(t));
+  v.producer = ir::kNoNode;
+}
+
+}  // namespace
+
+bool defaultFoldableInitializer(const ir::Value& v) {
+  if (endsWith(v.name, ".weight") || endsWith(v.name, ".bias")) return false;
+  return !ir::isFloat(v.dtype) || v.shape.size() <= 1;
+}
+
+bool FoldAndInfer::isCompileTimeConstant(const ir::Value& v) const {
+  if (v.data == nullptr) return false;
+  if (v.kind == ir::ValueKind::Constant) return true;
+  return v.kind == ir::ValueKind::Initializer && opts_.foldableInitializer &&
+         opts_.foldableInitializer(v);
+}
+
+Result<bool> FoldAndInfer::tryFold(ir::Graph& g, ir::NodeId id) {
+  ir::Node& n = g.nodes[id];
+  if (n.op == "Dropout") return false;
+  bool shapeOnly = n.op == "Shape";
+  std::vector<const ir::Tensor*> inputs;
+  for (ir::ValueId in : n.inputs) {
+    if (in == ir::kNoValue) {
+      inputs.push_back(nullptr);
+      continue;
+    }
+    if (!shapeOnly && !isCompileTimeConstant(g.values[in])) return false;
+    inputs.push_back(g.values[in].data.get());
+  }
+  if (outputBytes(g, n) > opts_.maxFoldBytes) {
+    ++stats_.tooLarge;
+    return false;
+  }
+  std::vector<ir::Tensor> results;
+  if (shapeOnly) {
+    results.push_back(shapeOf(n, g.values[n.inputs[0]].shape));
+  } else {
+    if (ref::findKernel(n.op) == nullptr) {
+      ++stats_.noKernel;
+      return false;
+    }
+    FBL_ASSIGN(results, ref::evalNode(g, n, inputs));
+  }
+  for (size_t i = 0; i < n.outputs.size(); ++i) {
+    ir::ValueId o = n.outputs[i];
+    if (o == ir::kNoValue) continue;
+    ir::Value& v = g.values[o];
+    // The kernel and the shape rule disagreeing is a bug in one of them, not in the model.
+    if (i >= results.size() || results[i].dtype() != v.dtype || results[i].shape() != v.shape)
+      return makeError("{}: internal error: folding output '{}' gave {}{} but shape inference "
+                       "says {}{}",
+                       ir::describeNode(g, n), v.name,
+                       i < results.size() ? ir::dtypeName(results[i].dtype()) : "nothing",
+                       i < results.size() ? ir::shapeToString(results[i].shape()) : "",
+                       ir::dtypeName(v.dtype), ir::shapeToString(v.shape));
+  }
+  for (size_t i = 0; i < n.outputs.size(); ++i)
+    if (n.outputs[i] != ir::kNoValue) makeConstant(g.values[n.outputs[i]], std::move(results[i]));
+  n.dead = true;
+  return true;
+}
+
+Result<bool> FoldAndInfer::run(ir::Graph& g) {
+  stats_ = {};
+  for (ir::NodeId id = 0; id < static_cast<ir::NodeId>(g.nodes.size()); ++id) {
+    if (g.nodes[id].dead) continue;
+    FBL_TRY(ops::validateNode(g, g.nodes[id]));
+    FBL_TRY(ops::inferNode(g, g.nodes[id]));
+    ++stats_.inferred;
+    FBL_ASSIGN(bool folded, tryFold(g, id));
+    stats_.folded += folded ? 1 : 0;
+  }
+  return stats_.folded > 0;
+}
+
+int64_t countValuesWithoutStaticShape(const ir::Graph& g) {
+  std::vector<bool> live = g.liveValues();
+  int64_t count = 0;
+  for (size_t i = 0; i < g.values.size(); ++i)
+    if (live[i] && (!g.values[i].shapeKnown || g.values[i].dtype == ir::DType::Undefined))
+      ++count;
+  return count;
+}
+
+}  // namespace fbl::passes
