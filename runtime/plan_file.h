@@ -79,6 +79,7 @@ struct Plan {
   std::vector<std::string> kernelNames;
   std::vector<Launch> launches;
   std::vector<std::array<int32_t, 2>> commits;  // copy [src, dst] after a step (updated -> param)
+  std::vector<int32_t> inputs;     // the graph's run-time inputs in order (input_N), step excluded
   int32_t loss = -1;
   int32_t step = -1;
   std::vector<Trainable> trainables;
@@ -122,6 +123,7 @@ inline nlohmann::json toJson(const Plan& p) {
                   {"global", l.global}, {"local", l.local}, {"node", l.node}});
   j["launches"] = std::move(ls);
   j["commits"] = p.commits;
+  j["inputs"] = p.inputs;
   j["loss"] = p.loss;
   j["step"] = p.step;
   json tr = json::array();
@@ -217,6 +219,7 @@ inline std::string parse(const std::string& bytes, Plan* p) {
       p->launches.push_back(std::move(l));
     }
     p->commits = j.at("commits").get<std::vector<std::array<int32_t, 2>>>();
+    p->inputs = j.at("inputs").get<std::vector<int32_t>>();
     p->loss = j.at("loss").get<int32_t>();
     p->step = j.at("step").get<int32_t>();
     for (const auto& o : j.at("trainables"))
@@ -249,6 +252,8 @@ inline std::string parse(const std::string& bytes, Plan* p) {
   for (const auto& c : p->commits)
     if (c[0] < 0 || c[0] >= n || c[1] < 0 || c[1] >= n) return "plan has a bad commit";
   if (bad(p->loss) || bad(p->step)) return "plan has a bad loss or step tensor";
+  for (int32_t i : p->inputs)
+    if (i < 0 || i >= n) return "plan has a bad input tensor";
   for (const Trainable& t : p->trainables)
     if (t.param < 0 || t.param >= n || bad(t.grad)) return "plan has a bad trainable";
   for (int32_t s : p->state)

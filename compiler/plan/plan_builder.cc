@@ -110,7 +110,8 @@ class Builder {
         plan_.launches.push_back(std::move(pl));
       }
     }
-    for (ir::ValueId v : g_.inputs) tensorOf(v);
+    for (ir::ValueId v : g_.inputs)
+      if (v != in_.step) plan_.inputs.push_back(tensorOf(v));
     // 4: commits and the names the runtime needs.
     std::set<int32_t> keep;
     if (in_.loss != ir::kNoValue) keep.insert(plan_.loss = tensorOf(in_.loss));

@@ -9,7 +9,7 @@ std::string printPlan(const planfile::Plan& p) {
   std::string s;
   s += fmt::format("plan {} (format {}, profile {})\n", p.model, planfile::kVersion, p.profile);
   s += fmt::format("arena {} bytes, alignment {}, blob {} bytes\n", p.arenaBytes, p.alignment, p.blob.size());
-  s += fmt::format("loss t{}  step t{}\n", p.loss, p.step);
+  s += fmt::format("inputs t{}  loss t{}  step t{}\n", fmt::join(p.inputs, " t"), p.loss, p.step);
   s += "\ntensors:\n";
   for (size_t i = 0; i < p.tensors.size(); ++i) {
     const planfile::Tensor& t = p.tensors[i];

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "compiler/plan/compile_command.h"
 #include "compiler/profile/profile_command.h"
 #include "compiler/tools/inspect_command.h"
 
@@ -80,6 +81,34 @@ void addProfile(CLI::App& app, int& rc) {
   cmd->callback([&rc] { rc = fbl::tools::runProfile(args); });
 }
 
+void addCompile(CLI::App& app, int& rc) {
+  static fbl::plan::CompileArgs args;
+  static std::vector<std::string> shapes;
+  auto* cmd = app.add_subcommand("compile", "Compile an ONNX training-forward graph into a plan");
+  cmd->add_option("model", args.model, "ONNX model file")->required();
+  cmd->add_option("--profile", args.profile, "Device profile JSON (profiles/*.json)")->required();
+  cmd->add_option("-o,--output", args.output, "Plan file to write (MODEL.fbp)")->required();
+  cmd->add_option("--weights", args.weights, "Base weights to write (default: the plan's path with .safetensors)");
+  cmd->add_option("--report", args.report, "Compile report JSON to write");
+  cmd->add_option("--shape", shapes, "Override an input's shape: NAME=1x512 (repeatable)");
+  cmd->add_option("--trainable", args.trainable, "Glob of trainable initializers (repeatable)")
+      ->default_str("*lora_*");
+  cmd->add_option("--optimizer", args.optimizer, "adamw or sgd")->default_str("adamw");
+  cmd->add_option("--lr", args.lr, "Learning rate")->default_val(1e-3f);
+  cmd->add_option("--weight-decay", args.weightDecay, "Weight decay")->default_val(0.0f);
+  cmd->add_option("--momentum", args.momentum, "SGD momentum")->default_val(0.0f);
+  cmd->add_option("--lora-alpha", args.loraAlpha, "LoRA alpha written to adapter_config.json")
+      ->default_val(16.0);
+  cmd->callback([&rc] {
+    if (std::string err = parseShapeOptions(shapes, args.shapes); !err.empty()) {
+      fmt::print(stderr, "error: {}\n", err);
+      rc = 2;
+      return;
+    }
+    rc = fbl::plan::runCompile(args);
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -89,6 +118,7 @@ int main(int argc, char** argv) {
     int rc = 0;
     addInspect(app, rc);
     addProfile(app, rc);
+    addCompile(app, rc);
     CLI11_PARSE(app, argc, argv);
     return rc;
   } catch (const std::exception& e) {

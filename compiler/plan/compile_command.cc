@@ -1,0 +1,133 @@
+#include "compiler/plan/compile_command.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "compiler/onnx/external_data.h"
+#include "compiler/onnx/load_model.h"
+#include "runtime/safetensors.h"
+
+namespace fbl::plan {
+
+namespace {
+
+std::string weightsPath(const CompileArgs& a) {
+  if (!a.weights.empty()) return a.weights;
+  return std::filesystem::path(a.output).replace_extension(".safetensors").string();
+}
+
+std::string modelName(const std::string& path) {
+  // tests/data/llama-tiny/model.onnx -> llama-tiny: the folder names a corpus model.
+  std::filesystem::path p(path);
+  if (p.stem() == "model" && p.has_parent_path()) return p.parent_path().filename().string();
+  return p.stem().string();
+}
+
+}  // namespace
+
+Result<Compiled> compileModel(const CompileArgs& args) {
+  const auto start = std::chrono::steady_clock::now();
+  FBL_ASSIGN(Profile profile, loadProfile(args.profile));
+  onnx::LoadOptions lo;
+  lo.shapeOverrides = args.shapes;
+  FBL_ASSIGN(ir::Graph forward, onnx::loadModel(args.model, lo));
+  autodiff::TrainingOptions to;
+  to.trainableGlobs = args.trainable;
+  if (args.optimizer == "adamw") {
+    to.optimizer.kind = autodiff::OptimizerKind::AdamW;
+  } else if (args.optimizer == "sgd") {
+    to.optimizer.kind = autodiff::OptimizerKind::SGD;
+  } else {
+    return makeError("--optimizer must be adamw or sgd, not '{}'", args.optimizer);
+  }
+  to.optimizer.lr = args.lr;
+  to.optimizer.weightDecay = args.weightDecay;
+  to.optimizer.momentum = args.momentum;
+  FBL_ASSIGN(autodiff::TrainingGraph tg, autodiff::buildTrainingGraph(forward, to));
+  Compiled c;
+  FBL_ASSIGN(c.plan, buildPlan(trainingInputs(tg, modelName(args.model), args.loraAlpha), profile, &c.stats));
+  c.plan.optimizer["kind"] = args.optimizer;
+  c.plan.optimizer["lr"] = args.lr;
+  c.plan.optimizer["weight_decay"] = args.weightDecay;
+  if (args.optimizer == "sgd") c.plan.optimizer["momentum"] = args.momentum;
+  c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return c;
+}
+
+Status writeWeights(const CompileArgs& args, const Plan& plan) {
+  // A raw import keeps every initializer under its ONNX name with its external-data record.
+  onnx::LoadOptions lo;
+  lo.simplify = false;
+  lo.shapeOverrides = args.shapes;
+  FBL_ASSIGN(ir::Graph g, onnx::loadModel(args.model, lo));
+  safetensors::File f;
+  for (const planfile::Tensor& t : plan.tensors) {
+    if (t.source.empty()) continue;
+    const ir::ValueId v = g.findValue(t.source);
+    if (v == ir::kNoValue) return makeError("{}: initializer '{}' not found", args.model, t.source);
+    ir::Tensor data;
+    if (g.values[v].data) {
+      data = *g.values[v].data;
+    } else if (g.values[v].external) {
+      FBL_ASSIGN(data, onnx::loadExternalTensor(g, v));
+    } else {
+      return makeError("{}: initializer '{}' has no data", args.model, t.source);
+    }
+    safetensors::Entry e;
+    e.dtype = safetensors::fromFblDType(std::string(ir::dtypeName(data.dtype())));
+    e.shape = data.shape();
+    const auto* p = reinterpret_cast<const unsigned char*>(data.raw());
+    e.data.assign(p, p + data.nbytes());
+    f.tensors[t.source] = std::move(e);
+  }
+  f.metadata["format"] = "pt";
+  f.metadata["source"] = std::filesystem::path(args.model).filename().string();
+  const std::string path = weightsPath(args);
+  if (std::string e = safetensors::write(path, f); !e.empty()) return Error{e};
+  return Status::success();
+}
+
+int runCompile(const CompileArgs& args) {
+  auto c = compileModel(args);
+  if (!c.ok()) {
+    fmt::print(stderr, "error: {}\n", c.error().message);
+    return 1;
+  }
+  const std::string bytes = planfile::serialize(c->plan);
+  if (std::string e = safetensors::writeFileAtomic(args.output, bytes); !e.empty()) {
+    fmt::print(stderr, "error: {}\n", e);
+    return 1;
+  }
+  std::string weightsNote = weightsPath(args);
+  if (Status st = writeWeights(args, c->plan); !st.ok()) {
+    // A model shipped without its weights (llama-full) still compiles; the runtime needs them.
+    weightsNote = fmt::format("not written ({})", st.error().message);
+  }
+  fmt::print("{}: {} kernels, {} launches, arena {} bytes ({} persistent), {:.2f} s\nweights: {}\n", args.output,
+             c->stats.kernels, c->stats.launches, c->plan.arenaBytes, c->stats.persistentBytes, c->seconds,
+             weightsNote);
+  if (!args.report.empty()) {
+    nlohmann::json r{{"model", args.model},
+                     {"profile", c->plan.profile},
+                     {"compile_seconds", c->seconds},
+                     {"kernels", c->stats.kernels},
+                     {"launches", c->stats.launches},
+                     {"tensors", c->plan.tensors.size()},
+                     {"peak_bytes", c->plan.arenaBytes},
+                     {"persistent_bytes", c->stats.persistentBytes},
+                     {"transient_bytes", c->stats.transientBytes},
+                     {"plan_bytes", bytes.size()}};
+    if (std::string e = safetensors::writeFileAtomic(args.report, r.dump(2) + "\n"); !e.empty()) {
+      fmt::print(stderr, "error: {}\n", e);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace fbl::plan

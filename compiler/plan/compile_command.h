@@ -1,0 +1,44 @@
+// `fblc compile`: ONNX training-forward graph -> plan file (+ base weights as safetensors, +
+// optional report). The logic lives here; compiler/tools/fblc.cc only parses the command line.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "compiler/autodiff/training_graph.h"
+#include "compiler/ir/tensor.h"
+#include "compiler/plan/plan_builder.h"
+#include "compiler/support/result.h"
+
+namespace fbl::plan {
+
+struct CompileArgs {
+  std::string model;
+  std::string profile;
+  std::string output;       // MODEL.fbp
+  std::string weights;      // default: the plan's path with .safetensors
+  std::string report;       // optional REPORT.json
+  std::map<std::string, ir::Shape> shapes;
+  std::vector<std::string> trainable{"*lora_*"};
+  std::string optimizer = "adamw";  // adamw | sgd
+  float lr = 1e-3f;
+  float weightDecay = 0.0f;
+  float momentum = 0.0f;
+  double loraAlpha = 16.0;
+};
+
+struct Compiled {
+  Plan plan;
+  BuildStats stats;
+  double seconds = 0.0;
+};
+
+// Everything but the files: load, differentiate, build the plan.
+Result<Compiled> compileModel(const CompileArgs& args);
+// Writes the initializers the plan names (external data included) as safetensors.
+Status writeWeights(const CompileArgs& args, const Plan& plan);
+// The command: prints one line per error, returns the exit code.
+int runCompile(const CompileArgs& args);
+
+}  // namespace fbl::plan
