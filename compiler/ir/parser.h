@@ -1,0 +1,17 @@
+// Reads the text form that printer.h writes (grammar in docs/ir.md), so a pass test states its
+// input and expected graphs as text. Errors are one line: "<source>:<line>: <what>".
+#pragma once
+
+#include <string_view>
+
+#include "compiler/ir/graph.h"
+#include "compiler/support/result.h"
+
+namespace fbl::ir {
+
+// Values must be defined (input/init/const/node output) before they are used; node names are
+// optional (missing ones become "<op>_<index>"). Constants printed as a hash cannot be read
+// back: print with PrintOptions::maxInlineElements = -1 for a full round trip.
+Result<Graph> parseGraph(std::string_view text, std::string_view source = "<text>");
+
+}  // namespace fbl::ir
