@@ -35,7 +35,7 @@ struct ExprBuild {
     n->hash = h;
     switch (kind) {
       case ExprKind::Const: n->range = {c, c}; n->divisor = c < 0 ? -c : c; break;
-      case ExprKind::Var: n->range = {0, c - 1}; n->divisor = c == 1 ? 0 : 1; break;
+      case ExprKind::Var: n->range = {0, c > 1 ? c - 1 : 0}; n->divisor = c <= 1 ? 0 : 1; break;
       case ExprKind::Add:
         n->range = {0, 0};
         n->divisor = 0;
@@ -75,7 +75,8 @@ int64_t floorModInt(int64_t a, int64_t b) { return a - floorDivInt(a, b) * b; }
 Expr::Expr() : Expr(constant(0)) {}
 Expr Expr::constant(int64_t v) { return ExprBuild::make(ExprKind::Const, v, -1, "", {}); }
 Expr Expr::var(int index, int64_t extent, std::string name) {
-  FBL_ASSERT(index >= 0 && extent >= 1);
+  // Extent 0 (an empty tensor's dim) is allowed: nothing is ever evaluated there.
+  FBL_ASSERT(index >= 0 && extent >= 0);
   if (name.empty()) name = "i" + std::to_string(index);
   return ExprBuild::make(ExprKind::Var, extent, index, std::move(name), {});
 }

@@ -40,8 +40,9 @@ class Expr {
  public:
   Expr();  // the constant 0
   static Expr constant(int64_t v);
-  // A loop index in [0, extent). Variables are identified by `index` (a map's input position),
-  // `extent` and `name`; the name defaults to "i<index>" and is what the printers write.
+  // A loop index in [0, extent) (extent 0: an empty dim). Variables are identified by `index`
+  // (a map's input position), `extent` and `name`; the name defaults to "i<index>" and is what
+  // the printers write.
   static Expr var(int index, int64_t extent, std::string name = "");
 
   ExprKind kind() const;

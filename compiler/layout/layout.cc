@@ -19,6 +19,13 @@ Expr flatten(const std::vector<Expr>& v, const Shape& s, size_t from, size_t to)
   return f;
 }
 
+// Product of dims [from, to); division by a dim would fail on empty tensors.
+int64_t product(const Shape& s, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t d = from; d < to; ++d) p *= s[d];
+  return p;
+}
+
 }  // namespace
 
 std::string TileSpec::str() const {
@@ -47,7 +54,7 @@ Layout Layout::image(const Shape& shape) {
   const size_t n = shape.size();
   Expr c = v[n - 1];
   Expr y = flatten(v, shape, 0, n - 1);
-  int64_t height = ir::numElements(shape) / shape[n - 1];
+  int64_t height = product(shape, 0, n - 1);
   return Layout(Storage::Image2D, IndexMap(shape, {floorDiv(c, kLanes), y, floorMod(c, kLanes)},
                                            {ceilDiv(shape[n - 1], kLanes), height, kLanes}));
 }
@@ -69,7 +76,7 @@ Result<Layout> Layout::rtile(const Shape& shape, const TileSpec& spec, Storage s
   Expr c = v[n - 1];
   Expr b = n >= 2 ? flatten(v, shape, 0, n - 2) : Expr::constant(0);
   int64_t rows = n >= 2 ? shape[n - 2] : 1, cols = shape[n - 1];
-  int64_t batch = ir::numElements(shape) / (rows * cols);
+  int64_t batch = n >= 2 ? product(shape, 0, n - 2) : 1;
   int64_t tilesR = ceilDiv(rows, spec.tileH), tilesC = ceilDiv(cols, spec.tileW);
   Expr ti = floorDiv(r, spec.tileH), tj = floorDiv(c, spec.tileW);
   Expr ir = floorMod(r, spec.tileH), ic = floorMod(c, spec.tileW);

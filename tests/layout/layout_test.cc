@@ -167,6 +167,10 @@ TEST_CASE("constructors match the documented examples", "[layout]") {
   CHECK_FALSE(Layout::rtile({8, 8}, TileSpec::rowStrips(4, 6)).ok());
   CHECK_FALSE(Layout::rtile({8, 8}, TileSpec::blocks(4, 8, 4, 8, 3, 3)).ok());
   CHECK_FALSE(Layout::permuted({2, 3}, {0, 0}).ok());
+  // Empty tensors build (nothing to locate) instead of dividing by zero.
+  CHECK(Layout::rowMajor({0, 4}).bufferSize() == 0);
+  CHECK(Layout::image({3, 0}).imageWidth() == 0);
+  CHECK(must(Layout::rtile({0, 8}, TileSpec::rowStrips(4, 4))).imageHeight() == 0);
 }
 
 TEST_CASE("R-Tile layouts match a naive tile walk element by element", "[layout]") {
