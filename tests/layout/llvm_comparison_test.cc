@@ -121,6 +121,17 @@ TEST_CASE("LLVM -O2 vs the rule table on index expressions", "[layout]") {
     src += cFunction("blind" + std::to_string(k), cs[k].raw, cs[k].vars, false);
   }
   std::ofstream(dir / "exprs.c") << src;
+  // The same printer's output is valid OpenCL C for uint index variables (DEPS.md pitfall 7).
+  std::string cl;
+  for (size_t k = 0; k < cs.size(); ++k) {
+    std::string fn = cFunction("cl" + std::to_string(k), simplified[k], cs[k].vars, false);
+    for (size_t at; (at = fn.find("unsigned")) != std::string::npos;) fn.replace(at, 8, "uint");
+    cl += fn;
+  }
+  std::ofstream(dir / "exprs.cl") << cl;
+  std::string clCmd = "clang-15 -x cl -cl-std=CL1.2 -Xclang -finclude-default-header -fsyntax-only -Werror " +
+                      (dir / "exprs.cl").string();
+  CHECK(std::system(clCmd.c_str()) == 0);
   std::string cmd = "clang-15 -O2 -S -emit-llvm -x c " + (dir / "exprs.c").string() + " -o " + (dir / "exprs.ll").string();
   REQUIRE(std::system(cmd.c_str()) == 0);
   std::stringstream ll;

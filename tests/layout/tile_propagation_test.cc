@@ -2,6 +2,7 @@
 // on them (docs/index-simplification.md quotes the table this test prints).
 #include <catch2/catch.hpp>
 
+#include <random>
 #include <sstream>
 #include <vector>
 
@@ -199,4 +200,89 @@ TEST_CASE("planning tries other tiles, then falls back to a conversion with reas
   CHECK(conv.decision == TilePlan::Decision::Convert);
   CHECK(conv.log.back().rfind("convert:", 0) == 0);
   CHECK(conv.result.failed == TileCheck::IntraTileContinuity);
+}
+
+TEST_CASE("tile checks are sound on random chains: a pass implies tile invariance", "[layout]") {
+  // Chains built from the attention vocabulary (split or merge dims, permute, slice, broadcast);
+  // whenever the checks pass, every element of every consumer tile must land in the tile map's
+  // producer tile at its own intra-tile offset.
+  std::mt19937 rng(43);
+  const int64_t dims[] = {2, 4, 8, 16};
+  int passed = 0, failed = 0;
+  for (int n = 0; n < 300; ++n) {
+    Shape producer;
+    size_t rank = 2 + rng() % 2;
+    for (size_t d = 0; d < rank; ++d) producer.push_back(dims[rng() % 4] * (d == rank - 1 ? 2 : 1));
+    std::vector<MovementOp> ops;
+    Shape cur = producer;
+    for (int k = 0, len = 1 + static_cast<int>(rng() % 4); k < len; ++k) {
+      MovementOp op = MovementOp::reshape(cur);
+      switch (rng() % 5) {
+        case 0: {  // split a dim in two
+          size_t d = rng() % cur.size();
+          if (cur[d] % 2 != 0 || cur.size() >= 5) continue;
+          Shape s = cur;
+          int64_t f = cur[d] % 4 == 0 && rng() % 2 ? 4 : 2;
+          s[d] /= f;
+          s.insert(s.begin() + d + 1, f);
+          op = MovementOp::reshape(s);
+          break;
+        }
+        case 1: {  // merge two adjacent dims
+          if (cur.size() < 3) continue;
+          size_t d = rng() % (cur.size() - 1);
+          Shape s = cur;
+          s[d] *= s[d + 1];
+          s.erase(s.begin() + d + 1);
+          op = MovementOp::reshape(s);
+          break;
+        }
+        case 2: {
+          std::vector<int64_t> perm(cur.size());
+          for (size_t d = 0; d < perm.size(); ++d) perm[d] = static_cast<int64_t>(d);
+          std::shuffle(perm.begin(), perm.end(), rng);
+          op = MovementOp::permute(perm);
+          break;
+        }
+        case 3: {
+          int64_t a = rng() % cur.size();
+          if (cur[a] < 4) continue;
+          int64_t half = cur[a] / 2;
+          op = rng() % 2 ? MovementOp::slice({a}, {half}, {cur[a]}) : MovementOp::slice({a}, {0}, {half});
+          break;
+        }
+        default: {  // GQA-style broadcast of a new axis
+          if (cur.size() >= 5) continue;
+          int64_t a = rng() % cur.size();
+          MovementOp un = MovementOp::unsqueeze({a});
+          auto unsqueezed = outputShape(cur, un);
+          REQUIRE(unsqueezed.ok());
+          ops.push_back(un);
+          cur = *unsqueezed;
+          Shape s = cur;
+          s[a] = 2;
+          op = MovementOp::expand(s);
+          break;
+        }
+      }
+      auto next = outputShape(cur, op);
+      REQUIRE(next.ok());
+      ops.push_back(op);
+      cur = *next;
+    }
+    auto view = chainMap(producer, ops);
+    REQUIRE(view.ok());
+    const Shape& cs = view->domain();
+    if (cs.size() < 2) continue;
+    TileConfig t{std::min<int64_t>(cs[cs.size() - 2], 1 + rng() % 2 * 3), std::min<int64_t>(cs.back(), 4)};
+    if (cs[cs.size() - 2] % t.tileH != 0 || cs.back() % t.tileW != 0) continue;
+    INFO(fbl::ir::shapeToString(producer) << " " << chainToString(ops) << " tile " << t.str());
+    TileCheckResult r = checkTilePropagation(producer, ops, t);
+    if (!r.ok) { ++failed; continue; }
+    ++passed;
+    requireTileInvariance(producer, ops, t, r);
+  }
+  CHECK(passed > 30);
+  CHECK(failed > 30);
+  WARN("random tile checks: " << passed << " passed (tile invariance verified), " << failed << " refused");
 }
