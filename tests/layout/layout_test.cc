@@ -213,7 +213,17 @@ TEST_CASE("algebraic laws of layouts", "[layout]") {
       Shape split = s;
       split.back() /= 2;
       split.push_back(2);
-      CHECK(must(must(l.reshape(split)).reshape(s)) == l);
+      Layout viewed = must(l.reshape(split));
+      CHECK(must(viewed.reshape(s)) == l);
+      // Views that stay bijections keep an inverse.
+      Layout moved = must(viewed.transpose([&] {
+        std::vector<int64_t> p(split.size());
+        for (size_t k = 0; k < p.size(); ++k) p[k] = static_cast<int64_t>((k + 1) % p.size());
+        return p;
+      }()));
+      auto movedInv = moved.inverse();
+      if (!movedInv.ok()) FAIL(movedInv.error().message);
+      forAll(moved.shape(), [&](const std::vector<int64_t>& idx) { REQUIRE(movedInv->apply(moved.locate(idx)) == idx); });
     }
   }
 }
