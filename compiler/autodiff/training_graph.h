@@ -38,6 +38,7 @@ struct TrainableParam {
 struct OptimizerState {
   ir::ValueId current = ir::kNoValue;  // read by the step (Initializer kind, zero at start)
   ir::ValueId updated = ir::kNoValue;  // written by the step
+  ir::ValueId param = ir::kNoValue;    // the trainable this state belongs to
 };
 
 struct TrainingGraph {
@@ -49,6 +50,20 @@ struct TrainingGraph {
   std::vector<OptimizerState> state;
 };
 
+// Graph outputs of the result: the forward outputs (the loss among them), then every updated
+// parameter, then every updated optimizer state, in `trainables` and `state` order. Forward
+// values read by backward nodes have Value::reusedByBackward set.
 Result<TrainingGraph> buildTrainingGraph(const ir::Graph& forward, const TrainingOptions& opts);
+
+// The initializers whose names match any glob, in graph order. When none match, the error lists
+// some initializer names and the likely reason (weights folded by the exporter, no LoRA).
+Result<std::vector<ir::ValueId>> selectTrainables(const ir::Graph& g,
+                                                  const std::vector<std::string>& globs);
+
+// The graph output that is the loss: the only output, or the one named "loss"; a float scalar.
+Result<ir::ValueId> findLoss(const ir::Graph& g);
+
+// Appends the optimizer's update nodes for every trainable (whose grad is set) and its state.
+Status appendOptimizer(TrainingGraph& tg, const OptimizerOptions& opts);
 
 }  // namespace fbl::autodiff

@@ -1,0 +1,83 @@
+// Picking the trainable initializers by name, and finding the loss.
+#include <algorithm>
+#include <cctype>
+
+#include <fmt/format.h>
+
+#include "compiler/autodiff/training_graph.h"
+#include "compiler/support/glob.h"
+
+namespace fbl::autodiff {
+
+namespace {
+
+// "val_12": the name the dynamo exporter's optimizer gives a folded (renamed) weight.
+bool looksFolded(std::string_view name) {
+  if (name.substr(0, 4) != "val_" || name.size() == 4) return false;
+  return std::all_of(name.begin() + 4, name.end(), [](char c) { return std::isdigit(uint8_t(c)); });
+}
+
+std::string fileOf(const ir::Graph& g) { return g.sourcePath.empty() ? g.name : g.sourcePath; }
+
+Error noMatch(const ir::Graph& g, const std::vector<std::string>& globs,
+              const std::vector<ir::ValueId>& inits) {
+  std::string pattern = fmt::format("'{}'", fmt::join(globs, "', '"));
+  if (inits.empty())
+    return makeError("{}: no initializer matches --trainable {}: the model has no initializers",
+                     fileOf(g), pattern);
+  std::vector<std::string> some;
+  for (size_t i = 0; i < inits.size() && i < 5; ++i) some.push_back(g.values[inits[i]].name);
+  size_t folded = std::count_if(inits.begin(), inits.end(),
+                                [&](ir::ValueId v) { return looksFolded(g.values[v].name); });
+  std::string why =
+      folded > 0
+          ? fmt::format("{} of them are named like 'val_12', which means the exporter folded and "
+                        "renamed the weights: re-export with torch.onnx.export(..., "
+                        "optimize=False) (compare the corpus's llama-tiny and llama-tiny-folded)",
+                        folded)
+          : std::string("is the model wrapped with LoRA adapters? otherwise pass --trainable GLOB "
+                        "with a pattern of the parameters to train");
+  return makeError("{}: no initializer matches --trainable {} ({} initializers, e.g. '{}'); {}",
+                   fileOf(g), pattern, inits.size(), fmt::join(some, "', '"), why);
+}
+
+}  // namespace
+
+Result<std::vector<ir::ValueId>> selectTrainables(const ir::Graph& g,
+                                                  const std::vector<std::string>& globs) {
+  std::vector<ir::ValueId> inits, picked;
+  for (ir::ValueId v = 0; v < static_cast<ir::ValueId>(g.values.size()); ++v) {
+    const ir::Value& val = g.values[v];
+    if (val.kind != ir::ValueKind::Initializer) continue;
+    inits.push_back(v);
+    bool match = std::any_of(globs.begin(), globs.end(),
+                             [&](const std::string& p) { return globMatch(p, val.name); });
+    if (!match) continue;
+    if (!ir::isFloat(val.dtype))
+      return makeError("{}: trainable '{}' has dtype {}; only float initializers can be trained",
+                       fileOf(g), val.name, ir::dtypeName(val.dtype));
+    picked.push_back(v);
+  }
+  if (picked.empty()) return noMatch(g, globs, inits);
+  return picked;
+}
+
+Result<ir::ValueId> findLoss(const ir::Graph& g) {
+  ir::ValueId loss = ir::kNoValue;
+  if (g.outputs.size() == 1) {
+    loss = g.outputs[0];
+  } else {
+    for (ir::ValueId o : g.outputs)
+      if (g.values[o].name == "loss") loss = o;
+  }
+  if (loss == ir::kNoValue)
+    return makeError("{}: the graph has {} outputs and none is named 'loss'; a training graph ends "
+                     "in one scalar loss", fileOf(g), g.outputs.size());
+  const ir::Value& v = g.values[loss];
+  if (!ir::isFloat(v.dtype) || !v.shapeKnown || ir::numElements(v.shape) != 1)
+    return makeError("{}: the loss '{}' must be a float scalar, not {} {}", fileOf(g), v.name,
+                     ir::dtypeName(v.dtype), v.shapeKnown ? ir::shapeToString(v.shape) : "[?]");
+  return loss;
+}
+
+}  // namespace fbl::autodiff

@@ -1,0 +1,73 @@
+// Training on the host with the reference executor: the library side of `fblc run-ref`.
+//
+// A RefTrainer owns a joint training graph (compiler/autodiff) and an Executor over it. Each
+// step() feeds one batch and the step number, runs forward, backward and the optimizer, and
+// carries the updated parameters and optimizer state into the next step with
+// Executor::setValue, exactly as a runtime would swap the graph's "updated" outputs back in.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/autodiff/training_graph.h"
+#include "compiler/ir/graph.h"
+#include "compiler/ref/executor.h"
+#include "compiler/support/result.h"
+
+namespace fbl::train {
+
+// `fblc run-ref MODEL.onnx --data DIR [--steps N] [--dump OUT] [--trainable GLOB]...
+//  [--optimizer adamw|sgd] [--lr X] [--momentum X] [--weight-decay X] [--shape NAME=1x16]...`
+struct RunRefArgs {
+  std::string model;
+  std::string dataDir;   // input_N.pb files, N counting the graph's inputs (test_data_set_0 form)
+  int steps = 1;
+  std::string dumpDir;   // empty: no dump; else OUT/loss.pb and OUT/grads/<initializer>.pb
+  std::vector<std::string> trainable{"*lora_*"};
+  std::string optimizer = "adamw";  // "adamw" or "sgd"
+  float lr = 1e-3f;
+  float momentum = 0.0f;     // SGD
+  float weightDecay = 0.0f;  // AdamW's decoupled decay, SGD's L2 term
+  std::map<std::string, ir::Shape> shapes;  // graph-input shape overrides
+};
+
+// Prints one "step N loss X" line per step to stdout; errors go to stderr as one line.
+// Returns the process exit code (0 ok, 1 error).
+int runRefCommand(const RunRefArgs& args);
+
+// The command's options as training options ("adamw"/"sgd" checked here).
+Result<autodiff::TrainingOptions> trainingOptions(const RunRefArgs& args);
+
+// Reads DIR/input_0.pb, input_1.pb, ... for the graph's inputs (a file whose tensor is named
+// after an input feeds that input, otherwise the N-th file feeds the N-th input).
+Result<std::map<ir::ValueId, ir::Tensor>> loadInputs(const ir::Graph& g, const std::string& dir);
+
+struct StepResult {
+  float loss = 0;
+  std::vector<ir::Tensor> grads;  // one per trainable, in TrainingGraph::trainables order
+};
+
+class RefTrainer {
+ public:
+  // The trainer keeps the graph at a stable address for its Executor.
+  static std::unique_ptr<RefTrainer> create(autodiff::TrainingGraph tg);
+
+  // One training step on `batch` (feeds for the forward graph's inputs).
+  Result<StepResult> step(const std::map<ir::ValueId, ir::Tensor>& batch);
+
+  const autodiff::TrainingGraph& training() const { return tg_; }
+  int64_t stepsDone() const { return steps_; }
+  // The current value of a trainable (after the steps run so far).
+  Result<ir::Tensor> parameter(size_t trainableIndex);
+
+ private:
+  explicit RefTrainer(autodiff::TrainingGraph tg);
+
+  autodiff::TrainingGraph tg_;
+  ref::Executor exec_;
+  int64_t steps_ = 0;
+};
+
+}  // namespace fbl::train
