@@ -1,6 +1,7 @@
 // Shape rules of the compute ops: MatMul (numpy semantics, 1-D operands promoted then dropped),
 // Gemm, 2-D Conv, the reductions, (Log)Softmax, LayerNormalization and SoftmaxCrossEntropyLoss.
 #include <algorithm>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -93,11 +94,15 @@ Status conv(InferContext& c) {
   Shape out = {x[0], w[0], 0, 0};
   for (int i = 0; i < 2; ++i) {
     if (strides[i] < 1 || dil[i] < 1) return c.fail("strides and dilations must be positive");
-    int64_t span = x[2 + i] + pads[i] + pads[i + 2] - dil[i] * (w[2 + i] - 1) - 1;
+    // 128-bit: pads and dilations come straight from the file.
+    __int128 span = __int128{x[2 + i]} + pads[i] + pads[i + 2] -
+                    __int128{dil[i]} * (w[2 + i] - 1) - 1;
     if (span < 0)
       return c.fail(fmt::format("the kernel {} is larger than the padded input {}", str(w),
                                 str(x)));
-    out[2 + i] = span / strides[i] + 1;
+    if (span >= std::numeric_limits<int64_t>::max())
+      return c.fail("pads are out of range");
+    out[2 + i] = static_cast<int64_t>(span / strides[i] + 1);
   }
   setOut(c, 0, c.in[0].dtype, std::move(out));
   return Status::success();

@@ -93,8 +93,8 @@ Status reshape(InferContext& c) {
       inferred = static_cast<int64_t>(i);
     } else if (target[i] < 0) {
       return c.fail(fmt::format("target {} has a negative size", ir::shapeToString(target)));
-    } else {
-      known *= target[i];
+    } else if (__builtin_mul_overflow(known, target[i], &known)) {
+      return c.fail(fmt::format("target {} is out of range", ir::shapeToString(target)));
     }
   }
   int64_t total = ir::numElements(in);
@@ -221,17 +221,16 @@ Status slice(InferContext& c) {
     if (step == 0) return c.fail("a step is 0");
     int64_t start = starts[i] < 0 ? starts[i] + dim : starts[i];
     int64_t end = ends[i] < 0 ? ends[i] + dim : ends[i];
+    // 128-bit: a step of INT64_MIN has no 64-bit magnitude.
+    __int128 span = 0, stride = step > 0 ? __int128{step} : -__int128{step};
     if (dim == 0) {
-      out[ax] = 0;
+      span = 0;
     } else if (step > 0) {
-      start = std::clamp<int64_t>(start, 0, dim);
-      end = std::clamp<int64_t>(end, 0, dim);
-      out[ax] = end > start ? (end - start + step - 1) / step : 0;
+      span = std::clamp<int64_t>(end, 0, dim) - std::clamp<int64_t>(start, 0, dim);
     } else {
-      start = std::clamp<int64_t>(start, 0, dim - 1);
-      end = std::clamp<int64_t>(end, -1, dim - 1);
-      out[ax] = start > end ? (start - end - step - 1) / -step : 0;
+      span = std::clamp<int64_t>(start, 0, dim - 1) - std::clamp<int64_t>(end, -1, dim - 1);
     }
+    out[ax] = span > 0 ? static_cast<int64_t>((span - 1) / stride + 1) : 0;
   }
   setOut(c, 0, c.in[0].dtype, std::move(out));
   return Status::success();
@@ -294,9 +293,11 @@ Status pad(InferContext& c) {
   Shape out = c.in[0].shape;
   for (size_t i = 0; i < axes.size(); ++i) {
     FBL_ASSIGN(int64_t ax, normalizeAxis(c, axes[i], rank));
-    out[ax] += pads[i] + pads[i + axes.size()];
-    if (out[ax] < 0)
-      return c.fail(fmt::format("pads crop axis {} below size 0", axes[i]));
+    __int128 size = __int128{out[ax]} + pads[i] + pads[i + axes.size()];
+    if (size < 0) return c.fail(fmt::format("pads crop axis {} below size 0", axes[i]));
+    if (size > std::numeric_limits<int64_t>::max())
+      return c.fail(fmt::format("pads grow axis {} out of range", axes[i]));
+    out[ax] = static_cast<int64_t>(size);
   }
   setOut(c, 0, c.in[0].dtype, std::move(out));
   return Status::success();
@@ -364,19 +365,26 @@ Status range(InferContext& c) {
   FBL_TRY(expectOutputs(c, 1, 1));
   FBL_TRY(expectSameDType(c, 0, 1));
   FBL_TRY(expectSameDType(c, 0, 2));
+  if (c.in[0].dtype == DType::Bool) return c.fail("Range needs numbers, not bool");
   FBL_ASSIGN(double start, constScalar(c, 0, "start"));
   FBL_ASSIGN(double limit, constScalar(c, 1, "limit"));
   FBL_ASSIGN(double delta, constScalar(c, 2, "delta"));
   if (delta == 0) return c.fail("delta is 0");
   int64_t n = 0;
   if (ir::isFloat(c.in[0].dtype)) {
-    n = static_cast<int64_t>(std::max(0.0, std::ceil((limit - start) / delta)));
+    double count = std::max(0.0, std::ceil((limit - start) / delta));
+    if (!(count < 9e15)) return c.fail("the range has too many elements");
+    n = static_cast<int64_t>(count);
   } else {
-    // Integers exactly: ceil((limit - start) / delta) without floating point.
-    int64_t s = static_cast<int64_t>(start), l = static_cast<int64_t>(limit),
-            d = static_cast<int64_t>(delta);
-    int64_t span = l - s;
-    n = d > 0 ? (span > 0 ? (span + d - 1) / d : 0) : (span < 0 ? (-span - d - 1) / -d : 0);
+    // Integers exactly (128-bit, so no span overflows): ceil((limit - start) / delta).
+    const ir::Tensor *s = c.constIn[0], *l = c.constIn[1], *d = c.constIn[2];
+    __int128 span = __int128{l->toInt64s()[0]} - s->toInt64s()[0];
+    __int128 step = d->toInt64s()[0];
+    if (step < 0) span = -span, step = -step;
+    __int128 count = span > 0 ? (span + step - 1) / step : 0;
+    if (count > std::numeric_limits<int64_t>::max())
+      return c.fail("the range has too many elements");
+    n = static_cast<int64_t>(count);
   }
   setOut(c, 0, c.in[0].dtype, {n});
   return Status::success();

@@ -32,6 +32,22 @@ const Table& table() {
   return t;
 }
 
+// Shapes a rule may produce: dimensions >= 0 and at most 2^48 elements, so that element and
+// byte counts never overflow downstream (an absurd shape in a hostile file is an error, not a
+// wrap-around).
+constexpr int64_t kMaxElements = int64_t{1} << 48;
+
+bool shapeInRange(const ir::Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) {
+    if (d < 0) return false;
+    if (d == 0) return true;
+    if (n > kMaxElements / d) return false;
+    n *= d;
+  }
+  return true;
+}
+
 std::string arityText(int lo, int hi) {
   if (hi < 0) return fmt::format("at least {}", lo);
   if (lo == hi) return fmt::format("{}", lo);
@@ -84,8 +100,9 @@ Status validateNode(const ir::Graph& g, const ir::Node& n) {
 }
 
 Status inferNode(ir::Graph& g, const ir::Node& n) {
+  // Rules index their inputs freely, so the arity check is not optional.
+  FBL_TRY(validateNode(g, n));
   const OpSchema* s = findSchema(n.op);
-  if (s == nullptr) return validateNode(g, n);
   InferContext ctx{g, n, {}, {}, {}};
   ctx.in.resize(n.inputs.size());
   ctx.constIn.resize(n.inputs.size(), nullptr);
@@ -107,6 +124,9 @@ Status inferNode(ir::Graph& g, const ir::Node& n) {
     ir::ValueId id = n.outputs[i];
     if (id == ir::kNoValue) continue;
     FBL_ASSERT(ctx.out[i].dtype != ir::DType::Undefined && "a shape rule left an output untyped");
+    if (!shapeInRange(ctx.out[i].shape))
+      return ctx.fail(fmt::format("output '{}' would have shape {}, which is out of range",
+                                  g.values[id].name, ir::shapeToString(ctx.out[i].shape)));
     ir::Value& v = g.values[id];
     v.dtype = ctx.out[i].dtype;
     v.shape = std::move(ctx.out[i].shape);

@@ -1,6 +1,6 @@
 // fold-and-infer, one walk over the nodes in topological order:
-//   1. Check the node against its schema and run its shape rule (ops::inferNode); every input
-//      already has a static shape, because its producer came earlier.
+//   1. Check the node against its schema and run its shape rule (ops::inferNode does both);
+//      every input already has a static shape, because its producer came earlier.
 //   2. The node folds when every present input is a compile-time constant (a Constant value,
 //      or an Initializer the options call foldable) -- or, for Shape, when its input's shape
 //      is known -- and its outputs stay under maxFoldBytes. Dropout never folds (drop-noops
@@ -120,7 +120,6 @@ Result<bool> FoldAndInfer::run(ir::Graph& g) {
   stats_ = {};
   for (ir::NodeId id = 0; id < static_cast<ir::NodeId>(g.nodes.size()); ++id) {
     if (g.nodes[id].dead) continue;
-    FBL_TRY(ops::validateNode(g, g.nodes[id]));
     FBL_TRY(ops::inferNode(g, g.nodes[id]));
     ++stats_.inferred;
     FBL_ASSIGN(bool folded, tryFold(g, id));

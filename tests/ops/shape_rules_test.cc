@@ -432,3 +432,24 @@ TEST_CASE("docs/ops.md lists every supported op", "[ops]") {
            doc.find(op3) != std::string::npos || doc.find(op4) != std::string::npos));
   }
 }
+
+TEST_CASE("hostile sizes are errors, not overflows", "[ops]") {
+  const int64_t big = std::numeric_limits<int64_t>::max(), small = -big - 1;
+  CHECK(inferShape("Slice", {f32({5}), i64s({big}), i64s({small}), i64s({0}), i64s({small})}) ==
+        Shape{1});
+  CHECK(inferShape("Slice", {f32({5}), i64s({0}), i64s({big}), i64s({0}), i64s({big})}) ==
+        Shape{1});
+  CHECK_THAT(infer("Range", {scalar<int64_t>(small), scalar<int64_t>(big), scalar<int64_t>(1)})
+                 .error,
+             Catch::Contains("too many elements"));
+  CHECK_THAT(infer("Range", {scalar<float>(0), scalar<float>(1e30f), scalar<float>(1)}).error,
+             Catch::Contains("too many elements"));
+  CHECK_FALSE(infer("Reshape", {f32({0}), i64s({big, big, 0})}, {{"allowzero", int64_t{1}}}).ok);
+  CHECK_THAT(infer("Expand", {f32({1}), i64s({1 << 30, 1 << 30})}).error,
+             Catch::Contains("out of range"));
+  CHECK_FALSE(infer("Pad", {f32({2}), i64s({big, big})}).ok);
+  CHECK_FALSE(infer("Conv", {f32({1, 1, 4, 4}), f32({1, 1, 2, 2})},
+                    {{"pads", std::vector<int64_t>{big, 0, big, 0}}})
+                  .ok);
+  CHECK_FALSE(infer("ConstantOfShape", {i64s({-1})}).ok);
+}
