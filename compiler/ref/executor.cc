@@ -64,6 +64,12 @@ Result<std::vector<Tensor>> Executor::run(const std::map<ValueId, Tensor>& feeds
         g_.nodes[p].dead)
       continue;
     needNode[p] = true;
+    for (ValueId id : g_.nodes[p].inputs)
+      if (id < kNoValue || id >= static_cast<ValueId>(numValues))
+        return makeError("{}: input id {} is out of range", ir::describeNode(g_, g_.nodes[p]), id);
+    for (ValueId id : g_.nodes[p].outputs)
+      if (id < kNoValue || id >= static_cast<ValueId>(numValues))
+        return makeError("{}: output id {} is out of range", ir::describeNode(g_, g_.nodes[p]), id);
     for (ValueId in : g_.nodes[p].inputs) stack.push_back(in);
   }
 

@@ -131,6 +131,8 @@ Outputs powOp(const Node& n, const Inputs& in) {
   FBL_ASSIGN(const Tensor* a, input(n, in, 0));
   FBL_ASSIGN(const Tensor* b, input(n, in, 1));
   FBL_ASSIGN(Shape out, broadcastShapes(n, {&a->shape(), &b->shape()}));
+  FBL_TRY(expectDType(n, *a, 0, {DType::F32, DType::F64, DType::I64, DType::I32}));
+  FBL_TRY(expectDType(n, *b, 1, {DType::F32, DType::F64, DType::I64, DType::I32}));
   // The exponent may have its own dtype (T1, T2 in the spec): compute in the base's type.
   Tensor e = b->castTo(a->dtype());
   return withNumeric(n, a->dtype(), [&](auto tag) -> Outputs {
@@ -271,12 +273,14 @@ Outputs dropoutOp(const Node& n, const Inputs& in) {
   FBL_ASSIGN(const Tensor* x, input(n, in, 0));
   bool training = false;
   if (const Tensor* t = optionalInput(in, 2)) {
+    FBL_TRY(expectDType(n, *t, 2, {DType::Bool}));
     if (t->numel() != 1) return nodeError(n, "training_mode must be a scalar");
     training = t->at(0) != 0;
   }
   double ratio = 0.5;
   if (const Tensor* r = optionalInput(in, 1)) {
-    if (r->numel() != 1 || !ir::isFloat(r->dtype())) return nodeError(n, "ratio must be a float scalar");
+    FBL_TRY(expectDType(n, *r, 1, {DType::F32, DType::F64}));
+    if (r->numel() != 1) return nodeError(n, "ratio must be a scalar");
     ratio = r->at(0);
   }
   if (training && ratio != 0)

@@ -172,10 +172,14 @@ Outputs convOp(const Node& n, const Inputs& in) {
   auto pads = n.attrInts("pads", {0, 0, 0, 0});
   if (strides.size() != 2 || dil.size() != 2 || pads.size() != 4)
     return nodeError(n, "strides, dilations and pads must have 2, 2 and 4 entries");
+  // Bounds that keep the index arithmetic below far from overflow.
+  constexpr int64_t kMaxParam = int64_t{1} << 20;
   for (int64_t v : strides)
-    if (v <= 0) return nodeError(n, "strides must be positive");
+    if (v <= 0 || v > kMaxParam) return nodeError(n, "stride {} is out of range", v);
   for (int64_t v : dil)
-    if (v <= 0) return nodeError(n, "dilations must be positive");
+    if (v <= 0 || v > kMaxParam) return nodeError(n, "dilation {} is out of range", v);
+  for (int64_t v : pads)
+    if (v < 0 || v > kMaxParam) return nodeError(n, "pad {} is out of range", v);
   const int64_t extH = (kh - 1) * dil[0] + 1, extW = (kw - 1) * dil[1] + 1;
   std::string autoPad = n.attrString("auto_pad", "NOTSET");
   if (autoPad == "VALID") {

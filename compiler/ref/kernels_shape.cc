@@ -10,6 +10,10 @@
 namespace fbl::ref::detail {
 namespace {
 
+// Larger pads than this cannot describe a tensor a host run holds; rejecting them early keeps
+// the shape arithmetic from overflowing.
+constexpr int64_t kMaxPad = int64_t{1} << 40;
+
 // ---- producers of constants and shapes ----------------------------------------------------
 
 Outputs constantOp(const Node& n, const Inputs&) {
@@ -215,6 +219,9 @@ Outputs sliceOp(const Node& n, const Inputs& in) {
     int64_t ax = axes[i] < 0 ? axes[i] + x->rank() : axes[i];
     int64_t dim = x->shape()[ax], step = steps[i];
     if (step == 0) return nodeError(n, "step is zero on axis {}", ax);
+    // A step longer than the axis picks at most one element: shortening it changes nothing and
+    // keeps the index arithmetic below from overflowing.
+    step = std::clamp<int64_t>(step, -std::max<int64_t>(dim, 1), std::max<int64_t>(dim, 1));
     int64_t s = starts[i] < 0 ? starts[i] + dim : starts[i];
     int64_t e = ends[i] < 0 ? ends[i] + dim : ends[i];
     int64_t count;
@@ -292,7 +299,8 @@ Outputs splitOp(const Node& n, const Inputs& in) {
   if (sizes.empty()) {
     // Equal parts; the last may be smaller (opset 18).
     int64_t parts = n.attrInt("num_outputs", static_cast<int64_t>(std::max<size_t>(n.outputs.size(), 1)));
-    if (parts <= 0) return nodeError(n, "num_outputs must be positive");
+    if (parts <= 0 || (!n.outputs.empty() && parts != static_cast<int64_t>(n.outputs.size())))
+      return nodeError(n, "num_outputs {} does not match the node's {} outputs", parts, n.outputs.size());
     int64_t chunk = (dim + parts - 1) / parts;
     for (int64_t p = 0; p < parts; ++p) sizes.push_back(std::clamp<int64_t>(dim - p * chunk, 0, chunk));
   }
@@ -333,6 +341,8 @@ Outputs padOp(const Node& n, const Inputs& in) {
   if (pads.size() != 2 * axes.size())
     return nodeError(n, "pads has {} entries for {} axes", pads.size(), axes.size());
   FBL_TRY(axisMask(n, axes, r));
+  for (int64_t p : pads)
+    if (p < -kMaxPad || p > kMaxPad) return nodeError(n, "pad {} is out of range", p);
   std::vector<int64_t> before(r, 0), after(r, 0);
   for (size_t i = 0; i < axes.size(); ++i) {
     int64_t ax = axes[i] < 0 ? axes[i] + r : axes[i];

@@ -128,6 +128,8 @@ TEST_CASE("Slice: negative, clamped and stepped ranges", "[ref]") {
   CHECK(slice(20, -20, -4) == std::vector<float>{9, 5, 1});
   CHECK(slice(5, 2, 1).empty());
   CHECK(slice(-100, 2, 1) == std::vector<float>{0, 1});
+  CHECK(slice(9, kMin, kMin) == std::vector<float>{9});
+  CHECK(slice(1, kMax, kMax) == std::vector<float>{1});
 
   // Random multi-axis slices against explicit index arithmetic.
   std::mt19937 rng(12);
