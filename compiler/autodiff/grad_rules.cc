@@ -15,8 +15,11 @@ GradBuilder::GradBuilder(ir::Graph& g) : g_(g) {
 }
 
 const ir::Tensor* GradBuilder::constData(ir::ValueId v) const {
+  // Frozen initializers count (exporters store axes and exponents as initializers); a trainable
+  // one never reaches here, since rules refuse gradients with respect to such operands.
   const ir::Value& val = g_.values[v];
-  return val.kind == ir::ValueKind::Constant ? val.data.get() : nullptr;
+  bool fixed = val.kind == ir::ValueKind::Constant || val.kind == ir::ValueKind::Initializer;
+  return fixed ? val.data.get() : nullptr;
 }
 
 void GradBuilder::setOrigin(const ir::Node& fwd) {

@@ -31,7 +31,7 @@ class GradBuilder {
   ir::Shape shape(ir::ValueId v) const { return g_.values[v].shape; }
   ir::DType dtype(ir::ValueId v) const { return g_.values[v].dtype; }
   int64_t rank(ir::ValueId v) const { return static_cast<int64_t>(g_.values[v].shape.size()); }
-  // The compile-time contents of a value, nullptr when it is computed at run time.
+  // The compile-time contents of a constant or initializer, nullptr when computed at run time.
   const ir::Tensor* constData(ir::ValueId v) const;
 
   // Names the nodes and values emitted next after this forward node.
