@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# kill -9 during training loses at most the steps since the last checkpoint, and --resume goes
+# on from it: a run killed three times at random moments and resumed each time ends with exactly
+# the loss of an uninterrupted run (kernels are deterministic, checkpoints atomic).
+# Args: BUILD_DIR SOURCE_DIR.
+set -euo pipefail
+build=${1:?build dir}; src=${2:?source dir}
+bin=${FBL_BIN:-$build/bin}
+work=$(mktemp -d /tmp/fbl-kill-resume.XXXXXX)
+trap 'rm -rf "$work" 2>/dev/null || true' EXIT
+export POCL_CACHE_DIR=${POCL_CACHE_DIR:-$work/pocl}
+model=$src/tests/data/llama-tiny
+steps=90
+
+"$bin/fblc" compile "$model/model.onnx" --profile "$src/profiles/pocl-cpu.json" -o "$work/m.fbp" >/dev/null
+train() {  # extra args...
+  "$bin/fbl-train" "$work/m.fbp" --weights "$work/m.safetensors" --data "$model/test_data_set_0" \
+    --steps $steps --checkpoint-every 3 --cache-dir "$work/cache" "$@"
+}
+
+# The uninterrupted run.
+expected=$(train --checkpoint "$work/straight.ckpt" 2>/dev/null | grep '^done:' | sed 's/ (.*//')
+
+# Killed three times, resumed after each kill.
+for attempt in 1 2 3; do
+  train --checkpoint "$work/killed.ckpt" --resume >/dev/null 2>"$work/log.$attempt" &
+  pid=$!
+  # Kill once the run passes a random step of this attempt's stretch (checkpoints every 3).
+  target=$((10 + 25 * (attempt - 1) + RANDOM % 10))
+  for _ in $(seq 1 3000); do
+    last=$(grep -o '^step [0-9]*' "$work/log.$attempt" 2>/dev/null | tail -1 | cut -d' ' -f2 || true)
+    if [[ -n "$last" && "$last" -ge "$target" ]]; then break; fi
+    if ! kill -0 "$pid" 2>/dev/null; then break; fi
+    sleep 0.02
+  done
+  kill -9 "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  echo "attempt $attempt: killed after step ${last:-?}$([[ -e "$work/killed.ckpt.tmp" ]] && echo ', while writing a checkpoint')"
+done
+
+out=$(train --checkpoint "$work/killed.ckpt" --resume 2>"$work/log.final")
+resumed=$(grep -o 'resumed from .* at step [0-9]*' "$work/log.final" || true)
+got=$(echo "$out" | grep '^done:' | sed 's/ (.*//')
+echo "uninterrupted: $expected"
+echo "killed 3x:     $got ($resumed)"
+if [[ -z "$resumed" ]]; then echo "FAIL: the final run did not resume from a checkpoint"; exit 1; fi
+if [[ "$got" != "$expected" ]]; then echo "FAIL: the resumed run ends with a different loss"; exit 1; fi
+echo PASS
