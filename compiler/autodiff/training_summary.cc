@@ -1,5 +1,7 @@
 #include "compiler/autodiff/training_summary.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -20,8 +22,11 @@ TrainingSummary summarizeTrainingGraph(const TrainingGraph& tg) {
     ++s.nodes[phase];
     ++s.ops[phase][n.op];
     if (n.phase != ir::Phase::Backward) continue;
-    for (ir::ValueId v : n.inputs) {
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      ir::ValueId v = n.inputs[k];
       if (v == ir::kNoValue || !g.values[v].reusedByBackward) continue;
+      // One edge per (tensor, node), however many operand slots read it (Mul(y, y)).
+      if (std::find(n.inputs.begin(), n.inputs.begin() + k, v) != n.inputs.begin() + k) continue;
       const ir::Value& val = g.values[v];
       int64_t bytes = ir::numElements(val.shape) * static_cast<int64_t>(ir::dtypeSize(val.dtype));
       s.reuseEdges.push_back(ReuseEdge{val.name, val.shape, bytes, n.name, n.op});

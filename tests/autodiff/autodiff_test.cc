@@ -6,6 +6,7 @@
 #include "compiler/autodiff/grad_rules.h"
 #include "compiler/autodiff/training_graph.h"
 #include "compiler/autodiff/training_summary.h"
+#include "compiler/onnx/load_model.h"
 #include "compiler/ops/op_schema.h"
 #include "compiler/ref/executor.h"
 #include "tests/autodiff/test_graph.h"
@@ -283,6 +284,39 @@ TEST_CASE("the gradient rule table covers the corpus's differentiable ops", "[au
         "Tanh", "Gather", "Expand", "Reshape", "Transpose", "Slice", "Concat", "Unsqueeze",
         "Squeeze", "Where", "SoftmaxCrossEntropyLoss"})
     CHECK(autodiff::findGradRule(op) != nullptr);
+}
+
+}  // namespace
+}  // namespace fbl
+
+namespace fbl {
+namespace {
+
+TEST_CASE("corpus joint graphs: every new node validates and matches its shape rule",
+          "[autodiff][corpus]") {
+  for (std::string model : {"llama-tiny", "bert-tiny", "vit-tiny", "bert-tiny-torchscript",
+                            "llama-full"}) {
+    DYNAMIC_SECTION(model) {
+      auto fwd = onnx::loadModel(std::string(FBL_TEST_DATA_DIR) + "/" + model + "/model.onnx");
+      REQUIRE(fwd.ok());
+      auto tg = autodiff::buildTrainingGraph(fwd.value(), {});
+      INFO((tg.ok() ? "" : tg.error().message));
+      REQUIRE(tg.ok());
+      ir::Graph g = tg->graph;
+      size_t checked = 0;
+      for (const auto& n : tg->graph.nodes) {
+        if (n.phase == ir::Phase::Forward) continue;
+        Status st = ops::validateNode(g, n);
+        if (st.ok()) st = ops::inferNode(g, n);
+        INFO(n.name << ": " << (st.ok() ? "" : st.error().message));
+        REQUIRE(st.ok());
+        for (ValueId o : n.outputs)
+          if (o != ir::kNoValue) REQUIRE(g.values[o].shape == tg->graph.values[o].shape);
+        ++checked;
+      }
+      CHECK(checked > tg->trainables.size());
+    }
+  }
 }
 
 }  // namespace
