@@ -3,7 +3,10 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <map>
+
+#include <onnx/onnx_pb.h>
 
 #include "compiler/onnx/load_model.h"
 #include "compiler/passes/fold_and_infer.h"
@@ -74,4 +77,73 @@ TEST_CASE("load report", "[.][load-report]") {
     for (const auto& [op, count] : histogram(*g)) std::printf(" %s=%d", op.c_str(), count);
     std::printf("\n");
   }
+}
+
+// x [batch,4] -> Reshape(x, Concat(Shape(x)[0:1], [2,2])) -> ReduceSum -> loss, written as an
+// ONNX file with a symbolic batch dimension.
+static std::string writeSymbolicModel() {
+  ::onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(20);
+  auto* g = m.mutable_graph();
+  g->set_name("symbolic");
+  auto* in = g->add_input();
+  in->set_name("x");
+  auto* tt = in->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(::onnx::TensorProto::FLOAT);
+  tt->mutable_shape()->add_dim()->set_dim_param("batch");
+  tt->mutable_shape()->add_dim()->set_dim_value(4);
+  auto* tail = g->add_initializer();
+  tail->set_name("tail");
+  tail->set_data_type(::onnx::TensorProto::INT64);
+  tail->add_dims(2);
+  tail->add_int64_data(2);
+  tail->add_int64_data(2);
+  auto node = [&](const char* op, std::vector<std::string> ins, const char* out) {
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(std::string("n_") + out);
+    for (auto& i : ins) n->add_input(i);
+    n->add_output(out);
+    return n;
+  };
+  auto* shape = node("Shape", {"x"}, "s");
+  auto* end = shape->add_attribute();
+  end->set_name("end");
+  end->set_type(::onnx::AttributeProto::INT);
+  end->set_i(1);
+  auto* cat = node("Concat", {"s", "tail"}, "target");
+  auto* axis = cat->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(::onnx::AttributeProto::INT);
+  axis->set_i(0);
+  node("Reshape", {"x", "target"}, "y");
+  auto* sum = node("ReduceSum", {"y"}, "loss");
+  auto* keep = sum->add_attribute();
+  keep->set_name("keepdims");
+  keep->set_type(::onnx::AttributeProto::INT);
+  keep->set_i(0);
+  g->add_output()->set_name("loss");
+  std::string path = std::string(FBL_BIN_DIR) + "/load_model_test_symbolic.onnx";
+  std::ofstream(path, std::ios::binary) << m.SerializeAsString();
+  return path;
+}
+
+TEST_CASE("a symbolic input dimension needs --shape; the override drives folding", "[passes]") {
+  std::string path = writeSymbolicModel();
+  auto bare = fbl::onnx::loadModel(path);
+  REQUIRE_FALSE(bare.ok());
+  CHECK_THAT(bare.error().message, Catch::Contains("input 'x'") && Catch::Contains("batch"));
+
+  fbl::onnx::LoadOptions opts;
+  opts.shapeOverrides["x"] = {3, 4};
+  auto g = fbl::onnx::loadModel(path, opts);
+  INFO((g.ok() ? std::string() : g.error().message));
+  REQUIRE(g.ok());
+  ir::ValueId y = g->findValue("y");
+  CHECK(g->values[y].shape == ir::Shape{3, 2, 2});
+  ir::ValueId target = g->findValue("target");
+  REQUIRE(g->values[target].kind == ir::ValueKind::Constant);
+  CHECK(g->values[target].data->toInt64s() == std::vector<int64_t>{3, 2, 2});
+  CHECK(g->nodes.size() == 2);  // Reshape, ReduceSum
 }
