@@ -11,10 +11,17 @@
 //      and names survive.
 //   4. The rules of later nodes see the folded contents (InferContext::constIn), so a whole
 //      chain (Shape -> Gather -> Concat -> Reshape target) folds in the same walk.
+//   5. A folded value equal (dtype, shape, bytes) to an earlier constant is replaced by it:
+//      exporters rebuild the same RoPE table and shape vectors in every layer. Uses are
+//      rewritten through a replacement map as the walk reaches each node, so this stays one
+//      pass over the graph; graph outputs keep their own values.
 // Unused constants are left to dead-code.
 #include "compiler/passes/fold_and_infer.h"
 
 #include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <unordered_map>
 #include <memory>
 
 #include <fmt/format.h>
@@ -48,6 +55,29 @@ int64_t outputBytes(const ir::Graph& g, const ir::Node& n) {
     total += ir::numElements(v.shape) * static_cast<int64_t>(ir::dtypeSize(v.dtype));
   }
   return total;
+}
+
+// FNV-1a over dtype, shape and at most 256 evenly spaced 8-byte words: RoPE tables are
+// megabytes, and equal hashes are confirmed with memcmp anyway.
+uint64_t contentHash(const ir::Tensor& t) {
+  uint64_t h = 1469598103934665603ull;
+  auto mixWord = [&h](uint64_t w) { h = (h ^ w) * 1099511628211ull; };
+  mixWord(static_cast<uint64_t>(t.dtype()));
+  for (int64_t d : t.shape()) mixWord(static_cast<uint64_t>(d));
+  const std::byte* p = t.raw();
+  size_t words = t.nbytes() / 8, stride = std::max<size_t>(1, words / 256);
+  for (size_t i = 0; i < words; i += stride) {
+    uint64_t w;
+    std::memcpy(&w, p + i * 8, 8);
+    mixWord(w);
+  }
+  for (size_t i = words * 8; i < t.nbytes(); ++i) mixWord(static_cast<uint64_t>(p[i]));
+  return h;
+}
+
+bool sameContents(const ir::Tensor& a, const ir::Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() && a.nbytes() == b.nbytes() &&
+         (a.nbytes() == 0 || std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0);
 }
 
 void makeConstant(ir::Value& v, ir::Tensor t) {
@@ -118,12 +148,38 @@ Result<bool> FoldAndInfer::tryFold(ir::Graph& g, ir::NodeId id) {
 
 Result<bool> FoldAndInfer::run(ir::Graph& g) {
   stats_ = {};
+  std::vector<bool> isGraphOutput(g.values.size(), false);
+  for (ir::ValueId v : g.outputs) isGraphOutput[v] = true;
+  std::vector<ir::ValueId> repl(g.values.size());
+  std::iota(repl.begin(), repl.end(), 0);
+  std::unordered_multimap<uint64_t, ir::ValueId> byContent;
+  // Returns the earlier constant equal to v, or registers v as the first of its contents.
+  auto dedupe = [&](ir::ValueId v) {
+    const ir::Tensor& t = *g.values[v].data;
+    uint64_t h = contentHash(t);
+    auto [lo, hi] = byContent.equal_range(h);
+    for (auto it = lo; it != hi; ++it)
+      if (sameContents(*g.values[it->second].data, t)) return it->second;
+    byContent.emplace(h, v);
+    return v;
+  };
+  for (ir::ValueId v = 0; v < static_cast<ir::ValueId>(g.values.size()); ++v)
+    if (g.values[v].kind == ir::ValueKind::Constant && g.values[v].data) dedupe(v);
+
   for (ir::NodeId id = 0; id < static_cast<ir::NodeId>(g.nodes.size()); ++id) {
     if (g.nodes[id].dead) continue;
+    for (ir::ValueId& in : g.nodes[id].inputs)
+      if (in != ir::kNoValue) in = repl[in];
     FBL_TRY(ops::inferNode(g, g.nodes[id]));
     ++stats_.inferred;
     FBL_ASSIGN(bool folded, tryFold(g, id));
-    stats_.folded += folded ? 1 : 0;
+    if (!folded) continue;
+    ++stats_.folded;
+    for (ir::ValueId o : g.nodes[id].outputs) {
+      if (o == ir::kNoValue || isGraphOutput[o]) continue;
+      repl[o] = dedupe(o);
+      stats_.deduplicated += repl[o] != o ? 1 : 0;
+    }
   }
   return stats_.folded > 0;
 }

@@ -29,6 +29,7 @@ struct FoldOptions {
 struct FoldStats {
   int64_t inferred = 0;      // nodes whose outputs got a shape and dtype
   int64_t folded = 0;        // nodes replaced by constants
+  int64_t deduplicated = 0;  // folded values replaced by an equal earlier constant
   int64_t tooLarge = 0;      // foldable nodes left alone because of maxFoldBytes
   int64_t noKernel = 0;      // foldable nodes left alone because no reference kernel exists
 };

@@ -166,3 +166,22 @@ TEST_CASE("fold-and-infer reports a shape it cannot infer with the node's name",
              Catch::StartsWith("test.onnx: node 'Reshape_0' (Reshape): input 1 't'") &&
                  Catch::Contains("compile-time constant"));
 }
+
+TEST_CASE("equal folded constants are shared, graph outputs keep their own", "[passes]") {
+  GraphBuilder b;
+  ir::ValueId x = b.input("x", DType::F32, {2, 3});
+  ir::ValueId s1 = b.op("Shape", {x});
+  ir::ValueId s2 = b.op("Shape", {x});
+  ir::ValueId y1 = b.op("Reshape", {x, s1});
+  ir::ValueId y2 = b.op("Reshape", {y1, s2});
+  ir::ValueId s3 = b.op("Shape", {y2});
+  b.output(y2);
+  b.output(s3);
+  passes::FoldAndInfer pass;
+  REQUIRE(pass.run(b.g).ok());
+  CHECK(pass.stats().folded == 3);
+  CHECK(pass.stats().deduplicated == 1);
+  CHECK(b.g.nodes[3].inputs[1] == s1);  // the second Reshape reads the first Shape's value
+  CHECK(b.g.values[s3].kind == ir::ValueKind::Constant);
+  CHECK(b.g.outputs[1] == s3);
+}
