@@ -27,13 +27,16 @@ const ir::Tensor* knownScalar(const ir::Graph& g, const ir::Node& n, size_t i) {
 bool dropoutIsIdentity(const ir::Graph& g, const ir::Node& n) {
   bool noTraining = n.input(2) == ir::kNoValue;
   if (const ir::Tensor* t = knownScalar(g, n, 2)) noTraining = t->at(0) == 0;
+  // An absent ratio means 0.5.
   const ir::Tensor* ratio = knownScalar(g, n, 1);
-  bool zeroRatio = n.input(1) == ir::kNoValue ? false : ratio != nullptr && ratio->at(0) == 0;
+  bool zeroRatio = ratio != nullptr && ratio->at(0) == 0;
   return noTraining || zeroRatio;
 }
 
 bool isNoop(const ir::Graph& g, const ir::Node& n) {
-  if (n.outputs.empty() || n.inputs.empty() || n.inputs[0] == ir::kNoValue) return false;
+  if (n.outputs.empty() || n.outputs[0] == ir::kNoValue || n.inputs.empty() ||
+      n.inputs[0] == ir::kNoValue)
+    return false;
   const ir::Value& in = g.values[n.inputs[0]];
   const ir::Value& out = g.values[n.outputs[0]];
   if (n.op == "Identity") return true;
