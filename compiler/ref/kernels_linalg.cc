@@ -3,7 +3,8 @@
 //   1. C is cut into tiles of kTileM x kTileN, accumulated in a double buffer.
 //   2. K is cut into panels of kTileK, so the kTileK x kTileN block of B a tile reads stays in
 //      cache while every row of A in the tile streams past it.
-//   3. The inner loop runs over j with unit stride in both B and the accumulator.
+//   3. The inner loop runs over j with unit stride in both B and the accumulator, for kRows
+//      rows of A at once, so each element of B is loaded and widened once per kRows rows.
 #include <algorithm>
 #include <cstring>
 
