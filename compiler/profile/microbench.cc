@@ -53,15 +53,19 @@ WALK(walk_block8, for (int xb = 0; xb < sw; xb += 8) for (int y = 0; y < sh; ++y
   READ(x0 + xb + 4, y); READ(x0 + xb + 5, y); READ(x0 + xb + 6, y); READ(x0 + xb + 7, y); })
 
 // One work-item; (sx, sy) is the stride. A row (column) that runs out moves 64 rows (columns)
-// on, so no texture block is visited twice.
+// on, so no texture block is visited twice. Each coordinate depends on the previous texel (whose
+// channels are all below 1, so `dep` is 0): reads cannot overlap, and the time per read is the
+// latency of a hit or a miss rather than the issue rate.
 __kernel void stride_probe(__read_only image2d_t img, __global float* out, int sx, int sy, int n,
                            int w, int h) {
   int x = 0, y = 0;
   float4 acc = (float4)(0.0f);
   for (int i = 0; i < n; ++i) {
-    acc += read_imagef(img, kSampler, (int2)(x, y));
-    x += sx;
-    y += sy;
+    float4 v = read_imagef(img, kSampler, (int2)(x, y));
+    acc += v;
+    int dep = (int)v.w;
+    x += sx + dep;
+    y += sy + dep;
     if (x >= w) { x = 0; y += 64; }
     if (y >= h) { y = 0; x += 64; }
   }
@@ -253,6 +257,13 @@ class Bench {
   std::vector<cl_kernel> kernels_;
 };
 
+// Keeps `digits` significant digits: more would be noise in the committed JSON.
+double roundTo(double x, int digits) {
+  if (x <= 0) return x;
+  double scale = std::pow(10.0, digits - 1 - static_cast<int>(std::floor(std::log10(x))));
+  return std::round(x * scale) / scale;
+}
+
 Status setInt(cl_kernel k, cl_uint i, int v) {
   FBL_CL(clSetKernelArg(k, i, sizeof(int), &v), "clSetKernelArg(int)");
   return Status::success();
@@ -293,13 +304,13 @@ Result<AccessTable> measureAccessTable(Bench& b, int maxThreads, int reps) {
     for (size_t ti = 0; ti < t.threads.size(); ++ti) {
       int threads = t.threads[ti];
       double bytes = static_cast<double>(threads) * bandsFor(threads) * kSectionWidth * kBandRows * kTexelBytes;
-      t.throughput[kAllAccessPatterns[pi]].push_back(bytes / best[pi * t.threads.size() + ti] * 1e-9);
+      t.throughput[kAllAccessPatterns[pi]].push_back(roundTo(bytes / best[pi * t.threads.size() + ti] * 1e-9, 4));
     }
   return t;
 }
 
 // Step 2 on GPUs: stride (texels) at which the per-read cost stops growing; 0 if unclear.
-Result<int> probeBlockExtent(Bench& b, cl_kernel k, bool horizontal, int reps) {
+Result<int> probeBlockExtent(Bench& b, cl_kernel k, bool horizontal, int reps, std::string& trace) {
   std::vector<int> strides;
   std::vector<double> cost;
   for (int s = 1; s <= kProbeMaxStride; s *= 2) {
@@ -312,6 +323,7 @@ Result<int> probeBlockExtent(Bench& b, cl_kernel k, bool horizontal, int reps) {
     FBL_ASSIGN(double sec, b.timed(k, 1, &one, &one, reps));
     strides.push_back(s);
     cost.push_back(sec);
+    trace += fmt::format(" {}:{:.1f}ns", s, sec / kProbeReads * 1e9);
   }
   double lo = cost.front(), hi = *std::max_element(cost.begin(), cost.end());
   if (hi < lo * 1.3) return 0;  // no clear knee: the caller falls back to the cache line
@@ -394,8 +406,14 @@ Result<HardwareProfile> measureProfile(const MeasureOptions& opts) {
     p.l2CacheBytes = sysfsCacheBytes(2);
     p.provenance["l2_cache_bytes"] = "queried: /sys/devices/system/cpu/cpu0/cache/index2 (L2 per core)";
   } else {
-    p.l2CacheBytes = static_cast<int64_t>(deviceValue<cl_ulong>(d, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE));
-    p.provenance["l2_cache_bytes"] = "queried: CL_DEVICE_GLOBAL_MEM_CACHE_SIZE";
+    // NVIDIA's driver reports 32 KiB per SM here rather than the L2, so a published size given
+    // through --base wins over the query.
+    auto baseL2 = p.provenance.find("l2_cache_bytes");
+    bool publicL2 = opts.base && baseL2 != p.provenance.end() && baseL2->second.rfind("public", 0) == 0;
+    if (!publicL2) {
+      p.l2CacheBytes = static_cast<int64_t>(deviceValue<cl_ulong>(d, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE));
+      p.provenance["l2_cache_bytes"] = "queried: CL_DEVICE_GLOBAL_MEM_CACHE_SIZE";
+    }
     if (!opts.base) {
       p.l1TextureCacheBytes = 16 * 1024;
       p.provenance["l1_texture_cache_bytes"] =
@@ -419,8 +437,10 @@ Result<HardwareProfile> measureProfile(const MeasureOptions& opts) {
   } else {
     FBL_ASSIGN(cl_kernel probe, b.kernel("stride_probe"));
     FBL_TRY(b.setImageArgs(probe));
-    FBL_ASSIGN(int cw, probeBlockExtent(b, probe, true, opts.reps));
-    FBL_ASSIGN(int ch, probeBlockExtent(b, probe, false, opts.reps));
+    std::string traceW, traceH;
+    FBL_ASSIGN(int cw, probeBlockExtent(b, probe, true, opts.reps, traceW));
+    FBL_ASSIGN(int ch, probeBlockExtent(b, probe, false, opts.reps, traceH));
+    log("stride probe, time per read: horizontal" + traceW + "; vertical" + traceH);
     if (cw > 0 && ch > 0) {
       p.textureBlock = {ch, cw};
       p.provenance["texture_block"] = "measured: single work-item stride probe (cost per read stops growing)";
@@ -447,7 +467,7 @@ Result<HardwareProfile> measureProfile(const MeasureOptions& opts) {
     FBL_TRY(setInt(k, 2, 16));
     size_t global[2] = {static_cast<size_t>(width), static_cast<size_t>(height / 16)};
     FBL_ASSIGN(double s, b.timed(k, 2, global, nullptr, std::max(3, opts.reps / 2)));
-    p.bandwidthGBs = static_cast<double>(width * height * 16) / s * 1e-9;
+    p.bandwidthGBs = roundTo(static_cast<double>(width * height * 16) / s * 1e-9, 4);
     p.provenance["bandwidth_gbps"] =
         "measured: whole-device RGBA-float image2d read, neighbouring work-items on neighbouring texels";
   }
@@ -462,7 +482,7 @@ Result<HardwareProfile> measureProfile(const MeasureOptions& opts) {
     iters = static_cast<int>(std::clamp(iters * kMadTargetSeconds / probeSec, 256.0, 1e8));
     FBL_TRY(setInt(k, 1, iters));
     FBL_ASSIGN(double s, b.timed(k, 1, &global, nullptr, 3));
-    p.peakGflops = static_cast<double>(global) * iters * kMadFlopsPerIter / s * 1e-9;
+    p.peakGflops = roundTo(static_cast<double>(global) * iters * kMadFlopsPerIter / s * 1e-9, 4);
     p.provenance["peak_gflops"] = "measured: independent float4 mad chains on every compute unit";
   }
   return p;
