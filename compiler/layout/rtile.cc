@@ -1,3 +1,4 @@
+// R-Tile selection; the numbered algorithm is at the top of rtile.h, the cost in rtile_cost.h.
 #include "compiler/layout/rtile.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// tile-traversal-performance: definitions and rationale in rtile_cost.h and docs/rtile.md.
 #include "compiler/layout/rtile_cost.h"
 
 #include <cmath>

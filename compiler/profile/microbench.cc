@@ -6,7 +6,6 @@
 #include <CL/cl.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <vector>
@@ -26,6 +25,10 @@ constexpr int64_t kMaxReadsPerThread = int64_t{512} << 10;
 constexpr int kMaxThreads = 64;  // the paper sweeps 1..64 threads of one work-group
 constexpr int kProbeReads = 4096;
 constexpr int kProbeMaxStride = 64;
+// A knee needs the slowest stride at least this much slower than stride 1 (else: noise, no
+// conclusion), and sits at the first stride within this fraction of the range from the top.
+constexpr double kKneeMinRange = 1.3;
+constexpr double kKneeFraction = 0.15;
 constexpr double kMadTargetSeconds = 0.1;
 
 const char* kSource = R"CL(
@@ -326,8 +329,8 @@ Result<int> probeBlockExtent(Bench& b, cl_kernel k, bool horizontal, int reps, s
     trace += fmt::format(" {}:{:.1f}ns", s, sec / kProbeReads * 1e9);
   }
   double lo = cost.front(), hi = *std::max_element(cost.begin(), cost.end());
-  if (hi < lo * 1.3) return 0;  // no clear knee: the caller falls back to the cache line
-  double threshold = hi - 0.15 * (hi - lo);
+  if (hi < lo * kKneeMinRange) return 0;  // no clear knee: the caller falls back to the cache line
+  double threshold = hi - kKneeFraction * (hi - lo);
   for (size_t i = 0; i < cost.size(); ++i)
     if (cost[i] >= threshold) return strides[i];
   return 0;

@@ -3,8 +3,9 @@
 //  1. Query what the driver reports: name, compute units, image2d limits, RGBA texel formats,
 //     cache line and cache sizes, and the wave size (CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE
 //     of the benchmark kernel). CPU devices read L1/L2 sizes from sysfs.
-//  2. Texture cache block C_h x C_w: on GPUs, one work-item reads with growing horizontal and
-//     vertical texel strides; the cost per read stops growing at the block's width/height. CPU
+//  2. Texture cache block C_h x C_w: on GPUs, one work-item makes a chain of dependent reads with
+//     growing horizontal and vertical texel strides; the latency per read stops growing at the
+//     block's width/height (no clear knee: one cache line of one row, marked estimated). CPU
 //     devices store image2d rows linearly, so there C_h = 1 and C_w = cache line / texel.
 //  3. Figure 4: for 1, 2, 4 ... 64 threads in one work-group, each thread streams its own
 //     64-texel-wide bands in row, column, block-4 and block-8 order; throughput = bytes read
