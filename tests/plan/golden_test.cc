@@ -1,0 +1,86 @@
+// Golden plans: the text form of each tiny corpus model's plan is kept in tests/golden/. Any
+// difference fails; regenerate on purpose with
+//   FBL_UPDATE_GOLDEN=1 build/bin/fbl_tests "[golden]"
+// and say in the commit why the plans changed.
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <catch2/catch.hpp>
+
+#include "compiler/plan/compile_command.h"
+#include "compiler/plan/plan_printer.h"
+
+namespace fbl::plan {
+namespace {
+
+CompileArgs argsFor(const std::string& model) {
+  CompileArgs a;
+  a.model = std::string(FBL_TEST_DATA_DIR) + "/" + model + "/model.onnx";
+  a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
+  return a;
+}
+
+std::string firstDifference(const std::string& a, const std::string& b) {
+  std::istringstream x(a), y(b);
+  std::string l1, l2;
+  for (int line = 1;; ++line) {
+    const bool m1 = static_cast<bool>(std::getline(x, l1)), m2 = static_cast<bool>(std::getline(y, l2));
+    if (!m1 && !m2) return "";
+    if (!m1 || !m2 || l1 != l2)
+      return "line " + std::to_string(line) + ":\n  golden: " + (m1 ? l1 : "<end>") + "\n  now:    " + (m2 ? l2 : "<end>");
+  }
+}
+
+TEST_CASE("plans of the tiny corpus models match their goldens", "[plan][golden]") {
+  const bool update = std::getenv("FBL_UPDATE_GOLDEN") != nullptr;
+  for (const char* model : {"llama-tiny", "bert-tiny", "vit-tiny", "bert-tiny-torchscript"}) {
+    INFO(model);
+    auto c = compileModel(argsFor(model));
+    INFO((c.ok() ? std::string() : c.error().message));
+    REQUIRE(c.ok());
+    const std::string text = printPlan(c->plan);
+    const std::string path = std::string(FBL_SOURCE_DIR) + "/tests/golden/" + model + ".plan.txt";
+    if (update) {
+      std::ofstream(path) << text;
+      continue;
+    }
+    std::ifstream in(path);
+    INFO("no golden at " << path << "; create it with FBL_UPDATE_GOLDEN=1 build/bin/fbl_tests \"[golden]\"");
+    REQUIRE(in.good());
+    std::stringstream golden;
+    golden << in.rdbuf();
+    const std::string diff = firstDifference(golden.str(), text);
+    INFO("the plan differs from " << path << " at " << diff
+         << "\nif the change is intended, regenerate: FBL_UPDATE_GOLDEN=1 build/bin/fbl_tests \"[golden]\"");
+    CHECK(diff.empty());
+  }
+}
+
+TEST_CASE("the same inputs give a byte-identical plan", "[plan]") {
+  auto a = compileModel(argsFor("bert-tiny"));
+  auto b = compileModel(argsFor("bert-tiny"));
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(planfile::serialize(a->plan) == planfile::serialize(b->plan));
+}
+
+TEST_CASE("a plan file round-trips and refuses other versions and corruption", "[plan]") {
+  auto c = compileModel(argsFor("bert-tiny"));
+  REQUIRE(c.ok());
+  const std::string bytes = planfile::serialize(c->plan);
+  planfile::Plan back;
+  REQUIRE(planfile::parse(bytes, &back) == "");
+  CHECK(planfile::serialize(back) == bytes);
+  std::string v2 = bytes;
+  v2[8] = 2;
+  CHECK_THAT(planfile::parse(v2, &back), Catch::Contains("version 2 is not supported"));
+  std::string flipped = bytes;
+  flipped[bytes.size() / 2] ^= 0x20;
+  CHECK_THAT(planfile::parse(flipped, &back), Catch::Contains("checksum"));
+  CHECK_THAT(planfile::parse(bytes.substr(0, 100), &back), Catch::Contains("truncated"));
+  CHECK_THAT(planfile::parse("hello", &back), Catch::Contains("not an fbl plan"));
+}
+
+}  // namespace
+}  // namespace fbl::plan
