@@ -1,0 +1,57 @@
+// libFuzzer target: arbitrary bytes as an .onnx file. The importer must answer every input with
+// a graph or a one-line error; a model it accepts then goes through loadModel (folding, shape
+// inference, clean-up), which must do the same. Built and run by tests/scripts/fuzz_importer.sh.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "compiler/onnx/importer.h"
+#ifdef FBL_FUZZ_LOAD_MODEL
+#include "compiler/onnx/load_model.h"
+#endif
+
+namespace {
+
+// An error must be one non-empty line: anything else is a finding.
+void checkError(const fbl::Error& e) {
+  if (e.message.empty() || e.message.find('\n') != std::string::npos) {
+    std::fprintf(stderr, "bad error message: [%s]\n", e.message.c_str());
+    std::abort();
+  }
+}
+
+#ifdef FBL_FUZZ_LOAD_MODEL
+// A private folder for the model file, so that external-data paths resolve inside it.
+const std::string& modelPath() {
+  static const std::string path = [] {
+    char tmpl[] = "/tmp/fbl_fuzz_XXXXXX";
+    const char* dir = mkdtemp(tmpl);
+    if (dir == nullptr) std::abort();
+    return std::string(dir) + "/model.onnx";
+  }();
+  return path;
+}
+#endif
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string bytes(reinterpret_cast<const char*>(data), size);
+  auto g = fbl::onnx::importModelFromBytes(bytes, "fuzz.onnx");
+  if (!g.ok()) {
+    checkError(g.error());
+    return 0;
+  }
+#ifdef FBL_FUZZ_LOAD_MODEL
+  const std::string& path = modelPath();
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) std::abort();
+  std::fwrite(bytes.data(), 1, bytes.size(), f);
+  std::fclose(f);
+  auto loaded = fbl::onnx::loadModel(path);
+  if (!loaded.ok()) checkError(loaded.error());
+#endif
+  return 0;
+}
