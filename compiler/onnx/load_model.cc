@@ -18,6 +18,11 @@ Result<ir::Graph> loadModel(const std::string& path, const LoadOptions& opts) {
   importOpts.shapeOverrides = opts.shapeOverrides;
   FBL_ASSIGN(ir::Graph g, importModel(path, importOpts));
   if (!opts.simplify) return g;
+  return simplifyModel(std::move(g));
+}
+
+Result<ir::Graph> simplifyModel(ir::Graph g) {
+  const std::string& path = g.sourcePath;
   passes::FoldAndInfer fold;
   FBL_TRY(fold.run(g));
   passes::DropNoops noops;

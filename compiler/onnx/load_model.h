@@ -19,5 +19,8 @@ struct LoadOptions {
 };
 
 Result<ir::Graph> loadModel(const std::string& path, const LoadOptions& opts = {});
+// Steps 2-4 of loadModel on a graph already imported (so a caller that also needs the raw
+// import, like `fblc inspect`, parses the file once).
+Result<ir::Graph> simplifyModel(ir::Graph imported);
 
 }  // namespace fbl::onnx

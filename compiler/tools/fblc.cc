@@ -11,6 +11,7 @@
 #include "compiler/plan/compile_command.h"
 #include "compiler/profile/profile_command.h"
 #include "compiler/tools/inspect_command.h"
+#include "compiler/train/ref_trainer.h"
 
 namespace {
 
@@ -109,6 +110,31 @@ void addCompile(CLI::App& app, int& rc) {
   });
 }
 
+void addRunRef(CLI::App& app, int& rc) {
+  static fbl::train::RunRefArgs args;
+  static std::vector<std::string> shapes;
+  auto* cmd = app.add_subcommand("run-ref", "Train on the CPU reference executor (the semantics every kernel is checked against)");
+  cmd->add_option("model", args.model, "ONNX model file")->required();
+  cmd->add_option("--data", args.dataDir, "Folder of input_N.pb (test_data_set_0 form)")->required();
+  cmd->add_option("--steps", args.steps, "Training steps; each step's loss is printed")->default_val(1);
+  cmd->add_option("--dump", args.dumpDir, "Write the first step's loss.pb and grads/<name>.pb here");
+  cmd->add_option("--shape", shapes, "Override an input's shape: NAME=1x512 (repeatable)");
+  cmd->add_option("--trainable", args.trainable, "Glob of trainable initializers (repeatable)")
+      ->default_str("*lora_*");
+  cmd->add_option("--optimizer", args.optimizer, "adamw or sgd")->default_str("adamw");
+  cmd->add_option("--lr", args.lr, "Learning rate")->default_val(1e-3f);
+  cmd->add_option("--momentum", args.momentum, "SGD momentum")->default_val(0.0f);
+  cmd->add_option("--weight-decay", args.weightDecay, "Weight decay")->default_val(0.0f);
+  cmd->callback([&rc] {
+    if (std::string err = parseShapeOptions(shapes, args.shapes); !err.empty()) {
+      fmt::print(stderr, "error: {}\n", err);
+      rc = 2;
+      return;
+    }
+    rc = fbl::train::runRefCommand(args);
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -119,6 +145,7 @@ int main(int argc, char** argv) {
     addInspect(app, rc);
     addProfile(app, rc);
     addCompile(app, rc);
+    addRunRef(app, rc);
     CLI11_PARSE(app, argc, argv);
     return rc;
   } catch (const std::exception& e) {

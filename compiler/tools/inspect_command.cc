@@ -1,12 +1,15 @@
 #include "compiler/tools/inspect_command.h"
 
 #include <cstdio>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
 #include "compiler/analysis/model_stats.h"
+#include "compiler/autodiff/training_graph.h"
+#include "compiler/autodiff/training_summary.h"
 #include "compiler/onnx/importer.h"
 #include "compiler/onnx/load_model.h"
 #include "compiler/ops/op_schema.h"
@@ -25,18 +28,30 @@ int runInspect(const InspectArgs& args) {
     fmt::print(stderr, "error: {}\n", raw.error().message);
     return 1;
   }
-  onnx::LoadOptions loadOpts;
-  loadOpts.shapeOverrides = args.shapes;
-  auto graph = onnx::loadModel(args.model, loadOpts);
+  auto graph = onnx::simplifyModel(*raw);
   if (!graph.ok()) {
     fmt::print(stderr, "error: {}\n", graph.error().message);
     return 1;
   }
   analysis::ModelStats stats = analysis::computeModelStats(*raw, *graph, args.trainable);
+  std::optional<autodiff::TrainingSummary> training;
+  if (args.training) {
+    autodiff::TrainingOptions topts;
+    topts.trainableGlobs = args.trainable;
+    auto tg = autodiff::buildTrainingGraph(*graph, topts);
+    if (!tg.ok()) {
+      fmt::print(stderr, "error: {}\n", tg.error().message);
+      return 1;
+    }
+    training = autodiff::summarizeTrainingGraph(*tg);
+  }
   if (args.json) {
-    fmt::print("{}\n", analysis::modelStatsToJson(stats).dump(1));
+    nlohmann::json j = analysis::modelStatsToJson(stats);
+    if (training) j["training"] = autodiff::trainingSummaryToJson(*training);
+    fmt::print("{}\n", j.dump(1));
   } else {
     fmt::print("{}", analysis::formatModelStats(stats));
+    if (training) fmt::print("\n{}", autodiff::formatTrainingSummary(*training, 20));
   }
   return stats.tensorsWithoutStaticShape == 0 ? 0 : 1;
 }
