@@ -23,13 +23,26 @@ void checkError(const fbl::Error& e) {
 }
 
 #ifdef FBL_FUZZ_LOAD_MODEL
-// A private folder for the model file, so that external-data paths resolve inside it.
+// A private folder for the model file (under $TMPDIR), so that external-data paths resolve
+// inside it; removed at exit.
+std::string& modelDir() {
+  static std::string dir;
+  return dir;
+}
+
+void removeModelDir() {
+  std::remove((modelDir() + "/model.onnx").c_str());
+  std::remove(modelDir().c_str());
+}
+
 const std::string& modelPath() {
   static const std::string path = [] {
-    char tmpl[] = "/tmp/fbl_fuzz_XXXXXX";
-    const char* dir = mkdtemp(tmpl);
-    if (dir == nullptr) std::abort();
-    return std::string(dir) + "/model.onnx";
+    const char* tmp = std::getenv("TMPDIR");
+    std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/fbl_fuzz_XXXXXX";
+    if (mkdtemp(tmpl.data()) == nullptr) std::abort();
+    modelDir() = tmpl;
+    std::atexit(removeModelDir);
+    return tmpl + "/model.onnx";
   }();
   return path;
 }
