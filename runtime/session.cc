@@ -1,9 +1,9 @@
 // Opening a plan:
 //  1. read and verify the plan file (version, checksum, indices);
 //  2. pick the device, create context and in-order queue, check alignment and allocation limits;
-//  3. allocate one arena of plan.arenaBytes and one sub-buffer per tensor at its planned offset;
+//  3. allocate one arena of plan.arenaBytes;
 //  4. build the program (or load it from the cache) and create one kernel object per launch with
-//     its arguments bound;
+//     its arguments bound: the arena, then each tensor's byte offset in it;
 //  5. upload constants from the blob and zero the optimizer state.
 // A step then only writes the step counter, enqueues the launches and copies the commits.
 #include "runtime/session.h"
@@ -84,7 +84,6 @@ struct Session::Impl {
   cl_context ctx = nullptr;
   cl_command_queue queue = nullptr;
   cl_mem arena = nullptr;
-  std::vector<cl_mem> buffers;     // one sub-buffer per plan tensor
   cl_program program = nullptr;
   bool fromCache = false;
   std::vector<cl_kernel> kernels;  // one per launch, arguments bound
@@ -92,9 +91,14 @@ struct Session::Impl {
   int64_t step = 0;
 
   ~Impl() {
+    // The queue first, drained, then the objects its commands used.
+    if (queue) {
+      clFinish(queue);
+      clReleaseCommandQueue(queue);
+      queue = nullptr;
+    }
     for (cl_kernel k : kernels) clReleaseKernel(k);
     if (program) clReleaseProgram(program);
-    for (cl_mem b : buffers) clReleaseMemObject(b);
     if (arena) clReleaseMemObject(arena);
     if (queue) clReleaseCommandQueue(queue);
     if (ctx) clReleaseContext(ctx);
@@ -103,14 +107,17 @@ struct Session::Impl {
   std::string where() const { return "plan '" + planPath + "'"; }
 
   std::string write(int32_t t, const void* data, size_t bytes) {
-    const cl_int st = clEnqueueWriteBuffer(queue, buffers[t], CL_TRUE, 0, bytes, data, 0, nullptr, nullptr);
+    if (bytes == 0) return "";
+    const cl_int st = clEnqueueWriteBuffer(queue, arena, CL_TRUE, static_cast<size_t>(plan.tensors[t].offset), bytes,
+                                           data, 0, nullptr, nullptr);
     return st == CL_SUCCESS ? "" : clErr(("writing tensor '" + plan.tensors[t].name + "'").c_str(), st);
   }
 
   std::string read(int32_t t, std::vector<unsigned char>* out) {
     out->resize(static_cast<size_t>(plan.tensors[t].bytes));
     if (out->empty()) return "";
-    const cl_int st = clEnqueueReadBuffer(queue, buffers[t], CL_TRUE, 0, out->size(), out->data(), 0, nullptr, nullptr);
+    const cl_int st = clEnqueueReadBuffer(queue, arena, CL_TRUE, static_cast<size_t>(plan.tensors[t].offset),
+                                          out->size(), out->data(), 0, nullptr, nullptr);
     return st == CL_SUCCESS ? "" : clErr(("reading tensor '" + plan.tensors[t].name + "'").c_str(), st);
   }
 
@@ -151,25 +158,14 @@ struct Session::Impl {
     if (st != CL_SUCCESS) return clErr("clCreateContext", st);
     queue = clCreateCommandQueue(ctx, dev.id, 0, &st);
     if (st != CL_SUCCESS) return clErr("clCreateCommandQueue", st);
-    cl_uint alignBits = 0;
     cl_ulong maxAlloc = 0;
-    clGetDeviceInfo(dev.id, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof alignBits, &alignBits, nullptr);
     clGetDeviceInfo(dev.id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof maxAlloc, &maxAlloc, nullptr);
-    if (alignBits / 8 > 0 && plan.alignment % (alignBits / 8) != 0)
-      return where() + ": its buffer alignment " + std::to_string(plan.alignment) + " is not a multiple of the device's " +
-             std::to_string(alignBits / 8) + " bytes; compile it with a profile for this device";
     if (static_cast<cl_ulong>(plan.arenaBytes) > maxAlloc)
       return where() + ": its arena of " + std::to_string(plan.arenaBytes) + " bytes exceeds the device's largest allocation (" +
              std::to_string(maxAlloc) + " bytes)";
     // 3. memory
     arena = clCreateBuffer(ctx, CL_MEM_READ_WRITE, static_cast<size_t>(std::max<int64_t>(plan.arenaBytes, 1)), nullptr, &st);
     if (st != CL_SUCCESS) return clErr("allocating the arena", st);
-    for (const planfile::Tensor& t : plan.tensors) {
-      cl_buffer_region region{static_cast<size_t>(t.offset), static_cast<size_t>(std::max<int64_t>(t.bytes, 1))};
-      cl_mem b = clCreateSubBuffer(arena, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &st);
-      if (st != CL_SUCCESS) return clErr(("sub-buffer for tensor '" + t.name + "'").c_str(), st);
-      buffers.push_back(b);
-    }
     // 4. program and kernels
     const std::string cacheDir = opts.cacheDir.empty() ? defaultCacheDir() : opts.cacheDir;
     BuiltProgram built = buildProgram(ctx, dev.id, plan.program, plan.buildOptions, cacheDir);
@@ -181,8 +177,10 @@ struct Session::Impl {
       cl_kernel k = clCreateKernel(program, plan.kernelNames[l.kernel].c_str(), &st);
       if (st != CL_SUCCESS) return clErr(("creating kernel " + plan.kernelNames[l.kernel]).c_str(), st);
       kernels.push_back(k);
-      for (size_t a = 0; a < l.args.size(); ++a) {
-        st = clSetKernelArg(k, static_cast<cl_uint>(a), sizeof(cl_mem), &buffers[l.args[a]]);
+      st = clSetKernelArg(k, 0, sizeof(cl_mem), &arena);
+      for (size_t a = 0; st == CL_SUCCESS && a < l.args.size(); ++a) {
+        const cl_ulong offset = static_cast<cl_ulong>(plan.tensors[l.args[a]].offset);
+        st = clSetKernelArg(k, static_cast<cl_uint>(a + 1), sizeof offset, &offset);
         if (st != CL_SUCCESS)
           return clErr(("binding argument " + std::to_string(a) + " of " + plan.kernelNames[l.kernel] + " (node '" + l.node + "')").c_str(), st);
       }
@@ -293,14 +291,16 @@ std::string Session::trainStep(float* loss) {
   for (; i < m.plan.launches.size() && m.plan.launches[i].phase != "optimizer"; ++i)
     if (auto e = m.enqueue(i); !e.empty()) return e;
   float l = 0.0f;
-  cl_int st = clEnqueueReadBuffer(m.queue, m.buffers[m.plan.loss], CL_TRUE, 0, sizeof l, &l, 0, nullptr, nullptr);
+  cl_int st = clEnqueueReadBuffer(m.queue, m.arena, CL_TRUE, static_cast<size_t>(m.plan.tensors[m.plan.loss].offset),
+                                  sizeof l, &l, 0, nullptr, nullptr);
   if (st != CL_SUCCESS) return clErr("reading the loss", st);
   if (loss) *loss = l;
   if (!std::isfinite(l)) return "loss is " + std::string(std::isnan(l) ? "NaN" : "infinite") + " at step " + std::to_string(next) + "; trainables were not updated";
   for (; i < m.plan.launches.size(); ++i)
     if (auto e = m.enqueue(i); !e.empty()) return e;
   for (const auto& c : m.plan.commits) {
-    st = clEnqueueCopyBuffer(m.queue, m.buffers[c[0]], m.buffers[c[1]], 0, 0,
+    st = clEnqueueCopyBuffer(m.queue, m.arena, m.arena, static_cast<size_t>(m.plan.tensors[c[0]].offset),
+                             static_cast<size_t>(m.plan.tensors[c[1]].offset),
                              static_cast<size_t>(m.plan.tensors[c[1]].bytes), 0, nullptr, nullptr);
     if (st != CL_SUCCESS) return clErr(("committing tensor '" + m.plan.tensors[c[1]].name + "'").c_str(), st);
   }

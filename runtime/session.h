@@ -1,6 +1,6 @@
 // The runtime: opens a plan on an OpenCL device and trains. One arena buffer of exactly the
-// planned peak holds every tensor (a sub-buffer each); one program holds every kernel; each
-// launch has its own kernel object with its arguments bound once at open. C++17, the OpenCL ICD
+// planned peak holds every tensor at its planned offset; one program holds every kernel; each
+// launch has its own kernel object with its arguments (the arena and byte offsets) bound once. C++17, the OpenCL ICD
 // loader and the standard library only, so it builds for Android as it is.
 //
 // Every method returning std::string returns "" on success and one line naming the file,

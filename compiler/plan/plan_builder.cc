@@ -5,7 +5,8 @@
 //     constant, step, intermediate) and every node scratch a tensor of its own;
 //  3. merge identical kernel sources into one kernel named k<i>_<op> in order of first use,
 //     and concatenate them into one OpenCL program (one build per plan);
-//  4. record commits (updated parameter / state -> current) that end a step;
+//  4. update parameters and optimizer state in place; record commits (updated -> current)
+//     for any update that cannot be in place;
 //  5. plan memory by liveness: persistent tensors live for the whole step, loss, gradients and
 //     updated values until its end, everything else from first to last use.
 #include "compiler/plan/plan_builder.h"
@@ -63,6 +64,36 @@ nlohmann::json adapterConfig(const ir::Graph& g, const PlanInputs& in) {
           {"base_model_name_or_path", nullptr}};
 }
 
+// Kernels take the arena and one byte offset per tensor instead of one buffer per tensor:
+// every `__global T* name` parameter becomes `ulong fbl_oK` and a pointer into `fbl_arena`.
+// Overlapping sub-buffers (what per-tensor buffers over a reused arena would need) crashed
+// NVIDIA's OpenCL driver when released, and phone drivers restrict them too.
+std::string arenaParams(std::string src) {
+  for (size_t at = 0; (at = src.find("__kernel void ", at)) != std::string::npos; ++at) {
+    const size_t open = src.find('(', at), close = src.find(')', open), body = src.find('{', close);
+    FBL_ASSERT(open != std::string::npos && close != std::string::npos && body != std::string::npos);
+    std::string params = "__global uchar* fbl_arena", prologue;
+    const std::string list = src.substr(open + 1, close - open - 1);
+    size_t k = 0;
+    for (size_t p = 0; p <= list.size(); ++k) {
+      size_t comma = list.find(',', p);
+      if (comma == std::string::npos) comma = list.size();
+      std::string decl = list.substr(p, comma - p);
+      decl.erase(0, decl.find_first_not_of(" \n"));
+      const size_t star = decl.rfind('*');
+      FBL_ASSERT(decl.rfind("__global ", 0) == 0 && star != std::string::npos);
+      const std::string type = decl.substr(0, star + 1);
+      std::string name = decl.substr(star + 1);
+      name.erase(name.find_last_not_of(" \n") + 1);
+      params += fmt::format(", ulong fbl_o{}", k);
+      prologue += fmt::format("\n  {} {} = ({})(fbl_arena + fbl_o{});", type, name.substr(name.find_first_not_of(' ')), type, k);
+      p = comma + 1;
+    }
+    src = src.substr(0, open + 1) + params + src.substr(close, body + 1 - close) + prologue + src.substr(body + 1);
+  }
+  return src;
+}
+
 std::string stripLeadingComments(const std::string& s) {
   size_t p = 0;
   while (s.compare(p, 2, "//") == 0) {
@@ -95,6 +126,7 @@ class Builder {
         root_[n.outputs[0]] = root_[code.aliasOf];
         continue;
       }
+      updateInPlace(n);
       std::vector<int32_t> scratch;
       for (size_t s = 0; s < code.scratch.size(); ++s)
         scratch.push_back(addTensor(fmt::format("{}.scratch{}", n.name, s), code.scratch[s].dtype,
@@ -144,6 +176,31 @@ class Builder {
   }
 
  private:
+  // Optimizer updates are elementwise (each work-item reads p[i], m[i], v[i] before writing
+  // them), so they write the parameter and its state in place when nothing later reads the old
+  // values: no second copy of the trainables and no commit copies.
+  void updateInPlace(const ir::Node& n) {
+    std::vector<std::pair<size_t, size_t>> pairs;  // (output, input)
+    if (n.op == "fbl.AdamW") pairs = {{0, 0}, {1, 2}, {2, 3}};
+    else if (n.op == "fbl.SGD") pairs = {{0, 0}, {1, 2}};
+    for (const auto& [o, i] : pairs) {
+      if (o >= n.outputs.size() || i >= n.inputs.size() || n.outputs[o] == ir::kNoValue) continue;
+      if (readLater(n, n.inputs[i])) continue;
+      root_[n.outputs[o]] = root_[n.inputs[i]];
+    }
+  }
+
+  bool readLater(const ir::Node& n, ir::ValueId v) const {
+    bool after = false;
+    for (const ir::Node& m : g_.nodes) {
+      if (&m == &n) { after = true; continue; }
+      if (!after || m.dead) continue;
+      for (ir::ValueId in : m.inputs)
+        if (in != ir::kNoValue && root_[in] == root_[v]) return true;
+    }
+    return false;
+  }
+
   void addCommit(ir::ValueId from, ir::ValueId to, std::set<int32_t>* keep) {
     const int32_t src = tensorOf(from), dst = tensorOf(to);
     if (src == dst) return;
@@ -202,7 +259,7 @@ class Builder {
     if (it == kernelBase_.end()) {
       base = fmt::format("k{}_{}", kernelSources_.size(), l.tag);
       kernelBase_[l.source] = base;
-      std::string src = stripLeadingComments(l.source);
+      std::string src = arenaParams(stripLeadingComments(l.source));
       for (size_t p; (p = src.find("{{NAME}}")) != std::string::npos;) src.replace(p, 8, base);
       kernelSources_.push_back(std::move(src));
     } else {

@@ -141,7 +141,7 @@ TEST_CASE("50 steps follow the reference executor's loss curve", "[runtime][trai
       worst = std::max(worst, std::fabs(loss - r.value()[0].at(0)));
     }
     (void)start;
-    std::printf("%s: PoCL %.2f ms/step, max |loss - reference| over 50 steps %.2e\n", model,
+    std::printf("%s on %s: %.2f ms/step, max |loss - reference| over 50 steps %.2e\n", model, s->device().name.c_str(),
                 1e3 * deviceSeconds / 50, worst);
     CHECK(worst <= 1e-3);
   }
