@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/matmul_bench.h"
 #include "compiler/onnx/importer.h"
 #include "compiler/onnx/load_model.h"
 
@@ -88,6 +89,20 @@ int main(int argc, char** argv) {
     inspect->add_option("--runs", runs, "Repetitions")->default_val(10);
     inspect->add_flag("--json", json, "JSON output");
     inspect->callback([&] { rc = benchInspect(model, runs, json); });
+
+    fbl::bench::MatmulBenchOptions mm;
+    auto* matmul = app.add_subcommand("matmul", "Figure-16 MatMul forward/backward per layout strategy (OpenCL)");
+    matmul->add_option("--m", mm.m, "M of the forward product C[M,N] = A[M,K] B[K,N]")->default_val(512);
+    matmul->add_option("--k", mm.k, "K")->default_val(2048);
+    matmul->add_option("--n", mm.n, "N")->default_val(8192);
+    matmul->add_option("--scale", mm.scale, "Divide M, K, N by this (quick runs on a CPU device)")->default_val(1);
+    matmul->add_option("--strategy", mm.strategies, "fblayout, reuse, explicit (repeatable; default all)");
+    matmul->add_option("--runs", mm.runs, "Timed repetitions after one warm-up")->default_val(5);
+    matmul->add_option("--device", mm.device, "OpenCL device index (default: first GPU, else first device)");
+    matmul->add_option("--profile", mm.profile, "Hardware profile for the traffic model (default: by device)");
+    matmul->add_option("--rtile-profile", mm.rtileProfile, "Profile R-Tile selects tiles with (default: --profile)");
+    matmul->add_flag("--json", mm.json, "JSON output");
+    matmul->callback([&] { rc = fbl::bench::runMatmulBench(mm); });
 
     CLI11_PARSE(app, argc, argv);
     return rc;

@@ -1,0 +1,245 @@
+// Specialises kernels_cl/rtile_*.cl for operand layouts:
+//  1. each operand's Layout becomes an access function (layoutAccess): its index map's outputs,
+//     printed as unsigned OpenCL C over (i0, i1) = (stored row, stored column) -> texel (x, y)
+//     for images, element offset for buffers (4 offsets, guarded, unless the buffer is
+//     row-major with a multiple-of-4 row, which is one vload4);
+//  2. the template's constants (extents, tiling, transposition flags) become literals, so the
+//     device compiler folds the layout arithmetic and the unused transposition branch;
+//  3. launch sizes follow the tiling (matmul), the 4x4 block (conversion), or one work-group per
+//     row / one work-item per texel column (reductions).
+#include "compiler/codegen/rtile_kernels.h"
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "compiler/codegen/index_code.h"
+#include "compiler/codegen/templates.h"
+
+namespace fbl::codegen {
+
+using layout::Layout;
+using layout::Storage;
+
+namespace {
+
+// Sampler and the masked texel read shared by every rtile template.
+constexpr const char* kPrelude = R"CL(__constant sampler_t kSmp = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_NONE | CLK_FILTER_NEAREST;
+// A stored texel with the lanes past the last column zeroed (padding never enters a sum).
+#define MASKED(load, arg, r, c, rows, cols)                                                \
+  ((r) < (rows) && (c) < (cols)                                                          \
+       ? select((float4)(0.0f), load(arg, r, c),                                         \
+                (int4)((c) < (cols), (c) + 1u < (cols), (c) + 2u < (cols), (c) + 3u < (cols)) * -1) \
+       : (float4)(0.0f))
+)CL";
+
+int64_t rowsOf(const Layout& l) { return l.shape().size() >= 2 ? l.shape()[l.shape().size() - 2] : 1; }
+int64_t colsOf(const Layout& l) { return l.shape().back(); }
+
+Status check2D(const Layout& l, const char* role) {
+  if (l.shape().size() != 2)
+    return makeError("rtile kernels: operand '{}' has shape {}, expected a matrix", role,
+                     ir::shapeToString(l.shape()));
+  return {};
+}
+
+std::string fill(std::string_view tmpl, const std::map<std::string, std::string>& vars,
+                 const std::string& name) {
+  std::string s = instantiate(tmpl, vars);
+  for (size_t p = s.find("{{NAME}}"); p != std::string::npos; p = s.find("{{NAME}}", p))
+    s.replace(p, 8, name);
+  return s;
+}
+
+bool isDenseRowMajor(const Layout& l) {
+  return l.storage() == Storage::Buffer && colsOf(l) % 4 == 0 && l == Layout::rowMajor(l.shape());
+}
+
+}  // namespace
+
+MatmulTiling matmulTiling(DeviceClass d) {
+  if (d == DeviceClass::kGpu) return {128, 128, 16, 8, 8};
+  return {64, 64, 16, 4, 4};
+}
+
+std::string layoutParam(const Layout& l, const std::string& name, bool write) {
+  if (l.storage() == Storage::Image2D)
+    return fmt::format("{} image2d_t {}", write ? "__write_only" : "__read_only", name);
+  return fmt::format("__global {}float* restrict {}", write ? "" : "const ", name);
+}
+
+Result<std::string> layoutAccess(const std::string& fn, const Layout& l, bool write) {
+  FBL_TRY(check2D(l, fn.c_str()));
+  const auto& outs = l.map().outputs();
+  const std::string param = layoutParam(l, "p", write);
+  if (l.storage() == Storage::Image2D) {
+    FBL_ASSIGN(std::string x, layout::toOpenCL(outs[0]));
+    FBL_ASSIGN(std::string y, layout::toOpenCL(outs[1]));
+    const std::string coord = fmt::format("(int2)((int)({}), (int)({}))", x, y);
+    if (write)
+      return fmt::format("inline void {}({}, uint i0, uint i1, float4 v) {{ write_imagef(p, {}, v); }}\n", fn,
+                         param, coord);
+    return fmt::format("inline float4 {}({}, uint i0, uint i1) {{ return read_imagef(p, kSmp, {}); }}\n", fn,
+                       param, coord);
+  }
+  FBL_ASSIGN(std::string off, layout::toOpenCL(outs[0]));
+  const int64_t cols = colsOf(l);
+  std::string s = fmt::format("inline uint {}_off(uint i0, uint i1) {{ return {}; }}\n", fn, off);
+  if (isDenseRowMajor(l)) {
+    if (write)
+      return s + fmt::format("inline void {0}({1}, uint i0, uint i1, float4 v) {{ vstore4(v, 0, p + {0}_off(i0, i1)); }}\n",
+                             fn, param);
+    return s + fmt::format("inline float4 {0}({1}, uint i0, uint i1) {{ return vload4(0, p + {0}_off(i0, i1)); }}\n",
+                           fn, param);
+  }
+  if (write) {
+    s += fmt::format("inline void {}({}, uint i0, uint i1, float4 v) {{\n", fn, param);
+    s += fmt::format("  p[{}_off(i0, i1)] = v.x;\n", fn);
+    const char* lanes = "xyzw";
+    for (int l = 1; l < 4; ++l)
+      s += fmt::format("  if (i1 + {0}u < {1}u) p[{2}_off(i0, i1 + {0}u)] = v.{3};\n", l, cols, fn, lanes[l]);
+    return s + "}\n";
+  }
+  s += fmt::format("inline float4 {}({}, uint i0, uint i1) {{\n  return (float4)(p[{}_off(i0, i1)]", fn, param, fn);
+  for (int l = 1; l < 4; ++l) s += fmt::format(",\n      i1 + {0}u < {1}u ? p[{2}_off(i0, i1 + {0}u)] : 0.0f", l, cols, fn);
+  return s + ");\n}\n";
+}
+
+Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t k, int64_t n,
+                                    const MatmulOperand& lhs, const MatmulOperand& rhs, const Layout& out,
+                                    const MatmulTiling& t) {
+  FBL_TRY(check2D(lhs.stored, "lhs"));
+  FBL_TRY(check2D(rhs.stored, "rhs"));
+  FBL_TRY(check2D(out, "out"));
+  auto expect = [&](const Layout& l, int64_t r, int64_t c, const char* role) -> Status {
+    if (rowsOf(l) != r || colsOf(l) != c)
+      return makeError("rtile matmul {}: operand '{}' is stored {}, expected [{}, {}]", name, role,
+                       ir::shapeToString(l.shape()), r, c);
+    return {};
+  };
+  FBL_TRY(expect(lhs.stored, lhs.transposed ? k : m, lhs.transposed ? m : k, "lhs"));
+  FBL_TRY(expect(rhs.stored, rhs.transposed ? n : k, rhs.transposed ? k : n, "rhs"));
+  FBL_TRY(expect(out, m, n, "out"));
+  if (t.rn % 4 != 0 || t.tm % t.rm != 0 || t.tn % t.rn != 0 || t.tk % 4 != 0 || t.tm % 4 != 0 || t.tn % 4 != 0)
+    return makeError("rtile matmul {}: tiling {}x{}x{} / {}x{} is not texel aligned", name, t.tm, t.tn, t.tk, t.rm,
+                     t.rn);
+  FBL_ASSIGN(std::string loadL, layoutAccess("loadL", lhs.stored, false));
+  FBL_ASSIGN(std::string loadR, layoutAccess("loadR", rhs.stored, false));
+  FBL_ASSIGN(std::string store, layoutAccess("storeOut", out, true));
+  std::map<std::string, std::string> v = {
+      {"M", std::to_string(m)},   {"N", std::to_string(n)},      {"K", std::to_string(k)},
+      {"TM", std::to_string(t.tm)}, {"TN", std::to_string(t.tn)}, {"TK", std::to_string(t.tk)},
+      {"RM", std::to_string(t.rm)}, {"RN4", std::to_string(t.rn / 4)},
+      {"L_T", lhs.transposed ? "1" : "0"}, {"R_T", rhs.transposed ? "1" : "0"},
+      {"ACCESS", kPrelude + loadL + loadR + store},
+      {"PARAMS", layoutParam(lhs.stored, "lhs", false) + ", " + layoutParam(rhs.stored, "rhs", false) + ", " +
+                     layoutParam(out, "out", true)}};
+  RTileKernel kernel;
+  kernel.name = name;
+  kernel.source = fill(kernelTemplate("rtile_matmul"), v, name);
+  kernel.args = {"lhs", "rhs", "out"};
+  auto up = [](int64_t a, int64_t b) { return static_cast<size_t>((a + b - 1) / b); };
+  kernel.local = {static_cast<size_t>(t.wgX()), static_cast<size_t>(t.wgY())};
+  kernel.global = {up(n, t.tn) * kernel.local[0], up(m, t.tm) * kernel.local[1]};
+  return kernel;
+}
+
+Result<RTileKernel> emitRTileConvert(const std::string& name, const Layout& src, bool transpose, const Layout& dst) {
+  FBL_TRY(check2D(src, "src"));
+  FBL_TRY(check2D(dst, "dst"));
+  const int64_t dr = rowsOf(dst), dc = colsOf(dst);
+  if ((transpose ? colsOf(src) : rowsOf(src)) != dr || (transpose ? rowsOf(src) : colsOf(src)) != dc)
+    return makeError("rtile convert {}: {} {}to {} changes the extent", name, ir::shapeToString(src.shape()),
+                     transpose ? "transposed " : "", ir::shapeToString(dst.shape()));
+  FBL_ASSIGN(std::string load, layoutAccess("loadS", src, false));
+  FBL_ASSIGN(std::string store, layoutAccess("storeOut", dst, true));
+  std::map<std::string, std::string> v = {
+      {"D_ROWS", std::to_string(dr)}, {"D_COLS", std::to_string(dc)},
+      {"S_ROWS", std::to_string(rowsOf(src))}, {"S_COLS", std::to_string(colsOf(src))},
+      {"T", transpose ? "1" : "0"}, {"ACCESS", kPrelude + load + store},
+      {"PARAMS", layoutParam(src, "src", false) + ", " + layoutParam(dst, "dst", true)}};
+  RTileKernel kernel;
+  kernel.name = name;
+  kernel.source = fill(kernelTemplate("rtile_convert"), v, name);
+  kernel.args = {"src", "dst"};
+  kernel.local = {16, 4};
+  kernel.global = {static_cast<size_t>((dc + 63) / 64 * 16), static_cast<size_t>((dr + 15) / 16 * 4)};
+  return kernel;
+}
+
+const char* reduceOpName(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSoftmaxFwd: return "softmax";
+    case ReduceOp::kSoftmaxBwd: return "softmax_grad";
+    case ReduceOp::kLayerNormFwd: return "layernorm";
+    case ReduceOp::kRmsNormFwd: return "rmsnorm";
+    case ReduceOp::kLayerNormBwd: return "layernorm_grad_rows";
+    case ReduceOp::kRmsNormBwd: return "rmsnorm_grad_rows";
+    case ReduceOp::kNormBwdCols: return "norm_grad_cols";
+  }
+  return "?";
+}
+
+Result<RTileKernel> emitRTileReduce(const std::string& name, ReduceOp op, int64_t rows, int64_t cols,
+                                    const ReduceOperands& o, int64_t workgroup) {
+  const bool colsOp = op == ReduceOp::kNormBwdCols;
+  const bool t = colsOp && o.transposed;
+  for (const auto* l : {&o.x, &o.dy, &o.out}) {
+    FBL_TRY(check2D(*l, "operand"));
+  }
+  for (const auto* l : {&o.x, &o.dy}) {
+    if (rowsOf(*l) != (t ? cols : rows) || colsOf(*l) != (t ? rows : cols))
+      return makeError("rtile {} {}: operand stored {} for a [{}, {}] reduction{}", reduceOpName(op), name,
+                       ir::shapeToString(l->shape()), rows, cols, t ? " (transposed)" : "");
+  }
+  if (workgroup < 1 || (workgroup & (workgroup - 1)) != 0)
+    return makeError("rtile {} {}: work-group {} is not a power of two", reduceOpName(op), name, workgroup);
+  FBL_ASSIGN(std::string loadA, layoutAccess("loadA", o.x, false));
+  FBL_ASSIGN(std::string loadB, layoutAccess("loadB", o.dy, false));
+  FBL_ASSIGN(std::string store, layoutAccess("storeOut", o.out, true));
+  const bool fwdIn = op == ReduceOp::kSoftmaxFwd || op == ReduceOp::kLayerNormFwd || op == ReduceOp::kRmsNormFwd;
+  const bool softmax = op == ReduceOp::kSoftmaxFwd || op == ReduceOp::kSoftmaxBwd;
+  const bool bias = op == ReduceOp::kLayerNormFwd;
+  RTileKernel kernel;
+  kernel.name = name;
+  std::vector<std::string> params;
+  auto add = [&](const std::string& role, const std::string& decl) {
+    kernel.args.push_back(role);
+    params.push_back(decl);
+  };
+  add(op == ReduceOp::kSoftmaxBwd ? "y" : "x", layoutParam(o.x, "a", false));
+  if (!fwdIn) add("dy", layoutParam(o.dy, "b", false));
+  if (!colsOp) add(fwdIn ? "y" : "dx", layoutParam(o.out, "out", true));
+  if (!softmax && !colsOp) add("scale", "__global const float* restrict scale");
+  if (bias) add("bias", "__global const float* restrict bias");
+  if (!softmax) {
+    const char* q = fwdIn ? "" : "const ";
+    add("mean", fmt::format("__global {}float* restrict mean", q));
+    add("inv", fmt::format("__global {}float* restrict inv", q));
+  }
+  if (colsOp) {
+    add("dscale", "__global float* restrict dscale");
+    add("dbias", "__global float* restrict dbias");
+  }
+  std::string plist;
+  for (size_t i = 0; i < params.size(); ++i) plist += (i ? ", " : "") + params[i];
+  const bool rms = op == ReduceOp::kRmsNormFwd || op == ReduceOp::kRmsNormBwd;
+  std::map<std::string, std::string> v = {
+      {"ROWS", std::to_string(rows)}, {"COLS", std::to_string(cols)}, {"WG", std::to_string(workgroup)},
+      {"RMS", rms ? "1" : "0"}, {"HAS_BIAS", bias ? "1" : "0"}, {"T", t ? "1" : "0"},
+      {"BWD", fwdIn ? "0" : "1"}, {"EPS", floatLiteral(o.epsilon)},
+      {"ACCESS", kPrelude + loadA + loadB + store}, {"PARAMS", plist}};
+  const char* tmpl = softmax ? "rtile_softmax" : colsOp ? "rtile_norm_cols" : "rtile_norm";
+  kernel.source = fill(kernelTemplate(tmpl), v, name);
+  kernel.local = {static_cast<size_t>(workgroup)};
+  if (colsOp) {
+    // One work-item per texel column (4 columns), or per column when stored transposed.
+    const int64_t items = t ? cols : (cols + 3) / 4;
+    kernel.global = {static_cast<size_t>((items + workgroup - 1) / workgroup * workgroup)};
+  } else {
+    kernel.global = {static_cast<size_t>(rows * workgroup)};  // one work-group per row
+  }
+  return kernel;
+}
+
+}  // namespace fbl::codegen

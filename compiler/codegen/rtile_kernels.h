@@ -1,0 +1,93 @@
+// Layout-parameterised kernels: the OpenCL source of one matmul, conversion or row/column
+// reduction, specialised for its operands' layouts. One template per op in kernels_cl/rtile_*.cl;
+// the layout enters as generated access functions (layoutAccess), built from the Layout value's
+// index map, so a row-major buffer, a plain image and an R-Tile image share one kernel body.
+//
+// Conventions shared by every template:
+//   - operands are 2D ([rows x cols], the last two dims of Layout::shape());
+//   - a texel access reads or writes 4 consecutive columns (c a multiple of 4): images keep the
+//     RGBA lane along the last axis in every Layout this supports, buffers read 4 elements;
+//   - reads past the last row or column return 0 (MASKED), so padding never enters a sum.
+// The caller binds arguments in the order of RTileKernel::args and launches global/local.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/layout/layout.h"
+#include "compiler/support/result.h"
+
+namespace fbl::codegen {
+
+// Work-group tiling of rtile_matmul.cl: a TM x TN output tile per work-group, K walked TK at a
+// time, RM x RN outputs per work-item (RN a multiple of 4).
+struct MatmulTiling {
+  int64_t tm = 64, tn = 64, tk = 16, rm = 4, rn = 4;
+  int64_t wgX() const { return tn / rn; }
+  int64_t wgY() const { return tm / rm; }
+};
+
+enum class DeviceClass { kCpu, kGpu };
+
+// The tuned set: GPUs (hundreds of lanes per CU, 32+ KB local memory) get 128x128x16 tiles with
+// 8x8 per work-item (256 work-items, 16.5 KB local); CPUs (PoCL: a work-group is a loop nest on
+// one core) get 64x64x16 with 4x4 per work-item.
+MatmulTiling matmulTiling(DeviceClass d);
+
+struct MatmulOperand {
+  layout::Layout stored;     // how the tensor lies in memory
+  bool transposed = false;   // the operand is stored^T (read through the same layout)
+};
+
+struct RTileKernel {
+  std::string name;
+  std::string source;  // complete OpenCL C 1.2 program
+  std::vector<std::string> args;  // argument roles, in order ("lhs", "rhs", "out", ...)
+  std::vector<size_t> global, local;
+};
+
+// C[M x N] = L[M x K] * R[K x N]. lhs.stored is [M x K] ([K x M] when transposed), rhs [K x N]
+// ([N x K] when transposed), out [M x N]. Args: lhs, rhs, out.
+Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t k, int64_t n,
+                                    const MatmulOperand& lhs, const MatmulOperand& rhs,
+                                    const layout::Layout& out, const MatmulTiling& tiling);
+
+// dst = src (transpose: dst = src^T), any layout to any layout, a 4x4 element block per
+// work-item. Args: src, dst.
+Result<RTileKernel> emitRTileConvert(const std::string& name, const layout::Layout& src, bool transpose,
+                                     const layout::Layout& dst);
+
+// Row reductions over [rows x cols] (softmax along the last axis, LayerNorm/RMSNorm over it) and
+// the column reduction of the norms' backward (dScale, dBias sum over rows).
+enum class ReduceOp {
+  kSoftmaxFwd,      // args: x, y
+  kSoftmaxBwd,      // args: y, dy, dx          dx = y * (dy - sum(dy * y))
+  kLayerNormFwd,    // args: x, y, scale, bias, mean, inv   (mean/inv: per-row stats, buffers)
+  kRmsNormFwd,      // args: x, y, scale, mean, inv         (mean written as 0)
+  kLayerNormBwd,    // args: x, dy, dx, scale, mean, inv
+  kRmsNormBwd,      // args: x, dy, dx, scale, mean, inv
+  kNormBwdCols,     // args: x, dy, mean, inv, dscale, dbias   (sums over rows)
+};
+const char* reduceOpName(ReduceOp op);
+
+struct ReduceOperands {
+  layout::Layout x;       // x (or y for kSoftmaxBwd), as stored
+  layout::Layout dy;      // dy, as stored (ignored by forward ops: pass x)
+  layout::Layout out;     // y or dx (ignored by kNormBwdCols: pass x)
+  bool transposed = false;  // kNormBwdCols only: x and dy are stored [cols x rows]
+  double epsilon = 1e-5;
+};
+
+// rows x cols is the logical extent (of the untransposed tensor).
+Result<RTileKernel> emitRTileReduce(const std::string& name, ReduceOp op, int64_t rows, int64_t cols,
+                                    const ReduceOperands& operands, int64_t workgroup);
+
+// `float4 <fn>(<arg>, uint i0, uint i1)` reading stored (i0, i1..i1+3), or for write
+// `void <fn>(<arg>, uint i0, uint i1, float4 v)`; lanes past the last column are not touched
+// (buffers) or land in the texel's padding (images).
+Result<std::string> layoutAccess(const std::string& fn, const layout::Layout& l, bool write);
+// The kernel parameter declaring an operand of layout `l` ("__read_only image2d_t x", ...).
+std::string layoutParam(const layout::Layout& l, const std::string& name, bool write);
+
+}  // namespace fbl::codegen

@@ -1,0 +1,260 @@
+// OpenCL execution of layout-parameterised kernels and MatMul strategy plans:
+//  1. open: the chosen device, a profiling queue;
+//  2. tensors: images (RGBA/FLOAT, the layout's width x height) or buffers, owned by the session;
+//  3. upload/download: a row-major buffer converted on the device by rtile_convert.cl;
+//  4. runMatmulPlan: per pass, explicit's conversions, then the product; event times per kernel.
+#include "compiler/strategy/cl_exec.h"
+
+#include <fmt/format.h>
+
+namespace fbl::strategy {
+
+using codegen::RTileKernel;
+using layout::Layout;
+
+namespace {
+
+Error clError(const char* what, cl_int code) { return makeError("OpenCL: {} failed (error {})", what, code); }
+
+#define FBL_CL(call, what)                                              \
+  do {                                                                  \
+    cl_int fbl_cl_err_ = (call);                                        \
+    if (fbl_cl_err_ != CL_SUCCESS) return clError(what, fbl_cl_err_);   \
+  } while (0)
+
+std::string deviceString(cl_device_id d, cl_device_info what) {
+  size_t n = 0;
+  clGetDeviceInfo(d, what, 0, nullptr, &n);
+  std::string s(n, '\0');
+  clGetDeviceInfo(d, what, n, s.data(), nullptr);
+  while (!s.empty() && (s.back() == '\0' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ClSession>> ClSession::open(int deviceIndex) {
+  cl_uint np = 0;
+  if (clGetPlatformIDs(0, nullptr, &np) != CL_SUCCESS || np == 0)
+    return makeError("OpenCL: no platform found (is an ICD such as pocl-opencl-icd installed?)");
+  std::vector<cl_platform_id> platforms(np);
+  FBL_CL(clGetPlatformIDs(np, platforms.data(), nullptr), "clGetPlatformIDs");
+  std::vector<cl_device_id> devices;
+  for (cl_platform_id p : platforms) {
+    cl_uint nd = 0;
+    if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &nd) != CL_SUCCESS || nd == 0) continue;
+    std::vector<cl_device_id> ds(nd);
+    clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, nd, ds.data(), nullptr);
+    devices.insert(devices.end(), ds.begin(), ds.end());
+  }
+  if (devices.empty()) return makeError("OpenCL: no device found");
+  cl_device_id dev = devices.front();
+  if (deviceIndex >= 0) {
+    if (deviceIndex >= static_cast<int>(devices.size()))
+      return makeError("OpenCL: device {} requested, {} found", deviceIndex, devices.size());
+    dev = devices[deviceIndex];
+  } else {
+    for (cl_device_id d : devices) {
+      cl_device_type t = 0;
+      clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof(t), &t, nullptr);
+      if (t & CL_DEVICE_TYPE_GPU) {
+        dev = d;
+        break;
+      }
+    }
+  }
+  std::unique_ptr<ClSession> s(new ClSession());
+  s->dev_ = dev;
+  s->name_ = deviceString(dev, CL_DEVICE_NAME);
+  cl_device_type t = 0;
+  clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof(t), &t, nullptr);
+  s->class_ = (t & CL_DEVICE_TYPE_GPU) ? codegen::DeviceClass::kGpu : codegen::DeviceClass::kCpu;
+  cl_int err = CL_SUCCESS;
+  s->ctx_ = clCreateContext(nullptr, 1, &dev, nullptr, nullptr, &err);
+  if (err != CL_SUCCESS) return clError("clCreateContext", err);
+  s->queue_ = clCreateCommandQueue(s->ctx_, dev, CL_QUEUE_PROFILING_ENABLE, &err);
+  if (err != CL_SUCCESS) return clError("clCreateCommandQueue", err);
+  return s;
+}
+
+ClSession::~ClSession() {
+  if (queue_) clFinish(queue_);
+  for (cl_mem m : owned_) clReleaseMemObject(m);
+  for (auto& [src, pk] : built_) {
+    clReleaseKernel(pk.second);
+    clReleaseProgram(pk.first);
+  }
+  if (queue_) clReleaseCommandQueue(queue_);
+  if (ctx_) clReleaseContext(ctx_);
+}
+
+Result<cl_mem> ClSession::allocate(const Layout& l) {
+  cl_int err = CL_SUCCESS;
+  cl_mem m = nullptr;
+  if (l.storage() == layout::Storage::Image2D) {
+    cl_image_format fmt{CL_RGBA, CL_FLOAT};
+    cl_image_desc desc{};
+    desc.image_type = CL_MEM_OBJECT_IMAGE2D;
+    desc.image_width = static_cast<size_t>(l.imageWidth());
+    desc.image_height = static_cast<size_t>(l.imageHeight());
+    m = clCreateImage(ctx_, CL_MEM_READ_WRITE, &fmt, &desc, nullptr, &err);
+    if (err != CL_SUCCESS)
+      return makeError("OpenCL: clCreateImage {}x{} texels for {} failed (error {})", desc.image_width,
+                       desc.image_height, l.str(), err);
+  } else {
+    m = clCreateBuffer(ctx_, CL_MEM_READ_WRITE, static_cast<size_t>(l.bufferSize()) * sizeof(float), nullptr, &err);
+    if (err != CL_SUCCESS) return clError("clCreateBuffer", err);
+  }
+  owned_.push_back(m);
+  return m;
+}
+
+Result<cl_mem> ClSession::buffer(size_t floats, const float* init) {
+  cl_int err = CL_SUCCESS;
+  cl_mem m = clCreateBuffer(ctx_, CL_MEM_READ_WRITE | (init ? CL_MEM_COPY_HOST_PTR : 0),
+                            std::max<size_t>(floats, 1) * sizeof(float), const_cast<float*>(init), &err);
+  if (err != CL_SUCCESS) return clError("clCreateBuffer", err);
+  owned_.push_back(m);
+  return m;
+}
+
+void ClSession::release(cl_mem m) {
+  std::erase(owned_, m);
+  clReleaseMemObject(m);
+}
+
+Result<cl_kernel> ClSession::kernel(const RTileKernel& k) {
+  auto it = built_.find(k.source);
+  if (it != built_.end()) return it->second.second;
+  const char* src = k.source.c_str();
+  cl_int err = CL_SUCCESS;
+  cl_program prog = clCreateProgramWithSource(ctx_, 1, &src, nullptr, &err);
+  if (err != CL_SUCCESS) return clError("clCreateProgramWithSource", err);
+  err = clBuildProgram(prog, 1, &dev_, "-cl-std=CL1.2", nullptr, nullptr);
+  if (err != CL_SUCCESS) {
+    size_t n = 0;
+    clGetProgramBuildInfo(prog, dev_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
+    std::string log(n, '\0');
+    clGetProgramBuildInfo(prog, dev_, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
+    clReleaseProgram(prog);
+    return makeError("OpenCL: building kernel '{}' failed: {}", k.name, log);
+  }
+  cl_kernel kern = clCreateKernel(prog, k.name.c_str(), &err);
+  if (err != CL_SUCCESS) {
+    clReleaseProgram(prog);
+    return clError("clCreateKernel", err);
+  }
+  built_.emplace(k.source, std::make_pair(prog, kern));
+  return kern;
+}
+
+Result<double> ClSession::run(const RTileKernel& k, const std::vector<cl_mem>& args) {
+  FBL_ASSIGN(cl_kernel kern, kernel(k));
+  if (args.size() != k.args.size())
+    return makeError("kernel '{}': {} arguments bound, {} expected", k.name, args.size(), k.args.size());
+  for (size_t i = 0; i < args.size(); ++i)
+    FBL_CL(clSetKernelArg(kern, static_cast<cl_uint>(i), sizeof(cl_mem), &args[i]), "clSetKernelArg");
+  cl_event ev = nullptr;
+  FBL_CL(clEnqueueNDRangeKernel(queue_, kern, static_cast<cl_uint>(k.global.size()), nullptr, k.global.data(),
+                                k.local.empty() ? nullptr : k.local.data(), 0, nullptr, &ev),
+         "clEnqueueNDRangeKernel");
+  FBL_CL(clWaitForEvents(1, &ev), "clWaitForEvents");
+  cl_ulong t0 = 0, t1 = 0;
+  clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof(t0), &t0, nullptr);
+  clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof(t1), &t1, nullptr);
+  clReleaseEvent(ev);
+  return static_cast<double>(t1 - t0) * 1e-6;
+}
+
+Status ClSession::upload(cl_mem dst, const Layout& l, const std::vector<float>& rowMajor) {
+  const ir::Shape& shape = l.shape();
+  if (static_cast<int64_t>(rowMajor.size()) != ir::numElements(shape))
+    return makeError("upload: {} values for {}", rowMajor.size(), ir::shapeToString(shape));
+  Layout host = Layout::rowMajor(shape);
+  FBL_ASSIGN(cl_mem staging, buffer(rowMajor.size(), rowMajor.data()));
+  FBL_ASSIGN(RTileKernel k, codegen::emitRTileConvert("fbl_upload", host, false, l));
+  auto t = run(k, {staging, dst});
+  release(staging);
+  return t.ok() ? Status{} : Status(t.error());
+}
+
+Result<std::vector<float>> ClSession::readBuffer(cl_mem b, size_t floats) {
+  std::vector<float> out(floats);
+  FBL_CL(clEnqueueReadBuffer(queue_, b, CL_TRUE, 0, floats * sizeof(float), out.data(), 0, nullptr, nullptr),
+         "clEnqueueReadBuffer");
+  return out;
+}
+
+Result<std::vector<float>> ClSession::download(cl_mem src, const Layout& l) {
+  Layout host = Layout::rowMajor(l.shape());
+  const size_t n = static_cast<size_t>(ir::numElements(l.shape()));
+  FBL_ASSIGN(cl_mem staging, buffer(n));
+  FBL_ASSIGN(RTileKernel k, codegen::emitRTileConvert("fbl_download", l, false, host));
+  auto t = run(k, {src, staging});
+  if (!t.ok()) return t.error();
+  auto out = readBuffer(staging, n);
+  release(staging);
+  return out;
+}
+
+Result<MatmulRun> runMatmulPlan(ClSession& s, const MatmulPlan& plan, const codegen::MatmulTiling& tiling,
+                                MatmulData data, int repeats) {
+  std::map<std::string, cl_mem> mem;
+  for (const auto& [name, pl] : plan.tensors) {
+    FBL_ASSIGN(cl_mem m, s.allocate(pl.layout));
+    mem[name] = m;
+  }
+  FBL_TRY(s.upload(mem.at("A"), plan.tensors.at("A").layout, data.a));
+  FBL_TRY(s.upload(mem.at("B"), plan.tensors.at("B").layout, data.b));
+  FBL_TRY(s.upload(mem.at("dC"), plan.tensors.at("dC").layout, data.dc));
+  // Kernels of every step, generated once.
+  struct Step {
+    MatmulPass pass;
+    std::vector<std::pair<RTileKernel, std::vector<cl_mem>>> conversions;
+    RTileKernel product;
+    std::vector<cl_mem> args;
+  };
+  std::vector<Step> steps;
+  const MatmulShape& sh = plan.shape;
+  for (const MatmulStep& st : plan.steps) {
+    Step step{st.pass, {}, {}, {}};
+    for (const Conversion& c : st.before) {
+      FBL_ASSIGN(RTileKernel k, codegen::emitRTileConvert(fmt::format("convert_{}_{}", c.src, c.dst),
+                                                          plan.tensors.at(c.src).layout, c.transpose,
+                                                          plan.tensors.at(c.dst).layout));
+      step.conversions.push_back({std::move(k), {mem.at(c.src), mem.at(c.dst)}});
+    }
+    int64_t m = sh.m, k = sh.k, n = sh.n;
+    if (st.pass == MatmulPass::kGradA) k = sh.n, n = sh.k;          // dA[M,K] = dC[M,N] B^T
+    if (st.pass == MatmulPass::kGradB) m = sh.k, k = sh.m;          // dB[K,N] = A^T[K,M] dC
+    FBL_ASSIGN(step.product,
+               codegen::emitRTileMatmul(fmt::format("matmul_{}", matmulPassName(st.pass)), m, k, n,
+                                        {plan.tensors.at(st.lhs).layout, st.lhsT},
+                                        {plan.tensors.at(st.rhs).layout, st.rhsT}, plan.tensors.at(st.out).layout,
+                                        tiling));
+    step.args = {mem.at(st.lhs), mem.at(st.rhs), mem.at(st.out)};
+    steps.push_back(std::move(step));
+  }
+  MatmulRun result;
+  for (int r = -1; r < repeats; ++r) {  // r = -1: warm-up (kernel builds, first touch)
+    std::map<MatmulPass, PassTime> times;
+    for (const Step& st : steps) {
+      PassTime& t = times[st.pass];
+      for (const auto& [k, args] : st.conversions) {
+        FBL_ASSIGN(double ms, s.run(k, args));
+        t.conversionMs += ms;
+      }
+      FBL_ASSIGN(double ms, s.run(st.product, st.args));
+      t.kernelMs += ms;
+    }
+    if (r >= 0) result.repeats.push_back(times);
+  }
+  FBL_ASSIGN(data.c, s.download(mem.at("C"), plan.tensors.at("C").layout));
+  FBL_ASSIGN(data.da, s.download(mem.at("dA"), plan.tensors.at("dA").layout));
+  FBL_ASSIGN(data.db, s.download(mem.at("dB"), plan.tensors.at("dB").layout));
+  for (auto& [name, m] : mem) s.release(m);
+  result.data = std::move(data);
+  return result;
+}
+
+}  // namespace fbl::strategy

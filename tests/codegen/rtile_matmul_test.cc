@@ -1,0 +1,247 @@
+// rtile_matmul.cl and rtile_convert.cl on PoCL against naive loops: every layout (row-major and
+// R-Tile buffers, plain image, R-Tile strips, R-Tile blocks in both inter-tile orders) for the
+// forward product and both backward products, odd shapes (padding in every tile) and tile-multiple
+// shapes; then the three strategies of strategy.h end to end, which must agree with the loops and
+// with each other.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+
+#include "compiler/codegen/rtile_kernels.h"
+#include "compiler/profile/profile.h"
+#include "compiler/strategy/cl_exec.h"
+
+using fbl::codegen::MatmulTiling;
+using fbl::layout::Layout;
+using fbl::layout::TileSpec;
+using namespace fbl::strategy;
+
+namespace {
+
+std::vector<float> randomMatrix(int64_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+// out[m][n] = sum_k L(m, k) R(k, n), L/R read from row-major storage, optionally transposed.
+// Also returns sum_k |L R| per output, the scale of its rounding error.
+void naiveMatmul(const std::vector<float>& l, bool lt, const std::vector<float>& r, bool rt, int64_t m, int64_t k,
+                 int64_t n, std::vector<double>& out, std::vector<double>& mag) {
+  out.assign(static_cast<size_t>(m * n), 0.0);
+  mag.assign(out.size(), 0.0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t kk = 0; kk < k; ++kk) {
+      const double a = lt ? l[kk * m + i] : l[i * k + kk];
+      for (int64_t j = 0; j < n; ++j) {
+        const double b = rt ? r[j * k + kk] : r[kk * n + j];
+        out[i * n + j] += a * b;
+        mag[i * n + j] += std::fabs(a * b);
+      }
+    }
+}
+
+void requireClose(const std::vector<float>& got, const std::vector<double>& want, const std::vector<double>& mag,
+                  const std::string& what) {
+  REQUIRE(got.size() == want.size());
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!(std::fabs(got[i] - want[i]) <= 1e-5 * mag[i] + 1e-6)) {
+      if (!bad) first = i;
+      ++bad;
+    }
+  INFO(what << ": " << bad << " of " << got.size() << " wrong, first at " << first << " (got "
+            << (bad ? got[first] : 0) << ", want " << (bad ? want[first] : 0) << ")");
+  REQUIRE(bad == 0);
+}
+
+std::unique_ptr<ClSession> openSession() {
+  setenv("POCL_CACHE_DIR", FBL_SOURCE_DIR "/build-pocl-cache", 0);
+  auto s = ClSession::open();
+  if (!s.ok()) FAIL(s.error().message);
+  return std::move(*s);
+}
+
+struct NamedLayout {
+  std::string name;
+  std::function<Layout(const fbl::ir::Shape&)> make;
+};
+
+std::vector<NamedLayout> allLayouts() {
+  auto rtile = [](TileSpec spec, fbl::layout::Storage st) {
+    return [spec, st](const fbl::ir::Shape& s) {
+      auto l = Layout::rtile(s, spec, st);
+      REQUIRE(l.ok());
+      return *l;
+    };
+  };
+  TileSpec rows = TileSpec::blocks(16, 32, 8, 16, 4, 8);
+  rows.rowsAlongX = true;
+  return {{"row-major buffer", [](const fbl::ir::Shape& s) { return Layout::rowMajor(s); }},
+          {"R-Tile buffer 8x16", rtile(TileSpec::rowStrips(8, 16), fbl::layout::Storage::Buffer)},
+          {"plain image", [](const fbl::ir::Shape& s) { return Layout::image(s); }},
+          {"R-Tile strips 8x16", rtile(TileSpec::rowStrips(8, 16), fbl::layout::Storage::Image2D)},
+          {"R-Tile blocks 16x32", rtile(TileSpec::blocks(16, 32, 8, 16, 4, 8), fbl::layout::Storage::Image2D)},
+          {"R-Tile blocks 16x32 rows-along-x", rtile(rows, fbl::layout::Storage::Image2D)}};
+}
+
+struct PassCase {
+  const char* name;
+  bool lt, rt;
+};
+
+// One product through emitRTileMatmul with lhs/rhs/out in the given layouts.
+void checkProduct(ClSession& s, const PassCase& pc, int64_t m, int64_t k, int64_t n, const NamedLayout& ll,
+                  const NamedLayout& rl, const NamedLayout& ol, const MatmulTiling& tiling) {
+  fbl::ir::Shape ls = pc.lt ? fbl::ir::Shape{k, m} : fbl::ir::Shape{m, k};
+  fbl::ir::Shape rs = pc.rt ? fbl::ir::Shape{n, k} : fbl::ir::Shape{k, n};
+  Layout lhs = ll.make(ls), rhs = rl.make(rs), out = ol.make({m, n});
+  auto lv = randomMatrix(m * k, 1), rv = randomMatrix(k * n, 2);
+  auto kern = fbl::codegen::emitRTileMatmul("mm", m, k, n, {lhs, pc.lt}, {rhs, pc.rt}, out, tiling);
+  REQUIRE(kern.ok());
+  auto lm = s.allocate(lhs), rm = s.allocate(rhs), om = s.allocate(out);
+  REQUIRE((lm.ok() && rm.ok() && om.ok()));
+  REQUIRE(s.upload(*lm, lhs, lv).ok());
+  REQUIRE(s.upload(*rm, rhs, rv).ok());
+  auto t = s.run(*kern, {*lm, *rm, *om});
+  if (!t.ok()) FAIL(t.error().message);
+  auto got = s.download(*om, out);
+  REQUIRE(got.ok());
+  std::vector<double> want, mag;
+  naiveMatmul(lv, pc.lt, rv, pc.rt, m, k, n, want, mag);
+  requireClose(*got, want, mag, std::string(pc.name) + " lhs " + ll.name + ", rhs " + rl.name + ", out " + ol.name);
+  s.release(*lm);
+  s.release(*rm);
+  s.release(*om);
+}
+
+constexpr PassCase kPasses[] = {{"forward C=A*B", false, false},
+                                {"dA=dC*B^T", false, true},
+                                {"dB=A^T*dC", true, false}};
+
+}  // namespace
+
+TEST_CASE("rtile matmul: every layout, forward and both backward products", "[rtile_kernels]") {
+  auto s = openSession();
+  const MatmulTiling tiling = fbl::codegen::matmulTiling(fbl::codegen::DeviceClass::kCpu);
+  struct Dims { int64_t m, k, n; };
+  // Odd: pads every tile, every texel and the work-group tile; multiple: exact tiles.
+  for (Dims d : {Dims{37, 53, 45}, Dims{64, 128, 64}}) {
+    for (const NamedLayout& l : allLayouts())
+      for (const PassCase& pc : kPasses) {
+        DYNAMIC_SECTION(pc.name << " " << d.m << "x" << d.k << "x" << d.n << " " << l.name) {
+          checkProduct(*s, pc, d.m, d.k, d.n, l, l, l, tiling);
+        }
+      }
+  }
+}
+
+TEST_CASE("rtile matmul: mixed operand layouts and the GPU tiling", "[rtile_kernels]") {
+  auto s = openSession();
+  auto ls = allLayouts();
+  // lhs R-Tile blocks, rhs plain image, out row-major buffer, and the reverse; GPU tiling 128x128.
+  for (const PassCase& pc : kPasses) {
+    checkProduct(*s, pc, 33, 70, 29, ls[4], ls[2], ls[0], fbl::codegen::matmulTiling(fbl::codegen::DeviceClass::kCpu));
+    checkProduct(*s, pc, 33, 70, 29, ls[0], ls[5], ls[3], fbl::codegen::matmulTiling(fbl::codegen::DeviceClass::kGpu));
+  }
+}
+
+TEST_CASE("rtile convert: transposes between layouts", "[rtile_kernels]") {
+  auto s = openSession();
+  auto ls = allLayouts();
+  const int64_t r = 19, c = 42;
+  auto v = randomMatrix(r * c, 3);
+  for (size_t i = 0; i < ls.size(); ++i) {
+    const NamedLayout& from = ls[i];
+    const NamedLayout& to = ls[(i + 2) % ls.size()];
+    Layout src = from.make({r, c}), dst = to.make({c, r});
+    auto sm = s->allocate(src), dm = s->allocate(dst);
+    REQUIRE((sm.ok() && dm.ok()));
+    REQUIRE(s->upload(*sm, src, v).ok());
+    auto k = fbl::codegen::emitRTileConvert("tr", src, true, dst);
+    REQUIRE(k.ok());
+    REQUIRE(s->run(*k, {*sm, *dm}).ok());
+    auto got = s->download(*dm, dst);
+    REQUIRE(got.ok());
+    size_t bad = 0;
+    for (int64_t a = 0; a < r; ++a)
+      for (int64_t b = 0; b < c; ++b) bad += (*got)[b * r + a] != v[a * c + b];
+    INFO(from.name << " -> transposed " << to.name);
+    REQUIRE(bad == 0);
+  }
+}
+
+TEST_CASE("rtile strategies: fblayout, reuse and explicit give the same C, dA, dB", "[rtile_kernels]") {
+  auto s = openSession();
+  auto prof = fbl::profile::loadProfile(FBL_SOURCE_DIR "/profiles/pocl-cpu.json");
+  REQUIRE(prof.ok());
+  for (MatmulShape sh : {MatmulShape{37, 53, 45}, MatmulShape{64, 256, 128}}) {
+    MatmulData data;
+    data.a = randomMatrix(sh.m * sh.k, 11);
+    data.b = randomMatrix(sh.k * sh.n, 12);
+    data.dc = randomMatrix(sh.m * sh.n, 13);
+    std::vector<double> c, da, db, mc, mda, mdb;
+    naiveMatmul(data.a, false, data.b, false, sh.m, sh.k, sh.n, c, mc);
+    naiveMatmul(data.dc, false, data.b, true, sh.m, sh.n, sh.k, da, mda);
+    naiveMatmul(data.a, true, data.dc, false, sh.k, sh.m, sh.n, db, mdb);
+    std::vector<MatmulData> results;
+    for (Strategy st : kAllStrategies) {
+      auto plan = planMatmul(st, sh, *prof);
+      REQUIRE(plan.ok());
+      auto run = runMatmulPlan(*s, *plan, fbl::codegen::matmulTiling(s->deviceClass()), data, 1);
+      if (!run.ok()) FAIL(run.error().message);
+      const std::string what = std::string(strategyName(st)) + " " + std::to_string(sh.m) + "x" +
+                               std::to_string(sh.k) + "x" + std::to_string(sh.n);
+      requireClose(run->data.c, c, mc, what + " C");
+      requireClose(run->data.da, da, mda, what + " dA");
+      requireClose(run->data.db, db, mdb, what + " dB");
+      results.push_back(run->data);
+    }
+    // Same kernel body, same summation order: the strategies agree to fp32 rounding.
+    for (size_t i = 1; i < results.size(); ++i) {
+      requireClose(results[i].c, std::vector<double>(results[0].c.begin(), results[0].c.end()), mc, "C vs fblayout");
+      requireClose(results[i].da, std::vector<double>(results[0].da.begin(), results[0].da.end()), mda,
+                   "dA vs fblayout");
+      requireClose(results[i].db, std::vector<double>(results[0].db.begin(), results[0].db.end()), mdb,
+                   "dB vs fblayout");
+    }
+  }
+}
+
+TEST_CASE("rtile strategies: what each strategy places and converts", "[rtile_kernels]") {
+  auto prof = fbl::profile::loadProfile(FBL_SOURCE_DIR "/profiles/pocl-cpu.json");
+  REQUIRE(prof.ok());
+  const MatmulShape fig16{512, 2048, 8192};
+  auto fb = planMatmul(Strategy::kFBLayout, fig16, *prof);
+  auto reuse = planMatmul(Strategy::kReuse, fig16, *prof);
+  auto expl = planMatmul(Strategy::kExplicit, fig16, *prof);
+  REQUIRE((fb.ok() && reuse.ok() && expl.ok()));
+  // fblayout: no conversion, backward reads B and A transposed through the same layouts.
+  for (const MatmulStep& st : fb->steps) CHECK(st.before.empty());
+  CHECK(fb->steps[1].rhsT);
+  CHECK(fb->steps[2].lhsT);
+  CHECK(fb->tensors.at("dB").layout == fb->tensors.at("B").layout);
+  // reuse: the forward image everywhere, strided reads in backward, no conversion.
+  CHECK(reuse->tensors.at("B").layout == Layout::image({2048, 8192}));
+  CHECK(reuse->steps[1].rhsT);
+  for (const MatmulStep& st : reuse->steps) CHECK(st.before.empty());
+  // explicit: a transpose before each backward product, none of them read transposed.
+  CHECK(expl->steps[0].before.empty());
+  REQUIRE(expl->steps[1].before.size() == 1);
+  CHECK(expl->steps[1].before[0].src == "B");
+  CHECK(expl->steps[1].before[0].transpose);
+  REQUIRE(expl->steps[2].before.size() == 1);
+  CHECK(expl->steps[2].before[0].src == "A");
+  for (const MatmulStep& st : expl->steps) CHECK((!st.lhsT && !st.rhsT));
+  // A pending access table (the H200 profile as committed) is an error for fblayout only.
+  auto h200 = fbl::profile::loadProfile(FBL_SOURCE_DIR "/profiles/nvidia-h200.json");
+  REQUIRE(h200.ok());
+  if (!h200->accessTable) {
+    CHECK_FALSE(planMatmul(Strategy::kFBLayout, fig16, *h200).ok());
+    CHECK(planMatmul(Strategy::kReuse, fig16, *h200).ok());
+  }
+}
