@@ -255,13 +255,21 @@ class Importer {
     const int n = gp_.node_size();
     names_.resize(n);
     // Views into names_, whose strings stay in place once assigned (no resize after this).
+    // A repeated name gets the next free "_k" suffix; the counter per name keeps a file with
+    // thousands of equal names linear.
     std::unordered_set<std::string_view> used;
+    std::unordered_map<std::string_view, int> nextSuffix;
     used.reserve(static_cast<size_t>(n) * 2);
     for (int i = 0; i < n; ++i) {
       const NodeProto& np = gp_.node(i);
+      const std::string& base = np.name().empty() ? np.op_type() : np.name();
       names_[i] = np.name().empty() ? fmt::format("{}_{}", np.op_type(), i) : np.name();
-      for (int k = 1; used.count(names_[i]); ++k)
-        names_[i] = fmt::format("{}_{}", np.name().empty() ? np.op_type() : np.name(), k);
+      if (used.count(names_[i])) {
+        int& k = nextSuffix[base];
+        do {
+          names_[i] = fmt::format("{}_{}", base, ++k);
+        } while (used.count(names_[i]));
+      }
       used.insert(names_[i]);
     }
     g_.nodes.reserve(n);

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 #include <random>
+#include <unordered_set>
 
 #include "compiler/onnx/external_data.h"
 #include "tests/onnx/onnx_test_util.h"
@@ -262,6 +263,30 @@ TEST_CASE("structural errors name the node and the value", "[onnx]") {
     REQUIRE(p.data);
     CHECK(p.data->toInt64s() == std::vector<int64_t>{0, 1, 0, 1});
   }
+}
+
+TEST_CASE("many nodes with one name import in linear time", "[onnx]") {
+  auto m = tinyModel();
+  auto* g = m.mutable_graph();
+  const int count = 50000;
+  std::string prev = "z";
+  for (int i = 0; i < count; ++i) {
+    std::string out = "r" + std::to_string(i);
+    addNode(g, "Relu", "same", {prev}, {out});
+    prev = out;
+  }
+  g->mutable_output(0)->set_name(prev);
+  auto start = std::chrono::steady_clock::now();
+  auto r = importModelFromBytes(bytesOf(m), "hand.onnx");
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  REQUIRE(r.ok());
+  CHECK(seconds < 5.0);  // quadratic renaming took minutes
+  std::unordered_set<std::string> names;
+  for (const auto& n : r->nodes) names.insert(n.name);
+  CHECK(names.size() == r->nodes.size());
+  CHECK(r->nodes[2].name == "same");
+  CHECK(r->nodes[3].name == "same_1");
 }
 
 TEST_CASE("unsupported ops, domains, attributes and opsets say what to do", "[onnx]") {
