@@ -169,6 +169,10 @@ class Builder {
     plan_.program = fmt::format("// fbl plan for {}: {} kernels, OpenCL C 1.2\n", in_.model, kernelSources_.size());
     for (const std::string& src : kernelSources_) plan_.program += "\n" + src;
     if (stats) {
+      for (size_t v = 0; v < root_.size(); ++v) {
+        auto it = tensorOfRoot_.find(root_[v]);
+        if (it != tensorOfRoot_.end()) stats->tensorOfValue[static_cast<ir::ValueId>(v)] = it->second;
+      }
       stats->kernels = static_cast<int64_t>(kernelSources_.size());
       stats->launches = static_cast<int64_t>(plan_.launches.size());
     }

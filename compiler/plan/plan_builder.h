@@ -3,6 +3,7 @@
 // plan tensors with roles, and the memory plan.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,9 @@ struct BuildStats {
   int64_t launches = 0;
   int64_t persistentBytes = 0;
   int64_t transientBytes = 0;  // the arena minus the persistent region
+  // The plan tensor holding each graph value that has one (views and in-place updates share
+  // their source's tensor).
+  std::map<ir::ValueId, int32_t> tensorOfValue;
 };
 
 Result<Plan> buildPlan(const PlanInputs& in, const Profile& profile, BuildStats* stats = nullptr);

@@ -1,6 +1,5 @@
 // Every generated OpenCL kernel against the reference executor on random data, on PoCL: each
 // case is a one- or two-node graph compiled to a plan and run by the runtime.
-#include "tests/ops/graph_builder.h"
 #include "tests/runtime/runtime_test_util.h"
 
 namespace fbl::testing {
@@ -8,20 +7,6 @@ namespace {
 
 using ir::DType;
 using ir::Tensor;
-
-struct Case {
-  GraphBuilder b;
-  std::vector<Tensor> feeds;
-  std::mt19937 rng{7};
-  ir::ValueId in(const std::string& name, DType dt, ir::Shape s, double lo = -1.0, double hi = 1.0) {
-    feeds.push_back(randomTensor(dt, s, rng, lo, hi));
-    return b.input(name, dt, std::move(s));
-  }
-  void run(ir::ValueId out, double tol = 1e-5) {
-    b.output(out);
-    checkOnDevice(b.g, feeds, tol);
-  }
-};
 
 TEST_CASE("elementwise kernels broadcast like the reference", "[runtime][kernels]") {
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min"}) {
