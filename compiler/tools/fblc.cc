@@ -12,6 +12,7 @@
 #include "compiler/profile/profile_command.h"
 #include "compiler/tools/inspect_command.h"
 #include "compiler/train/ref_trainer.h"
+#include "compiler/zoo/zoo_command.h"
 
 namespace {
 
@@ -135,6 +136,25 @@ void addRunRef(CLI::App& app, int& rc) {
   });
 }
 
+void addZoo(CLI::App& app, int& rc) {
+  static fbl::zoo::ZooArgs args;
+  auto* cmd = app.add_subcommand("zoo", "Write a model of the paper's Table 3 as an ONNX training-forward graph");
+  cmd->add_option("name", args.name, "Model name (--list names them)");
+  cmd->add_option("-o,--output", args.output, "ONNX file to write");
+  cmd->add_flag("--list", args.list, "List the models and exit");
+  cmd->add_flag("--tiny", args.options.tiny, "Same architecture at test size, random weights inside");
+  cmd->add_option("--layers", args.options.layers, "Number of layers (default: published)");
+  cmd->add_option("--seq", args.options.seq, "Tokens, image side or audio frames (default: the paper's)");
+  cmd->add_option("--batch", args.options.batch, "Batch size (default: the paper's)");
+  cmd->add_option("--lora-rank", args.options.loraRank, "LoRA rank r (alpha is 2r)")->default_val(8);
+  cmd->add_option("--tuning", args.options.tuning, "vit-large: adapter (the paper's) or lora");
+  cmd->add_option("--seed", args.options.seed, "Seed of the --tiny weights")->default_val(0);
+  cmd->callback([&rc] {
+    args.options.loraAlpha = 2.0f * static_cast<float>(args.options.loraRank);
+    rc = fbl::zoo::runZoo(args);
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -146,6 +166,7 @@ int main(int argc, char** argv) {
     addProfile(app, rc);
     addCompile(app, rc);
     addRunRef(app, rc);
+    addZoo(app, rc);
     CLI11_PARSE(app, argc, argv);
     return rc;
   } catch (const std::exception& e) {
