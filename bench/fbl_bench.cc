@@ -95,12 +95,13 @@ int main(int argc, char** argv) {
     matmul->add_option("--m", mm.m, "M of the forward product C[M,N] = A[M,K] B[K,N]")->default_val(512);
     matmul->add_option("--k", mm.k, "K")->default_val(2048);
     matmul->add_option("--n", mm.n, "N")->default_val(8192);
-    matmul->add_option("--scale", mm.scale, "Divide M, K, N by this (quick runs on a CPU device)")->default_val(1);
+    matmul->add_option("--scale", mm.scale, "Divide M, K, N by this (default: 4 on a CPU device, 1 on a GPU)")->default_val(0);
     matmul->add_option("--strategy", mm.strategies, "fblayout, reuse, explicit (repeatable; default all)");
     matmul->add_option("--runs", mm.runs, "Timed repetitions after one warm-up")->default_val(5);
     matmul->add_option("--device", mm.device, "OpenCL device index (default: first GPU, else first device)");
     matmul->add_option("--profile", mm.profile, "Hardware profile for the traffic model (default: by device)");
     matmul->add_option("--rtile-profile", mm.rtileProfile, "Profile R-Tile selects tiles with (default: --profile)");
+    matmul->add_option("--tile", mm.tiling, "Work-group tiling TMxTNxTK/RMxRN (default: by device class)");
     matmul->add_flag("--json", mm.json, "JSON output");
     matmul->callback([&] { rc = fbl::bench::runMatmulBench(mm); });
 

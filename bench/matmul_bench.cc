@@ -6,6 +6,7 @@
 #include "bench/matmul_bench.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <random>
 
@@ -68,12 +69,6 @@ Stat stat(const std::vector<std::map<MatmulPass, PassTime>>& reps, const std::ve
 }  // namespace
 
 int runMatmulBench(const MatmulBenchOptions& o) {
-  if (o.scale < 1 || o.m % o.scale || o.k % o.scale || o.n % o.scale || o.runs < 1) {
-    fmt::print(stderr, "error: --scale {} must divide M={} K={} N={} and --runs must be positive\n", o.scale, o.m,
-               o.k, o.n);
-    return 2;
-  }
-  const MatmulShape shape{o.m / o.scale, o.k / o.scale, o.n / o.scale};
   std::vector<Strategy> strategies;
   for (const std::string& name : o.strategies) {
     auto s = parseStrategy(name);
@@ -90,6 +85,14 @@ int runMatmulBench(const MatmulBenchOptions& o) {
     return 1;
   }
   ClSession& s = **session;
+  // A CPU device runs the full shapes at a few GFLOP/s: by default it gets a quarter of each extent.
+  const int64_t scale = o.scale > 0 ? o.scale : s.deviceClass() == codegen::DeviceClass::kCpu ? 4 : 1;
+  if (o.m % scale || o.k % scale || o.n % scale || o.runs < 1) {
+    fmt::print(stderr, "error: --scale {} must divide M={} K={} N={} and --runs must be positive\n", scale, o.m, o.k,
+               o.n);
+    return 2;
+  }
+  const MatmulShape shape{o.m / scale, o.k / scale, o.n / scale};
   const std::string profPath = o.profile.empty() ? defaultProfile(s) : o.profile;
   auto prof = profile::loadProfile(profPath);
   auto rprof = profile::loadProfile(o.rtileProfile.empty() ? profPath : o.rtileProfile);
@@ -97,7 +100,12 @@ int runMatmulBench(const MatmulBenchOptions& o) {
     fmt::print(stderr, "error: {}\n", (!prof.ok() ? prof : rprof).error().message);
     return 1;
   }
-  const codegen::MatmulTiling tiling = codegen::matmulTiling(s.deviceClass());
+  codegen::MatmulTiling tiling = codegen::matmulTiling(s.deviceClass());
+  if (!o.tiling.empty() && std::sscanf(o.tiling.c_str(), "%ldx%ldx%ld/%ldx%ld", &tiling.tm, &tiling.tn, &tiling.tk,
+                                       &tiling.rm, &tiling.rn) != 5) {
+    fmt::print(stderr, "error: --tile '{}' is not TMxTNxTK/RMxRN\n", o.tiling);
+    return 2;
+  }
   MatmulData data;
   data.a = randomMatrix(shape.m * shape.k, 1);
   data.b = randomMatrix(shape.k * shape.n, 2);
@@ -108,12 +116,16 @@ int runMatmulBench(const MatmulBenchOptions& o) {
                       {"rtile_profile", o.rtileProfile.empty() ? profPath : o.rtileProfile},
                       {"M", shape.m}, {"K", shape.k}, {"N", shape.n}, {"runs", o.runs},
                       {"tiling", fmt::format("{}x{}x{}/{}x{}", tiling.tm, tiling.tn, tiling.tk, tiling.rm, tiling.rn)},
+                      {"split_k", {{"forward", codegen::chooseSplitK(shape.m, shape.n, shape.k, tiling, s.computeUnits())},
+                                   {"dA", codegen::chooseSplitK(shape.m, shape.k, shape.n, tiling, s.computeUnits())},
+                                   {"dB", codegen::chooseSplitK(shape.k, shape.n, shape.m, tiling, s.computeUnits())}}},
                       {"strategies", nlohmann::json::array()}};
   if (!o.json)
     fmt::print("matmul (Figure 16) on {}: forward M={} K={} N={}, backward dA (K={}, N={}) and dB; "
-               "{} runs, tiles {}; profile {}\n",
+               "{} runs, tiles {}, split-K forward/dA/dB {}/{}/{}; profile {}\n",
                s.deviceName(), shape.m, shape.k, shape.n, shape.n, shape.k, o.runs, jout["tiling"].get<std::string>(),
-               profPath);
+               jout["split_k"]["forward"].get<int64_t>(), jout["split_k"]["dA"].get<int64_t>(),
+               jout["split_k"]["dB"].get<int64_t>(), profPath);
   std::vector<float> ref;
   for (Strategy st : strategies) {
     auto plan = planMatmul(st, shape, *rprof);
@@ -127,7 +139,7 @@ int runMatmulBench(const MatmulBenchOptions& o) {
       return 1;
     }
     std::map<MatmulPass, PassTraffic> traffic;
-    for (const MatmulStep& step : plan->steps) traffic[step.pass] = modelPassTraffic(*plan, step, tiling, *prof);
+    for (const MatmulStep& step : plan->steps) traffic[step.pass] = modelPassTraffic(*plan, step, tiling, *prof, s.computeUnits());
     struct Row {
       const char* name;
       std::vector<MatmulPass> passes;

@@ -11,12 +11,13 @@ namespace fbl::bench {
 
 struct MatmulBenchOptions {
   int64_t m = 512, k = 2048, n = 8192;
-  int64_t scale = 1;                    // divides M, K and N (quick runs on a CPU device)
+  int64_t scale = 0;                    // divides M, K and N; 0: 4 on a CPU device, 1 on a GPU
   std::vector<std::string> strategies;  // empty: all three
   int runs = 5;
   int device = -1;                      // OpenCL device index; -1: first GPU, else first device
   std::string profile;                  // texture block and cache line for the traffic model
   std::string rtileProfile;             // R-Tile selection (default: profile)
+  std::string tiling;                   // "TMxTNxTK/RMxRN"; empty: codegen::matmulTiling of the device
   bool json = false;
 };
 

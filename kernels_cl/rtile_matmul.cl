@@ -8,8 +8,11 @@
 // Work-group tile TM x TN, K walked TK at a time through local memory; each work-item holds
 // RM x RN results in registers (RN a multiple of 4, as float4 columns). Stored tiles are read a
 // texel (4 consecutive stored columns) at a time, neighbouring work-items on neighbouring texels.
-// Rows of a work-item are WGY apart and its float4 columns 4*WGX apart, so local reads of one
-// warp hit distinct banks and output texels stay whole.
+// A work-item's RM rows are consecutive (float4 local reads, broadcast across the warp) and its
+// float4 columns 4*WGX apart, so the R-tile reads of a warp hit distinct banks and output texels
+// stay whole. SPLIT > 1 (split-K, when the output has too few tiles to fill the device): group z
+// sums K slice [z*KS, z*KS + KS) into its own plane of a row-major partial buffer, and
+// rtile_splitk.cl adds the planes into the output layout.
 #define M {{M}}u
 #define N {{N}}u
 #define K {{K}}u
@@ -17,6 +20,9 @@
 #define TN {{TN}}u
 #define TK {{TK}}u
 #define RM {{RM}}
+#define RM4 (RM / 4)
+#define SPLIT {{SPLIT}}u
+#define KS {{KS}}u
 #define RN4 {{RN4}}
 #define WGX (TN / (4u * RN4))
 #define WGY (TM / RM)
@@ -34,7 +40,7 @@
 
 __kernel __attribute__((reqd_work_group_size(WGX, WGY, 1)))
 void {{NAME}}({{PARAMS}}) {
-  __local float ls[TK][TM + 1];       // L tile, k-major: a work-item's RM reads broadcast
+  __local float ls[TK][TM + 4];       // L tile, k-major, float4-aligned rows
   __local float rs[TK][TN + 4];       // R tile, k-major, float4-aligned rows
   const uint tx = get_local_id(0), ty = get_local_id(1);
   const uint tid = ty * WGX + tx;
@@ -43,7 +49,9 @@ void {{NAME}}({{PARAMS}}) {
   for (int i = 0; i < RM; ++i)
     for (int j = 0; j < RN4; ++j) acc[i][j] = (float4)(0.0f);
 
-  for (uint k0 = 0; k0 < K; k0 += TK) {
+  const uint slice = get_group_id(2);
+  const uint kEnd = min(K, slice * KS + KS);
+  for (uint k0 = slice * KS; k0 < kEnd; k0 += TK) {
     // L tile: stored region (L_T ? TK x TM : TM x TK), one texel per step.
     for (uint t = tid; t < TM * TK / 4u; t += NT) {
       const uint sc = L_T ? TM / 4u : TK / 4u;
@@ -70,22 +78,36 @@ void {{NAME}}({{PARAMS}}) {
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint k = 0; k < TK; ++k) {
-      float a[RM];
+      float4 a[RM4];
       float4 b[RN4];
-      for (int i = 0; i < RM; ++i) a[i] = ls[k][ty + i * WGY];
+      for (int i = 0; i < RM4; ++i) a[i] = vload4(0, &ls[k][ty * RM + 4u * i]);
       for (int j = 0; j < RN4; ++j) b[j] = vload4(0, &rs[k][(j * WGX + tx) * 4u]);
-      for (int i = 0; i < RM; ++i)
-        for (int j = 0; j < RN4; ++j) acc[i][j] = mad((float4)(a[i]), b[j], acc[i][j]);
+      for (int i = 0; i < RM4; ++i)
+        for (int j = 0; j < RN4; ++j) {
+          acc[4 * i][j] = mad((float4)(a[i].x), b[j], acc[4 * i][j]);
+          acc[4 * i + 1][j] = mad((float4)(a[i].y), b[j], acc[4 * i + 1][j]);
+          acc[4 * i + 2][j] = mad((float4)(a[i].z), b[j], acc[4 * i + 2][j]);
+          acc[4 * i + 3][j] = mad((float4)(a[i].w), b[j], acc[4 * i + 3][j]);
+        }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
 
   for (int i = 0; i < RM; ++i) {
-    const uint m = m0 + ty + i * WGY;
+    const uint m = m0 + ty * RM + i;
     if (m >= M) continue;
     for (int j = 0; j < RN4; ++j) {
       const uint n = n0 + (j * WGX + tx) * 4u;
-      if (n < N) storeOut(out, m, n, acc[i][j]);
+      if (n >= N) continue;
+#if SPLIT > 1
+      __global float* p = out + (slice * M + m) * N + n;
+      p[0] = acc[i][j].x;
+      if (n + 1u < N) p[1] = acc[i][j].y;
+      if (n + 2u < N) p[2] = acc[i][j].z;
+      if (n + 3u < N) p[3] = acc[i][j].w;
+#else
+      storeOut(out, m, n, acc[i][j]);
+#endif
     }
   }
 }

@@ -58,8 +58,8 @@ bool isDenseRowMajor(const Layout& l) {
 }  // namespace
 
 MatmulTiling matmulTiling(DeviceClass d) {
-  if (d == DeviceClass::kGpu) return {128, 128, 16, 8, 8};
-  return {64, 64, 16, 4, 4};
+  if (d == DeviceClass::kGpu) return {128, 128, 16, 8, 8, 0};
+  return {64, 64, 16, 4, 4, 0};
 }
 
 std::string layoutParam(const Layout& l, const std::string& name, bool write) {
@@ -120,9 +120,14 @@ Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t 
   FBL_TRY(expect(lhs.stored, lhs.transposed ? k : m, lhs.transposed ? m : k, "lhs"));
   FBL_TRY(expect(rhs.stored, rhs.transposed ? n : k, rhs.transposed ? k : n, "rhs"));
   FBL_TRY(expect(out, m, n, "out"));
-  if (t.rn % 4 != 0 || t.tm % t.rm != 0 || t.tn % t.rn != 0 || t.tk % 4 != 0 || t.tm % 4 != 0 || t.tn % 4 != 0)
+  if (t.rn % 4 != 0 || t.rm % 4 != 0 || t.splitK < 1 || t.tm % t.rm != 0 || t.tn % t.rn != 0 || t.tk % 4 != 0 || t.tm % 4 != 0 || t.tn % 4 != 0)
     return makeError("rtile matmul {}: tiling {}x{}x{} / {}x{} is not texel aligned", name, t.tm, t.tn, t.tk, t.rm,
                      t.rn);
+  const bool split = t.splitK > 1;
+  // Slices are whole TK steps, so no tile straddles two slices.
+  const int64_t kSlice = ((k + t.splitK - 1) / t.splitK + t.tk - 1) / t.tk * t.tk;
+  if (split && (k + kSlice - 1) / kSlice != t.splitK)
+    return makeError("rtile matmul {}: split-K {} of K={} in steps of {} leaves a slice empty", name, t.splitK, k, t.tk);
   FBL_ASSIGN(std::string loadL, layoutAccess("loadL", lhs.stored, false));
   FBL_ASSIGN(std::string loadR, layoutAccess("loadR", rhs.stored, false));
   FBL_ASSIGN(std::string store, layoutAccess("storeOut", out, true));
@@ -131,16 +136,43 @@ Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t 
       {"TM", std::to_string(t.tm)}, {"TN", std::to_string(t.tn)}, {"TK", std::to_string(t.tk)},
       {"RM", std::to_string(t.rm)}, {"RN4", std::to_string(t.rn / 4)},
       {"L_T", lhs.transposed ? "1" : "0"}, {"R_T", rhs.transposed ? "1" : "0"},
+      {"SPLIT", std::to_string(t.splitK)}, {"KS", std::to_string(kSlice)},
       {"ACCESS", kPrelude + loadL + loadR + store},
       {"PARAMS", layoutParam(lhs.stored, "lhs", false) + ", " + layoutParam(rhs.stored, "rhs", false) + ", " +
-                     layoutParam(out, "out", true)}};
+                     (split ? std::string("__global float* restrict out") : layoutParam(out, "out", true))}};
   RTileKernel kernel;
   kernel.name = name;
   kernel.source = fill(kernelTemplate("rtile_matmul"), v, name);
-  kernel.args = {"lhs", "rhs", "out"};
+  kernel.args = {"lhs", "rhs", split ? "partial" : "out"};
   auto up = [](int64_t a, int64_t b) { return static_cast<size_t>((a + b - 1) / b); };
-  kernel.local = {static_cast<size_t>(t.wgX()), static_cast<size_t>(t.wgY())};
-  kernel.global = {up(n, t.tn) * kernel.local[0], up(m, t.tm) * kernel.local[1]};
+  kernel.local = {static_cast<size_t>(t.wgX()), static_cast<size_t>(t.wgY()), 1};
+  kernel.global = {up(n, t.tn) * kernel.local[0], up(m, t.tm) * kernel.local[1], up(k, kSlice)};
+  return kernel;
+}
+
+int64_t chooseSplitK(int64_t m, int64_t n, int64_t k, const MatmulTiling& t, int64_t computeUnits) {
+  const int64_t groups = ((m + t.tm - 1) / t.tm) * ((n + t.tn - 1) / t.tn);
+  int64_t split = 1;
+  while (groups * split < kMinGroupsPerComputeUnit * computeUnits && k / (split * 2) >= kMinSplitSlice) split *= 2;
+  return split;
+}
+
+Result<RTileKernel> emitRTileSplitKSum(const std::string& name, int64_t m, int64_t n, int64_t splitK,
+                                       const Layout& out) {
+  FBL_TRY(check2D(out, "out"));
+  if (rowsOf(out) != m || colsOf(out) != n)
+    return makeError("rtile split-K sum {}: output stored {}, expected [{}, {}]", name, ir::shapeToString(out.shape()),
+                     m, n);
+  FBL_ASSIGN(std::string store, layoutAccess("storeOut", out, true));
+  std::map<std::string, std::string> v = {{"M", std::to_string(m)}, {"N", std::to_string(n)},
+                                          {"SPLIT", std::to_string(splitK)}, {"ACCESS", kPrelude + store},
+                                          {"OUT_PARAM", layoutParam(out, "out", true)}};
+  RTileKernel kernel;
+  kernel.name = name;
+  kernel.source = fill(kernelTemplate("rtile_splitk"), v, name);
+  kernel.args = {"partial", "out"};
+  kernel.local = {64, 1};
+  kernel.global = {static_cast<size_t>(((n + 3) / 4 + 63) / 64 * 64), static_cast<size_t>(m)};
   return kernel;
 }
 

@@ -21,19 +21,31 @@
 namespace fbl::codegen {
 
 // Work-group tiling of rtile_matmul.cl: a TM x TN output tile per work-group, K walked TK at a
-// time, RM x RN outputs per work-item (RN a multiple of 4).
+// time, RM x RN outputs per work-item (both multiples of 4); splitK > 1 splits K into that many
+// slices summed by a second kernel (emitRTileSplitKSum); 0 means "choose" (chooseSplitK), which
+// the caller resolves before emitting.
 struct MatmulTiling {
   int64_t tm = 64, tn = 64, tk = 16, rm = 4, rn = 4;
+  int64_t splitK = 1;
   int64_t wgX() const { return tn / rn; }
   int64_t wgY() const { return tm / rm; }
 };
 
 enum class DeviceClass { kCpu, kGpu };
 
-// The tuned set: GPUs (hundreds of lanes per CU, 32+ KB local memory) get 128x128x16 tiles with
+// The tuned set (splitK 0: per product, chooseSplitK): GPUs (hundreds of lanes per CU, 32+ KB local memory) get 128x128x16 tiles with
 // 8x8 per work-item (256 work-items, 16.5 KB local); CPUs (PoCL: a work-group is a loop nest on
 // one core) get 64x64x16 with 4x4 per work-item.
 MatmulTiling matmulTiling(DeviceClass d);
+
+// Split-K for an M x N output over K: a product with fewer output tiles than
+// kMinGroupsPerComputeUnit per compute unit leaves compute units idle (Figure 16's dA: 512 x 2048
+// outputs are 64 tiles of 128 x 128 for 132 SMs), so K is halved until there are enough
+// work-groups, keeping every slice at least kMinSplitSlice long (the partial planes cost
+// SPLIT x M x N floats written and read once).
+inline constexpr int64_t kMinGroupsPerComputeUnit = 1;
+inline constexpr int64_t kMinSplitSlice = 512;
+int64_t chooseSplitK(int64_t m, int64_t n, int64_t k, const MatmulTiling& t, int64_t computeUnits);
 
 struct MatmulOperand {
   layout::Layout stored;     // how the tensor lies in memory
@@ -48,10 +60,15 @@ struct RTileKernel {
 };
 
 // C[M x N] = L[M x K] * R[K x N]. lhs.stored is [M x K] ([K x M] when transposed), rhs [K x N]
-// ([N x K] when transposed), out [M x N]. Args: lhs, rhs, out.
+// ([N x K] when transposed), out [M x N]. Args: lhs, rhs, out; with tiling.splitK > 1 the third
+// argument is "partial", a float buffer of splitK x M x N, and emitRTileSplitKSum finishes.
 Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t k, int64_t n,
                                     const MatmulOperand& lhs, const MatmulOperand& rhs,
                                     const layout::Layout& out, const MatmulTiling& tiling);
+
+// out = sum of the splitK planes of `partial`. Args: partial, out.
+Result<RTileKernel> emitRTileSplitKSum(const std::string& name, int64_t m, int64_t n, int64_t splitK,
+                                       const layout::Layout& out);
 
 // dst = src (transpose: dst = src^T), any layout to any layout, a 4x4 element block per
 // work-item. Args: src, dst.

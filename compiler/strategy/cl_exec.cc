@@ -5,6 +5,8 @@
 //  4. runMatmulPlan: per pass, explicit's conversions, then the product; event times per kernel.
 #include "compiler/strategy/cl_exec.h"
 
+#include <optional>
+
 #include <fmt/format.h>
 
 namespace fbl::strategy {
@@ -69,6 +71,9 @@ Result<std::unique_ptr<ClSession>> ClSession::open(int deviceIndex) {
   cl_device_type t = 0;
   clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof(t), &t, nullptr);
   s->class_ = (t & CL_DEVICE_TYPE_GPU) ? codegen::DeviceClass::kGpu : codegen::DeviceClass::kCpu;
+  cl_uint cus = 1;
+  clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof(cus), &cus, nullptr);
+  s->computeUnits_ = cus;
   cl_int err = CL_SUCCESS;
   s->ctx_ = clCreateContext(nullptr, 1, &dev, nullptr, nullptr, &err);
   if (err != CL_SUCCESS) return clError("clCreateContext", err);
@@ -213,11 +218,13 @@ Result<MatmulRun> runMatmulPlan(ClSession& s, const MatmulPlan& plan, const code
     std::vector<std::pair<RTileKernel, std::vector<cl_mem>>> conversions;
     RTileKernel product;
     std::vector<cl_mem> args;
+    std::optional<RTileKernel> sum;  // split-K
+    std::vector<cl_mem> sumArgs;
   };
   std::vector<Step> steps;
   const MatmulShape& sh = plan.shape;
   for (const MatmulStep& st : plan.steps) {
-    Step step{st.pass, {}, {}, {}};
+    Step step{st.pass, {}, {}, {}, {}, {}};
     for (const Conversion& c : st.before) {
       FBL_ASSIGN(RTileKernel k, codegen::emitRTileConvert(fmt::format("convert_{}_{}", c.src, c.dst),
                                                           plan.tensors.at(c.src).layout, c.transpose,
@@ -227,12 +234,22 @@ Result<MatmulRun> runMatmulPlan(ClSession& s, const MatmulPlan& plan, const code
     int64_t m = sh.m, k = sh.k, n = sh.n;
     if (st.pass == MatmulPass::kGradA) k = sh.n, n = sh.k;          // dA[M,K] = dC[M,N] B^T
     if (st.pass == MatmulPass::kGradB) m = sh.k, k = sh.m;          // dB[K,N] = A^T[K,M] dC
+    codegen::MatmulTiling t = tiling;
+    if (t.splitK == 0) t.splitK = codegen::chooseSplitK(m, n, k, t, s.computeUnits());
+    const Layout& outLayout = plan.tensors.at(st.out).layout;
     FBL_ASSIGN(step.product,
                codegen::emitRTileMatmul(fmt::format("matmul_{}", matmulPassName(st.pass)), m, k, n,
                                         {plan.tensors.at(st.lhs).layout, st.lhsT},
-                                        {plan.tensors.at(st.rhs).layout, st.rhsT}, plan.tensors.at(st.out).layout,
-                                        tiling));
+                                        {plan.tensors.at(st.rhs).layout, st.rhsT}, outLayout, t));
     step.args = {mem.at(st.lhs), mem.at(st.rhs), mem.at(st.out)};
+    if (t.splitK > 1) {
+      FBL_ASSIGN(cl_mem partial, s.buffer(static_cast<size_t>(t.splitK * m * n)));
+      mem[fmt::format("partial_{}", matmulPassName(st.pass))] = partial;
+      step.args[2] = partial;
+      FBL_ASSIGN(step.sum, codegen::emitRTileSplitKSum(fmt::format("splitk_{}", matmulPassName(st.pass)), m, n,
+                                                       t.splitK, outLayout));
+      step.sumArgs = {partial, mem.at(st.out)};
+    }
     steps.push_back(std::move(step));
   }
   MatmulRun result;
@@ -246,6 +263,10 @@ Result<MatmulRun> runMatmulPlan(ClSession& s, const MatmulPlan& plan, const code
       }
       FBL_ASSIGN(double ms, s.run(st.product, st.args));
       t.kernelMs += ms;
+      if (st.sum) {
+        FBL_ASSIGN(double sumMs, s.run(*st.sum, st.sumArgs));
+        t.kernelMs += sumMs;
+      }
     }
     if (r >= 0) result.repeats.push_back(times);
   }

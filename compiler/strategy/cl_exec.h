@@ -30,6 +30,7 @@ class ClSession {
 
   const std::string& deviceName() const { return name_; }
   codegen::DeviceClass deviceClass() const { return class_; }
+  int64_t computeUnits() const { return computeUnits_; }
 
   // Storage for `l`: an RGBA/FLOAT image or a float buffer; owned by the session.
   Result<cl_mem> allocate(const layout::Layout& l);
@@ -51,6 +52,7 @@ class ClSession {
   cl_command_queue queue_ = nullptr;
   std::string name_;
   codegen::DeviceClass class_ = codegen::DeviceClass::kCpu;
+  int64_t computeUnits_ = 1;
   std::map<std::string, std::pair<cl_program, cl_kernel>> built_;
   std::vector<cl_mem> owned_;
 };
@@ -72,7 +74,8 @@ struct MatmulRun {
 };
 
 // Uploads A, B, dC into the plan's layouts, runs forward, dA and dB `repeats` times (after one
-// warm-up that also builds the kernels), and downloads C, dA, dB.
+// warm-up that also builds the kernels), and downloads C, dA, dB. tiling.splitK 0: chosen per
+// product for this device (chooseSplitK); the split-K sum counts as product time.
 Result<MatmulRun> runMatmulPlan(ClSession& s, const MatmulPlan& plan, const codegen::MatmulTiling& tiling,
                                 MatmulData data, int repeats);
 

@@ -61,7 +61,7 @@ double operandBytes(const Layout& l, int64_t rowsPer, int64_t colsPer, int64_t r
 }  // namespace
 
 PassTraffic modelPassTraffic(const MatmulPlan& plan, const MatmulStep& step, const codegen::MatmulTiling& t,
-                             const profile::HardwareProfile& p, int samples) {
+                             const profile::HardwareProfile& p, int64_t computeUnits, int samples) {
   const MatmulShape& s = plan.shape;
   int64_t m = s.m, k = s.k, n = s.n;
   if (step.pass == MatmulPass::kGradA) k = s.n, n = s.k;
@@ -73,6 +73,8 @@ PassTraffic modelPassTraffic(const MatmulPlan& plan, const MatmulStep& step, con
   out.productBytes =
       operandBytes(lhs, step.lhsT ? t.tk : t.tm, step.lhsT ? t.tm : t.tk, gridN, p, samples) +
       operandBytes(rhs, step.rhsT ? t.tn : t.tk, step.rhsT ? t.tk : t.tn, gridM, p, samples);
+  const int64_t split = t.splitK ? t.splitK : codegen::chooseSplitK(m, n, k, t, computeUnits);
+  if (split > 1) out.productBytes += 4.0 * static_cast<double>(split * m * n);
   out.minimalBytes = 4.0 * static_cast<double>(m * k + k * n);
   for (const Conversion& c : step.before) {
     const Layout& src = plan.tensors.at(c.src).layout;

@@ -19,7 +19,9 @@ struct PassTraffic {
 
 // `samples` work-group tiles per operand are enumerated exactly; the rest are assumed alike (the
 // layouts are periodic in whole tiles).
+// tiling.splitK 0 is resolved with chooseSplitK for `computeUnits`, as runMatmulPlan does; a
+// split product also reads its partial planes once.
 PassTraffic modelPassTraffic(const MatmulPlan& plan, const MatmulStep& step, const codegen::MatmulTiling& tiling,
-                             const profile::HardwareProfile& p, int samples = 48);
+                             const profile::HardwareProfile& p, int64_t computeUnits, int samples = 48);
 
 }  // namespace fbl::strategy

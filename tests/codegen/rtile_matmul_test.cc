@@ -101,14 +101,26 @@ void checkProduct(ClSession& s, const PassCase& pc, int64_t m, int64_t k, int64_
   fbl::ir::Shape rs = pc.rt ? fbl::ir::Shape{n, k} : fbl::ir::Shape{k, n};
   Layout lhs = ll.make(ls), rhs = rl.make(rs), out = ol.make({m, n});
   auto lv = randomMatrix(m * k, 1), rv = randomMatrix(k * n, 2);
-  auto kern = fbl::codegen::emitRTileMatmul("mm", m, k, n, {lhs, pc.lt}, {rhs, pc.rt}, out, tiling);
-  REQUIRE(kern.ok());
+  MatmulTiling tl = tiling;
+  if (tl.splitK == 0) tl.splitK = 1;
+  auto kern = fbl::codegen::emitRTileMatmul("mm", m, k, n, {lhs, pc.lt}, {rhs, pc.rt}, out, tl);
+  if (!kern.ok()) FAIL(kern.error().message);
   auto lm = s.allocate(lhs), rm = s.allocate(rhs), om = s.allocate(out);
   REQUIRE((lm.ok() && rm.ok() && om.ok()));
   REQUIRE(s.upload(*lm, lhs, lv).ok());
   REQUIRE(s.upload(*rm, rhs, rv).ok());
-  auto t = s.run(*kern, {*lm, *rm, *om});
-  if (!t.ok()) FAIL(t.error().message);
+  if (tl.splitK > 1) {
+    auto part = s.buffer(static_cast<size_t>(tl.splitK * m * n));
+    auto sum = fbl::codegen::emitRTileSplitKSum("mmsum", m, n, tl.splitK, out);
+    REQUIRE((part.ok() && sum.ok()));
+    auto t = s.run(*kern, {*lm, *rm, *part});
+    if (!t.ok()) FAIL(t.error().message);
+    REQUIRE(s.run(*sum, {*part, *om}).ok());
+    s.release(*part);
+  } else {
+    auto t = s.run(*kern, {*lm, *rm, *om});
+    if (!t.ok()) FAIL(t.error().message);
+  }
   auto got = s.download(*om, out);
   REQUIRE(got.ok());
   std::vector<double> want, mag;
@@ -148,6 +160,20 @@ TEST_CASE("rtile matmul: mixed operand layouts and the GPU tiling", "[rtile_kern
     checkProduct(*s, pc, 33, 70, 29, ls[4], ls[2], ls[0], fbl::codegen::matmulTiling(fbl::codegen::DeviceClass::kCpu));
     checkProduct(*s, pc, 33, 70, 29, ls[0], ls[5], ls[3], fbl::codegen::matmulTiling(fbl::codegen::DeviceClass::kGpu));
   }
+}
+
+TEST_CASE("rtile matmul: split-K sums the slices into the output layout", "[rtile_kernels]") {
+  auto s = openSession();
+  auto ls = allLayouts();
+  MatmulTiling t = fbl::codegen::matmulTiling(fbl::codegen::DeviceClass::kCpu);
+  t.splitK = 3;  // K=70 in steps of 16: slices of 32, 32, 6 (the last one partial)
+  for (const PassCase& pc : kPasses) checkProduct(*s, pc, 33, 70, 29, ls[4], ls[2], ls[3], t);
+  // chooseSplitK: Figure 16's dA on 132 compute units with 128 x 128 tiles has 64 tiles.
+  MatmulTiling g = fbl::codegen::matmulTiling(fbl::codegen::DeviceClass::kGpu);
+  CHECK(fbl::codegen::chooseSplitK(512, 2048, 8192, g, 132) == 4);
+  CHECK(fbl::codegen::chooseSplitK(512, 8192, 2048, g, 132) == 1);
+  CHECK(fbl::codegen::chooseSplitK(512, 2048, 8192, g, 2) == 1);
+  CHECK(fbl::codegen::chooseSplitK(128, 128, 600, g, 132) == 1);  // slices would fall under kMinSplitSlice
 }
 
 TEST_CASE("rtile convert: transposes between layouts", "[rtile_kernels]") {
