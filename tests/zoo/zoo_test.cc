@@ -86,14 +86,19 @@ TEST_CASE("zoo: every full-size model imports and loads with static shapes", "[z
 }
 
 TEST_CASE("zoo: every --tiny model takes one finite reference training step", "[zoo]") {
-  zoo::ZooOptions o;
-  o.tiny = true;
-  for (const auto& e : zoo::zooEntries()) {
+  std::vector<std::pair<std::string, std::string>> runs;  // name, --tuning
+  for (const auto& e : zoo::zooEntries()) runs.push_back({e.name, ""});
+  runs.push_back({"vit-large", "lora"});
+  for (const auto& [name, tuning] : runs) {
+    zoo::ZooOptions o;
+    o.tiny = true;
+    o.tuning = tuning;
+    zoo::ZooEntry e{name + (tuning.empty() ? "" : " --tuning " + tuning), "", ""};
     INFO(e.name);
-    auto b = zoo::buildZooModel(e.name, o);
+    auto b = zoo::buildZooModel(name, o);
     INFO((b.ok() ? "" : b.error().message));
   REQUIRE(b.ok());
-    ir::Graph g = loadBuilt(**b, e.name);
+    ir::Graph g = loadBuilt(**b, name);
     autodiff::TrainingOptions topts;
     topts.trainableGlobs = trainableGlobs(**b);
     auto tg = autodiff::buildTrainingGraph(g, topts);
@@ -227,4 +232,16 @@ TEST_CASE("zoo: llama3.2-1b has the corpus llama-full's loaded structure", "[zoo
   for (const auto* g : {&mine, &theirs.value()})
     for (ir::ValueId id : g->inputs) shapes[g == &mine ? "mine" : "theirs"] = g->values[id].shape;
   CHECK(shapes["mine"] == shapes["theirs"]);
+}
+
+TEST_CASE("zoo: a --tiny model is the same bytes for the same seed", "[zoo]") {
+  zoo::ZooOptions o;
+  o.tiny = true;
+  auto a = zoo::buildZooModel("gemma2-2b", o);
+  auto b = zoo::buildZooModel("gemma2-2b", o);
+  o.seed = 1;
+  auto c = zoo::buildZooModel("gemma2-2b", o);
+  REQUIRE((a.ok() && b.ok() && c.ok()));
+  CHECK((*a)->serialize("m.onnx") == (*b)->serialize("m.onnx"));
+  CHECK((*a)->serialize("m.onnx") != (*c)->serialize("m.onnx"));
 }
