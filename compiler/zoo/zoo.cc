@@ -67,9 +67,9 @@ VitConfig vitLarge(bool tiny) {
   return c;
 }
 
-using Builder = std::function<Result<std::unique_ptr<OnnxBuilder>>(const ZooOptions&)>;
 
-Builder llamaBuilder(LlamaConfig (*config)(bool)) {
+
+ZooBuildFn llamaBuilder(LlamaConfig (*config)(bool)) {
   return [config](const ZooOptions& o) {
     LlamaConfig c = config(o.tiny);
     applySizes(o, c.layers, c.batch, &c.seq);
@@ -79,7 +79,7 @@ Builder llamaBuilder(LlamaConfig (*config)(bool)) {
 
 struct Registered {
   ZooEntry entry;
-  Builder build;
+  ZooBuildFn build;
 };
 
 const std::vector<Registered>& registry() {
