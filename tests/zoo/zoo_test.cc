@@ -245,3 +245,26 @@ TEST_CASE("zoo: a --tiny model is the same bytes for the same seed", "[zoo]") {
   CHECK((*a)->serialize("m.onnx") == (*b)->serialize("m.onnx"));
   CHECK((*a)->serialize("m.onnx") != (*c)->serialize("m.onnx"));
 }
+
+TEST_CASE("zoo: the tiny llama learns a fixed synthetic batch", "[zoo]") {
+  zoo::ZooOptions o;
+  o.tiny = true;
+  auto b = zoo::buildZooModel("llama3.2-1b", o);
+  REQUIRE(b.ok());
+  ir::Graph g = loadBuilt(**b, "llama-learns");
+  autodiff::TrainingOptions topts;
+  topts.optimizer.lr = 1e-2f;
+  auto tg = autodiff::buildTrainingGraph(g, topts);
+  REQUIRE(tg.ok());
+  auto trainer = train::RefTrainer::create(std::move(tg).value());
+  auto batch = zoo::syntheticInputs(trainer->training().graph, 11);
+  REQUIRE(batch.ok());
+  std::vector<float> losses;
+  for (int s = 0; s < 8; ++s) {
+    auto step = trainer->step(*batch);
+    REQUIRE(step.ok());
+    losses.push_back(step->loss);
+  }
+  INFO("first " << losses.front() << " last " << losses.back());
+  CHECK(losses.back() < losses.front());
+}
