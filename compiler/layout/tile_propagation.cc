@@ -70,7 +70,12 @@ TileCheckResult checkTilePropagation(const Shape& producer, std::span<const Move
   TileCheckResult res;
   auto chainOr = chainMap(producer, chain);
   if (!chainOr.ok()) return fail(res, TileCheck::DimensionDependency, chainOr.error().message);
-  const IndexMap& view = *chainOr;
+  return checkTilePropagation(*chainOr, tile);
+}
+
+TileCheckResult checkTilePropagation(const IndexMap& view, TileConfig tile) {
+  TileCheckResult res;
+  const Shape& producer = view.codomain();
   const Shape& consumer = view.domain();
   const size_t n = consumer.size(), pn = producer.size();
   if (n < 2 || pn < 2)

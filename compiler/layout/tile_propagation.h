@@ -51,6 +51,9 @@ struct TileCheckResult {
 };
 
 TileCheckResult checkTilePropagation(const Shape& producer, std::span<const MovementOp> chain, TileConfig tile);
+// The same checks on a view already composed (consumer index -> producer index, producer =
+// view.codomain()): for read maps that are not a MovementOp chain (e.g. a roll).
+TileCheckResult checkTilePropagation(const IndexMap& view, TileConfig tile);
 
 struct TilePlan {
   enum class Decision { Propagate, Reconfigure, Convert };

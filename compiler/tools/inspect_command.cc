@@ -1,6 +1,7 @@
 #include "compiler/tools/inspect_command.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 
 #include <fmt/format.h>
@@ -13,8 +14,44 @@
 #include "compiler/onnx/importer.h"
 #include "compiler/onnx/load_model.h"
 #include "compiler/ops/op_schema.h"
+#include "compiler/passes/classify_operators.h"
+#include "compiler/passes/layout_pipeline.h"
+#include "compiler/profile/profile.h"
 
 namespace fbl::tools {
+
+namespace {
+
+// Table-1 classes and the transformations the layout pipeline eliminates (docs/layout-pipeline.md),
+// under $FBL_PROFILE (default: the source tree's Adreno 830 profile); classes only without one.
+struct LayoutView {
+  std::string text;
+  nlohmann::json json;
+};
+
+LayoutView layoutView(ir::Graph& g) {
+  const char* env = std::getenv("FBL_PROFILE");
+  std::string path = env != nullptr ? env : FBL_SOURCE_DIR "/profiles/adreno-830.json";
+  LayoutView v;
+  auto p = profile::loadProfile(path);
+  auto res = p.ok() ? passes::runLayoutPipeline(g, *p) : Result<passes::LayoutPipelineResult>(p.error());
+  if (res.ok()) {
+    v.text = passes::formatClassification(g, res->assignment) + passes::formatTransforms(g, res->assignment, false);
+    v.json = {{"classes", passes::classificationToJson(g, res->assignment)},
+              {"transforms", passes::transformsToJson(g, res->assignment)},
+              {"profile", p->name}};
+    return v;
+  }
+  passes::LayoutAssignment a;
+  passes::ClassifyOperators classify(a);
+  if (classify.run(g).ok()) {
+    v.text = passes::formatClassification(g, a) + "transforms: " + res.error().message + "\n";
+    v.json = {{"classes", passes::classificationToJson(g, a)}, {"transforms_error", res.error().message}};
+  }
+  return v;
+}
+
+}  // namespace
 
 int runInspect(const InspectArgs& args) {
   if (args.listOps) {
@@ -35,6 +72,7 @@ int runInspect(const InspectArgs& args) {
   }
   analysis::ModelStats stats = analysis::computeModelStats(*raw, *graph, args.trainable);
   std::optional<autodiff::TrainingSummary> training;
+  LayoutView layout;
   if (args.training) {
     autodiff::TrainingOptions topts;
     topts.trainableGlobs = args.trainable;
@@ -44,14 +82,17 @@ int runInspect(const InspectArgs& args) {
       return 1;
     }
     training = autodiff::summarizeTrainingGraph(*tg);
+    layout = layoutView(tg->graph);
   }
   if (args.json) {
     nlohmann::json j = analysis::modelStatsToJson(stats);
     if (training) j["training"] = autodiff::trainingSummaryToJson(*training);
+    if (training) j["layout"] = layout.json;
     fmt::print("{}\n", j.dump(1));
   } else {
     fmt::print("{}", analysis::formatModelStats(stats));
     if (training) fmt::print("\n{}", autodiff::formatTrainingSummary(*training, 20));
+    if (training) fmt::print("\n{}", layout.text);
   }
   return stats.tensorsWithoutStaticShape == 0 ? 0 : 1;
 }

@@ -1,0 +1,210 @@
+// assign-rtile: the algorithm is in assign_rtile.h (steps 1-3).
+#include "compiler/passes/assign_rtile.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+namespace fbl::passes {
+
+namespace {
+
+using ir::NodeId;
+using ir::ValueId;
+
+int64_t norm(int64_t a, size_t rank) { return a < 0 ? a + static_cast<int64_t>(rank) : a; }
+
+const ir::Shape& shapeOf(const ir::Graph& g, ValueId v) { return g.values[v].shape; }
+
+std::optional<int64_t> singleReduceAxis(const ir::Graph& g, const ir::Node& n, size_t rank) {
+  std::vector<int64_t> axes = n.attrInts("axes");
+  if (axes.empty() && n.inputs.size() > 1 && n.inputs[1] != ir::kNoValue && g.values[n.inputs[1]].data)
+    axes = g.values[n.inputs[1]].data->toInt64s();
+  if (axes.size() != 1) return std::nullopt;
+  return norm(axes[0], rank);
+}
+
+// fbl.ReduceSumTo sums over the dims its target shape broadcasts; one of the last two of them.
+std::optional<int64_t> reduceSumToAxis(const ir::Node& n, const ir::Shape& in) {
+  std::vector<int64_t> to = n.attrInts("shape");
+  std::optional<int64_t> axis;
+  for (size_t k = 0; k < in.size(); ++k) {
+    size_t fromEnd = in.size() - k;
+    int64_t t = fromEnd <= to.size() ? to[to.size() - fromEnd] : 1;
+    if (t == 1 && in[k] > 1 && k + 2 >= in.size()) {
+      if (axis) return std::nullopt;
+      axis = static_cast<int64_t>(k);
+    }
+  }
+  return axis;
+}
+
+std::string problemKey(const layout::TensorExtent& e, const std::vector<layout::ReductionUse>& uses) {
+  std::string k = fmt::format("{}x{}x{}", e.batch, e.rows, e.cols);
+  for (const auto& u : uses) k += fmt::format("|{}:{:.6g}", static_cast<int>(u.dir), u.weight);
+  return k;
+}
+
+}  // namespace
+
+std::optional<int64_t> reductionAxis(const ir::Graph& g, const ir::Node& n, int slot) {
+  if (slot >= static_cast<int>(n.inputs.size()) || n.inputs[slot] == ir::kNoValue) return std::nullopt;
+  const ir::Shape& s = shapeOf(g, n.inputs[slot]);
+  const size_t r = s.size();
+  if (r == 0) return std::nullopt;
+  const std::string& op = n.op;
+  if (op == "MatMul") {
+    if (slot == 0) return static_cast<int64_t>(r - 1);
+    if (slot == 1 && r >= 2) return static_cast<int64_t>(r - 2);
+    return std::nullopt;
+  }
+  if (op == "Gemm") {
+    if (slot == 0) return n.attrInt("transA", 0) ? 0 : 1;
+    if (slot == 1) return n.attrInt("transB", 0) ? 1 : 0;
+    return std::nullopt;
+  }
+  if (slot == 0 && (op == "ReduceMean" || op == "ReduceSum" || op == "ReduceMax" || op == "ReduceMin"))
+    return singleReduceAxis(g, n, r);
+  if (slot == 0 && op == "fbl.ReduceSumTo") return reduceSumToAxis(n, s);
+  if (slot == 0 && (op == "Softmax" || op == "LogSoftmax" || op == "LayerNormalization"))
+    return norm(n.attrInt("axis", -1), r);
+  if ((slot == 0 || slot == 1) && (op == "fbl.SoftmaxGrad" || op == "fbl.LayerNormGrad"))
+    return norm(n.attrInt("axis", -1), r);
+  if (slot == 0 && op == "SoftmaxCrossEntropyLoss" && r >= 2) return 1;
+  if (slot == 1 && op == "fbl.SoftmaxCrossEntropyLossGrad" && r >= 2) return 1;
+  return std::nullopt;
+}
+
+double reductionWeight(const ir::Graph& g, const ir::Node& n, int slot) {
+  if ((n.op == "MatMul" || n.op == "Gemm") && n.outputs[0] != ir::kNoValue) {
+    const ir::Shape& a = shapeOf(g, n.inputs[0]);
+    int64_t k = a.empty() ? 1 : (n.op == "Gemm" && n.attrInt("transA", 0) ? a.front() : a.back());
+    return 2.0 * static_cast<double>(ir::numElements(shapeOf(g, n.outputs[0]))) * static_cast<double>(k);
+  }
+  return static_cast<double>(ir::numElements(shapeOf(g, n.inputs[slot])));
+}
+
+int landingDim(const layout::IndexMap& view, int64_t axis) {
+  int dim = -1;
+  for (size_t k = 0; k < view.outputs().size(); ++k) {
+    if (!layout::usesVar(view.outputs()[k], static_cast<int>(axis))) continue;
+    if (dim >= 0) return -1;
+    dim = static_cast<int>(k);
+  }
+  return dim;
+}
+
+layout::RTileChoice choiceForTile(const std::string& tensor, const layout::TensorExtent& e,
+                                  const std::vector<layout::ReductionUse>& uses, int64_t tileH, int64_t tileW,
+                                  const profile::HardwareProfile& p) {
+  layout::RTileChoice c;
+  c.tensor = tensor;
+  c.layout.extent = e;
+  c.layout.tile = layout::tileGeometry(tileH, tileW, p);
+  c.layout.inter = layout::chooseInterOrder(c.layout.tile, e, uses);
+  c.paddingRatio = layout::paddingRatio(tileH, tileW, e);
+  c.cost = layout::tileTraversalPerformance(c.layout.tile, e, uses, p);
+  return c;
+}
+
+std::vector<layout::TileConfig> survivingTiles(const layout::RTileChoice& c,
+                                               const std::vector<layout::ReductionUse>& uses,
+                                               const profile::HardwareProfile& p) {
+  std::vector<std::pair<double, layout::TileConfig>> scored;
+  for (const auto& v : c.verdicts) {
+    if (v.failed != layout::Constraint::kNone) continue;
+    auto geo = layout::tileGeometry(v.tileH, v.tileW, p);
+    scored.push_back({layout::tileTraversalPerformance(geo, c.layout.extent, uses, p).score, {v.tileH, v.tileW}});
+  }
+  std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<layout::TileConfig> out;
+  for (auto& s : scored) out.push_back(s.second);
+  return out;
+}
+
+Result<bool> AssignRTile::run(ir::Graph& g) {
+  solved_ = 0;
+  // Readers of every value: direct (consumer, slot) pairs and reads through views.
+  struct Reader {
+    NodeId node;
+    int slot;
+    const ReadThrough* read;
+  };
+  std::vector<std::vector<Reader>> readers(g.values.size());
+  std::vector<NodeId> firstTileReader(g.values.size(), ir::kNoNode);
+  for (NodeId id = 0; id < static_cast<NodeId>(g.nodes.size()); ++id) {
+    const ir::Node& n = g.nodes[id];
+    // A folded node's reads are its chain's: the chain's last consumer reads for it.
+    if (n.dead || a_.nodeClass[id] == OpClass::kNone || a_.transforms[id].folded) continue;
+    for (size_t s = 0; s < n.inputs.size(); ++s) {
+      ValueId v = n.inputs[s];
+      if (v == ir::kNoValue || !isDataInput(n, static_cast<int>(s))) continue;
+      const ReadThrough* r = a_.readAt(id, static_cast<int>(s));
+      ValueId src = r ? r->source : v;
+      readers[src].push_back({id, static_cast<int>(s), r});
+      if (a_.nodeClass[id] == OpClass::kFtdD && isTileReader(n, static_cast<int>(s)) &&
+          firstTileReader[src] == ir::kNoNode)
+        firstTileReader[src] = id;
+    }
+  }
+  std::unordered_map<std::string, Result<layout::RTileChoice>> memo;
+  bool any = false;
+  for (ValueId v = 0; v < static_cast<ValueId>(g.values.size()); ++v) {
+    if (firstTileReader[v] == ir::kNoNode) continue;
+    const ir::Value& val = g.values[v];
+    if (!ir::isFloat(val.dtype) || !val.shapeKnown || val.shape.empty()) continue;
+    const size_t pn = val.shape.size();
+    std::vector<layout::ReductionUse> uses;
+    for (const Reader& rd : readers[v]) {
+      const ir::Node& c = g.nodes[rd.node];
+      auto axis = reductionAxis(g, c, rd.slot);
+      if (!axis) continue;
+      int dim = rd.read ? landingDim(rd.read->view, *axis) : static_cast<int>(*axis);
+      if (pn == 1 && dim == 0) dim = 0;
+      layout::ReductionDir dir;
+      if (dim == static_cast<int>(pn) - 1) dir = layout::ReductionDir::kAlongRow;
+      else if (pn >= 2 && dim == static_cast<int>(pn) - 2) dir = layout::ReductionDir::kAlongColumn;
+      else continue;
+      uses.push_back({dir, reductionWeight(g, c, rd.slot), c.name});
+    }
+    ValueLayout& vl = a_.values[v];
+    if (uses.empty()) {
+      vl.why = "linear: no tile reduction reaches it through its views";
+      continue;
+    }
+    // Eq. 2 compares tiles for one tensor: normalise weights so equal layers share a problem.
+    double maxW = 0;
+    for (const auto& u : uses) maxW = std::max(maxW, u.weight);
+    for (auto& u : uses) u.weight /= maxW;
+    layout::TensorExtent e = layout::matrixView(val.shape);
+    std::string key = problemKey(e, uses);
+    auto it = memo.find(key);
+    if (it == memo.end()) {
+      layout::RTileProblem prob{val.name, e, uses};
+      it = memo.emplace(key, layout::selectRTile(prob, profile_)).first;
+      ++solved_;
+    }
+    if (!it->second.ok()) {
+      vl.why = "linear: " + it->second.error().message;
+      continue;
+    }
+    RTileEntry entry;
+    entry.value = v;
+    entry.choice = *it->second;
+    entry.choice.tensor = val.name;
+    entry.uses = uses;
+    entry.note = "Eq. 2 over " + std::to_string(uses.size()) + " reductions";
+    a_.rtiles.push_back(std::move(entry));
+    vl.kind = ValueLayout::Kind::kRTile;
+    vl.rtile = static_cast<int>(a_.rtiles.size()) - 1;
+    vl.anchor = true;
+    vl.why = "anchor: read tile by tile by " + g.nodes[firstTileReader[v]].name;
+    any = true;
+  }
+  return any;
+}
+
+std::string AssignRTile::dump(const ir::Graph& g) const { return formatAssignment(g, a_); }
+
+}  // namespace fbl::passes

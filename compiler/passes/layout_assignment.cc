@@ -1,0 +1,480 @@
+// LayoutAssignment and the layout-assignment pass: phases 4 and 5 in layout_assignment.h.
+#include "compiler/passes/layout_assignment.h"
+
+#include <array>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "compiler/passes/assign_rtile.h"
+#include "compiler/passes/classify_operators.h"
+
+namespace fbl::passes {
+
+using ir::NodeId;
+using ir::ValueId;
+
+const char* opClassName(OpClass c) {
+  switch (c) {
+    case OpClass::kFtiC: return "FTI-C";
+    case OpClass::kFtdC: return "FTD-C";
+    case OpClass::kFtiD: return "FTI-D";
+    case OpClass::kFtdD: return "FTD-D";
+    case OpClass::kNone: return "-";
+  }
+  return "?";
+}
+
+const char* strategyName(Strategy s) {
+  switch (s) {
+    case Strategy::kFBLayout: return "fblayout";
+    case Strategy::kReuse: return "reuse";
+    case Strategy::kExplicit: return "explicit";
+  }
+  return "?";
+}
+
+Result<Strategy> parseStrategy(std::string_view s) {
+  if (s == "fblayout") return Strategy::kFBLayout;
+  if (s == "reuse") return Strategy::kReuse;
+  if (s == "explicit") return Strategy::kExplicit;
+  return makeError("unknown layout strategy '{}' (fblayout, reuse or explicit)", s);
+}
+
+const char* readDecisionName(ReadThrough::Decision d) {
+  switch (d) {
+    case ReadThrough::Decision::kUndecided: return "undecided";
+    case ReadThrough::Decision::kTileMap: return "tile-map";
+    case ReadThrough::Decision::kIndexMap: return "index-map";
+    case ReadThrough::Decision::kExplicit: return "explicit";
+  }
+  return "?";
+}
+
+layout::TileSpec RTileEntry::spec() const {
+  const layout::TileGeometry& t = choice.layout.tile;
+  layout::TileSpec s = t.intra == layout::IntraMapping::kRowStrips
+                           ? layout::TileSpec::rowStrips(t.tileH, t.tileW)
+                           : layout::TileSpec::blocks(t.tileH, t.tileW, t.lh, t.lw, t.blockH, t.blockW);
+  s.rowsAlongX = choice.layout.inter == layout::InterOrder::kRowsAlongX;
+  return s;
+}
+
+void LayoutAssignment::reset(const ir::Graph& g) {
+  Strategy keep = strategy;
+  std::string prof = profile;
+  *this = LayoutAssignment{};
+  strategy = keep;
+  profile = prof;
+  nodeClass.assign(g.nodes.size(), OpClass::kNone);
+  values.assign(g.values.size(), {});
+  transforms.assign(g.nodes.size(), {});
+}
+
+static int64_t readKey(NodeId n, int slot) { return (static_cast<int64_t>(n) << 8) | slot; }
+
+void LayoutAssignment::indexReads() {
+  readIndex_.clear();
+  for (size_t i = 0; i < reads.size(); ++i) readIndex_[readKey(reads[i].consumer, reads[i].slot)] = static_cast<int>(i);
+}
+
+const ReadThrough* LayoutAssignment::readAt(NodeId consumer, int slot) const {
+  auto it = readIndex_.find(readKey(consumer, slot));
+  return it == readIndex_.end() ? nullptr : &reads[it->second];
+}
+
+ReadThrough* LayoutAssignment::readAt(NodeId consumer, int slot) {
+  auto it = readIndex_.find(readKey(consumer, slot));
+  return it == readIndex_.end() ? nullptr : &reads[it->second];
+}
+
+const RTileEntry* LayoutAssignment::rtileOf(ValueId v) const {
+  if (v < 0 || v >= static_cast<ValueId>(values.size()) || values[v].kind != ValueLayout::Kind::kRTile) return nullptr;
+  return &rtiles[values[v].rtile];
+}
+
+Result<layout::Layout> LayoutAssignment::layoutOf(const ir::Graph& g, ValueId v) const {
+  const ir::Shape& s = g.values[v].shape;
+  if (const RTileEntry* e = rtileOf(v)) return layout::Layout::rtile(s, e->spec(), layout::Storage::Image2D);
+  return layout::Layout::rowMajor(s);
+}
+
+TransformSummary LayoutAssignment::summary() const {
+  TransformSummary s;
+  for (size_t i = 0; i < transforms.size(); ++i) {
+    if (!transforms[i].isTransform || nodeClass[i] == OpClass::kNone) continue;
+    ++s.total;
+    if (transforms[i].eliminated) {
+      ++s.eliminated;
+      s.tileMapped += transforms[i].tileMapped;
+    } else {
+      ++s.explicitCount;
+    }
+  }
+  s.conversions = static_cast<int64_t>(conversions.size());
+  return s;
+}
+
+bool isTileReader(const ir::Node& n, int slot) { return (n.op == "MatMul" || n.op == "Gemm") && slot < 2; }
+
+bool isDataInput(const ir::Node& n, int slot) {
+  static const std::map<std::string_view, int> firstOnly = {
+      {"Reshape", 1}, {"Expand", 1}, {"Tile", 1}, {"Unsqueeze", 1}, {"Squeeze", 1}, {"Slice", 1},
+      {"Pad", 1}, {"Dropout", 1}, {"Clip", 1}, {"ReduceMean", 1}, {"ReduceSum", 1}, {"ReduceMax", 1},
+      {"ReduceMin", 1}, {"fbl.AdamW", 4}, {"Split", 1}};
+  auto it = firstOnly.find(n.op);
+  return it == firstOnly.end() || slot < it->second;
+}
+
+// ---- the layout-assignment pass -------------------------------------------------------------
+
+namespace {
+
+std::string nonIndexMapReason(const ir::Graph& g, const ir::Node& n) {
+  if (n.op == "Concat") return fmt::format("Concat of {} tensors: not one index map of a single source", n.inputs.size());
+  if (n.op == "Pad" || n.op == "fbl.SliceGrad") return "writes zeros outside the slab: not an index map";
+  if (n.op == "Split") return "splits into several outputs: run as one kernel";
+  auto op = movementOpOf(g, n);
+  return op.ok() ? "not folded" : op.error().message;
+}
+
+std::optional<layout::TileConfig> naturalTile(const ir::Graph& g, const LayoutAssignment& a, NodeId id) {
+  const ir::Node& n = g.nodes[id];
+  if (!isTileReader(n, 0) || n.inputs.size() < 2) return std::nullopt;
+  const ReadThrough* lr = a.readAt(id, 0);
+  const ReadThrough* rr = a.readAt(id, 1);
+  const RTileEntry* l = a.rtileOf(lr ? lr->source : n.inputs[0]);
+  const RTileEntry* r = a.rtileOf(rr ? rr->source : n.inputs[1]);
+  if (!l || !r) return std::nullopt;
+  return layout::TileConfig{lr && lr->transposedRead ? l->tile().tileW : l->tile().tileH,
+                            rr && rr->transposedRead ? r->tile().tileH : r->tile().tileW};
+}
+
+// The explicit strategy converts a reused forward tensor before each backward reduction that
+// walks it along another direction than the forward pass did.
+void explicitStrategyConversions(const ir::Graph& g, LayoutAssignment& a) {
+  std::vector<std::array<int, 2>> fwdDirs(g.values.size(), {0, 0});
+  std::vector<std::tuple<NodeId, int, ValueId, int>> bwd;
+  for (NodeId id = 0; id < static_cast<NodeId>(g.nodes.size()); ++id) {
+    const ir::Node& n = g.nodes[id];
+    if (n.dead || a.transforms[id].folded) continue;
+    for (int s = 0; s < static_cast<int>(n.inputs.size()); ++s) {
+      auto axis = reductionAxis(g, n, s);
+      if (!axis) continue;
+      const ReadThrough* r = a.readAt(id, s);
+      ValueId v = r ? r->source : n.inputs[s];
+      int dim = r ? landingDim(r->view, *axis) : static_cast<int>(*axis);
+      int rank = static_cast<int>(g.values[v].shape.size());
+      int dir = dim == rank - 1 ? 0 : dim == rank - 2 ? 1 : -1;
+      if (dir < 0) continue;
+      if (n.phase == ir::Phase::Forward) fwdDirs[v][dir] = 1;
+      else if (g.values[v].reusedByBackward) bwd.emplace_back(id, s, v, dir);
+    }
+  }
+  for (auto [id, s, v, dir] : bwd)
+    if (fwdDirs[v][1 - dir] && !fwdDirs[v][dir])
+      a.conversions.push_back({id, s, v, fmt::format("explicit strategy: backward {} walks {} along {}; its forward "
+                                                     "layout is converted first",
+                                                     g.nodes[id].op, g.values[v].name, dir ? "columns" : "rows")});
+}
+
+}  // namespace
+
+Result<bool> LayoutAssignmentPass::run(ir::Graph& g) {
+  // Phase 4: assignment.
+  a_.conversions.clear();
+  for (ReadThrough& r : a_.reads) {
+    if (r.decision == ReadThrough::Decision::kUndecided) {
+      r.decision = ReadThrough::Decision::kExplicit;
+      r.reason = a_.strategy == Strategy::kFBLayout
+                     ? std::string("tile-index-elimination disabled: the chain runs as kernels")
+                     : fmt::format("strategy {}: movement ops run as kernels", strategyName(a_.strategy));
+    }
+    if (r.decision == ReadThrough::Decision::kExplicit) a_.conversions.push_back({r.consumer, r.slot, r.source, r.reason});
+  }
+  for (ValueId v = 0; v < static_cast<ValueId>(g.values.size()); ++v) {
+    ValueLayout& vl = a_.values[v];
+    if (!vl.anchor || vl.writtenTiled) continue;
+    NodeId p = g.values[v].producer;
+    if (p == ir::kNoNode) {
+      vl.writtenTiled = true;
+      vl.why += "; packed at load";
+      continue;
+    }
+    a_.conversions.push_back({p, -1, v, fmt::format("{} writes {} linear; converted into R-Tile {} for its FTD-D readers "
+                                                    "(no propagation)",
+                                                    g.nodes[p].op, g.values[v].name, a_.rtileOf(v)->tile().str())});
+  }
+  for (NodeId id = 0; id < static_cast<NodeId>(g.nodes.size()); ++id) {
+    if (g.nodes[id].dead || g.nodes[id].outputs.empty()) continue;
+    ValueId o = g.nodes[id].outputs[0];
+    auto nat = naturalTile(g, a_, id);
+    const RTileEntry* oe = a_.rtileOf(o);
+    if (nat && oe && a_.values[o].writtenTiled && !(*nat == oe->tile()))
+      a_.conversions.push_back({id, -1, o, fmt::format("{} computes {} tiles; {} is stored in {} tiles", g.nodes[id].op,
+                                                       nat->str(), g.values[o].name, oe->tile().str())});
+  }
+  if (a_.strategy == Strategy::kExplicit) explicitStrategyConversions(g, a_);
+  // Transformation nodes: explicit when any read through them is.
+  std::vector<std::vector<int>> readsThrough(g.nodes.size());
+  for (size_t i = 0; i < a_.reads.size(); ++i)
+    for (NodeId n : a_.reads[i].chain) readsThrough[n].push_back(static_cast<int>(i));
+  std::vector<bool> isOutput(g.values.size(), false);
+  for (ValueId v : g.outputs) isOutput[v] = true;
+  for (NodeId id = 0; id < static_cast<NodeId>(g.nodes.size()); ++id) {
+    TransformStatus& t = a_.transforms[id];
+    if (!t.isTransform || g.nodes[id].dead) continue;
+    if (!t.folded) {
+      t.eliminated = false;
+      const ir::Node& n = g.nodes[id];
+      t.reason = !n.outputs.empty() && n.outputs[0] != ir::kNoValue && isOutput[n.outputs[0]]
+                     ? "graph output: materialised"
+                     : nonIndexMapReason(g, n);
+      continue;
+    }
+    t.eliminated = true;
+    t.tileMapped = !readsThrough[id].empty();
+    t.reason = readsThrough[id].empty() ? "no reader" : "";
+    for (int i : readsThrough[id]) {
+      const ReadThrough& r = a_.reads[i];
+      t.tileMapped = t.tileMapped && r.decision == ReadThrough::Decision::kTileMap;
+      if (r.decision == ReadThrough::Decision::kExplicit) {
+        t.eliminated = false;
+        t.reason = fmt::format("read by {}: {}", g.nodes[r.consumer].name, r.reason);
+        break;
+      }
+    }
+    if (t.eliminated && t.reason.empty()) t.reason = t.tileMapped ? "tile map" : "index map";
+  }
+  // Phase 5: every consumer can read what its producer wrote.
+  for (NodeId id = 0; id < static_cast<NodeId>(g.nodes.size()); ++id) {
+    const ir::Node& n = g.nodes[id];
+    if (n.dead || a_.transforms[id].folded) continue;
+    for (int s = 0; s < static_cast<int>(n.inputs.size()); ++s) {
+      ValueId v = n.inputs[s];
+      if (v == ir::kNoValue || !isDataInput(n, s)) continue;
+      NodeId p = g.values[v].producer;
+      const ReadThrough* r = a_.readAt(id, s);
+      if (p != ir::kNoNode && a_.transforms[p].folded && r == nullptr)
+        return makeError("layout check: {} reads {} from a folded transformation without a read map",
+                         ir::describeNode(g, n), g.values[v].name);
+      if (r == nullptr) continue;
+      if (r->decision == ReadThrough::Decision::kUndecided)
+        return makeError("layout check: {} input {} is undecided", ir::describeNode(g, n), s);
+      if (r->decision == ReadThrough::Decision::kTileMap) {
+        const RTileEntry* e = a_.rtileOf(r->source);
+        if (e == nullptr || !(e->tile() == r->tile))
+          return makeError("layout check: {} reads {} through a {} tile map but the source is stored as {}",
+                           ir::describeNode(g, n), g.values[r->source].name, r->tile.str(),
+                           e ? e->tile().str() : std::string("linear"));
+      }
+    }
+  }
+  for (ValueId v : g.outputs) {
+    NodeId p = g.values[v].producer;
+    if (p != ir::kNoNode && a_.transforms[p].folded)
+      return makeError("layout check: graph output {} is produced by a folded transformation", g.values[v].name);
+  }
+  return true;
+}
+
+std::string LayoutAssignmentPass::dump(const ir::Graph& g) const { return formatAssignment(g, a_); }
+
+}  // namespace fbl::passes
+
+// ---- text and JSON --------------------------------------------------------------------------
+
+namespace fbl::passes {
+
+namespace {
+
+constexpr OpClass kClasses[] = {OpClass::kFtiC, OpClass::kFtdC, OpClass::kFtiD, OpClass::kFtdD};
+const char* phaseName(ir::Phase p) {
+  return p == ir::Phase::Forward ? "forward" : p == ir::Phase::Backward ? "backward" : "optimizer";
+}
+const char* classMeaning(OpClass c) {
+  switch (c) {
+    case OpClass::kFtiC: return "no forward tensor, consistent access";
+    case OpClass::kFtdC: return "forward tensor, consistent access";
+    case OpClass::kFtiD: return "no forward tensor, divergent access";
+    case OpClass::kFtdD: return "forward tensor, divergent access";
+    default: return "";
+  }
+}
+
+struct ClassCounts {
+  std::map<OpClass, std::array<int64_t, 3>> byPhase;
+  std::map<OpClass, std::map<std::string, int64_t>> byOp;
+};
+
+ClassCounts countClasses(const ir::Graph& g, const LayoutAssignment& a) {
+  ClassCounts c;
+  for (OpClass k : kClasses) c.byPhase[k] = {0, 0, 0};
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    OpClass k = a.nodeClass[i];
+    if (k == OpClass::kNone) continue;
+    ++c.byPhase[k][static_cast<int>(g.nodes[i].phase)];
+    ++c.byOp[k][g.nodes[i].op];
+  }
+  return c;
+}
+
+std::string tileText(const RTileEntry& e) {
+  return fmt::format("{} {}", e.spec().str(), layout::interOrderName(e.choice.layout.inter));
+}
+
+}  // namespace
+
+std::string formatClassification(const ir::Graph& g, const LayoutAssignment& a) {
+  ClassCounts c = countClasses(g, a);
+  std::string s = fmt::format("layout classes (paper Table 1)             {:>8} {:>8} {:>9} {:>7}\n", "forward",
+                              "backward", "optimizer", "total");
+  for (OpClass k : kClasses) {
+    const auto& p = c.byPhase[k];
+    s += fmt::format("  {}  {:<38} {:>8} {:>8} {:>9} {:>7}\n", opClassName(k), classMeaning(k), p[0], p[1], p[2],
+                     p[0] + p[1] + p[2]);
+  }
+  for (OpClass k : kClasses) {
+    std::string ops;
+    for (const auto& [op, n] : c.byOp[k]) ops += fmt::format(" {} {}", op, n);
+    s += fmt::format("  {}:{}\n", opClassName(k), ops.empty() ? " (none)" : ops);
+  }
+  return s;
+}
+
+std::string formatTransforms(const ir::Graph& g, const LayoutAssignment& a, bool perNode) {
+  TransformSummary t = a.summary();
+  std::string s = fmt::format(
+      "transforms (FTI-D nodes, strategy {}): {} total, {} eliminated ({:.1f}%; {} as tile maps), {} explicit; {} "
+      "conversions\n",
+      strategyName(a.strategy), t.total, t.eliminated, 100.0 * t.eliminatedShare(), t.tileMapped, t.explicitCount,
+      t.conversions);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const TransformStatus& ts = a.transforms[i];
+    if (!ts.isTransform || a.nodeClass[i] == OpClass::kNone || (ts.eliminated && !perNode)) continue;
+    s += fmt::format("  {:<10} {:<9} {:<14} {}: {}\n", ts.eliminated ? "eliminated" : "explicit",
+                     phaseName(g.nodes[i].phase), g.nodes[i].op, g.nodes[i].name, ts.reason);
+  }
+  return s;
+}
+
+std::string formatAssignment(const ir::Graph& g, const LayoutAssignment& a) {
+  std::string s = fmt::format("layout assignment: strategy {}, profile {}\n", strategyName(a.strategy), a.profile);
+  for (const auto& n : a.notes) s += "  note: " + n + "\n";
+  s += formatClassification(g, a);
+  s += fmt::format("R-Tiles ({}):\n", a.rtiles.size());
+  for (size_t v = 0; v < a.values.size(); ++v) {
+    const RTileEntry* e = a.rtileOf(static_cast<ValueId>(v));
+    if (!e) continue;
+    s += fmt::format("  {} {}: {} [{}]  {}\n", g.values[v].name, ir::shapeToString(g.values[v].shape), tileText(*e),
+                     e->note, a.values[v].why);
+  }
+  s += fmt::format("reads through transformations ({}):\n", a.reads.size());
+  for (const ReadThrough& r : a.reads) {
+    s += fmt::format("  {}#{} <- {}: {}: {}{}: {}\n", g.nodes[r.consumer].name, r.slot, g.values[r.source].name,
+                     r.chainText, readDecisionName(r.decision), r.transposedRead ? " (transposed)" : "", r.reason);
+    if (r.decision == ReadThrough::Decision::kTileMap) s += "      tile map " + r.tileMap.str() + "\n";
+    else if (r.decision == ReadThrough::Decision::kIndexMap) s += "      index map " + r.view.str() + "\n";
+    if (r.sign) s += "      sign " + r.sign->str() + "\n";
+  }
+  s += fmt::format("FTD-D chains ({}):\n", a.chains.size());
+  for (size_t i = 0; i < a.chains.size(); ++i) {
+    const FtdChain& c = a.chains[i];
+    std::string ops;
+    for (NodeId n : c.ops) ops += " " + g.nodes[n].name;
+    s += fmt::format("  #{}:{} -> {} (cost {:.4g} -> {:.4g})\n", i, ops, c.chosen ? c.chosen->str() : "own choices",
+                     c.costBefore, c.costAfter);
+  }
+  s += fmt::format("conversions ({}):\n", a.conversions.size());
+  for (const Conversion& c : a.conversions)
+    s += fmt::format("  {} {}: {}\n", c.consumer == ir::kNoNode ? "-" : g.nodes[c.consumer].name,
+                     c.slot >= 0 ? "#" + std::to_string(c.slot) : "out", c.reason);
+  s += formatTransforms(g, a, true);
+  return s;
+}
+
+nlohmann::json classificationToJson(const ir::Graph& g, const LayoutAssignment& a) {
+  ClassCounts c = countClasses(g, a);
+  nlohmann::json j = nlohmann::json::object();
+  for (OpClass k : kClasses) {
+    const auto& p = c.byPhase[k];
+    j[opClassName(k)] = {{"forward", p[0]}, {"backward", p[1]}, {"optimizer", p[2]}, {"total", p[0] + p[1] + p[2]},
+                         {"ops", c.byOp[k]}};
+  }
+  return j;
+}
+
+nlohmann::json transformsToJson(const ir::Graph& g, const LayoutAssignment& a) {
+  TransformSummary t = a.summary();
+  nlohmann::json ex = nlohmann::json::array(), conv = nlohmann::json::array();
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const TransformStatus& ts = a.transforms[i];
+    if (ts.isTransform && a.nodeClass[i] != OpClass::kNone && !ts.eliminated)
+      ex.push_back({{"node", g.nodes[i].name}, {"op", g.nodes[i].op}, {"phase", phaseName(g.nodes[i].phase)},
+                    {"reason", ts.reason}});
+  }
+  for (const Conversion& c : a.conversions)
+    conv.push_back({{"node", c.consumer == ir::kNoNode ? "" : g.nodes[c.consumer].name},
+                    {"input", c.slot},
+                    {"value", g.values[c.from].name},
+                    {"reason", c.reason}});
+  return {{"strategy", strategyName(a.strategy)},
+          {"total", t.total},
+          {"eliminated", t.eliminated},
+          {"explicit", t.explicitCount},
+          {"tile_mapped", t.tileMapped},
+          {"eliminated_share", t.eliminatedShare()},
+          {"explicit_nodes", ex},
+          {"conversions", conv}};
+}
+
+nlohmann::json assignmentToJson(const ir::Graph& g, const LayoutAssignment& a) {
+  nlohmann::json values = nlohmann::json::array(), reads = nlohmann::json::array(),
+                 chains = nlohmann::json::array(), nodes = nlohmann::json::array();
+  for (size_t v = 0; v < a.values.size(); ++v) {
+    const RTileEntry* e = a.rtileOf(static_cast<ValueId>(v));
+    if (!e) continue;
+    values.push_back({{"value", g.values[v].name},
+                      {"tile_h", e->tile().tileH},
+                      {"tile_w", e->tile().tileW},
+                      {"tile", tileText(*e)},
+                      {"anchor", a.values[v].anchor},
+                      {"note", e->note},
+                      {"why", a.values[v].why}});
+  }
+  for (const ReadThrough& r : a.reads) {
+    nlohmann::json j = {{"consumer", g.nodes[r.consumer].name}, {"input", r.slot},
+                        {"source", g.values[r.source].name},   {"chain", r.chainText},
+                        {"decision", readDecisionName(r.decision)}, {"reason", r.reason},
+                        {"transposed", r.transposedRead}, {"view", r.view.str()}};
+    if (r.decision == ReadThrough::Decision::kTileMap) j["tile_map"] = r.tileMap.str();
+    if (r.sign) j["sign"] = r.sign->str();
+    reads.push_back(j);
+  }
+  for (const FtdChain& c : a.chains) {
+    nlohmann::json ops = nlohmann::json::array();
+    for (NodeId n : c.ops) ops.push_back(g.nodes[n].name);
+    chains.push_back({{"ops", ops}, {"chosen", c.chosen ? c.chosen->str() : ""}, {"cost_before", c.costBefore},
+                      {"cost_after", c.costAfter}});
+  }
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (a.nodeClass[i] != OpClass::kNone) {
+      nlohmann::json n = {{"node", g.nodes[i].name}, {"class", opClassName(a.nodeClass[i])}};
+      if (a.transforms[i].isTransform) {
+        n["eliminated"] = a.transforms[i].eliminated;
+        n["reason"] = a.transforms[i].reason;
+      }
+      nodes.push_back(n);
+    }
+  return {{"strategy", strategyName(a.strategy)},
+          {"profile", a.profile},
+          {"classes", classificationToJson(g, a)},
+          {"transforms", transformsToJson(g, a)},
+          {"rtiles", values},
+          {"reads", reads},
+          {"chains", chains},
+          {"nodes", nodes},
+          {"notes", a.notes}};
+}
+
+}  // namespace fbl::passes

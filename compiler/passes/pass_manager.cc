@@ -1,0 +1,82 @@
+// PassManager: the algorithm is in pass_manager.h (steps 1-4).
+#include "compiler/passes/pass_manager.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "compiler/ir/printer.h"
+
+namespace fbl::passes {
+
+namespace {
+
+double msSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+std::vector<std::string> PassManager::names() const {
+  std::vector<std::string> n;
+  for (const Entry& e : entries_) n.push_back(e.name);
+  return n;
+}
+
+void PassManager::emit(std::string_view text) const {
+  if (opts_.sink) opts_.sink(text);
+  else std::fwrite(text.data(), 1, text.size(), stdout);
+}
+
+Result<std::vector<PassRun>> PassManager::run(ir::Graph& g) {
+  auto known = [&](const std::string& n) {
+    for (const Entry& e : entries_)
+      if (e.name == n) return true;
+    return false;
+  };
+  std::string all;
+  for (const Entry& e : entries_) all += (all.empty() ? "" : ", ") + e.name;
+  for (const std::string& n : opts_.disabled) {
+    if (!known(n)) return makeError("--disable-pass {}: no such pass (passes: {})", n, all);
+    for (const Entry& e : entries_)
+      if (e.name == n && e.required) return makeError("--disable-pass {}: the pipeline cannot run without it", n);
+  }
+  for (const std::string& n : opts_.dumpAfter)
+    if (n != "all" && !known(n)) return makeError("--dump-after {}: no such pass (passes: {})", n, all);
+
+  std::vector<PassRun> runs;
+  if (opts_.verify) {
+    if (Status s = verifyGraph(g, opts_.verifyOptions); !s.ok())
+      return makeError("before the first pass: {}", s.error().message);
+  }
+  for (const Entry& e : entries_) {
+    PassRun r;
+    r.name = e.name;
+    if (opts_.disabled.count(e.name)) {
+      runs.push_back(r);
+      continue;
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    auto changed = e.run(g);
+    r.ms = msSince(t0);
+    if (!changed.ok()) return makeError("{}: {}", e.name, changed.error().message);
+    r.ran = true;
+    r.changed = *changed;
+    if (opts_.verify) {
+      auto t1 = std::chrono::steady_clock::now();
+      if (Status s = verifyGraph(g, opts_.verifyOptions); !s.ok())
+        return makeError("after pass {}: {}", e.name, s.error().message);
+      r.verifyMs = msSince(t1);
+    }
+    if (opts_.dumpAfter.count(e.name) || opts_.dumpAfter.count("all")) {
+      std::string text = fmt::format("// ---- IR after {} ----\n{}", e.name, ir::printGraph(g));
+      if (e.dump) text += fmt::format("// ---- {} ----\n{}", e.name, e.dump(g));
+      emit(text);
+    }
+    runs.push_back(r);
+  }
+  return runs;
+}
+
+}  // namespace fbl::passes

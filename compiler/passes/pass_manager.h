@@ -1,0 +1,83 @@
+// PassManager: runs passes in order over one graph, XLA-style.
+//
+//   1. Before the first pass and after every pass that ran, the verifier (verify.h) checks the
+//      IR when PassOptions::verify is on (the default in debug builds; `--verify-passes` in
+//      release builds). A failure names the pass after which the IR broke.
+//   2. A pass named in PassOptions::disabled is skipped (ablation); a required pass cannot be.
+//   3. After a pass named in PassOptions::dumpAfter (or "all"), the IR is printed to the sink,
+//      followed by the pass's own dump(graph) when it has one (the layout passes print their
+//      LayoutAssignment, since they annotate rather than rewrite the IR).
+//   4. Every pass's wall time and "changed" flag are returned, in order.
+// Names in `disabled` and `dumpAfter` must name passes of the pipeline, so a typo is an error.
+// A pass is any class with `static std::string_view name()` (kebab-case) and
+// `Result<bool> run(ir::Graph&)`; it must outlive the manager.
+#pragma once
+
+#include <functional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "compiler/passes/verify.h"
+#include "compiler/support/result.h"
+
+namespace fbl::passes {
+
+#ifdef NDEBUG
+inline constexpr bool kVerifyByDefault = false;
+#else
+inline constexpr bool kVerifyByDefault = true;
+#endif
+
+struct PassOptions {
+  bool verify = kVerifyByDefault;
+  VerifyOptions verifyOptions;
+  std::set<std::string> dumpAfter;  // pass names, or "all"
+  std::set<std::string> disabled;
+  // Where dumps go; stdout when empty.
+  std::function<void(std::string_view)> sink;
+};
+
+struct PassRun {
+  std::string name;
+  bool ran = false;      // false: disabled
+  bool changed = false;
+  double ms = 0;         // the pass alone, verifier excluded
+  double verifyMs = 0;
+};
+
+template <typename P>
+concept HasDump = requires(const P& p, const ir::Graph& g) {
+  { p.dump(g) } -> std::convertible_to<std::string>;
+};
+
+class PassManager {
+ public:
+  explicit PassManager(PassOptions opts = {}) : opts_(std::move(opts)) {}
+
+  template <typename P>
+  void add(P& pass, bool required = false) {
+    Entry e{std::string(P::name()), [&pass](ir::Graph& g) { return pass.run(g); }, nullptr, required};
+    if constexpr (HasDump<P>) e.dump = [&pass](const ir::Graph& g) { return pass.dump(g); };
+    entries_.push_back(std::move(e));
+  }
+
+  std::vector<std::string> names() const;
+  Result<std::vector<PassRun>> run(ir::Graph& g);
+
+ private:
+  struct Entry {
+    std::string name;
+    std::function<Result<bool>(ir::Graph&)> run;
+    std::function<std::string(const ir::Graph&)> dump;
+    bool required = false;
+  };
+  void emit(std::string_view text) const;
+
+  PassOptions opts_;
+  std::vector<Entry> entries_;
+};
+
+}  // namespace fbl::passes
