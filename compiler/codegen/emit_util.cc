@@ -24,7 +24,11 @@ EmitFn findSpecialEmitter(std::string_view op) {
 const ir::Tensor* constData(const ir::Graph& g, ir::ValueId v) {
   if (v == ir::kNoValue) return nullptr;
   const ir::Value& val = g.values[v];
-  return val.kind == ir::ValueKind::Constant && val.data ? val.data.get() : nullptr;
+  // Folded exports keep shape-like operands (axes, starts, pads) as initializers: their
+  // contents are read at compile time too. Weights are never read this way (they stay named).
+  const bool known = val.kind == ir::ValueKind::Constant ||
+                     (val.kind == ir::ValueKind::Initializer && !ir::isFloat(val.dtype));
+  return known && val.data ? val.data.get() : nullptr;
 }
 
 std::optional<double> constScalar(const ir::Graph& g, ir::ValueId v) {

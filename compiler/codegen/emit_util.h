@@ -20,7 +20,7 @@ std::vector<EmitterEntry> trainingEmitters();
 // nullptr when the op has no dedicated emitter.
 EmitFn findSpecialEmitter(std::string_view op);
 
-// The value's compile-time contents, nullptr when it is not a Constant.
+// The value's compile-time contents: a Constant, or an integer initializer (axes, pads).
 const ir::Tensor* constData(const ir::Graph& g, ir::ValueId v);
 // A one-element Constant's value.
 std::optional<double> constScalar(const ir::Graph& g, ir::ValueId v);

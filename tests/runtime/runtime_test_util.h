@@ -48,6 +48,16 @@ inline double scaledError(const ir::Tensor& a, const ir::Tensor& b) {
   return err / scale;
 }
 
+// Max |a - b| over max |b|: the corpus's measure for gradients.
+inline double relativeToMaxAbs(const ir::Tensor& a, const ir::Tensor& b) {
+  double err = 0.0, scale = 0.0;
+  for (int64_t i = 0; i < b.numel(); ++i) {
+    err = std::max(err, std::fabs(a.at(i) - b.at(i)));
+    scale = std::max(scale, std::fabs(b.at(i)));
+  }
+  return scale > 0.0 ? err / scale : err;
+}
+
 inline plan::Profile testProfile() {
   plan::Profile p;
   p.name = "pocl-cpu";
