@@ -25,22 +25,6 @@ const char* opClassName(OpClass c) {
   return "?";
 }
 
-const char* strategyName(Strategy s) {
-  switch (s) {
-    case Strategy::kFBLayout: return "fblayout";
-    case Strategy::kReuse: return "reuse";
-    case Strategy::kExplicit: return "explicit";
-  }
-  return "?";
-}
-
-Result<Strategy> parseStrategy(std::string_view s) {
-  if (s == "fblayout") return Strategy::kFBLayout;
-  if (s == "reuse") return Strategy::kReuse;
-  if (s == "explicit") return Strategy::kExplicit;
-  return makeError("unknown layout strategy '{}' (fblayout, reuse or explicit)", s);
-}
-
 const char* readDecisionName(ReadThrough::Decision d) {
   switch (d) {
     case ReadThrough::Decision::kUndecided: return "undecided";

@@ -38,6 +38,7 @@
 #include "compiler/layout/layout.h"
 #include "compiler/layout/rtile.h"
 #include "compiler/layout/tile_propagation.h"
+#include "compiler/strategy/strategy.h"
 #include "compiler/support/result.h"
 
 namespace fbl::passes {
@@ -46,13 +47,14 @@ namespace fbl::passes {
 enum class OpClass : uint8_t { kNone, kFtiC, kFtdC, kFtiD, kFtdD };
 const char* opClassName(OpClass c);  // "FTI-C", "FTD-C", "FTI-D", "FTD-D", "-"
 
-// fblayout: the full pipeline. reuse: one linear layout per tensor, reused by the backward
-// pass (strided reads where the reduction direction differs), movement ops run as kernels.
-// explicit: linear layouts plus an explicit layout conversion before every backward reduction
-// that walks a reused tensor along another direction, movement ops run as kernels.
-enum class Strategy : uint8_t { kFBLayout, kReuse, kExplicit };
-const char* strategyName(Strategy s);  // "fblayout", "reuse", "explicit"
-Result<Strategy> parseStrategy(std::string_view s);
+// The strategies of compiler/strategy/strategy.h, at graph level. fblayout: the full
+// pipeline. reuse: one linear layout per tensor, reused by the backward pass (strided reads
+// where the reduction direction differs), movement ops run as kernels. explicit: linear
+// layouts plus an explicit conversion before every backward reduction that walks a reused
+// forward tensor along the other direction, movement ops run as kernels.
+using Strategy = strategy::Strategy;
+using strategy::parseStrategy;
+using strategy::strategyName;
 
 struct RTileEntry {
   ir::ValueId value = ir::kNoValue;
