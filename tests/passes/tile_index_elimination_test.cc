@@ -10,6 +10,8 @@
 #include "compiler/autodiff/training_graph.h"
 #include "compiler/ir/parser.h"
 #include "compiler/onnx/load_model.h"
+#include "compiler/passes/assign_rtile.h"
+#include "compiler/passes/classify_operators.h"
 #include "compiler/passes/layout_pipeline.h"
 #include "compiler/passes/tile_index_elimination.h"
 #include "compiler/profile/profile.h"
@@ -191,5 +193,47 @@ TEST_CASE("tile-index-elimination: a broken tile boundary falls back with its re
   }
   // The checks themselves: a 128-wide tile breaks the head boundary.
   auto bad = layout::checkTilePropagation(r->view, {16, 128});
+  CHECK_FALSE(bad.ok);
+}
+
+TEST_CASE("tile-index-elimination: a failing R-Tile is reconfigured to one the chain preserves",
+          "[passes][layout-pipeline]") {
+  // hidden 128 = 4 heads x 32. The source's tile is forced to 16x64 (as Eq. 2 might pick for the
+  // projection alone): a head is 32 wide, so boundary preservation fails, and step 2 must move
+  // the source to a surviving tile whose width divides 32.
+  auto p = adreno();
+  auto g = ir::parseGraph(R"(graph "t" opset 20
+  input %x : f32[256,128]
+  init %w : f32[128,128]
+  init %v : f32[32,64]
+  const %s3 : i64[3] = [256,4,32]
+  %h : f32[256,128] = MatMul(%x, %w) @proj
+  %r : f32[256,4,32] = Reshape(%h, %s3) @split_heads
+  %t : f32[4,256,32] = Transpose(%r) {perm=[1,0,2]} @heads
+  %y : f32[4,256,64] = MatMul(%t, %v) @attn
+  output %y
+)");
+  REQUIRE(g.ok());
+  passes::LayoutAssignment a;
+  passes::ClassifyOperators classify(a);
+  passes::AssignRTile assign(a, p);
+  passes::TileIndexElimination eliminate(a, p);
+  REQUIRE(classify.run(*g).ok());
+  REQUIRE(assign.run(*g).ok());
+  ir::ValueId h = g->findValue("h");
+  REQUIRE(a.rtileOf(h) != nullptr);
+  passes::RTileEntry& e = a.rtiles[a.values[h].rtile];
+  auto verdicts = e.choice.verdicts;
+  e.choice = passes::choiceForTile("h", e.choice.layout.extent, e.uses, 16, 64, p);
+  e.choice.verdicts = verdicts;
+  REQUIRE(eliminate.run(*g).ok());
+  const passes::ReadThrough* r = a.readAt(3, 0);
+  REQUIRE(r != nullptr);
+  INFO(e.note << " / " << r->reason);
+  CHECK(e.note.find("reconfigured from 16x64") != std::string::npos);
+  CHECK(32 % e.tile().tileW == 0);
+  CHECK(r->decision == passes::ReadThrough::Decision::kTileMap);
+  // What the forced tile would have said.
+  auto bad = layout::checkTilePropagation(r->view, {16, 64});
   CHECK_FALSE(bad.ok);
 }
