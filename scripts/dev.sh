@@ -35,7 +35,14 @@ build
 export POCL_CACHE_DIR="$root/build/pocl-cache"
 case "$cmd" in
   demo)
-    build/bin/fblc inspect tests/data/llama-tiny/model.onnx
+    # Compile the bundled tiny Llama for the PoCL CPU device and fine-tune its LoRA adapters.
+    mkdir -p build/demo
+    build/bin/fblc inspect tests/data/llama-tiny/model.onnx | head -12
+    build/bin/fblc compile tests/data/llama-tiny/model.onnx --profile profiles/pocl-cpu.json \
+      --lr 1e-2 -o build/demo/llama-tiny.fbp --report build/demo/report.json
+    build/bin/fbl-train build/demo/llama-tiny.fbp --weights build/demo/llama-tiny.safetensors \
+      --data tests/data/llama-tiny/test_data_set_0 --steps 50 --checkpoint-every 10 \
+      --export-adapter build/demo/adapter
     ;;
   test)
     ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 900
