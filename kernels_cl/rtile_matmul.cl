@@ -23,6 +23,7 @@
 #define RM4 (RM / 4)
 #define SPLIT {{SPLIT}}u
 #define KS {{KS}}u
+#define PIPE {{PIPE}}
 #define RN4 {{RN4}}
 #define WGX (TN / (4u * RN4))
 #define WGY (TM / RM)
@@ -34,6 +35,12 @@
 #define L_COLS (L_T ? M : K)
 #define R_ROWS (R_T ? N : K)
 #define R_COLS (R_T ? K : N)
+// Texels per stored row of a tile region, and texels each work-item moves per tile (codegen
+// checks that the tiles divide evenly among the work-items).
+#define L_SC (L_T ? TM / 4u : TK / 4u)
+#define R_SC (R_T ? TK / 4u : TN / 4u)
+#define LPT (TM * TK / 4u / NT)
+#define RPT (TK * TN / 4u / NT)
 
 // loadL, loadR, storeOut and MASKED (compiler/codegen/rtile_kernels.cc, layoutAccess).
 {{ACCESS}}
@@ -49,27 +56,41 @@ void {{NAME}}({{PARAMS}}) {
   for (int i = 0; i < RM; ++i)
     for (int j = 0; j < RN4; ++j) acc[i][j] = (float4)(0.0f);
 
+  // PIPE = 1 (GPUs): software pipelining, the next tile's texels are read into registers (LPT +
+  // RPT per work-item) while the current tile is multiplied out of local memory. PIPE = 0 (CPUs:
+  // PoCL keeps every value live across a barrier in memory, so the prefetch costs a round trip).
+  float4 lv[LPT], rv[RPT];
+#define FETCH(kk)                                                                              \
+  do {                                                                                         \
+    for (uint p = 0; p < LPT; ++p) {                                                           \
+      const uint t = tid + p * NT, r = t / L_SC, c = (t % L_SC) * 4u;                          \
+      lv[p] = MASKED(loadL, lhs, (L_T ? (kk) : m0) + r, (L_T ? m0 : (kk)) + c, L_ROWS, L_COLS); \
+    }                                                                                          \
+    for (uint p = 0; p < RPT; ++p) {                                                           \
+      const uint t = tid + p * NT, r = t / R_SC, c = (t % R_SC) * 4u;                          \
+      rv[p] = MASKED(loadR, rhs, (R_T ? n0 : (kk)) + r, (R_T ? (kk) : n0) + c, R_ROWS, R_COLS); \
+    }                                                                                          \
+  } while (0)
+
   const uint slice = get_group_id(2);
-  const uint kEnd = min(K, slice * KS + KS);
-  for (uint k0 = slice * KS; k0 < kEnd; k0 += TK) {
-    // L tile: stored region (L_T ? TK x TM : TM x TK), one texel per step.
-    for (uint t = tid; t < TM * TK / 4u; t += NT) {
-      const uint sc = L_T ? TM / 4u : TK / 4u;
-      const uint r = t / sc, c = (t % sc) * 4u;
-      const uint gr = (L_T ? k0 : m0) + r, gc = (L_T ? m0 : k0) + c;
-      const float4 v = MASKED(loadL, lhs, gr, gc, L_ROWS, L_COLS);
+  const uint kBegin = slice * KS, kEnd = min(K, kBegin + KS);
+  if (PIPE) FETCH(kBegin);
+  for (uint k0 = kBegin; k0 < kEnd; k0 += TK) {
+    if (!PIPE) FETCH(k0);
+    // Scatter the fetched stored regions into the k-major local tiles (transposed reads land
+    // transposed, so the inner loop is the same for every operand orientation).
+    for (uint p = 0; p < LPT; ++p) {
+      const uint t = tid + p * NT, r = t / L_SC, c = (t % L_SC) * 4u;
+      const float4 v = lv[p];
       if (L_T) {
-        ls[r][c] = v.x; ls[r][c + 1] = v.y; ls[r][c + 2] = v.z; ls[r][c + 3] = v.w;
+        vstore4(v, 0, &ls[r][c]);
       } else {
         ls[c][r] = v.x; ls[c + 1][r] = v.y; ls[c + 2][r] = v.z; ls[c + 3][r] = v.w;
       }
     }
-    // R tile: stored region (R_T ? TN x TK : TK x TN).
-    for (uint t = tid; t < TK * TN / 4u; t += NT) {
-      const uint sc = R_T ? TK / 4u : TN / 4u;
-      const uint r = t / sc, c = (t % sc) * 4u;
-      const uint gr = (R_T ? n0 : k0) + r, gc = (R_T ? k0 : n0) + c;
-      const float4 v = MASKED(loadR, rhs, gr, gc, R_ROWS, R_COLS);
+    for (uint p = 0; p < RPT; ++p) {
+      const uint t = tid + p * NT, r = t / R_SC, c = (t % R_SC) * 4u;
+      const float4 v = rv[p];
       if (R_T) {
         rs[c][r] = v.x; rs[c + 1][r] = v.y; rs[c + 2][r] = v.z; rs[c + 3][r] = v.w;
       } else {
@@ -77,6 +98,7 @@ void {{NAME}}({{PARAMS}}) {
       }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
+    if (PIPE && k0 + TK < kEnd) FETCH(k0 + TK);
     for (uint k = 0; k < TK; ++k) {
       float4 a[RM4];
       float4 b[RN4];

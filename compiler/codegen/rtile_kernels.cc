@@ -58,8 +58,8 @@ bool isDenseRowMajor(const Layout& l) {
 }  // namespace
 
 MatmulTiling matmulTiling(DeviceClass d) {
-  if (d == DeviceClass::kGpu) return {128, 128, 16, 8, 8, 0};
-  return {64, 64, 16, 4, 4, 0};
+  if (d == DeviceClass::kGpu) return {128, 128, 16, 8, 8, 0, true};
+  return {64, 64, 16, 4, 4, 0, false};
 }
 
 std::string layoutParam(const Layout& l, const std::string& name, bool write) {
@@ -123,6 +123,9 @@ Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t 
   if (t.rn % 4 != 0 || t.rm % 4 != 0 || t.splitK < 1 || t.tm % t.rm != 0 || t.tn % t.rn != 0 || t.tk % 4 != 0 || t.tm % 4 != 0 || t.tn % 4 != 0)
     return makeError("rtile matmul {}: tiling {}x{}x{} / {}x{} is not texel aligned", name, t.tm, t.tn, t.tk, t.rm,
                      t.rn);
+  if ((t.tm * t.tk / 4) % (t.wgX() * t.wgY()) != 0 || (t.tn * t.tk / 4) % (t.wgX() * t.wgY()) != 0)
+    return makeError("rtile matmul {}: tiling {}x{}x{} / {}x{}: a tile's texels do not divide among {} work-items", name,
+                     t.tm, t.tn, t.tk, t.rm, t.rn, t.wgX() * t.wgY());
   const bool split = t.splitK > 1;
   // Slices are whole TK steps, so no tile straddles two slices.
   const int64_t kSlice = ((k + t.splitK - 1) / t.splitK + t.tk - 1) / t.tk * t.tk;
@@ -136,7 +139,7 @@ Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t 
       {"TM", std::to_string(t.tm)}, {"TN", std::to_string(t.tn)}, {"TK", std::to_string(t.tk)},
       {"RM", std::to_string(t.rm)}, {"RN4", std::to_string(t.rn / 4)},
       {"L_T", lhs.transposed ? "1" : "0"}, {"R_T", rhs.transposed ? "1" : "0"},
-      {"SPLIT", std::to_string(t.splitK)}, {"KS", std::to_string(kSlice)},
+      {"SPLIT", std::to_string(t.splitK)}, {"KS", std::to_string(kSlice)}, {"PIPE", t.pipeline ? "1" : "0"},
       {"ACCESS", kPrelude + loadL + loadR + store},
       {"PARAMS", layoutParam(lhs.stored, "lhs", false) + ", " + layoutParam(rhs.stored, "rhs", false) + ", " +
                      (split ? std::string("__global float* restrict out") : layoutParam(out, "out", true))}};

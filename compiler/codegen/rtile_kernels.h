@@ -27,15 +27,17 @@ namespace fbl::codegen {
 struct MatmulTiling {
   int64_t tm = 64, tn = 64, tk = 16, rm = 4, rn = 4;
   int64_t splitK = 1;
+  bool pipeline = false;  // prefetch the next K tile into registers during the current one
   int64_t wgX() const { return tn / rn; }
   int64_t wgY() const { return tm / rm; }
 };
 
 enum class DeviceClass { kCpu, kGpu };
 
-// The tuned set (splitK 0: per product, chooseSplitK): GPUs (hundreds of lanes per CU, 32+ KB local memory) get 128x128x16 tiles with
-// 8x8 per work-item (256 work-items, 16.5 KB local); CPUs (PoCL: a work-group is a loop nest on
-// one core) get 64x64x16 with 4x4 per work-item.
+// The tuned set (splitK 0: per product, chooseSplitK): GPUs (hundreds of lanes per CU, 32+ KB
+// local memory) get 128x128x16 tiles with 8x8 per work-item (256 work-items, 16.5 KB local) and
+// register prefetch; CPUs (PoCL: a work-group is a loop nest on one core, values live across a
+// barrier go through memory) get 64x64x16 with 4x4 per work-item and no prefetch.
 MatmulTiling matmulTiling(DeviceClass d);
 
 // Split-K for an M x N output over K: a product with fewer output tiles than
