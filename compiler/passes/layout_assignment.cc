@@ -311,7 +311,7 @@ std::string tileText(const RTileEntry& e) {
 
 std::string formatClassification(const ir::Graph& g, const LayoutAssignment& a) {
   ClassCounts c = countClasses(g, a);
-  std::string s = fmt::format("layout classes (paper Table 1)             {:>8} {:>8} {:>9} {:>7}\n", "forward",
+  std::string s = fmt::format("{:<47} {:>8} {:>8} {:>9} {:>7}\n", "layout classes (paper Table 1)", "forward",
                               "backward", "optimizer", "total");
   for (OpClass k : kClasses) {
     const auto& p = c.byPhase[k];
