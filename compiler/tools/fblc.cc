@@ -55,6 +55,12 @@ void addInspect(CLI::App& app, int& rc) {
   cmd->add_flag("--json", args.json, "Machine-readable output");
   cmd->add_flag("--training", args.training, "Also build and summarize the joint training graph");
   cmd->add_flag("--ops", args.listOps, "List the supported ops and exit");
+  cmd->add_option("--profile", args.profile, "Hardware profile for the layout pipeline (--training)");
+  cmd->add_option("--strategy", args.strategy, "fblayout, reuse or explicit (--training)")
+      ->default_str("fblayout");
+  cmd->add_option("--dump-after", args.dumpAfter, "Print the IR after this layout pass (or all)");
+  cmd->add_option("--disable-pass", args.disabledPasses, "Switch a layout pass off (ablation)");
+  cmd->add_flag("--verify-passes", args.verifyPasses, "Run the IR verifier between passes");
   cmd->callback([&rc] {
     if (std::string err = parseShapeOptions(shapes, args.shapes); !err.empty()) {
       fmt::print(stderr, "error: {}\n", err);

@@ -17,24 +17,27 @@
 #include "compiler/passes/classify_operators.h"
 #include "compiler/passes/layout_pipeline.h"
 #include "compiler/profile/profile.h"
+#include "compiler/strategy/strategy.h"
 
 namespace fbl::tools {
 
 namespace {
 
 // Table-1 classes and the transformations the layout pipeline eliminates (docs/layout-pipeline.md),
-// under $FBL_PROFILE (default: the source tree's Adreno 830 profile); classes only without one.
+// under --profile (default: the source tree's Adreno 830 profile); classes only without one.
 struct LayoutView {
   std::string text;
   nlohmann::json json;
 };
 
-LayoutView layoutView(ir::Graph& g) {
-  const char* env = std::getenv("FBL_PROFILE");
-  std::string path = env != nullptr ? env : FBL_SOURCE_DIR "/profiles/adreno-830.json";
+LayoutView layoutView(ir::Graph& g, const InspectArgs& args,
+                      const passes::LayoutPipelineOptions& opts) {
+  std::string path =
+      args.profile.empty() ? std::string(FBL_SOURCE_DIR "/profiles/adreno-830.json") : args.profile;
   LayoutView v;
   auto p = profile::loadProfile(path);
-  auto res = p.ok() ? passes::runLayoutPipeline(g, *p) : Result<passes::LayoutPipelineResult>(p.error());
+  auto res = p.ok() ? passes::runLayoutPipeline(g, *p, opts)
+                    : Result<passes::LayoutPipelineResult>(p.error());
   if (res.ok()) {
     v.text = passes::formatClassification(g, res->assignment) + passes::formatTransforms(g, res->assignment, false);
     v.json = {{"classes", passes::classificationToJson(g, res->assignment)},
@@ -82,7 +85,17 @@ int runInspect(const InspectArgs& args) {
       return 1;
     }
     training = autodiff::summarizeTrainingGraph(*tg);
-    layout = layoutView(tg->graph);
+    passes::LayoutPipelineOptions popts;
+    auto strategy = strategy::parseStrategy(args.strategy);
+    if (!strategy.ok()) {
+      fmt::print(stderr, "error: {}\n", strategy.error().message);
+      return 2;
+    }
+    popts.strategy = *strategy;
+    popts.passes.dumpAfter.insert(args.dumpAfter.begin(), args.dumpAfter.end());
+    popts.passes.disabled.insert(args.disabledPasses.begin(), args.disabledPasses.end());
+    if (args.verifyPasses) popts.passes.verify = true;
+    layout = layoutView(tg->graph, args, popts);
   }
   if (args.json) {
     nlohmann::json j = analysis::modelStatsToJson(stats);

@@ -16,6 +16,12 @@ struct InspectArgs {
   bool json = false;
   bool training = false;  // also show the joint training graph
   bool listOps = false;   // print the supported op vocabulary and exit
+  // The layout pipeline that --training runs (docs/layout-pipeline.md).
+  std::string profile;    // default: the source tree's profiles/adreno-830.json
+  std::string strategy = "fblayout";
+  std::vector<std::string> dumpAfter;      // pass names, or "all"
+  std::vector<std::string> disabledPasses;
+  bool verifyPasses = false;
 };
 
 int runInspect(const InspectArgs& args);
