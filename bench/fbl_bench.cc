@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/matmul_bench.h"
+#include "bench/step_bench.h"
 #include "compiler/onnx/importer.h"
 #include "compiler/onnx/load_model.h"
 
@@ -104,6 +105,18 @@ int main(int argc, char** argv) {
     matmul->add_option("--tile", mm.tiling, "Work-group tiling TMxTNxTK/RMxRN (default: by device class)");
     matmul->add_flag("--json", mm.json, "JSON output");
     matmul->callback([&] { rc = fbl::bench::runMatmulBench(mm); });
+
+    fbl::bench::StepBenchOptions sb;
+    auto* step = app.add_subcommand("step", "Training steps of a model per layout strategy (OpenCL): samples/s, phases, launches, bytes");
+    step->add_option("model", sb.model, "ONNX training-forward model")->required();
+    step->add_option("--profile", sb.profile, "Hardware profile JSON")->required();
+    step->add_option("--strategy", sb.strategies, "all, fblayout, reuse, explicit (repeatable; default all)");
+    step->add_option("--steps", sb.steps, "Training steps (the first is timed apart)")->default_val(10);
+    step->add_option("--device", sb.device, "OpenCL device index (default: first GPU, else first device)");
+    step->add_option("--seed", sb.seed, "Seed of the synthetic inputs and of missing weights")->default_val(0);
+    step->add_option("--json", sb.json, "Write the JSON report here ('-': stdout)");
+    step->add_option("--svg", sb.svg, "Write an SVG bar chart of the phases here");
+    step->callback([&] { rc = fbl::bench::runStepBench(sb); });
 
     CLI11_PARSE(app, argc, argv);
     return rc;

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <onnx/onnx_pb.h>
 
 #include "compiler/onnx/external_data.h"
 #include "compiler/onnx/load_model.h"
@@ -28,7 +29,39 @@ std::string modelName(const std::string& path) {
   return p.stem().string();
 }
 
+std::vector<std::string> splitGlobs(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find(',', start);
+    if (end == std::string::npos) end = s.size();
+    std::string g = s.substr(start, end - start);
+    g.erase(0, g.find_first_not_of(" \t"));
+    g.erase(g.find_last_not_of(" \t") + 1);
+    if (!g.empty()) out.push_back(g);
+    start = end + 1;
+  }
+  return out;
+}
+
 }  // namespace
+
+Result<std::vector<std::string>> trainableGlobs(const CompileArgs& args) {
+  if (!args.trainable.empty()) return args.trainable;
+  // The metadata lives in the ModelProto, which the graph does not keep: parse it once more
+  // (external weights stay on disk, so this is the graph's size, not the model's).
+  std::ifstream in(args.model, std::ios::binary);
+  ::onnx::ModelProto m;
+  if (in && m.ParseFromIstream(&in))
+    for (const auto& p : m.metadata_props())
+      if (p.key() == "fbl.trainable") {
+        std::vector<std::string> globs = splitGlobs(p.value());
+        if (globs.empty()) return makeError("{}: metadata fbl.trainable names no glob", args.model);
+        return globs;
+      }
+  // An unreadable model falls through: loadModel reports it with its own message.
+  return std::vector<std::string>{"*lora_*"};
+}
 
 Result<Compiled> compileModel(const CompileArgs& args) {
   const auto start = std::chrono::steady_clock::now();
@@ -37,7 +70,7 @@ Result<Compiled> compileModel(const CompileArgs& args) {
   lo.shapeOverrides = args.shapes;
   FBL_ASSIGN(ir::Graph forward, onnx::loadModel(args.model, lo));
   autodiff::TrainingOptions to;
-  to.trainableGlobs = args.trainable;
+  FBL_ASSIGN(to.trainableGlobs, trainableGlobs(args));
   if (args.optimizer == "adamw") {
     to.optimizer.kind = autodiff::OptimizerKind::AdamW;
   } else if (args.optimizer == "sgd") {

@@ -20,7 +20,9 @@ struct CompileArgs {
   std::string weights;      // default: the plan's path with .safetensors
   std::string report;       // optional REPORT.json
   std::map<std::string, ir::Shape> shapes;
-  std::vector<std::string> trainable{"*lora_*"};
+  // Globs of the trainable initializers; empty: the model's `fbl.trainable` metadata
+  // (comma-separated globs, as zoo models carry), else "*lora_*".
+  std::vector<std::string> trainable;
   std::string optimizer = "adamw";  // adamw | sgd
   float lr = 1e-3f;
   float weightDecay = 0.0f;
@@ -34,6 +36,9 @@ struct Compiled {
   double seconds = 0.0;
 };
 
+// The globs compileModel trains: `args.trainable` if given, else the model's `fbl.trainable`
+// metadata, else "*lora_*".
+Result<std::vector<std::string>> trainableGlobs(const CompileArgs& args);
 // Everything but the files: load, differentiate, build the plan.
 Result<Compiled> compileModel(const CompileArgs& args);
 // Writes the initializers the plan names (external data included) as safetensors.

@@ -1,12 +1,13 @@
 // fbl-train: fine-tunes a plan on an OpenCL device from the command line.
 //
-//   fbl-train PLAN --weights MODEL.onnx|WEIGHTS.safetensors --data DIR [--steps N]
+//   fbl-train PLAN --weights MODEL.onnx|WEIGHTS.safetensors [--data DIR] [--steps N]
 //             [--checkpoint-every K] [--checkpoint PATH] [--resume] [--dump-grads OUT]
 //             [--export-adapter DIR] [--device N] [--cache-dir DIR] [--list-devices]
 //
 // It is a desktop tool over the runtime library: it links the compiler library only to read
-// ONNX (weights from MODEL.onnx, inputs from DIR/input_N.pb TensorProtos); an app links the
-// runtime alone and feeds safetensors weights and raw input bytes through the C API.
+// ONNX (weights from MODEL.onnx, inputs from DIR/input_N.pb TensorProtos, or without --data the
+// graph of MODEL.onnx for synthetic inputs); an app links the runtime alone and feeds
+// safetensors weights and raw input bytes through the C API.
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,8 +23,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "compiler/onnx/load_model.h"
 #include "compiler/onnx/tensor_proto.h"
 #include "compiler/plan/compile_command.h"
+#include "compiler/zoo/synthetic_inputs.h"
 #include "runtime/session.h"
 
 namespace {
@@ -40,7 +43,7 @@ struct Args {
 };
 
 const char* kUsage =
-    "usage: fbl-train PLAN --weights MODEL.onnx|WEIGHTS.safetensors --data DIR [--steps N]\n"
+    "usage: fbl-train PLAN --weights MODEL.onnx|WEIGHTS.safetensors [--data DIR] [--steps N]\n"
     "                 [--checkpoint-every K] [--checkpoint PATH] [--resume] [--dump-grads OUT]\n"
     "                 [--export-adapter DIR] [--device N] [--cache-dir DIR] [--list-devices]\n";
 
@@ -81,7 +84,8 @@ std::string parseArgs(int argc, char** argv, Args* a) {
   if (a->listDevices) return "";
   if (a->plan.empty()) return "a plan file is required";
   if (a->weights.empty()) return "--weights is required";
-  if (a->data.empty()) return "--data is required";
+  if (a->data.empty() && fs::path(a->weights).extension() != ".onnx")
+    return "without --data, --weights must be MODEL.onnx: synthetic inputs take their value ranges from its graph";
   if (a->checkpoint.empty()) a->checkpoint = fs::path(a->plan).replace_extension(".ckpt.safetensors").string();
   return "";
 }
@@ -119,6 +123,37 @@ std::string readData(const std::string& dir, size_t count, std::vector<Batch>* o
     if (auto e = readBatch(d, count, &b); !e.empty()) return e;
     out->push_back(std::move(b));
   }
+  return "";
+}
+
+// Without --data: the graph of MODEL.onnx, loaded with the plan's input shapes (the plan may
+// have been compiled with --shape), so that zoo::syntheticInputs reads each integer input's
+// bound (vocabulary, class count) from it.
+std::string loadSyntheticGraph(const std::string& model, const fbl::planfile::Plan& plan, fbl::ir::Graph* out) {
+  auto g = fbl::onnx::loadModel(model);
+  if (!g.ok()) return g.error().message;
+  if (g->inputs.size() != plan.inputs.size())
+    return fmt::format("{} has {} inputs but the plan {}", model, g->inputs.size(), plan.inputs.size());
+  fbl::onnx::LoadOptions lo;
+  bool differ = false;
+  for (size_t i = 0; i < plan.inputs.size(); ++i) {
+    const auto& shape = plan.tensors[plan.inputs[i]].shape;
+    lo.shapeOverrides[g->values[g->inputs[i]].name] = fbl::ir::Shape(shape.begin(), shape.end());
+    differ = differ || g->values[g->inputs[i]].shape != lo.shapeOverrides[g->values[g->inputs[i]].name];
+  }
+  if (differ) {
+    g = fbl::onnx::loadModel(model, lo);
+    if (!g.ok()) return g.error().message;
+  }
+  *out = std::move(g.value());
+  return "";
+}
+
+std::string syntheticBatch(const fbl::ir::Graph& g, int64_t step, Batch* b) {
+  auto inputs = fbl::zoo::syntheticInputs(g, /*seed=*/0, step);
+  if (!inputs.ok()) return inputs.error().message;
+  b->inputs.clear();
+  for (fbl::ir::ValueId v : g.inputs) b->inputs.push_back(std::move(inputs.value().at(v)));
   return "";
 }
 
@@ -194,7 +229,13 @@ int run(const Args& a) {
   if (weights != a.weights) fs::remove(weights);
   if (!err.empty()) return fmt::print(stderr, "error: {}\n", err), 1;
   std::vector<Batch> batches;
-  if (auto e = readData(a.data, s->plan().inputs.size(), &batches); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+  fbl::ir::Graph synthetic;
+  if (a.data.empty()) {
+    if (auto e = loadSyntheticGraph(a.weights, s->plan(), &synthetic); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+    fmt::print(stderr, "data: synthetic inputs (seed 0)\n");
+  } else if (auto e = readData(a.data, s->plan().inputs.size(), &batches); !e.empty()) {
+    return fmt::print(stderr, "error: {}\n", e), 1;
+  }
   if (a.resume) {
     if (fs::exists(a.checkpoint)) {
       if (auto e = s->loadCheckpoint(a.checkpoint); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
@@ -213,7 +254,10 @@ int run(const Args& a) {
   // work-group function at its first launch), so the steady rate is timed from the second.
   auto firstDone = start;
   while (s->step() < a.steps) {
-    const Batch& b = batches[static_cast<size_t>(s->step()) % batches.size()];
+    Batch generated;
+    if (batches.empty())
+      if (auto e = syntheticBatch(synthetic, s->step(), &generated); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+    const Batch& b = batches.empty() ? generated : batches[static_cast<size_t>(s->step()) % batches.size()];
     if (auto e = feed(*s, b); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
     if (auto e = s->trainStep(&loss); !e.empty()) {
       fmt::print(stderr, "{}error: {}\n", tty ? "\n" : "", e);

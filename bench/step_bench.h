@@ -1,0 +1,28 @@
+// `fbl-bench step`: whole training steps of a model on an OpenCL device, per layout strategy.
+// It compiles the model in-process (plan::compileModel), opens the plan with fbl::rt::Session,
+// feeds synthetic inputs (zoo::syntheticInputs) and reports samples/s, time per phase, launches,
+// modelled bytes moved, layout-movement launches and the planned peak, as a table or JSON, and
+// optionally as an SVG bar chart.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fbl::bench {
+
+struct StepBenchOptions {
+  std::string model;
+  std::string profile;
+  std::vector<std::string> strategies;  // all | fblayout | reuse | explicit; empty: all
+  int steps = 10;
+  int device = -1;                      // OpenCL device index; -1: first GPU, else first device
+  uint64_t seed = 0;                    // synthetic inputs and (missing) random weights
+  std::string json;                     // JSON report path ("-": stdout)
+  std::string svg;                      // SVG chart path
+};
+
+// Prints the table; writes the JSON/SVG asked for; returns the process exit code.
+int runStepBench(const StepBenchOptions& o);
+
+}  // namespace fbl::bench
