@@ -1,4 +1,4 @@
-// Gradient rules for arithmetic, reductions and the contractions (MatMul, Gemm, Conv).
+// Gradient rules for arithmetic, reductions, Max/Min and the contractions (MatMul, Gemm, Conv).
 //
 // Broadcasting is undone by one fbl.ReduceSumTo per operand that was broadcast; MatMul and Gemm
 // gradients are again MatMul and Gemm nodes on (possibly transposed) operands, so the layout
@@ -113,8 +113,16 @@ Result<Grads> logGrad(GradContext& c) {
   return g;
 }
 
-// Both reductions spread dy back over the reduced axes (scaled by 1/n for the mean).
-Result<Grads> reduceGrad(GradContext& c, bool mean) {
+// The reduced axes of ReduceMean/Sum/Max (an input since opset 18, an attribute before) as the
+// input's shape with those axes set to 1, and how many elements each output element covers.
+// `identity` is set when empty axes with noop_with_empty_axes make the reduction a copy.
+struct Reduction {
+  bool identity = false;
+  ir::Shape kept;
+  int64_t n = 1;
+};
+
+Result<Reduction> reduction(GradContext& c) {
   auto& b = c.b;
   ir::Shape sx = b.shape(c.in(0));
   std::vector<int64_t> axes;
@@ -125,24 +133,84 @@ Result<Grads> reduceGrad(GradContext& c, bool mean) {
   } else {
     axes = c.fwd.attrInts("axes");
   }
-  Grads g = none(c);
+  Reduction r;
+  r.kept = sx;
   if (axes.empty() && c.fwd.attrInt("noop_with_empty_axes", 0) != 0) {
-    g[0] = c.dy[0];
-    return g;
+    r.identity = true;
+    return r;
   }
   if (axes.empty())
     for (size_t i = 0; i < sx.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  ir::Shape kept = sx;
-  int64_t n = 1;
   for (int64_t a : axes) {
     if (a < 0) a += static_cast<int64_t>(sx.size());
     if (a < 0 || a >= static_cast<int64_t>(sx.size())) return c.fail("reduction axis out of range");
-    if (kept[a] != 1) n *= sx[a];
-    kept[a] = 1;
+    if (r.kept[a] != 1) r.n *= sx[a];
+    r.kept[a] = 1;
+  }
+  return r;
+}
+
+// Both reductions spread dy back over the reduced axes (scaled by 1/n for the mean).
+Result<Grads> reduceGrad(GradContext& c, bool mean) {
+  auto& b = c.b;
+  FBL_ASSIGN(Reduction r, reduction(c));
+  Grads g = none(c);
+  if (r.identity) {
+    g[0] = c.dy[0];
+    return g;
   }
   ValueId d = c.dy[0];
-  if (mean) d = b.mul(d, b.scalar(1.0 / static_cast<double>(n), b.dtype(d)));
-  g[0] = b.expand(b.reshape(d, kept), sx);
+  if (mean) d = b.mul(d, b.scalar(1.0 / static_cast<double>(r.n), b.dtype(d)));
+  g[0] = b.expand(b.reshape(d, r.kept), b.shape(c.in(0)));
+  return g;
+}
+
+// ReduceMax shares dy evenly among the elements that attain the maximum, as PyTorch's amax
+// does: m = Cast(x == y), dx = m * dy / sum(m) over the reduced axes (sum(m) >= 1 unless y is
+// NaN). Max pooling written as Reshape + ReduceMax has no ties on real data, so the count is 1.
+Result<Grads> reduceMaxGrad(GradContext& c) {
+  auto& b = c.b;
+  FBL_ASSIGN(Reduction r, reduction(c));
+  Grads g = none(c);
+  if (r.identity) {
+    g[0] = c.dy[0];
+    return g;
+  }
+  ValueId x = c.in(0);
+  ir::Shape sx = b.shape(x);
+  ir::DType dt = b.dtype(c.dy[0]);
+  ValueId hit = b.emit("Equal", {x, b.reshape(c.out(0), r.kept)}, ir::DType::Bool, sx);
+  ValueId mask = b.emit("Cast", {hit}, dt, sx, {{"to", int64_t(dt)}});
+  ValueId share = b.div(b.reshape(c.dy[0], r.kept), b.reduceSumTo(mask, r.kept));
+  g[0] = b.mul(mask, share);
+  return g;
+}
+
+// Max and Min (variadic, broadcasting) pass dy to the input that attains y. On a tie the first
+// such input takes all of it (PyTorch's maximum/minimum split a two-way tie equally instead):
+// a remainder r starts as dy; input i gets Where(x_i == y, r, 0) and r becomes
+// Where(x_i == y, 0, r), so later inputs that tie get nothing. Three elementwise nodes per
+// input, none after the last input that wants a gradient; ReLU6's Min(x, 6) needs two.
+Result<Grads> extremumGrad(GradContext& c) {
+  auto& b = c.b;
+  ValueId y = c.out(0), rest = c.dy[0];
+  ir::Shape sy = b.shape(rest);
+  ir::DType dt = b.dtype(rest);
+  ValueId zero = b.scalar(0.0, dt);
+  size_t last = 0;
+  for (size_t i = 0; i < c.fwd.inputs.size(); ++i)
+    if (c.wants[i]) last = i;
+  Grads g = none(c);
+  if (c.fwd.inputs.size() == 1) {
+    g[0] = rest;
+    return g;
+  }
+  for (size_t i = 0; i <= last; ++i) {
+    ValueId hit = b.emit("Equal", {c.in(i), y}, ir::DType::Bool, sy);
+    if (c.wants[i])
+      g[i] = b.reduceSumTo(b.emit("Where", {hit, rest, zero}, dt, sy), b.shape(c.in(i)));
+    if (i < last) rest = b.emit("Where", {hit, zero, rest}, dt, sy);
+  }
   return g;
 }
 
@@ -263,6 +331,9 @@ std::vector<GradRule> mathGradRules() {
       {"Log", logGrad},
       {"ReduceMean", reduceMeanGrad},
       {"ReduceSum", reduceSumGrad},
+      {"ReduceMax", reduceMaxGrad},
+      {"Max", extremumGrad},
+      {"Min", extremumGrad},
       {"MatMul", matmulGrad},
       {"Gemm", gemmGrad},
       {"Conv", convGrad},

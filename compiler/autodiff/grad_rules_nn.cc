@@ -2,6 +2,7 @@
 // natural kernel on a GPU, and fewer nodes for the layout compiler than the composed formula.
 // Rules read the forward output where that is what the formula needs (Sigmoid, Tanh,
 // Softmax) and the input otherwise (Gelu, Erf, LayerNormalization recomputes its statistics).
+// ReLU, a mask, is two ONNX nodes rather than a fused op.
 #include "compiler/autodiff/grad_rules.h"
 
 namespace fbl::autodiff {
@@ -23,6 +24,18 @@ Grads fused(GradContext& c, std::string_view op, ValueId saved, Attrs attrs = {}
 Result<Grads> sigmoidGrad(GradContext& c) { return fused(c, "fbl.SigmoidGrad", c.out(0)); }
 Result<Grads> tanhGrad(GradContext& c) { return fused(c, "fbl.TanhGrad", c.out(0)); }
 Result<Grads> erfGrad(GradContext& c) { return fused(c, "fbl.ErfGrad", c.in(0)); }
+
+// dx = Where(y > 0, dy, 0): zero at x = 0, as PyTorch's threshold_backward. It reads y, which
+// the next layer reads anyway, and needs no fused op: two elementwise ONNX nodes.
+Result<Grads> reluGrad(GradContext& c) {
+  auto& b = c.b;
+  ValueId y = c.out(0), dy = c.dy[0];
+  ir::DType dt = b.dtype(dy);
+  ValueId open = b.emit("Greater", {y, b.scalar(0.0, b.dtype(y))}, ir::DType::Bool, b.shape(y));
+  Grads g = none(c);
+  g[0] = b.emit("Where", {open, dy, b.scalar(0.0, dt)}, dt, b.shape(dy));
+  return g;
+}
 
 Result<Grads> geluGrad(GradContext& c) {
   std::string approx = c.fwd.attrString("approximate", "none");
@@ -83,6 +96,7 @@ Result<Grads> softmaxCrossEntropyGrad(GradContext& c) {
 
 std::vector<GradRule> nnGradRules() {
   return {
+      {"Relu", reluGrad},
       {"Sigmoid", sigmoidGrad},
       {"Tanh", tanhGrad},
       {"Erf", erfGrad},

@@ -1,5 +1,5 @@
 // Gradient rules for movement ops (each the inverse index map applied to dy), and for the ops
-// that select elements (Gather, Where, Slice, Concat), whose gradients scatter dy back.
+// that select elements (Gather, Where, Slice, Concat, Pad), whose gradients scatter dy back.
 #include "compiler/autodiff/grad_rules.h"
 #include "compiler/autodiff/slice_params.h"
 
@@ -96,6 +96,64 @@ Result<Grads> sliceGrad(GradContext& c) {
   return g;
 }
 
+// Constant-mode Pad: dx is the window of dy that holds x, one Slice. Negative pads crop x, so
+// then the inverse is a Pad of dy by the negated pads (zeros where x's elements were cut).
+// The pad value gets no gradient; reflect/edge modes would scatter dy onto x's border.
+Result<Grads> padGrad(GradContext& c) {
+  auto& b = c.b;
+  std::string mode = c.fwd.attrString("mode", "constant");
+  if (mode != "constant") return c.fail("Pad in mode " + mode + " is not differentiated");
+  if (c.fwd.inputs.size() > 2 && c.in(2) != ir::kNoValue && c.wants[2])
+    return c.fail("the gradient with respect to Pad's constant_value is not supported");
+  ir::Shape sx = b.shape(c.in(0));
+  size_t rank = sx.size();
+  std::vector<int64_t> pads, axes;
+  if (c.fwd.inputs.size() > 1 && c.in(1) != ir::kNoValue) {
+    const ir::Tensor* t = b.constData(c.in(1));
+    if (t == nullptr) return c.fail("Pad's pads must be compile-time constants");
+    pads = t->toInt64s();
+  } else {
+    pads = c.fwd.attrInts("pads");  // opset < 11
+  }
+  if (c.fwd.inputs.size() > 3 && c.in(3) != ir::kNoValue) {
+    const ir::Tensor* t = b.constData(c.in(3));
+    if (t == nullptr) return c.fail("Pad's axes must be compile-time constants");
+    axes = t->toInt64s();
+  } else {
+    for (size_t d = 0; d < rank; ++d) axes.push_back(static_cast<int64_t>(d));
+  }
+  if (pads.size() != 2 * axes.size()) return c.fail("Pad's pads do not match its axes");
+  std::vector<int64_t> before(rank, 0), after(rank, 0);
+  bool crops = false;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t a = normAxis(axes[i], rank);
+    if (a < 0 || a >= static_cast<int64_t>(rank)) return c.fail("Pad axis out of range");
+    before[a] = pads[i];
+    after[a] = pads[i + axes.size()];
+    crops = crops || before[a] < 0 || after[a] < 0;
+  }
+  ValueId dy = c.dy[0];
+  Grads g = none(c);
+  if (crops) {
+    std::vector<int64_t> inverse;
+    for (int64_t p : before) inverse.push_back(-p);
+    for (int64_t p : after) inverse.push_back(-p);
+    g[0] = b.emit("Pad", {dy, b.ints(inverse)}, b.dtype(dy), sx, {{"mode", std::string("constant")}});
+    return g;
+  }
+  std::vector<int64_t> starts, ends, sliced;
+  for (size_t d = 0; d < rank; ++d) {
+    if (before[d] == 0 && after[d] == 0) continue;
+    starts.push_back(before[d]);
+    ends.push_back(before[d] + sx[d]);
+    sliced.push_back(static_cast<int64_t>(d));
+  }
+  g[0] = sliced.empty() ? dy
+                        : b.emit("Slice", {dy, b.ints(starts), b.ints(ends), b.ints(sliced)},
+                                 b.dtype(dy), sx);
+  return g;
+}
+
 // Each input's gradient is its slab of dy.
 Result<Grads> concatGrad(GradContext& c) {
   auto& b = c.b;
@@ -150,7 +208,7 @@ std::vector<GradRule> shapeGradRules() {
       {"Flatten", reshapeGrad},     {"Identity", reshapeGrad},    {"Cast", castGrad},
       {"CastLike", castGrad},       {"Dropout", dropoutGrad},     {"Transpose", transposeGrad},
       {"Expand", expandGrad},       {"Slice", sliceGrad},         {"Concat", concatGrad},
-      {"Gather", gatherGrad},       {"Where", whereGrad},
+      {"Gather", gatherGrad},       {"Where", whereGrad},         {"Pad", padGrad},
   };
 }
 

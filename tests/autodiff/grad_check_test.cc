@@ -1,7 +1,8 @@
 // Finite-difference checks of every gradient rule: each test builds a small forward graph
 // around one op, differentiates it with buildTrainingGraph, runs the joint graph with the
 // reference executor and compares each trainable's gradient with central differences of the
-// forward graph's loss.
+// forward graph's loss. Rules for ops with kinks (Relu, Max, Min, ReduceMax) are checked on
+// data away from the kinks, and their tie conventions against naive loops at the end.
 #include <catch2/catch.hpp>
 
 #include "compiler/autodiff/training_graph.h"
@@ -23,9 +24,10 @@ float lossWith(ref::Executor& fwd, ValueId param, const ir::Tensor& value) {
   return static_cast<float>(r.value()[0].at(0));
 }
 
-// Checks d loss / d p for every initializer named "p*" (at most 40 elements each).
-void checkGradients(TestGraph& t, const std::map<ValueId, ir::Tensor>& feeds = {},
-                    double h = 1e-2, double tol = 1e-2, double floor = 3e-4) {
+// Runs the joint graph and returns d loss / d p for every initializer named "p*", in
+// buildTrainingGraph's trainable order, with the trainables' ids.
+std::vector<std::pair<ValueId, ir::Tensor>> analyticGradients(
+    TestGraph& t, const std::map<ValueId, ir::Tensor>& feeds = {}) {
   autodiff::TrainingOptions opts;
   opts.trainableGlobs = {"p*"};
   opts.optimizer.kind = autodiff::OptimizerKind::SGD;
@@ -38,13 +40,20 @@ void checkGradients(TestGraph& t, const std::map<ValueId, ir::Tensor>& feeds = {
   auto grads = joint.run(feeds, fetch);
   INFO((grads.ok() ? "" : grads.error().message));
   REQUIRE(grads.ok());
+  std::vector<std::pair<ValueId, ir::Tensor>> out;
+  for (size_t i = 0; i < tg->trainables.size(); ++i)
+    out.emplace_back(tg->trainables[i].param, grads.value()[i]);
+  return out;
+}
 
+// Checks d loss / d p for every initializer named "p*" (at most 40 elements each).
+void checkGradients(TestGraph& t, const std::map<ValueId, ir::Tensor>& feeds = {},
+                    double h = 1e-2, double tol = 1e-2, double floor = 3e-4) {
+  auto grads = analyticGradients(t, feeds);
   ir::Graph forward = t.g;
   ref::Executor fwd(forward);
-  for (size_t i = 0; i < tg->trainables.size(); ++i) {
-    ValueId p = tg->trainables[i].param;
+  for (const auto& [p, analytic] : grads) {
     const ir::Tensor base = *t.g.values[p].data;
-    const ir::Tensor& analytic = grads.value()[i];
     REQUIRE(analytic.shape() == base.shape());
     std::vector<int64_t> picks;
     for (int64_t k = 0; k < base.numel(); ++k) picks.push_back(k);
@@ -64,6 +73,40 @@ void checkGradients(TestGraph& t, const std::map<ValueId, ir::Tensor>& feeds = {
     // Relative to the gradient's scale, plus a floor for fp32 rounding in the differences.
     CHECK(worst <= tol * testing::maxAbs(analytic) + floor);
   }
+}
+
+// Max, Min, ReduceMax and ReLU have kinks, where central differences are meaningless; these
+// draw parameters that stay more than the step h = 1e-2 away from every kink.
+
+// Elements all distinct, 0.05 apart, from one shuffled grid that straddles 0 with a margin of
+// 0.025 (a zero pad never ties either): no tie moves under a step of h.
+std::vector<ValueId> distinctParams(TestGraph& t,
+                                    const std::vector<std::pair<std::string, ir::Shape>>& specs) {
+  int64_t total = 0;
+  for (const auto& [name, shape] : specs) total += ir::numElements(shape);
+  std::vector<float> grid;
+  for (int64_t k = 0; k < total; ++k) grid.push_back(0.05f * static_cast<float>(k - total / 2) + 0.025f);
+  std::shuffle(grid.begin(), grid.end(), t.rng());
+  std::vector<ValueId> ids;
+  size_t next = 0;
+  for (const auto& [name, shape] : specs) {
+    ir::Tensor v(ir::DType::F32, shape);
+    for (int64_t i = 0; i < v.numel(); ++i) v.data<float>()[i] = grid[next++];
+    ids.push_back(t.initializer(name, std::move(v)));
+  }
+  return ids;
+}
+
+// Uniform in [lo, hi), moved 0.2 away from any kink it falls within 0.1 of.
+ValueId kinkFreeParam(TestGraph& t, const std::string& name, const ir::Shape& shape, float lo,
+                      float hi, const std::vector<float>& kinks) {
+  ir::Tensor v = t.random(shape, lo, hi);
+  for (int64_t i = 0; i < v.numel(); ++i) {
+    float& x = v.data<float>()[i];
+    for (float k : kinks)
+      if (std::abs(x - k) < 0.1f) x += x < k ? -0.2f : 0.2f;
+  }
+  return t.initializer(name, std::move(v));
 }
 
 TEST_CASE("gradcheck: broadcasting arithmetic", "[autodiff][gradcheck]") {
@@ -283,6 +326,155 @@ TEST_CASE("gradcheck: SoftmaxCrossEntropyLoss", "[autodiff][gradcheck]") {
     t.weightedSumLoss(t.node("SoftmaxCrossEntropyLoss", {scores, labels}, {{"reduction", std::string("none")}}));
     checkGradients(t);
   }
+}
+
+TEST_CASE("gradcheck: Relu and ReLU6", "[autodiff][gradcheck]") {
+  TestGraph t;
+  SECTION("Relu") {
+    ValueId x = kinkFreeParam(t, "px", {3, 5}, -1, 1, {0});
+    t.weightedSumLoss(t.node("Relu", {x}));
+  }
+  SECTION("ReLU6 as Min(Relu(x), 6)") {
+    ValueId x = kinkFreeParam(t, "px", {4, 6}, -3, 9, {0, 6});
+    t.weightedSumLoss(t.node("Min", {t.node("Relu", {x}), t.scalar(6.0f)}));
+  }
+  checkGradients(t);
+}
+
+TEST_CASE("gradcheck: Max and Min, variadic and broadcasting", "[autodiff][gradcheck]") {
+  for (std::string op : {"Max", "Min"}) {
+    DYNAMIC_SECTION(op) {
+      TestGraph t;
+      auto p = distinctParams(t, {{"pa", {2, 3, 4}}, {"pb", {3, 1}}, {"pc", {4}}});
+      ValueId frozen = t.constant(t.random({2, 1, 4}, -0.5f, 0.5f));
+      t.weightedSumLoss(t.node(op, {p[0], frozen, p[1], p[2]}));
+      checkGradients(t);
+    }
+  }
+}
+
+TEST_CASE("gradcheck: 3x3/2 max pooling with pad 1 as Pad, 9 strided Slices, Max (ResNet)",
+          "[autodiff][gradcheck]") {
+  TestGraph t;
+  ValueId x = distinctParams(t, {{"px", {1, 2, 5, 5}}})[0];
+  ValueId padded = t.node("Pad", {x, t.ints({0, 0, 1, 1, 0, 0, 1, 1}), t.scalar(0.0f)});
+  std::vector<ValueId> windows;
+  for (int64_t dy = 0; dy < 3; ++dy)
+    for (int64_t dx = 0; dx < 3; ++dx)
+      windows.push_back(t.node("Slice", {padded, t.ints({dy, dx}), t.ints({dy + 5, dx + 5}),
+                                         t.ints({2, 3}), t.ints({2, 2})}));
+  t.weightedSumLoss(t.node("Max", windows));
+  checkGradients(t);
+}
+
+TEST_CASE("gradcheck: ReduceMax", "[autodiff][gradcheck]") {
+  TestGraph t;
+  SECTION("2x2/2 max pooling as Reshape + ReduceMax (VGG)") {
+    ValueId x = distinctParams(t, {{"px", {1, 2, 4, 4}}})[0];
+    ValueId r = t.node("Reshape", {x, t.ints({1, 2, 2, 2, 2, 2})});
+    t.weightedSumLoss(t.node("ReduceMax", {r, t.ints({3, 5})}, {{"keepdims", int64_t(0)}}));
+  }
+  SECTION("every axis, keepdims") {
+    ValueId x = distinctParams(t, {{"px", {3, 4}}})[0];
+    t.weightedSumLoss(t.node("ReduceMax", {x}, {{"keepdims", int64_t(1)}}));
+  }
+  SECTION("axes attribute (before opset 18)") {
+    ValueId x = distinctParams(t, {{"px", {2, 3, 4}}})[0];
+    t.weightedSumLoss(t.node("ReduceMax", {x}, {{"axes", std::vector<int64_t>{-2}}}));
+  }
+  checkGradients(t);
+}
+
+TEST_CASE("gradcheck: constant Pad", "[autodiff][gradcheck]") {
+  TestGraph t;
+  ValueId x = t.param("px", {2, 3, 4});
+  SECTION("positive pads on chosen axes, non-zero pad value") {
+    t.weightedSumLoss(t.node("Pad", {x, t.ints({1, 0, 2, 3}), t.scalar(0.5f), t.ints({0, -1})}));
+  }
+  SECTION("negative pads crop") {
+    t.weightedSumLoss(t.node("Pad", {x, t.ints({0, -1, 2, 1, 1, -2})}));
+  }
+  checkGradients(t);
+}
+
+// Ties and kinks, where no finite difference exists: the gradient follows the documented
+// convention, computed here by naive loops.
+
+// loss = sum(y * R); returns R.
+ir::Tensor weightedLoss(TestGraph& t, ValueId y) {
+  ir::Tensor r = t.random(t.g.values[y].shape, -1, 1);
+  t.setLoss(t.node("ReduceSum", {t.node("Mul", {y, t.constant(r)})}, {{"keepdims", int64_t(0)}}));
+  return r;
+}
+
+// Small integers, so that ties are everywhere.
+ValueId tiedParam(TestGraph& t, const std::string& name, const ir::Shape& shape) {
+  ir::Tensor v = t.random(shape, 0, 3);
+  for (int64_t i = 0; i < v.numel(); ++i) v.data<float>()[i] = std::floor(v.data<float>()[i]);
+  return t.initializer(name, std::move(v));
+}
+
+const ir::Tensor& gradOf(const std::vector<std::pair<ValueId, ir::Tensor>>& grads, ValueId p) {
+  for (const auto& [id, g] : grads)
+    if (id == p) return g;
+  FAIL("no gradient for the parameter");
+  return grads.front().second;
+}
+
+TEST_CASE("autodiff: Max and Min route a tie's gradient to the first input that attains it",
+          "[autodiff][gradcheck]") {
+  for (bool isMax : {true, false}) {
+    DYNAMIC_SECTION((isMax ? "Max" : "Min")) {
+      TestGraph t;
+      ValueId a = tiedParam(t, "pa", {2, 3}), b = tiedParam(t, "pb", {3});
+      ValueId c = tiedParam(t, "pc", {2, 3});
+      ir::Tensor r = weightedLoss(t, t.node(isMax ? "Max" : "Min", {a, b, c}));
+      auto grads = analyticGradients(t);
+      const ir::Tensor &va = *t.g.values[a].data, &vb = *t.g.values[b].data, &vc = *t.g.values[c].data;
+      ir::Tensor da(ir::DType::F32, {2, 3}), db(ir::DType::F32, {3}), dc(ir::DType::F32, {2, 3});
+      for (int64_t i = 0; i < 2; ++i)
+        for (int64_t j = 0; j < 3; ++j) {
+          double x[3] = {va.at(i * 3 + j), vb.at(j), vc.at(i * 3 + j)};
+          int first = 0;
+          for (int k = 1; k < 3; ++k)
+            if (isMax ? x[k] > x[first] : x[k] < x[first]) first = k;
+          ir::Tensor& d = first == 0 ? da : first == 1 ? db : dc;
+          int64_t at = first == 1 ? j : i * 3 + j;
+          d.set(at, d.at(at) + r.at(i * 3 + j));
+        }
+      CHECK(testing::maxAbsDiff(gradOf(grads, a), da) < 1e-6);
+      CHECK(testing::maxAbsDiff(gradOf(grads, b), db) < 1e-6);
+      CHECK(testing::maxAbsDiff(gradOf(grads, c), dc) < 1e-6);
+    }
+  }
+}
+
+TEST_CASE("autodiff: ReduceMax shares the gradient evenly among tied maxima",
+          "[autodiff][gradcheck]") {
+  TestGraph t;
+  ValueId x = tiedParam(t, "px", {4, 5});
+  ir::Tensor r = weightedLoss(t, t.node("ReduceMax", {x, t.ints({1})}, {{"keepdims", int64_t(0)}}));
+  auto grads = analyticGradients(t);
+  const ir::Tensor& vx = *t.g.values[x].data;
+  ir::Tensor expected(ir::DType::F32, {4, 5});
+  for (int64_t i = 0; i < 4; ++i) {
+    double m = vx.at(i * 5);
+    for (int64_t j = 1; j < 5; ++j) m = std::max(m, vx.at(i * 5 + j));
+    int ties = 0;
+    for (int64_t j = 0; j < 5; ++j) ties += vx.at(i * 5 + j) == m;
+    for (int64_t j = 0; j < 5; ++j) expected.set(i * 5 + j, vx.at(i * 5 + j) == m ? r.at(i) / ties : 0.0);
+  }
+  CHECK(testing::maxAbsDiff(gradOf(grads, x), expected) < 1e-6);
+}
+
+TEST_CASE("autodiff: Relu's gradient is zero at zero", "[autodiff][gradcheck]") {
+  TestGraph t;
+  ValueId x = t.initializer("px", ir::Tensor::fromVector<float>({5}, {-1.0f, 0.0f, 2.0f, -0.0f, 0.5f}));
+  ir::Tensor r = weightedLoss(t, t.node("Relu", {x}));
+  auto grads = analyticGradients(t);
+  ir::Tensor expected(ir::DType::F32, {5});
+  for (int64_t i = 0; i < 5; ++i) expected.set(i, t.g.values[x].data->at(i) > 0 ? r.at(i) : 0.0);
+  CHECK(testing::maxAbsDiff(gradOf(grads, x), expected) < 1e-6);
 }
 
 }  // namespace
