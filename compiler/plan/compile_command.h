@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "compiler/autodiff/training_graph.h"
 #include "compiler/ir/tensor.h"
 #include "compiler/plan/plan_builder.h"
@@ -28,12 +30,20 @@ struct CompileArgs {
   float weightDecay = 0.0f;
   float momentum = 0.0f;
   double loraAlpha = 16.0;
+  // The layout pipeline (docs/layout-pipeline.md). Its decisions go into the report; the
+  // kernels it emits still read and write buffer layouts until codegen consumes them.
+  std::string strategy = "fblayout";        // fblayout | reuse | explicit
+  std::vector<std::string> dumpAfter;       // pass names, or "all"
+  std::vector<std::string> disabledPasses;  // ablation
+  bool verifyPasses = false;
 };
 
 struct Compiled {
   Plan plan;
   BuildStats stats;
   double seconds = 0.0;
+  nlohmann::json transforms;  // the layout pipeline's transform decisions (report's `transforms`)
+  nlohmann::json passTimesMs;  // pass name -> milliseconds
 };
 
 // The globs compileModel trains: `args.trainable` if given, else the model's `fbl.trainable`

@@ -107,6 +107,11 @@ void addCompile(CLI::App& app, int& rc) {
   cmd->add_option("--momentum", args.momentum, "SGD momentum")->default_val(0.0f);
   cmd->add_option("--lora-alpha", args.loraAlpha, "LoRA alpha written to adapter_config.json")
       ->default_val(16.0);
+  cmd->add_option("--strategy", args.strategy, "Layout strategy: fblayout, reuse or explicit")
+      ->default_str("fblayout");
+  cmd->add_option("--dump-after", args.dumpAfter, "Print the IR after this layout pass (or all)");
+  cmd->add_option("--disable-pass", args.disabledPasses, "Switch a layout pass off (ablation)");
+  cmd->add_flag("--verify-passes", args.verifyPasses, "Run the IR verifier between passes");
   cmd->callback([&rc] {
     if (std::string err = parseShapeOptions(shapes, args.shapes); !err.empty()) {
       fmt::print(stderr, "error: {}\n", err);
