@@ -44,35 +44,65 @@ std::string parseShapeOptions(const std::vector<std::string>& opts,
   return {};
 }
 
+// --shape, shared by every command that loads a model; parsed into `out` before `run`.
+void addShapeOption(CLI::App* cmd, std::vector<std::string>& shapes) {
+  cmd->add_option("--shape", shapes, "Override an input's shape: NAME=1x512 (repeatable)");
+}
+
+// Runs a command after turning its --shape options into a map; bad ones exit 2.
+template <typename Run>
+void runWithShapes(const std::vector<std::string>& shapes, std::map<std::string, fbl::ir::Shape>& out,
+                   int& rc, Run&& run) {
+  if (std::string err = parseShapeOptions(shapes, out); !err.empty()) {
+    fmt::print(stderr, "error: {}\n", err);
+    rc = 2;
+    return;
+  }
+  rc = run();
+}
+
+// What to train and how: shared by compile and run-ref (same member names in both args).
+template <typename Args>
+void addTrainingOptions(CLI::App* cmd, Args& args, const char* trainableDefault) {
+  cmd->add_option("--trainable", args.trainable, "Glob of trainable initializers (repeatable)")
+      ->default_str(trainableDefault);
+  cmd->add_option("--optimizer", args.optimizer, "adamw or sgd")->default_str("adamw");
+  cmd->add_option("--lr", args.lr, "Learning rate")->default_val(1e-3f);
+  cmd->add_option("--weight-decay", args.weightDecay, "Weight decay")->default_val(0.0f);
+  cmd->add_option("--momentum", args.momentum, "SGD momentum")->default_val(0.0f);
+}
+
+// The layout pipeline's switches (docs/layout-pipeline.md): shared by inspect and compile.
+template <typename Args>
+void addLayoutPipelineOptions(CLI::App* cmd, Args& args) {
+  cmd->add_option("--strategy", args.strategy, "Layout strategy: fblayout, reuse or explicit")
+      ->default_str("fblayout");
+  cmd->add_option("--dump-after", args.dumpAfter, "Print the IR after this layout pass (or all)");
+  cmd->add_option("--disable-pass", args.disabledPasses, "Switch a layout pass off (ablation)");
+  cmd->add_flag("--verify-passes", args.verifyPasses, "Run the IR verifier between passes");
+}
+
 void addInspect(CLI::App& app, int& rc) {
   static fbl::tools::InspectArgs args;
   static std::vector<std::string> shapes;
   auto* cmd = app.add_subcommand("inspect", "Summarize an ONNX training-forward graph");
   cmd->add_option("model", args.model, "ONNX model file");
-  cmd->add_option("--shape", shapes, "Override an input's shape: NAME=1x512 (repeatable)");
+  addShapeOption(cmd, shapes);
   cmd->add_option("--trainable", args.trainable, "Glob of trainable initializers (repeatable)")
       ->default_str("*lora_*");
   cmd->add_flag("--json", args.json, "Machine-readable output");
   cmd->add_flag("--training", args.training, "Also build and summarize the joint training graph");
   cmd->add_flag("--ops", args.listOps, "List the supported ops and exit");
   cmd->add_option("--profile", args.profile, "Hardware profile for the layout pipeline (--training)");
-  cmd->add_option("--strategy", args.strategy, "fblayout, reuse or explicit (--training)")
-      ->default_str("fblayout");
-  cmd->add_option("--dump-after", args.dumpAfter, "Print the IR after this layout pass (or all)");
-  cmd->add_option("--disable-pass", args.disabledPasses, "Switch a layout pass off (ablation)");
-  cmd->add_flag("--verify-passes", args.verifyPasses, "Run the IR verifier between passes");
+  addLayoutPipelineOptions(cmd, args);
   cmd->callback([&rc] {
-    if (std::string err = parseShapeOptions(shapes, args.shapes); !err.empty()) {
-      fmt::print(stderr, "error: {}\n", err);
-      rc = 2;
-      return;
-    }
-    if (args.model.empty() && !args.listOps) {
-      fmt::print(stderr, "error: inspect needs a model file\n");
-      rc = 2;
-      return;
-    }
-    rc = fbl::tools::runInspect(args);
+    runWithShapes(shapes, args.shapes, rc, [] {
+      if (args.model.empty() && !args.listOps) {
+        fmt::print(stderr, "error: inspect needs a model file\n");
+        return 2;
+      }
+      return fbl::tools::runInspect(args);
+    });
   });
 }
 
@@ -98,28 +128,13 @@ void addCompile(CLI::App& app, int& rc) {
   cmd->add_option("-o,--output", args.output, "Plan file to write (MODEL.fbp)")->required();
   cmd->add_option("--weights", args.weights, "Base weights to write (default: the plan's path with .safetensors)");
   cmd->add_option("--report", args.report, "Compile report JSON to write");
-  cmd->add_option("--shape", shapes, "Override an input's shape: NAME=1x512 (repeatable)");
-  cmd->add_option("--trainable", args.trainable, "Glob of trainable initializers (repeatable)")
-      ->default_str("*lora_*");
-  cmd->add_option("--optimizer", args.optimizer, "adamw or sgd")->default_str("adamw");
-  cmd->add_option("--lr", args.lr, "Learning rate")->default_val(1e-3f);
-  cmd->add_option("--weight-decay", args.weightDecay, "Weight decay")->default_val(0.0f);
-  cmd->add_option("--momentum", args.momentum, "SGD momentum")->default_val(0.0f);
+  addShapeOption(cmd, shapes);
+  // compileModel falls back to the model's `fbl.trainable` metadata, then *lora_*.
+  addTrainingOptions(cmd, args, "the model's fbl.trainable, else *lora_*");
   cmd->add_option("--lora-alpha", args.loraAlpha, "LoRA alpha written to adapter_config.json")
       ->default_val(16.0);
-  cmd->add_option("--strategy", args.strategy, "Layout strategy: fblayout, reuse or explicit")
-      ->default_str("fblayout");
-  cmd->add_option("--dump-after", args.dumpAfter, "Print the IR after this layout pass (or all)");
-  cmd->add_option("--disable-pass", args.disabledPasses, "Switch a layout pass off (ablation)");
-  cmd->add_flag("--verify-passes", args.verifyPasses, "Run the IR verifier between passes");
-  cmd->callback([&rc] {
-    if (std::string err = parseShapeOptions(shapes, args.shapes); !err.empty()) {
-      fmt::print(stderr, "error: {}\n", err);
-      rc = 2;
-      return;
-    }
-    rc = fbl::plan::runCompile(args);
-  });
+  addLayoutPipelineOptions(cmd, args);
+  cmd->callback([&rc] { runWithShapes(shapes, args.shapes, rc, [] { return fbl::plan::runCompile(args); }); });
 }
 
 void addRunRef(CLI::App& app, int& rc) {
@@ -130,21 +145,9 @@ void addRunRef(CLI::App& app, int& rc) {
   cmd->add_option("--data", args.dataDir, "Folder of input_N.pb (test_data_set_0 form)")->required();
   cmd->add_option("--steps", args.steps, "Training steps; each step's loss is printed")->default_val(1);
   cmd->add_option("--dump", args.dumpDir, "Write the first step's loss.pb and grads/<name>.pb here");
-  cmd->add_option("--shape", shapes, "Override an input's shape: NAME=1x512 (repeatable)");
-  cmd->add_option("--trainable", args.trainable, "Glob of trainable initializers (repeatable)")
-      ->default_str("*lora_*");
-  cmd->add_option("--optimizer", args.optimizer, "adamw or sgd")->default_str("adamw");
-  cmd->add_option("--lr", args.lr, "Learning rate")->default_val(1e-3f);
-  cmd->add_option("--momentum", args.momentum, "SGD momentum")->default_val(0.0f);
-  cmd->add_option("--weight-decay", args.weightDecay, "Weight decay")->default_val(0.0f);
-  cmd->callback([&rc] {
-    if (std::string err = parseShapeOptions(shapes, args.shapes); !err.empty()) {
-      fmt::print(stderr, "error: {}\n", err);
-      rc = 2;
-      return;
-    }
-    rc = fbl::train::runRefCommand(args);
-  });
+  addShapeOption(cmd, shapes);
+  addTrainingOptions(cmd, args, "*lora_*");
+  cmd->callback([&rc] { runWithShapes(shapes, args.shapes, rc, [] { return fbl::train::runRefCommand(args); }); });
 }
 
 void addZoo(CLI::App& app, int& rc) {
