@@ -9,23 +9,24 @@
 
 namespace fbl::autodiff {
 
+Error kernelError(const ir::Node& n, std::string_view msg) {
+  return makeError("{} '{}': {}", n.op, n.name, msg);
+}
+
+Status requireF32(const ir::Node& n, const ref::Inputs& in, size_t count) {
+  if (in.size() < count) return kernelError(n, fmt::format("expects {} inputs", count));
+  for (size_t i = 0; i < count; ++i)
+    if (in[i] == nullptr || in[i]->dtype() != ir::DType::F32)
+      return kernelError(n, fmt::format("input {} must be an f32 tensor", i));
+  return Status::success();
+}
+
 namespace {
 
 using ir::Shape;
 using ir::Tensor;
 using Out = Result<std::vector<Tensor>>;
 
-Error fail(const ir::Node& n, std::string_view msg) {
-  return makeError("{} '{}': {}", n.op, n.name, msg);
-}
-
-Status requireF32(const ir::Node& n, const ref::Inputs& in, size_t count) {
-  if (in.size() < count) return fail(n, fmt::format("expects {} inputs", count));
-  for (size_t i = 0; i < count; ++i)
-    if (in[i] == nullptr || in[i]->dtype() != ir::DType::F32)
-      return fail(n, fmt::format("input {} must be an f32 tensor", i));
-  return Status::success();
-}
 
 // Calls fn(i, offset) for every element i of `shape` in row-major order, where offset is the
 // dot product of the element's index with `strides` (an odometer: no division per element).
@@ -59,7 +60,7 @@ Split3 split(const Shape& s, int64_t axis) {
 Out reduceSumTo(const ir::Node& n, const ref::Inputs& in) {
   FBL_TRY(requireF32(n, in, 1));
   Shape to = n.attrInts("shape");
-  if (!ops::broadcastsTo(to, in[0]->shape())) return fail(n, "shape does not broadcast");
+  if (!ops::broadcastsTo(to, in[0]->shape())) return kernelError(n, "shape does not broadcast");
   Tensor out(ir::DType::F32, to);
   const float* x = in[0]->data<float>();
   float* o = out.data<float>();
@@ -74,7 +75,7 @@ Out reduceSumTo(const ir::Node& n, const ref::Inputs& in) {
 template <typename F>
 Out pointwise(const ir::Node& n, const ref::Inputs& in, F f) {
   FBL_TRY(requireF32(n, in, 2));
-  if (in[0]->shape() != in[1]->shape()) return fail(n, "dy and the saved tensor differ in shape");
+  if (in[0]->shape() != in[1]->shape()) return kernelError(n, "dy and the saved tensor differ in shape");
   Tensor out(ir::DType::F32, in[1]->shape());
   const float* dy = in[0]->data<float>();
   const float* s = in[1]->data<float>();
@@ -111,10 +112,10 @@ Out geluGrad(const ir::Node& n, const ref::Inputs& in) {
 Out softmaxGrad(const ir::Node& n, const ref::Inputs& in) {
   FBL_TRY(requireF32(n, in, 2));
   const Shape& s = in[1]->shape();
-  if (in[0]->shape() != s) return fail(n, "dy and y differ in shape");
+  if (in[0]->shape() != s) return kernelError(n, "dy and y differ in shape");
   int64_t axis = n.attrInt("axis", -1);
   if (axis < 0) axis += static_cast<int64_t>(s.size());
-  if (axis < 0 || axis >= static_cast<int64_t>(s.size())) return fail(n, "axis out of range");
+  if (axis < 0 || axis >= static_cast<int64_t>(s.size())) return kernelError(n, "axis out of range");
   Split3 p = split(s, axis);
   Tensor out(ir::DType::F32, s);
   const float* dy = in[0]->data<float>();
@@ -138,13 +139,13 @@ Out softmaxGrad(const ir::Node& n, const ref::Inputs& in) {
 Out layerNormGrad(const ir::Node& n, const ref::Inputs& in) {
   FBL_TRY(requireF32(n, in, 3));
   const Shape& s = in[1]->shape();
-  if (in[0]->shape() != s) return fail(n, "dy and x differ in shape");
+  if (in[0]->shape() != s) return kernelError(n, "dy and x differ in shape");
   int64_t axis = n.attrInt("axis", -1);
   if (axis < 0) axis += static_cast<int64_t>(s.size());
-  if (axis < 0 || axis > static_cast<int64_t>(s.size())) return fail(n, "axis out of range");
+  if (axis < 0 || axis > static_cast<int64_t>(s.size())) return kernelError(n, "axis out of range");
   Shape normShape(s.begin() + axis, s.end());
   const Shape& scaleShape = in[2]->shape();
-  if (!ops::broadcastsTo(scaleShape, normShape)) return fail(n, "scale does not broadcast");
+  if (!ops::broadcastsTo(scaleShape, normShape)) return kernelError(n, "scale does not broadcast");
   int64_t rows = ir::numElements(Shape(s.begin(), s.begin() + axis));
   int64_t cols = ir::numElements(normShape);
   std::vector<int64_t> scaleAt(cols);
@@ -197,29 +198,29 @@ Out layerNormGrad(const ir::Node& n, const ref::Inputs& in) {
 Out sceGrad(const ir::Node& n, const ref::Inputs& in) {
   FBL_TRY(requireF32(n, in, 2));
   const Tensor& scores = *in[1];
-  if (in[2] == nullptr) return fail(n, "missing labels");
+  if (in[2] == nullptr) return kernelError(n, "missing labels");
   const Shape& s = scores.shape();
-  if (s.size() < 2) return fail(n, "scores must have rank 2 or more");
+  if (s.size() < 2) return kernelError(n, "scores must have rank 2 or more");
   int64_t batch = s[0], classes = s[1], inner = ir::numElements(Shape(s.begin() + 2, s.end()));
-  if (in[2]->numel() != batch * inner) return fail(n, "labels do not match the scores' shape");
+  if (in[2]->numel() != batch * inner) return kernelError(n, "labels do not match the scores' shape");
   std::vector<int64_t> labels = in[2]->toInt64s();
   const Tensor* weights = in.size() > 3 ? in[3] : nullptr;
   if (weights && (weights->dtype() != ir::DType::F32 || weights->numel() != classes))
-    return fail(n, "weights must be f32 with one entry per class");
+    return kernelError(n, "weights must be f32 with one entry per class");
   std::string reduction = n.attrString("reduction", "mean");
   bool hasIgnore = n.hasAttr("ignore_index");
   int64_t ignore = n.attrInt("ignore_index", 0);
   const Tensor& dloss = *in[0];
   if (reduction == "none" ? dloss.numel() != batch * inner : dloss.numel() != 1)
-    return fail(n, "dloss has the wrong number of elements for reduction " + reduction);
+    return kernelError(n, "dloss has the wrong number of elements for reduction " + reduction);
   if (reduction != "none" && reduction != "sum" && reduction != "mean")
-    return fail(n, "unknown reduction " + reduction);
+    return kernelError(n, "unknown reduction " + reduction);
   double weightSum = 0;
   for (int64_t r = 0; r < batch * inner; ++r) {
     int64_t l = labels[r];
     if (hasIgnore && l == ignore) continue;
     if (l < 0 || l >= classes)
-      return fail(n, fmt::format("label {} is outside [0, {})", l, classes));
+      return kernelError(n, fmt::format("label {} is outside [0, {})", l, classes));
     weightSum += weights ? weights->data<float>()[l] : 1.0;
   }
   Tensor out(ir::DType::F32, s);
@@ -249,21 +250,21 @@ Out sceGrad(const ir::Node& n, const ref::Inputs& in) {
 
 Out gatherGrad(const ir::Node& n, const ref::Inputs& in) {
   FBL_TRY(requireF32(n, in, 1));
-  if (in.size() < 2 || in[1] == nullptr) return fail(n, "missing indices");
+  if (in.size() < 2 || in[1] == nullptr) return kernelError(n, "missing indices");
   Shape s = n.attrInts("shape");
   int64_t axis = n.attrInt("axis", 0);
   if (axis < 0) axis += static_cast<int64_t>(s.size());
-  if (axis < 0 || axis >= static_cast<int64_t>(s.size())) return fail(n, "axis out of range");
+  if (axis < 0 || axis >= static_cast<int64_t>(s.size())) return kernelError(n, "axis out of range");
   Split3 p = split(s, axis);
   std::vector<int64_t> idx = in[1]->toInt64s();
   int64_t count = static_cast<int64_t>(idx.size());
-  if (in[0]->numel() != p.outer * count * p.inner) return fail(n, "dy does not match the indices");
+  if (in[0]->numel() != p.outer * count * p.inner) return kernelError(n, "dy does not match the indices");
   Tensor out(ir::DType::F32, s);
   const float* dy = in[0]->data<float>();
   float* dx = out.data<float>();
   for (int64_t j = 0; j < count; ++j) {
     int64_t k = idx[j] < 0 ? idx[j] + p.n : idx[j];
-    if (k < 0 || k >= p.n) return fail(n, fmt::format("index {} is outside [0, {})", idx[j], p.n));
+    if (k < 0 || k >= p.n) return kernelError(n, fmt::format("index {} is outside [0, {})", idx[j], p.n));
     idx[j] = k;
   }
   for (int64_t o = 0; o < p.outer; ++o)
@@ -283,22 +284,22 @@ Out sliceGrad(const ir::Node& n, const ref::Inputs& in) {
                        steps = n.attrInts("steps");
   const Shape& sy = in[0]->shape();
   if (sy.size() != s.size() || axes.size() != starts.size() || axes.size() != steps.size())
-    return fail(n, "inconsistent slice attributes");
+    return kernelError(n, "inconsistent slice attributes");
   std::vector<int64_t> outStrides = ir::stridesOf(s), walkStrides = outStrides;
   int64_t base = 0;
   std::vector<bool> sliced(s.size(), false);
   for (size_t i = 0; i < axes.size(); ++i) {
     int64_t a = axes[i];
-    if (a < 0 || a >= static_cast<int64_t>(s.size()) || sliced[a]) return fail(n, "bad axis");
+    if (a < 0 || a >= static_cast<int64_t>(s.size()) || sliced[a]) return kernelError(n, "bad axis");
     sliced[a] = true;
     int64_t last = starts[i] + (sy[a] - 1) * steps[i];
     if (sy[a] > 0 && (starts[i] < 0 || starts[i] >= s[a] || last < 0 || last >= s[a]))
-      return fail(n, "slice runs outside the input");
+      return kernelError(n, "slice runs outside the input");
     base += starts[i] * outStrides[a];
     walkStrides[a] = outStrides[a] * steps[i];
   }
   for (size_t d = 0; d < s.size(); ++d)
-    if (!sliced[d] && sy[d] != s[d]) return fail(n, "dy does not match the input shape");
+    if (!sliced[d] && sy[d] != s[d]) return kernelError(n, "dy does not match the input shape");
   Tensor out(ir::DType::F32, s);
   const float* dy = in[0]->data<float>();
   float* dx = out.data<float>();

@@ -17,9 +17,6 @@ using ir::Shape;
 using ir::Tensor;
 using Out = Result<std::vector<Tensor>>;
 
-Error fail(const ir::Node& n, std::string_view msg) {
-  return makeError("{} '{}': {}", n.op, n.name, msg);
-}
 
 struct ConvGeometry {
   int64_t batch, channels, features, groups;
@@ -31,7 +28,7 @@ struct ConvGeometry {
 Result<ConvGeometry> geometry(const ir::Node& n, const Shape& x, const Shape& w, const Shape& y) {
   size_t sp = x.size() < 2 ? 0 : x.size() - 2;
   if (x.size() < 3 || w.size() != x.size() || y.size() != x.size())
-    return fail(n, "x, w and dy must have the same rank, 3 or more");
+    return kernelError(n, "x, w and dy must have the same rank, 3 or more");
   std::vector<int64_t> strides = n.attrInts("strides", std::vector<int64_t>(sp, 1));
   std::vector<int64_t> dil = n.attrInts("dilations", std::vector<int64_t>(sp, 1));
   std::vector<int64_t> pads = n.attrInts("pads", std::vector<int64_t>(2 * sp, 0));
@@ -39,11 +36,11 @@ Result<ConvGeometry> geometry(const ir::Node& n, const Shape& x, const Shape& w,
   if (strides.size() != sp || dil.size() != sp || pads.size() != 2 * sp || g.groups <= 0 ||
       g.channels % g.groups != 0 || g.features % g.groups != 0 ||
       w[1] * g.groups != g.channels || y[0] != x[0] || y[1] != w[0])
-    return fail(n, "inconsistent convolution shapes or attributes");
+    return kernelError(n, "inconsistent convolution shapes or attributes");
   for (size_t d = 0; d < sp; ++d) {
     int64_t span = dil[d] * (w[d + 2] - 1) + 1;
     if (strides[d] <= 0 || (x[d + 2] + pads[d] + pads[d + sp] - span) / strides[d] + 1 != y[d + 2])
-      return fail(n, "dy's spatial shape does not match the convolution");
+      return kernelError(n, "dy's spatial shape does not match the convolution");
     g.outCount *= y[d + 2];
     g.kernelCount *= w[d + 2];
     g.inCount *= x[d + 2];
@@ -87,14 +84,6 @@ void forEachTap(const ConvGeometry& g, const float* dy, F fn) {
     }
 }
 
-Status requireF32(const ir::Node& n, const ref::Inputs& in, size_t count) {
-  if (in.size() < count) return fail(n, fmt::format("expects {} inputs", count));
-  for (size_t i = 0; i < count; ++i)
-    if (in[i] == nullptr || in[i]->dtype() != ir::DType::F32)
-      return fail(n, fmt::format("input {} must be an f32 tensor", i));
-  return Status::success();
-}
-
 Out convGradInput(const ir::Node& n, const ref::Inputs& in) {
   FBL_TRY(requireF32(n, in, 2));
   Shape xs = n.attrInts("shape");
@@ -121,7 +110,7 @@ Out convGradWeight(const ir::Node& n, const ref::Inputs& in) {
 Status sameShapes(const ir::Node& n, const ref::Inputs& in, size_t count) {
   for (size_t i = 1; i < count; ++i)
     if (in[i]->shape() != in[0]->shape())
-      return fail(n, fmt::format("input {} differs in shape from the parameter", i));
+      return kernelError(n, fmt::format("input {} differs in shape from the parameter", i));
   return Status::success();
 }
 
@@ -150,9 +139,9 @@ Out adamw(const ir::Node& n, const ref::Inputs& in) {
   FBL_TRY(requireF32(n, in, 4));
   FBL_TRY(sameShapes(n, in, 4));
   if (in.size() < 5 || in[4] == nullptr || in[4]->numel() != 1 || ir::isFloat(in[4]->dtype()))
-    return fail(n, "step must be an integer scalar");
+    return kernelError(n, "step must be an integer scalar");
   int64_t t = in[4]->toInt64s()[0];
-  if (t < 1) return fail(n, fmt::format("step must be 1 or more, not {}", t));
+  if (t < 1) return kernelError(n, fmt::format("step must be 1 or more, not {}", t));
   double lr = n.attrFloat("lr", 1e-3f), b1 = n.attrFloat("beta1", 0.9f),
          b2 = n.attrFloat("beta2", 0.999f), eps = n.attrFloat("epsilon", 1e-8f),
          wd = n.attrFloat("weight_decay", 0.0f);
