@@ -1,9 +1,6 @@
 #include "compiler/profile/microbench.h"
 
-#ifndef CL_TARGET_OPENCL_VERSION
-#define CL_TARGET_OPENCL_VERSION 120
-#endif
-#include <CL/cl.h>
+#include "compiler/support/opencl_devices.h"
 
 #include <algorithm>
 #include <cmath>
@@ -97,57 +94,11 @@ __kernel void mad_peak(__global float* out, int iters) {
 
 constexpr int kMadFlopsPerIter = 8 * 4 * 2;  // 8 float4 chains, 2 flops per mad lane
 
-Error clError(const char* what, cl_int code) { return makeError("OpenCL: {} failed (error {})", what, code); }
-
-#define FBL_CL(call, what)                        \
-  do {                                            \
-    cl_int fbl_cl_err_ = (call);                  \
-    if (fbl_cl_err_ != CL_SUCCESS) return clError(what, fbl_cl_err_); \
-  } while (0)
-
-struct DeviceRef {
-  cl_platform_id platform;
-  cl_device_id device;
-  std::string label;
-};
-
-std::string deviceString(cl_device_id d, cl_device_info what) {
-  size_t n = 0;
-  clGetDeviceInfo(d, what, 0, nullptr, &n);
-  std::string s(n, '\0');
-  clGetDeviceInfo(d, what, n, s.data(), nullptr);
-  while (!s.empty() && (s.back() == '\0' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
 template <typename T>
 T deviceValue(cl_device_id d, cl_device_info what) {
   T v{};
   clGetDeviceInfo(d, what, sizeof(T), &v, nullptr);
   return v;
-}
-
-Result<std::vector<DeviceRef>> enumerate() {
-  cl_uint np = 0;
-  if (clGetPlatformIDs(0, nullptr, &np) != CL_SUCCESS || np == 0)
-    return makeError("OpenCL: no platform found (is an ICD such as pocl-opencl-icd installed?)");
-  std::vector<cl_platform_id> platforms(np);
-  FBL_CL(clGetPlatformIDs(np, platforms.data(), nullptr), "clGetPlatformIDs");
-  std::vector<DeviceRef> out;
-  for (cl_platform_id p : platforms) {
-    cl_uint nd = 0;
-    if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &nd) != CL_SUCCESS) continue;
-    std::vector<cl_device_id> ds(nd);
-    clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, nd, ds.data(), nullptr);
-    size_t n = 0;
-    clGetPlatformInfo(p, CL_PLATFORM_NAME, 0, nullptr, &n);
-    std::string pname(n, '\0');
-    clGetPlatformInfo(p, CL_PLATFORM_NAME, n, pname.data(), nullptr);
-    while (!pname.empty() && pname.back() == '\0') pname.pop_back();
-    for (cl_device_id d : ds) out.push_back({p, d, pname + " / " + deviceString(d, CL_DEVICE_NAME)});
-  }
-  if (out.empty()) return makeError("OpenCL: no device found");
-  return out;
 }
 
 int64_t sysfsCacheBytes(int index) {
@@ -173,7 +124,7 @@ class Bench {
     if (context_) clReleaseContext(context_);
   }
 
-  Status init(const DeviceRef& d) {
+  Status init(const ClDevice& d) {
     device_ = d.device;
     cl_int err = 0;
     context_ = clCreateContext(nullptr, 1, &device_, nullptr, nullptr, &err);
@@ -339,7 +290,7 @@ Result<int> probeBlockExtent(Bench& b, cl_kernel k, bool horizontal, int reps, s
 }  // namespace
 
 Result<std::vector<std::string>> listDevices() {
-  FBL_ASSIGN(std::vector<DeviceRef> ds, enumerate());
+  FBL_ASSIGN(std::vector<ClDevice> ds, listClDevices());
   std::vector<std::string> out;
   for (size_t i = 0; i < ds.size(); ++i) out.push_back(fmt::format("{}: {}", i, ds[i].label));
   return out;
@@ -349,11 +300,11 @@ Result<HardwareProfile> measureProfile(const MeasureOptions& opts) {
   auto log = [&](const std::string& s) {
     if (opts.log) opts.log(s);
   };
-  FBL_ASSIGN(std::vector<DeviceRef> devices, enumerate());
+  FBL_ASSIGN(std::vector<ClDevice> devices, listClDevices());
   if (opts.device < 0 || opts.device >= static_cast<int>(devices.size()))
     return makeError("--device {}: there are {} OpenCL devices (0..{})", opts.device, devices.size(),
                      devices.size() - 1);
-  const DeviceRef& dev = devices[static_cast<size_t>(opts.device)];
+  const ClDevice& dev = devices[static_cast<size_t>(opts.device)];
   cl_device_id d = dev.device;
   if (!deviceValue<cl_bool>(d, CL_DEVICE_IMAGE_SUPPORT))
     return makeError("device '{}' has no image support; R-Tile needs image2d", dev.label);
@@ -361,7 +312,7 @@ Result<HardwareProfile> measureProfile(const MeasureOptions& opts) {
 
   HardwareProfile p = opts.base ? *opts.base : HardwareProfile{};
   p.name = opts.name.empty() ? p.name : opts.name;
-  p.device = deviceString(d, CL_DEVICE_NAME);
+  p.device = clDeviceString(d, CL_DEVICE_NAME);
   bool isCpu = (deviceValue<cl_device_type>(d, CL_DEVICE_TYPE) & CL_DEVICE_TYPE_CPU) != 0;
 
   // Step 1: what the driver says.

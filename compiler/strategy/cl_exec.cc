@@ -9,47 +9,17 @@
 
 #include <fmt/format.h>
 
+#include "compiler/support/opencl_devices.h"
+
 namespace fbl::strategy {
 
 using codegen::RTileKernel;
 using layout::Layout;
 
-namespace {
-
-Error clError(const char* what, cl_int code) { return makeError("OpenCL: {} failed (error {})", what, code); }
-
-#define FBL_CL(call, what)                                              \
-  do {                                                                  \
-    cl_int fbl_cl_err_ = (call);                                        \
-    if (fbl_cl_err_ != CL_SUCCESS) return clError(what, fbl_cl_err_);   \
-  } while (0)
-
-std::string deviceString(cl_device_id d, cl_device_info what) {
-  size_t n = 0;
-  clGetDeviceInfo(d, what, 0, nullptr, &n);
-  std::string s(n, '\0');
-  clGetDeviceInfo(d, what, n, s.data(), nullptr);
-  while (!s.empty() && (s.back() == '\0' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-}  // namespace
-
 Result<std::unique_ptr<ClSession>> ClSession::open(int deviceIndex) {
-  cl_uint np = 0;
-  if (clGetPlatformIDs(0, nullptr, &np) != CL_SUCCESS || np == 0)
-    return makeError("OpenCL: no platform found (is an ICD such as pocl-opencl-icd installed?)");
-  std::vector<cl_platform_id> platforms(np);
-  FBL_CL(clGetPlatformIDs(np, platforms.data(), nullptr), "clGetPlatformIDs");
+  FBL_ASSIGN(std::vector<ClDevice> listed, listClDevices());
   std::vector<cl_device_id> devices;
-  for (cl_platform_id p : platforms) {
-    cl_uint nd = 0;
-    if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &nd) != CL_SUCCESS || nd == 0) continue;
-    std::vector<cl_device_id> ds(nd);
-    clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, nd, ds.data(), nullptr);
-    devices.insert(devices.end(), ds.begin(), ds.end());
-  }
-  if (devices.empty()) return makeError("OpenCL: no device found");
+  for (const ClDevice& d : listed) devices.push_back(d.device);
   cl_device_id dev = devices.front();
   if (deviceIndex >= 0) {
     if (deviceIndex >= static_cast<int>(devices.size()))
@@ -67,7 +37,7 @@ Result<std::unique_ptr<ClSession>> ClSession::open(int deviceIndex) {
   }
   std::unique_ptr<ClSession> s(new ClSession());
   s->dev_ = dev;
-  s->name_ = deviceString(dev, CL_DEVICE_NAME);
+  s->name_ = clDeviceString(dev, CL_DEVICE_NAME);
   cl_device_type t = 0;
   clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof(t), &t, nullptr);
   s->class_ = (t & CL_DEVICE_TYPE_GPU) ? codegen::DeviceClass::kGpu : codegen::DeviceClass::kCpu;
