@@ -78,7 +78,7 @@ TEST_CASE("layout pipeline: ablations change the result as the paper's breakdown
   none.passes.disabled = {"global-layout-selection", "tile-index-elimination", "assign-rtile"};
   auto linear = run(tg.graph, p, none).assignment;
 
-  auto fs = full.summary(), es = elim.summary(), rs = rtile.summary(), ls = linear.summary();
+  auto fs = full.summary(), es = elim.summary(), rs = rtile.summary();
   WARN("llama-tiny: R-Tile alone " << rs.eliminated << "/" << rs.total << " eliminated, " << rs.conversions
                                    << " conversions; + index elimination " << es.eliminated << " eliminated, "
                                    << es.conversions << " conversions; + global selection " << fs.eliminated
