@@ -60,6 +60,10 @@ struct Launch {
   std::vector<int64_t> global;     // 1..3 dims
   std::vector<int64_t> local;      // empty: the driver chooses
   std::string node;                // the graph node it comes from, for diagnostics
+  // What the launch does: "compute"; "transform", a movement op (Reshape/Transpose/Slice/...)
+  // run as a kernel; "conversion", a layout conversion the layout lowering inserted. Benchmarks
+  // sum the last two as layout-transformation time.
+  std::string kind = "compute";
 };
 
 struct Trainable {
@@ -121,6 +125,7 @@ inline nlohmann::json toJson(const Plan& p) {
   for (const Launch& l : p.launches)
     ls.push_back({{"phase", l.phase}, {"kernel", l.kernel}, {"args", l.args},
                   {"global", l.global}, {"local", l.local}, {"node", l.node}});
+    if (l.kind != "compute") ls.back()["kind"] = l.kind;
   j["launches"] = std::move(ls);
   j["commits"] = p.commits;
   j["inputs"] = p.inputs;
@@ -216,6 +221,7 @@ inline std::string parse(const std::string& bytes, Plan* p) {
       l.global = o.at("global").get<std::vector<int64_t>>();
       l.local = o.at("local").get<std::vector<int64_t>>();
       l.node = o.at("node").get<std::string>();
+      l.kind = o.value("kind", std::string("compute"));
       p->launches.push_back(std::move(l));
     }
     p->commits = j.at("commits").get<std::vector<std::array<int32_t, 2>>>();

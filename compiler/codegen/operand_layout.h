@@ -1,0 +1,54 @@
+// Operand layouts: how a kernel reads an input or writes an output that is not simply the
+// row-major buffer of the node's own value. The plan builder's layout lowering
+// (compiler/plan/layout_lowering.h) fills them from the LayoutAssignment:
+//
+//   - a read through an eliminated chain of movement ops (the paper's tile-index
+//     transformation): the kernel argument is the chain's *source* value, and `layout` maps the
+//     node's operand index (its logical shape as the node sees it) to an element offset in the
+//     source's storage: storage(source).compose(chain view), simplified;
+//   - a value stored as an R-Tile (tile-major in the arena buffer): `layout` is that R-Tile;
+//   - reuse's transposed MatMul read: `transposed` says the operand is the transpose (last two
+//     dims) of `layout`, which the tiled MatMul template reads through its transposed path.
+//
+// Only kernels that take layouts accept non-trivial ones (supportsOperandLayouts); for every
+// other node the lowering materialises a row-major copy first (emitLayoutCopy).
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "compiler/codegen/kernel_emitter.h"
+#include "compiler/layout/index_expr.h"
+#include "compiler/layout/layout.h"
+
+namespace fbl::codegen {
+
+struct OperandLayout {
+  ir::ValueId value = ir::kNoValue;  // the value bound to the kernel argument
+  layout::Layout layout;             // operand index -> offset in value's buffer (Storage::Buffer)
+  bool transposed = false;           // operand = transpose of the last two dims of `layout`'s shape
+  std::optional<layout::Expr> sign;  // elementwise +-1 factor over the operand index (RoPE's roll)
+};
+
+struct NodeLayouts {
+  std::vector<std::optional<OperandLayout>> inputs;     // by input slot; nullopt: plain row-major
+  std::vector<std::optional<layout::Layout>> outputs;   // by output; nullopt: plain row-major
+  bool trivial() const;  // every entry nullopt
+};
+
+// The ops whose emitters honour NodeLayouts: the elementwise family (incl. Expand, Where, Cast)
+// and MatMul / Gemm without bias. `sign` is honoured by elementwise ops only.
+bool supportsOperandLayouts(const ir::Node& n);
+
+// emitNode with layouts; an error naming the node if it does not support them
+// (supportsOperandLayouts) and `layouts` is not trivial.
+Result<NodeCode> emitNode(const ir::Graph& g, const ir::Node& n, const Target& target,
+                          const NodeLayouts& layouts);
+
+// One kernel copying `src` (any layout, sign honoured) into a buffer written through `dst`
+// (usually row-major) of the same logical shape. Args: src.value, then scratch(0) (the
+// destination, ScratchSpec{dtype, dst.shape()}).
+Result<NodeCode> emitLayoutCopy(const ir::Graph& g, const OperandLayout& src, ir::DType dtype,
+                                const layout::Layout& dst, const Target& target);
+
+}  // namespace fbl::codegen
