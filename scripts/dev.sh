@@ -8,7 +8,8 @@ cd "$root"
 
 packages=(cmake ninja-build g++ libonnx-dev libprotobuf-dev protobuf-compiler llvm-15-dev
   clang-15 libclang-15-dev libfmt-dev libcli11-dev nlohmann-json3-dev catch2 libbenchmark-dev
-  ocl-icd-opencl-dev opencl-headers opencl-clhpp-headers pocl-opencl-icd clinfo)
+  ocl-icd-opencl-dev opencl-headers opencl-clhpp-headers pocl-opencl-icd clinfo
+  chromium-headless-shell)  # tests/scripts/explain_html.sh renders `fblc explain --html`
 
 install_missing() {
   local missing=()
