@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""PyTorch eager fp32 reference for one LoRA training step of the zoo's Llama-3.2-1B graph.
+
+Runs on the lent H200 machine (torch is installed there, transformers and peft are not), so the
+model is written out here with plain torch, following compiler/zoo/zoo_llama.cc: embedding
+Gather, per layer RMSNorm, q/k/v/o LoRA linears (r=8, alpha=16), RoPE with rotate_half, GQA by
+repeating K/V heads, causal softmax attention, SwiGLU MLP with LoRA on gate/up/down, final
+RMSNorm, lm_head, cross-entropy on the ids shifted left. Base weights are frozen random values;
+only the LoRA factors train, with AdamW. TF32 is off (fp32 like the OpenCL kernels).
+
+Prints one JSON object: median milliseconds per step (forward + loss + backward + AdamW) over
+--steps timed steps after --warmup, and the configuration. Nothing here is used at build or test
+time; docs/results.md quotes its output.
+"""
+import argparse
+import json
+import math
+import statistics
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class LoraLinear(nn.Module):
+    def __init__(self, n_in, n_out, r, alpha):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(n_out, n_in) / math.sqrt(n_in), requires_grad=False)
+        self.lora_A = nn.Parameter(torch.randn(r, n_in) / math.sqrt(n_in))
+        self.lora_B = nn.Parameter(torch.zeros(n_out, r))
+        self.scale = alpha / r
+
+    def forward(self, x):
+        return F.linear(x, self.weight) + F.linear(F.linear(x, self.lora_A), self.lora_B) * self.scale
+
+
+class RmsNorm(nn.Module):
+    def __init__(self, n, eps):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(n), requires_grad=False)
+        self.eps = eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class Layer(nn.Module):
+    def __init__(self, c, r, alpha):
+        super().__init__()
+        h, d = c["hidden"], c["head_dim"]
+        self.c = c
+        self.norm1, self.norm2 = RmsNorm(h, c["eps"]), RmsNorm(h, c["eps"])
+        self.q = LoraLinear(h, c["heads"] * d, r, alpha)
+        self.k = LoraLinear(h, c["kv_heads"] * d, r, alpha)
+        self.v = LoraLinear(h, c["kv_heads"] * d, r, alpha)
+        self.o = LoraLinear(c["heads"] * d, h, r, alpha)
+        self.gate = LoraLinear(h, c["ffn"], r, alpha)
+        self.up = LoraLinear(h, c["ffn"], r, alpha)
+        self.down = LoraLinear(c["ffn"], h, r, alpha)
+
+    def forward(self, x, cos, sin, mask):
+        c = self.c
+        b, s, _ = x.shape
+        d, nh, nkv = c["head_dim"], c["heads"], c["kv_heads"]
+        h = self.norm1(x)
+        q = self.q(h).view(b, s, nh, d).transpose(1, 2)
+        k = self.k(h).view(b, s, nkv, d).transpose(1, 2)
+        v = self.v(h).view(b, s, nkv, d).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        k = k.repeat_interleave(nh // nkv, dim=1)
+        v = v.repeat_interleave(nh // nkv, dim=1)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(d) + mask
+        a = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, s, nh * d)
+        x = x + self.o(a)
+        h = self.norm2(x)
+        return x + self.down(F.silu(self.gate(h)) * self.up(h))
+
+
+class Llama(nn.Module):
+    def __init__(self, c, layers, r, alpha):
+        super().__init__()
+        self.c = c
+        self.embed = nn.Parameter(torch.randn(c["vocab"], c["hidden"]) * 0.02, requires_grad=False)
+        self.layers = nn.ModuleList(Layer(c, r, alpha) for _ in range(layers))
+        self.norm = RmsNorm(c["hidden"], c["eps"])
+
+    def forward(self, ids):
+        c = self.c
+        s = ids.shape[1]
+        inv = 1.0 / (c["theta"] ** (torch.arange(0, c["head_dim"], 2, device=ids.device).float() / c["head_dim"]))
+        ang = torch.outer(torch.arange(s, device=ids.device).float(), inv)
+        ang = torch.cat((ang, ang), dim=-1)
+        cos, sin = ang.cos()[None, None], ang.sin()[None, None]
+        mask = torch.full((s, s), float("-inf"), device=ids.device).triu(1)
+        x = F.embedding(ids, self.embed)
+        for layer in self.layers:
+            x = layer(x, cos, sin, mask)
+        logits = F.linear(self.norm(x), self.embed)  # tied lm_head, as Llama 3.2 1B
+        labels = F.pad(ids[:, 1:], (0, 1), value=-100)
+        return F.cross_entropy(logits.view(-1, c["vocab"]), labels.reshape(-1), ignore_index=-100)
+
+
+LLAMA_3_2_1B = {"hidden": 2048, "heads": 32, "kv_heads": 8, "head_dim": 64, "ffn": 8192,
+                "vocab": 128256, "eps": 1e-5, "theta": 500000.0}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--layers", type=int, default=16)
+    ap.add_argument("--seq", type=int, default=512)
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--rank", type=int, default=8)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    a = ap.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.manual_seed(0)
+    dev = "cuda"
+    model = Llama(LLAMA_3_2_1B, a.layers, a.rank, 2 * a.rank).to(dev)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=1e-3, weight_decay=0.0)
+    ids = torch.randint(0, LLAMA_3_2_1B["vocab"], (a.batch, a.seq), device=dev)
+    times = []
+    for i in range(a.warmup + a.steps):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        loss = model(ids)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        torch.cuda.synchronize()
+        if i >= a.warmup:
+            times.append(time.perf_counter() - t0)
+    print(json.dumps({"model": "llama3.2-1b (plain torch, LoRA q,k,v,o,gate,up,down)", "layers": a.layers,
+                      "seq": a.seq, "batch": a.batch, "lora_rank": a.rank, "dtype": "float32, TF32 off",
+                      "torch": torch.__version__, "device": torch.cuda.get_device_name(0),
+                      "trainable_params": sum(p.numel() for p in params),
+                      "step_ms_median": 1e3 * statistics.median(times), "step_ms_min": 1e3 * min(times),
+                      "loss": float(loss.item()), "peak_mem_bytes": torch.cuda.max_memory_allocated()}))
+
+
+if __name__ == "__main__":
+    main()
