@@ -91,6 +91,9 @@ struct Plan {
   nlohmann::json optimizer = nlohmann::json::object();
   nlohmann::json adapterConfig = nlohmann::json::object();  // peft's adapter_config.json
   std::vector<unsigned char> blob;
+  // What `fblc explain` reads: the layout pipeline's decisions and the graph they were made on
+  // (docs/explain.md). Optional, written only when non-empty; the runtime never reads it.
+  nlohmann::json explain;
 
   int32_t findTensor(const std::string& name) const {
     for (size_t i = 0; i < tensors.size(); ++i)
@@ -122,10 +125,11 @@ inline nlohmann::json toJson(const Plan& p) {
   j["build_options"] = p.buildOptions;
   j["kernels"] = p.kernelNames;
   json ls = json::array();
-  for (const Launch& l : p.launches)
+  for (const Launch& l : p.launches) {
     ls.push_back({{"phase", l.phase}, {"kernel", l.kernel}, {"args", l.args},
                   {"global", l.global}, {"local", l.local}, {"node", l.node}});
     if (l.kind != "compute") ls.back()["kind"] = l.kind;
+  }
   j["launches"] = std::move(ls);
   j["commits"] = p.commits;
   j["inputs"] = p.inputs;
@@ -138,6 +142,7 @@ inline nlohmann::json toJson(const Plan& p) {
   j["state"] = p.state;
   j["optimizer"] = p.optimizer;
   j["adapter_config"] = p.adapterConfig;
+  if (!p.explain.is_null() && !p.explain.empty()) j["explain"] = p.explain;
   return j;
 }
 
@@ -234,6 +239,7 @@ inline std::string parse(const std::string& bytes, Plan* p) {
     p->state = j.at("state").get<std::vector<int32_t>>();
     p->optimizer = j.at("optimizer");
     p->adapterConfig = j.at("adapter_config");
+    if (j.contains("explain")) p->explain = j.at("explain");
   } catch (const nlohmann::json::exception& e) {
     return std::string("plan is malformed: ") + e.what();
   }

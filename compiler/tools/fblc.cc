@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "compiler/analysis/explain.h"
 #include "compiler/plan/compile_command.h"
 #include "compiler/profile/profile_command.h"
 #include "compiler/tools/inspect_command.h"
@@ -137,6 +138,14 @@ void addCompile(CLI::App& app, int& rc) {
   cmd->callback([&rc] { runWithShapes(shapes, args.shapes, rc, [] { return fbl::plan::runCompile(args); }); });
 }
 
+void addExplain(CLI::App& app, int& rc) {
+  static fbl::analysis::ExplainArgs args;
+  auto* cmd = app.add_subcommand("explain", "Explain a plan: each tensor's layout and why, transformations, launches");
+  cmd->add_option("plan", args.plan, "Plan file (from fblc compile)")->required();
+  cmd->add_option("--html", args.html, "Also write a self-contained HTML page of the graph and tables");
+  cmd->callback([&rc] { rc = fbl::analysis::runExplain(args); });
+}
+
 void addRunRef(CLI::App& app, int& rc) {
   static fbl::train::RunRefArgs args;
   static std::vector<std::string> shapes;
@@ -179,6 +188,7 @@ int main(int argc, char** argv) {
     addInspect(app, rc);
     addProfile(app, rc);
     addCompile(app, rc);
+    addExplain(app, rc);
     addRunRef(app, rc);
     addZoo(app, rc);
     CLI11_PARSE(app, argc, argv);
