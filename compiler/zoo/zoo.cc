@@ -69,6 +69,23 @@ VitConfig vitLarge(bool tiny) {
 
 
 
+// Figure 17's attention block: llama3.2-1b's width and heads (as multi-head attention, kv heads
+// = heads) unless overridden; --tiny: 2 heads of width 32, 16 tokens.
+ZooBuildFn llamaAttentionBuilder() {
+  return [](const ZooOptions& o) -> Result<std::unique_ptr<OnnxBuilder>> {
+    LlamaConfig c = llama32(false);
+    c.graphName = "llama-attention";
+    c.layers = 1;
+    if (o.tiny) c.heads = 2, c.hidden = 32, c.seq = 16;
+    if (o.layers > 1) return makeError("zoo llama-attention: it has one block (--layers 1)");
+    if (o.heads > 0) c.heads = o.heads;
+    if (o.hidden > 0) c.hidden = o.hidden;
+    c.kvHeads = c.heads;
+    applySizes(o, c.layers, c.batch, &c.seq);
+    return buildLlamaAttention(c, o);
+  };
+}
+
 ZooBuildFn llamaBuilder(LlamaConfig (*config)(bool)) {
   return [config](const ZooOptions& o) {
     LlamaConfig c = config(o.tiny);
@@ -93,6 +110,9 @@ const std::vector<Registered>& registry() {
       {{"gemma2-2b", "decoder-only LLM, 26 layers, hidden 2304, GQA 8/4, head_dim 256, GeGLU, softcapping, sandwich norms; LoRA as llama; batch 1, 512 tokens",
         "google/gemma-2-2b config.json"},
        llamaBuilder(gemma2)},
+      {{"llama-attention", "one Llama attention block (RMSNorm, LoRA q,k,v,o, RoPE, causal MHA, residual) on hidden states, loss mean(out^2); hidden 2048, 32 heads, 512 tokens",
+        "meta-llama/Llama-3.2-1B config.json (kv heads = heads); the paper's Figure 17 workload"},
+       llamaAttentionBuilder()},
       {{"bert-large", "encoder-only MLM, 24 layers, hidden 1024, 16 heads; LoRA q,k,v,o,intermediate,output; batch 4, 512 tokens",
         "google-bert/bert-large-uncased config.json"},
        [](const ZooOptions& o) {
@@ -140,6 +160,8 @@ Result<std::unique_ptr<OnnxBuilder>> buildZooModel(const std::string& name, cons
   if (o.loraRank < 1) return makeError("zoo {}: --lora-rank must be positive", name);
   if (!o.tuning.empty() && name != "vit-large")
     return makeError("zoo {}: --tuning applies to vit-large only", name);
+  if ((o.heads > 0 || o.hidden > 0) && name != "llama-attention")
+    return makeError("zoo {}: heads and hidden overrides apply to llama-attention only", name);
   for (const auto& r : registry())
     if (r.entry.name == name) return r.build(o);
   for (const auto& r : moreZooModels())

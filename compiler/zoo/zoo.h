@@ -26,6 +26,8 @@ struct ZooOptions {
   float loraAlpha = 16.0f;
   std::string tuning;  // "" (the paper's choice), "lora" or "adapter" (vit-large)
   uint64_t seed = 0;
+  int64_t heads = -1;   // llama-attention only: attention heads (head_dim = hidden / heads)
+  int64_t hidden = -1;  // llama-attention only: model width
 };
 
 struct ZooEntry {
@@ -83,6 +85,9 @@ struct VitConfig {
 };
 
 Result<std::unique_ptr<OnnxBuilder>> buildLlama(const LlamaConfig& c, const ZooOptions& o);
+// One Llama attention block alone (the paper's Figure 17 workload): hidden states in, RMSNorm,
+// LoRA q/k/v/o, RoPE, causal attention, residual; loss = mean(out^2). Heads = kv heads.
+Result<std::unique_ptr<OnnxBuilder>> buildLlamaAttention(const LlamaConfig& c, const ZooOptions& o);
 Result<std::unique_ptr<OnnxBuilder>> buildBert(const BertConfig& c, const ZooOptions& o);
 Result<std::unique_ptr<OnnxBuilder>> buildVit(const VitConfig& c, const ZooOptions& o);
 

@@ -9,6 +9,8 @@
 //    Gelu) MLP, residual. Gemma 2 adds its post-attention and pre/post-feed-forward norms.
 // 3. Final RMSNorm, lm_head (Gemma: final softcap), labels = ids shifted left by Pad + Slice
 //    (the HF loss pads with -100), SoftmaxCrossEntropyLoss(mean, ignore_index=-100).
+// buildLlamaAttention keeps step 2's attention half alone, on float hidden states, with a
+// mean-square loss, so that a benchmark sees attention's layout transformations and no MLP.
 #include <cmath>
 #include <limits>
 
@@ -124,6 +126,32 @@ Result<std::unique_ptr<OnnxBuilder>> buildLlama(const LlamaConfig& c, const ZooO
   std::string labels = b.op("Slice", {padded, one, b.constI64({std::numeric_limits<int64_t>::max()}), one, one},
                             {}, "slice");
   b.output(n.crossEntropy(logits, labels, c.vocab), ::onnx::TensorProto::FLOAT, {});
+  b.setMetadata("fbl.trainable", "*lora_*");
+  return bp;
+}
+
+Result<std::unique_ptr<OnnxBuilder>> buildLlamaAttention(const LlamaConfig& c, const ZooOptions& o) {
+  if (c.heads < 1 || c.hidden % c.heads != 0 || (c.hidden / c.heads) % 2 != 0)
+    return makeError("zoo {}: hidden {} must be a multiple of heads {} with an even head_dim", c.graphName,
+                     c.hidden, c.heads);
+  auto bp = std::make_unique<OnnxBuilder>(c.graphName, o.tiny ? Weights::Random : Weights::External, o.seed);
+  OnnxBuilder& b = *bp;
+  Net n(b, static_cast<int>(o.loraRank), o.loraAlpha);
+  const int64_t B = c.batch, S = c.seq, H = c.hidden, D = c.hidden / c.heads;
+  std::string x = b.input("input_0", ::onnx::TensorProto::FLOAT, {B, S, H});
+  auto [cos, sin] = ropeTables(b, [&] { LlamaConfig r = c; r.headDim = D; return r; }());
+  LinearOpts lora{.bias = false, .lora = true};
+  const std::string p = "model.layers.0.";
+  std::string h = n.rmsNorm(x, H, p + "input_layernorm", c.rmsEps);
+  std::string q = rope(n, n.splitHeads(n.linear(h, H, H, p + "self_attn.q_proj", lora), B, S, D), cos, sin, D);
+  std::string k = rope(n, n.splitHeads(n.linear(h, H, H, p + "self_attn.k_proj", lora), B, S, D), cos, sin, D);
+  std::string v = n.splitHeads(n.linear(h, H, H, p + "self_attn.v_proj", lora), B, S, D);
+  std::string a = n.attention(q, k, v, AttentionShape{B, S, S, c.heads, c.heads, D},
+                              1.0f / std::sqrt(static_cast<float>(D)), causalMask(b, S));
+  std::string y = n.add(x, n.linear(a, H, H, p + "self_attn.o_proj", lora));
+  std::string loss = b.op("ReduceMean", {n.mul(y, y), b.constI64({0, 1, 2})},
+                          {{"keepdims", int64_t{0}}, {"noop_with_empty_axes", int64_t{0}}}, "loss");
+  b.output(loss, ::onnx::TensorProto::FLOAT, {});
   b.setMetadata("fbl.trainable", "*lora_*");
   return bp;
 }
