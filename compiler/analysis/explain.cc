@@ -152,8 +152,11 @@ nlohmann::json explainSection(const ir::Graph& g, const passes::LayoutAssignment
     }
     nodes.push_back(std::move(j));
   }
+  // The assignment's own per-node list repeats `nodes` below: dropped, the plan ships to phones.
+  nlohmann::json assignment = passes::assignmentToJson(g, a);
+  assignment.erase("nodes");
   return {{"version", kSectionVersion},
-          {"layout_assignment", passes::assignmentToJson(g, a)},
+          {"layout_assignment", std::move(assignment)},
           {"values", std::move(values)},
           {"nodes", std::move(nodes)}};
 }

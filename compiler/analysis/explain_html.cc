@@ -84,7 +84,8 @@ phases.forEach(function(ph){
   var depth={},maxd=0;
   ids.forEach(function(i){var d=0;D.nodes[i].in.forEach(function(p){if(D.nodes[p].p===ph&&depth[p]!==undefined)d=Math.max(d,depth[p]+1);});depth[i]=d;maxd=Math.max(maxd,d);});
   var byDepth=[];ids.forEach(function(i){(byDepth[depth[i]]=byDepth[depth[i]]||[]).push(i);});
-  var row=0,svg=document.createElementNS(NS,'svg'),w=kPerRow*kCell+8;
+  var widest=1;byDepth.forEach(function(l){if(l)widest=Math.max(widest,Math.min(l.length,kPerRow));});
+  var row=0,svg=document.createElementNS(NS,'svg'),w=widest*kCell+8;
   byDepth.forEach(function(list){if(!list)return;for(var k=0;k<list.length;k++){var i=list[k];
     if(k>0&&k%kPerRow===0)row++;
     var x=4+(k%kPerRow)*kCell,y=4+row*kCell,n=D.nodes[i];pos[i]=[x+kBox/2,y+kBox/2,ph];

@@ -1,0 +1,120 @@
+// fblc explain: the plan's explain section joined with its tensors and launches. Expected
+// values are recomputed here from the plan and the section (naive loops), not pasted.
+#include <set>
+
+#include <catch2/catch.hpp>
+
+#include "compiler/analysis/explain.h"
+#include "compiler/plan/compile_command.h"
+
+using namespace fbl;
+
+namespace {
+
+plan::Compiled compileTiny() {
+  plan::CompileArgs a;
+  a.model = std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/model.onnx";
+  a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
+  auto c = plan::compileModel(a);
+  INFO((c.ok() ? std::string() : c.error().message));
+  REQUIRE(c.ok());
+  return std::move(c).value();
+}
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("explain: tensors, transformations and launches of llama-tiny", "[analysis][explain]") {
+  const plan::Compiled c = compileTiny();
+  const nlohmann::json& section = c.plan.explain;
+  REQUIRE(section.is_object());
+  REQUIRE(section.contains("layout_assignment"));
+  auto r = analysis::buildExplainReport(c.plan);
+  INFO((r.ok() ? std::string() : r.error().message));
+  REQUIRE(r.ok());
+  CHECK(r->hasSection);
+  CHECK(r->nodes.size() == section["nodes"].size());
+  CHECK(r->tensors.size() == c.plan.tensors.size());
+
+  // Tensors: an R-Tile of the assignment shows as one; every tensor says why.
+  std::set<std::string> rtiles;
+  for (const auto& v : section["layout_assignment"]["rtiles"]) rtiles.insert(v["value"].get<std::string>());
+  for (const analysis::ExplainTensor& t : r->tensors) {
+    INFO(t.name);
+    CHECK(!t.why.empty());
+    CHECK(t.layout != "unknown");
+    CHECK((t.layout.rfind("R-Tile", 0) == 0) == (rtiles.count(t.name) == 1));
+  }
+
+  // Transformations: the same eliminated/explicit split as the assignment's totals.
+  int64_t eliminated = 0, explicitCount = 0;
+  for (const analysis::ExplainNode& n : r->nodes) {
+    eliminated += n.transform == "eliminated";
+    explicitCount += n.transform == "explicit";
+  }
+  CHECK(eliminated == r->transforms["eliminated"].get<int64_t>());
+  CHECK(explicitCount == r->transforms["explicit"].get<int64_t>());
+
+  // Launches: bytes of the distinct arguments; each node's FLOPs counted once.
+  REQUIRE(r->launches.size() == c.plan.launches.size());
+  int64_t launchFlops = 0;
+  for (size_t i = 0; i < c.plan.launches.size(); ++i) {
+    const auto& l = c.plan.launches[i];
+    std::vector<bool> seen(c.plan.tensors.size(), false);
+    int64_t bytes = 0;
+    for (int32_t a : l.args)
+      if (!seen[a]) seen[a] = true, bytes += c.plan.tensors[a].bytes;
+    CHECK(r->launches[i].bytes == bytes);
+    CHECK(r->launches[i].node == l.node);
+    launchFlops += r->launches[i].flops;
+  }
+  std::set<std::string> launched;
+  for (const auto& l : c.plan.launches) launched.insert(l.node);
+  int64_t nodeFlops = 0;
+  for (const analysis::ExplainNode& n : r->nodes)
+    if (launched.count(n.name)) nodeFlops += n.flops;
+  CHECK(launchFlops == nodeFlops);
+  CHECK(launchFlops > 0);
+
+  const std::string text = analysis::formatExplain(*r);
+  CHECK_THAT(text, Catch::Contains("graph: " + std::to_string(r->nodes.size()) + " nodes"));
+  CHECK_THAT(text, Catch::Contains("launches (" + std::to_string(r->launches.size()) + ")"));
+}
+
+TEST_CASE("explain: the section round-trips; a plan without it still explains launches",
+          "[analysis][explain]") {
+  plan::Compiled c = compileTiny();
+  const std::string bytes = planfile::serialize(c.plan);
+  planfile::Plan back;
+  REQUIRE(planfile::parse(bytes, &back) == "");
+  CHECK(back.explain == c.plan.explain);
+
+  c.plan.explain = nlohmann::json();
+  CHECK(!planfile::toJson(c.plan).contains("explain"));
+  auto r = analysis::buildExplainReport(c.plan);
+  REQUIRE(r.ok());
+  CHECK(!r->hasSection);
+  std::set<std::string> launched;
+  for (const auto& l : c.plan.launches) launched.insert(l.node);
+  CHECK(r->nodes.size() == launched.size());
+  for (const analysis::ExplainTensor& t : r->tensors)
+    if (t.role != "scratch") CHECK(t.layout == "unknown");
+  CHECK_THAT(analysis::formatExplain(*r), Catch::Contains("no explain section"));
+
+  c.plan.explain = {{"version", 1}, {"values", 3}};
+  CHECK(!analysis::buildExplainReport(c.plan).ok());
+}
+
+TEST_CASE("explain: names cannot break out of the page's script", "[analysis][explain]") {
+  analysis::ExplainReport r;
+  r.model = "m</script><script>alert(1)</script>";
+  r.nodes.push_back({"n</script>", "Add", "forward", "FTI-C", "linear", "", "", 1, {}});
+  const std::string page = analysis::renderExplainHtml(r);
+  CHECK(count(page, "</script>") == 2);  // the data's and the code's own closing tags
+  CHECK(count(page, "<script") == 2);
+}
