@@ -6,6 +6,8 @@
 //     its arguments bound: the arena, then each tensor's byte offset in it;
 //  5. upload constants from the blob and zero the optimizer state.
 // A step then only writes the step counter, enqueues the launches and copies the commits.
+// With OpenOptions::profileLaunches the queue profiles and every launch keeps its event until
+// the call's clFinish, when the events' start and end times become launchTimes().
 #include "runtime/session.h"
 
 #include <cmath>
@@ -89,6 +91,9 @@ struct Session::Impl {
   std::vector<cl_kernel> kernels;  // one per launch, arguments bound
   std::vector<bool> loaded;        // weights/trainables filled by loadWeights or a checkpoint
   int64_t step = 0;
+  bool profiling = false;
+  std::vector<std::pair<int32_t, cl_event>> events;  // launch index, its event (profiling only)
+  std::vector<LaunchTime> times;
 
   ~Impl() {
     // The queue first, drained, then the objects its commands used.
@@ -97,6 +102,7 @@ struct Session::Impl {
       clReleaseCommandQueue(queue);
       queue = nullptr;
     }
+    dropEvents();
     for (cl_kernel k : kernels) clReleaseKernel(k);
     if (program) clReleaseProgram(program);
     if (arena) clReleaseMemObject(arena);
@@ -131,9 +137,42 @@ struct Session::Impl {
     size_t global[3], local[3];
     for (size_t d = 0; d < l.global.size(); ++d) global[d] = static_cast<size_t>(l.global[d]);
     for (size_t d = 0; d < l.local.size(); ++d) local[d] = static_cast<size_t>(l.local[d]);
+    cl_event ev = nullptr;
     const cl_int st = clEnqueueNDRangeKernel(queue, kernels[i], static_cast<cl_uint>(l.global.size()), nullptr,
-                                             global, l.local.empty() ? nullptr : local, 0, nullptr, nullptr);
-    return st == CL_SUCCESS ? "" : clErr(("launching " + plan.kernelNames[l.kernel] + " for node '" + l.node + "'").c_str(), st);
+                                             global, l.local.empty() ? nullptr : local, 0, nullptr,
+                                             profiling ? &ev : nullptr);
+    if (st != CL_SUCCESS) return clErr(("launching " + plan.kernelNames[l.kernel] + " for node '" + l.node + "'").c_str(), st);
+    if (ev) events.emplace_back(static_cast<int32_t>(i), ev);
+    return "";
+  }
+
+  // Releasing the event of a command still queued is allowed: the driver keeps what it needs.
+  void dropEvents() {
+    for (auto& [launch, ev] : events) clReleaseEvent(ev);
+    events.clear();
+  }
+  // A failed call leaves its events behind; the next call starts afresh.
+  void beginCall() {
+    dropEvents();
+    times.clear();
+  }
+
+  // Once the queue is drained: the device time of every launch enqueued since the call began.
+  std::string collectTimes() {
+    times.clear();
+    for (const auto& [launch, ev] : events) {
+      cl_ulong start = 0, end = 0;
+      cl_int st = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr);
+      if (st == CL_SUCCESS) st = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr);
+      if (st != CL_SUCCESS) {
+        const planfile::Launch& l = plan.launches[launch];
+        beginCall();
+        return clErr(("timing " + plan.kernelNames[l.kernel] + " for node '" + l.node + "'").c_str(), st);
+      }
+      times.push_back({launch, end > start ? static_cast<double>(end - start) * 1e-9 : 0.0});
+    }
+    dropEvents();
+    return "";
   }
 
   std::string open(const OpenOptions& opts) {
@@ -156,7 +195,8 @@ struct Session::Impl {
     const cl_context_properties props[] = {CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(dev.platform), 0};
     ctx = clCreateContext(props, 1, &dev.id, nullptr, nullptr, &st);
     if (st != CL_SUCCESS) return clErr("clCreateContext", st);
-    queue = clCreateCommandQueue(ctx, dev.id, 0, &st);
+    profiling = opts.profileLaunches;
+    queue = clCreateCommandQueue(ctx, dev.id, profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &st);
     if (st != CL_SUCCESS) return clErr("clCreateCommandQueue", st);
     cl_ulong maxAlloc = 0;
     clGetDeviceInfo(dev.id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof maxAlloc, &maxAlloc, nullptr);
@@ -225,6 +265,7 @@ const planfile::Plan& Session::plan() const { return impl_->plan; }
 const DeviceInfo& Session::device() const { return impl_->dev.info; }
 bool Session::programFromCache() const { return impl_->fromCache; }
 int64_t Session::step() const { return impl_->step; }
+const std::vector<LaunchTime>& Session::launchTimes() const { return impl_->times; }
 
 std::string Session::loadWeights(const std::string& path) {
   safetensors::File f;
@@ -270,6 +311,7 @@ std::string Session::readTensor(int32_t t, std::vector<unsigned char>* out) { re
 
 std::string Session::runPhases(const std::vector<std::string>& phases) {
   Impl& m = *impl_;
+  m.beginCall();
   for (size_t i = 0; i < m.plan.launches.size(); ++i) {
     bool run = false;
     for (const std::string& p : phases) run = run || p == m.plan.launches[i].phase;
@@ -277,11 +319,13 @@ std::string Session::runPhases(const std::vector<std::string>& phases) {
       if (auto e = m.enqueue(i); !e.empty()) return e;
   }
   const cl_int st = clFinish(m.queue);
-  return st == CL_SUCCESS ? "" : clErr("clFinish", st);
+  if (st != CL_SUCCESS) return clErr("clFinish", st);
+  return m.collectTimes();
 }
 
 std::string Session::trainStep(float* loss) {
   Impl& m = *impl_;
+  m.beginCall();
   if (m.plan.loss < 0) return "the plan has no loss";
   if (auto e = m.missingWeights(); !e.empty()) return e;
   const int64_t next = m.step + 1;
@@ -307,7 +351,7 @@ std::string Session::trainStep(float* loss) {
   st = clFinish(m.queue);
   if (st != CL_SUCCESS) return clErr("clFinish", st);
   m.step = next;
-  return "";
+  return m.collectTimes();
 }
 
 std::string Session::saveCheckpoint(const std::string& path) {

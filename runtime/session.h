@@ -20,6 +20,15 @@ struct OpenOptions {
   int device = -1;       // index into listDevices(); -1: the first GPU, else the first device
   std::string cacheDir;  // built programs; empty: $FBL_CACHE_DIR, else ~/.cache/fbl, else none
   bool verbose = false;  // say which device and whether the program came from the cache
+  // Create the queue with CL_QUEUE_PROFILING_ENABLE and keep one event per launch, so that
+  // launchTimes() gives each launch's device time. Off by default: no events, no overhead.
+  bool profileLaunches = false;
+};
+
+// One launch's device time: CL_PROFILING_COMMAND_END - CL_PROFILING_COMMAND_START.
+struct LaunchTime {
+  int32_t launch = -1;   // index into plan().launches
+  double seconds = 0.0;
 };
 
 struct DeviceInfo {
@@ -54,6 +63,10 @@ class Session {
   // Runs the launches of the given phases only ("forward", ...) and nothing else (tests).
   std::string runPhases(const std::vector<std::string>& phases);
   int64_t step() const;
+  // With OpenOptions::profileLaunches: the launches of the last successful trainStep or
+  // runPhases, in enqueue order, with their device times (commit copies are not launches).
+  // Empty without profiling or after a failed call.
+  const std::vector<LaunchTime>& launchTimes() const;
 
   // Trainables, optimizer state and the step, written atomically (temporary file + rename).
   std::string saveCheckpoint(const std::string& path);
