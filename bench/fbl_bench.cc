@@ -15,6 +15,7 @@
 
 #include "bench/matmul_bench.h"
 #include "bench/step_bench.h"
+#include "bench/transforms_bench.h"
 #include "compiler/onnx/importer.h"
 #include "compiler/onnx/load_model.h"
 
@@ -117,6 +118,30 @@ int main(int argc, char** argv) {
     step->add_option("--json", sb.json, "Write the JSON report here ('-': stdout)");
     step->add_option("--svg", sb.svg, "Write an SVG bar chart of the phases here");
     step->callback([&] { rc = fbl::bench::runStepBench(sb); });
+
+    fbl::bench::TransformsBenchOptions tb;
+    fbl::bench::AttentionConfig ac{-1, -1, -1};
+    auto* transforms = app.add_subcommand(
+        "transforms", "Figure-17 layout-transformation time of multi-head attention per strategy (OpenCL)");
+    transforms->add_option("--seq", ac.seq, "Tokens (with --heads and --hidden; default: Figure 17's three configurations)");
+    transforms->add_option("--heads", ac.heads, "Attention heads");
+    transforms->add_option("--hidden", ac.hidden, "Model width (head_dim = hidden / heads)");
+    transforms->add_option("--profile", tb.profile, "Hardware profile JSON (default: by device)");
+    transforms->add_option("--strategy", tb.strategies, "all, fblayout, reuse, explicit (repeatable; default all)");
+    transforms->add_option("--steps", tb.steps, "Training steps (the first is timed apart)")->default_val(3);
+    transforms->add_option("--device", tb.device, "OpenCL device index (default: first GPU, else first device)");
+    transforms->add_option("--seed", tb.seed, "Seed of the weights and synthetic inputs")->default_val(0);
+    transforms->add_option("--json", tb.json, "Write the JSON report here ('-': stdout)");
+    transforms->callback([&] {
+      const int given = (ac.seq > 0) + (ac.heads > 0) + (ac.hidden > 0);
+      if (given != 0 && given != 3) {
+        fmt::print(stderr, "error: give --seq, --heads and --hidden together (or none for Figure 17's three)\n");
+        rc = 2;
+        return;
+      }
+      if (given == 3) tb.configs.push_back(ac);
+      rc = fbl::bench::runTransformsBench(tb);
+    });
 
     CLI11_PARSE(app, argc, argv);
     return rc;

@@ -1,0 +1,71 @@
+// One model, one layout strategy, measured on an OpenCL device: what `fbl-bench step` and
+// `fbl-bench transforms` share. It compiles in-process with the strategy (plan::compileModel),
+// opens the plan with launch profiling on (rt::OpenOptions::profileLaunches), trains on synthetic
+// inputs and sums the device time of every launch by phase and by kind; the launches of kind
+// "transform" and "conversion" are the layout-transformation time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "compiler/ir/graph.h"
+
+namespace fbl::bench {
+
+inline const std::vector<std::string>& strategyNames() {
+  static const std::vector<std::string> s{"fblayout", "reuse", "explicit"};
+  return s;
+}
+
+// "all" expands to every strategy; an unknown name is an error (returned, one line).
+std::string expandStrategies(const std::vector<std::string>& requested, std::vector<std::string>* out);
+
+struct RunOptions {
+  std::string model, profile, strategy;
+  int steps = 10;          // training steps; the first is timed apart
+  int device = -1;
+  uint64_t seed = 0;
+  bool phaseRounds = true;  // also time runPhases({phase}) per phase, steps-1 rounds
+};
+
+struct StrategyRun {
+  std::string strategy, device;
+  double compileS = 0, firstStepS = 0, stepS = 0, samplesPerS = 0;
+  std::map<std::string, double> phaseS;  // wall-clock runPhases({phase}) medians (phaseRounds)
+
+  // From the plan.
+  int64_t launchesPerStep = 0, commits = 0, kernels = 0, bytesMoved = 0, peakBytes = 0;
+  std::map<std::string, int64_t> launchesByPhase, launchesByKind;
+  std::map<std::string, int64_t> layoutLaunchesByPhase;  // kind transform or conversion
+  int64_t layoutLaunches = 0, layoutBytes = 0;
+  uint64_t planDigest = 0;  // program and launches: equal digests mean the same plan
+
+  // Measured: OpenCL device time per timed step (means over steps 2..N, or step 1 if N = 1).
+  int timedSteps = 0;
+  double deviceS = 0, layoutS = 0;
+  std::map<std::string, double> deviceSByPhase, deviceSByKind, layoutSByPhase;
+
+  float firstLoss = 0, lastLoss = 0;
+  bool randomWeights = false;
+  std::string weightsNote;
+};
+
+inline bool isLayoutKind(const std::string& kind) { return kind == "transform" || kind == "conversion"; }
+
+// Returns "" or one line saying what failed.
+std::string runStrategy(const RunOptions& o, const ir::Graph& g, StrategyRun* r);
+
+nlohmann::json toJson(const StrategyRun& r);
+
+// What the runs' plans say about themselves: whether any launch is marked transform/conversion,
+// and whether the strategies produced distinct plans. One line each, for tables and JSON.
+std::string planComparison(const std::vector<StrategyRun>& runs, bool* identical);
+
+std::string writeTextFile(const std::string& path, const std::string& text);
+std::string xmlEscape(const std::string& s);
+
+}  // namespace fbl::bench
