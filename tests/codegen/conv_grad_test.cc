@@ -75,10 +75,12 @@ std::vector<float> runOnDevice(const ir::Graph& g, const ir::Node& n, const std:
   for (const codegen::LaunchSpec& l : code->launches) {
     codegen::RTileKernel k;
     k.name = "k" + l.entry;
-    k.source = l.source;
+    // ClSession caches kernels by source alone; both gradients' launches share one source.
+    k.source = l.source + "\n// entry " + k.name + "\n";
     for (size_t p; (p = k.source.find("{{NAME}}")) != std::string::npos;) k.source.replace(p, 8, "k");
     k.global.assign(l.global.begin(), l.global.end());
     k.local.assign(l.local.begin(), l.local.end());
+    k.args.assign(l.args.size(), "buffer");
     std::vector<cl_mem> args;
     for (const codegen::ArgRef& a : l.args) args.push_back(mem.at(a.index));
     auto ran = s.run(k, args);
