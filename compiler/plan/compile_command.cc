@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <onnx/onnx_pb.h>
 
+#include "compiler/analysis/explain.h"
 #include "compiler/onnx/external_data.h"
 #include "compiler/onnx/load_model.h"
 #include "compiler/passes/layout_pipeline.h"
@@ -68,7 +69,8 @@ Result<std::vector<std::string>> trainableGlobs(const CompileArgs& args) {
 
 // Runs the layout pipeline on a copy of the joint graph (the plan builder keeps its own node
 // numbering) and records its decisions for the report.
-Status runLayoutPipelineInto(const CompileArgs& args, const ir::Graph& joint, Compiled& c) {
+Status runLayoutPipelineInto(const CompileArgs& args, const ir::Graph& joint, Compiled& c,
+                             nlohmann::json* explain) {
   FBL_ASSIGN(profile::HardwareProfile hw, profile::loadProfile(args.profile));
   passes::LayoutPipelineOptions opts;
   FBL_ASSIGN(opts.strategy, strategy::parseStrategy(args.strategy));
@@ -80,6 +82,7 @@ Status runLayoutPipelineInto(const CompileArgs& args, const ir::Graph& joint, Co
   c.transforms = passes::transformsToJson(g, r.assignment);
   c.passTimesMs = nlohmann::json::object();
   for (const passes::PassRun& run : r.runs) c.passTimesMs[run.name] = run.ran ? run.ms : 0.0;
+  *explain = analysis::explainSection(g, r.assignment);
   return Status::success();
 }
 
@@ -103,8 +106,10 @@ Result<Compiled> compileModel(const CompileArgs& args) {
   to.optimizer.momentum = args.momentum;
   FBL_ASSIGN(autodiff::TrainingGraph tg, autodiff::buildTrainingGraph(forward, to));
   Compiled c;
-  FBL_TRY(runLayoutPipelineInto(args, tg.graph, c));
+  nlohmann::json explain;
+  FBL_TRY(runLayoutPipelineInto(args, tg.graph, c, &explain));
   FBL_ASSIGN(c.plan, buildPlan(trainingInputs(tg, modelName(args.model), args.loraAlpha), profile, &c.stats));
+  c.plan.explain = std::move(explain);
   c.plan.optimizer["kind"] = args.optimizer;
   c.plan.optimizer["lr"] = args.lr;
   c.plan.optimizer["weight_decay"] = args.weightDecay;
