@@ -67,10 +67,9 @@ Result<std::vector<std::string>> trainableGlobs(const CompileArgs& args) {
   return std::vector<std::string>{"*lora_*"};
 }
 
-// Runs the layout pipeline on a copy of the joint graph (the plan builder keeps its own node
-// numbering) and records its decisions for the report.
-Status runLayoutPipelineInto(const CompileArgs& args, const ir::Graph& joint, Compiled& c,
-                             nlohmann::json* explain) {
+// Runs the layout pipeline on a copy of the joint graph (its passes annotate, they do not
+// rewrite, so node and value ids stay those of `joint`) and records its decisions for the report.
+Result<passes::LayoutAssignment> runLayoutPipelineInto(const CompileArgs& args, const ir::Graph& joint, Compiled& c) {
   FBL_ASSIGN(profile::HardwareProfile hw, profile::loadProfile(args.profile));
   passes::LayoutPipelineOptions opts;
   FBL_ASSIGN(opts.strategy, strategy::parseStrategy(args.strategy));
@@ -82,8 +81,18 @@ Status runLayoutPipelineInto(const CompileArgs& args, const ir::Graph& joint, Co
   c.transforms = passes::transformsToJson(g, r.assignment);
   c.passTimesMs = nlohmann::json::object();
   for (const passes::PassRun& run : r.runs) c.passTimesMs[run.name] = run.ran ? run.ms : 0.0;
-  *explain = analysis::explainSection(g, r.assignment);
-  return Status::success();
+  FBL_ASSERT(g.nodes.size() == joint.nodes.size() && g.values.size() == joint.values.size());
+  return std::move(r.assignment);
+}
+
+// Values the plan reads back or keeps: they must be computed even when their producer is a
+// movement op the strategy would fold into its readers.
+std::vector<ir::ValueId> valuesThatMustExist(const autodiff::TrainingGraph& tg) {
+  std::vector<ir::ValueId> v{tg.loss};
+  for (const auto& t : tg.trainables) v.insert(v.end(), {t.grad, t.updated});
+  for (const auto& s : tg.state) v.push_back(s.updated);
+  std::erase(v, ir::kNoValue);
+  return v;
 }
 
 Result<Compiled> compileModel(const CompileArgs& args) {
@@ -106,10 +115,13 @@ Result<Compiled> compileModel(const CompileArgs& args) {
   to.optimizer.momentum = args.momentum;
   FBL_ASSIGN(autodiff::TrainingGraph tg, autodiff::buildTrainingGraph(forward, to));
   Compiled c;
-  nlohmann::json explain;
-  FBL_TRY(runLayoutPipelineInto(args, tg.graph, c, &explain));
-  FBL_ASSIGN(c.plan, buildPlan(trainingInputs(tg, modelName(args.model), args.loraAlpha), profile, &c.stats));
-  c.plan.explain = std::move(explain);
+  FBL_ASSIGN(passes::LayoutAssignment assignment, runLayoutPipelineInto(args, tg.graph, c));
+  FBL_ASSIGN(LayoutLowering lowering, lowerLayouts(tg.graph, assignment, valuesThatMustExist(tg)));
+  c.lowering = lowering.counts;
+  PlanInputs in = trainingInputs(tg, modelName(args.model), args.loraAlpha);
+  in.lowering = &lowering;
+  FBL_ASSIGN(c.plan, buildPlan(in, profile, &c.stats));
+  c.plan.explain = analysis::explainSection(tg.graph, assignment);  // for `fblc explain`
   c.plan.optimizer["kind"] = args.optimizer;
   c.plan.optimizer["lr"] = args.lr;
   c.plan.optimizer["weight_decay"] = args.weightDecay;
@@ -168,9 +180,11 @@ int runCompile(const CompileArgs& args) {
     weightsNote = fmt::format("not written ({})", st.error().message);
   }
   if (c->transforms.is_object() && c->transforms.contains("total"))
-    fmt::print("layout ({}): {} transformations, {} eliminated, {} explicit (decisions in the report; kernels use buffer layouts)\n",
+    fmt::print("layout ({}): {} transformations, {} eliminated, {} explicit; plan: {} movement kernels, {} "
+               "conversion copies, {} reads through maps ({} transposed), {} movement ops not executed\n",
                args.strategy, c->transforms.value("total", 0), c->transforms.value("eliminated", 0),
-               c->transforms.value("explicit", 0));
+               c->transforms.value("explicit", 0), c->lowering.transformNodes, c->lowering.materialised,
+               c->lowering.readsThrough, c->lowering.transposedReads, c->lowering.skippedNodes);
   fmt::print("{}: {} kernels, {} launches, arena {} bytes ({} persistent), {:.2f} s\nweights: {}\n", args.output,
              c->stats.kernels, c->stats.launches, c->plan.arenaBytes, c->stats.persistentBytes, c->seconds,
              weightsNote);
@@ -188,8 +202,15 @@ int runCompile(const CompileArgs& args) {
                      {"strategy", args.strategy},
                      {"transforms", c->transforms},
                      {"layout_pass_ms", c->passTimesMs},
-                     // Honest marker: layout decisions are not yet consumed by codegen.
-                     {"layouts_applied_to_kernels", false}};
+                     {"lowering",
+                      {{"movement_kernels", c->lowering.transformNodes},
+                       {"conversion_copies", c->lowering.materialised},
+                       {"reads_through_maps", c->lowering.readsThrough},
+                       {"transposed_reads", c->lowering.transposedReads},
+                       {"movement_ops_not_executed", c->lowering.skippedNodes}}},
+                     // Whole-model plans keep every tensor row-major in the arena; R-Tile
+                     // storage is used by the operator-level kernels only (docs/layouts.md).
+                     {"rtile_storage_in_plan", false}};
     if (std::string e = safetensors::writeFileAtomic(args.report, r.dump(2) + "\n"); !e.empty()) {
       fmt::print(stderr, "error: {}\n", e);
       return 1;

@@ -30,8 +30,8 @@ struct CompileArgs {
   float weightDecay = 0.0f;
   float momentum = 0.0f;
   double loraAlpha = 16.0;
-  // The layout pipeline (docs/layout-pipeline.md). Its decisions go into the report; the
-  // kernels it emits still read and write buffer layouts until codegen consumes them.
+  // The layout pipeline (docs/layout-pipeline.md) and the strategy's lowering
+  // (layout_lowering.h): what runs as kernels and what is read through maps.
   std::string strategy = "fblayout";        // fblayout | reuse | explicit
   std::vector<std::string> dumpAfter;       // pass names, or "all"
   std::vector<std::string> disabledPasses;  // ablation
@@ -44,6 +44,7 @@ struct Compiled {
   double seconds = 0.0;
   nlohmann::json transforms;  // the layout pipeline's transform decisions (report's `transforms`)
   nlohmann::json passTimesMs;  // pass name -> milliseconds
+  LoweringCounts lowering;     // what the strategy did to movement ops (layout_lowering.h)
 };
 
 // The globs compileModel trains: `args.trainable` if given, else the model's `fbl.trainable`

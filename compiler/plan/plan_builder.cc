@@ -12,11 +12,13 @@
 #include "compiler/plan/plan_builder.h"
 
 #include <map>
+#include <regex>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "compiler/codegen/kernel_emitter.h"
+#include "compiler/codegen/operand_layout.h"
 #include "compiler/plan/memory_planner.h"
 
 namespace fbl::plan {
@@ -70,6 +72,7 @@ nlohmann::json adapterConfig(const ir::Graph& g, const PlanInputs& in) {
 // NVIDIA's OpenCL driver when released, and phone drivers restrict them too.
 std::string arenaParams(std::string src) {
   for (size_t at = 0; (at = src.find("__kernel void ", at)) != std::string::npos; ++at) {
+    if (at > 0 && src[at - 1] != '\n') continue;  // a mention in a comment, not a kernel
     const size_t open = src.find('(', at), close = src.find(')', open), body = src.find('{', close);
     FBL_ASSERT(open != std::string::npos && close != std::string::npos && body != std::string::npos);
     std::string params = "__global uchar* fbl_arena", prologue;
@@ -92,6 +95,23 @@ std::string arenaParams(std::string src) {
     src = src.substr(0, open + 1) + params + src.substr(close, body + 1 - close) + prologue + src.substr(body + 1);
   }
   return src;
+}
+
+// Kernel sources are written to stand alone, but a plan concatenates them into one program:
+// each source's macros are #undef'd after it, and its helper functions and __constant samplers
+// get the kernel's name as a prefix, so two instantiations of one template do not collide.
+std::string scopeToKernel(std::string src, const std::string& base) {
+  static const std::regex helper(R"((?:^|\n)\s*(?:inline\s+)?(?:static\s+)?(?:__constant\s+sampler_t|(?:inline\s+)\w+)\s+(\w+)\s*[(=])");
+  std::set<std::string> names;
+  for (auto it = std::sregex_iterator(src.begin(), src.end(), helper); it != std::sregex_iterator(); ++it)
+    if ((*it)[1] != base) names.insert((*it)[1]);
+  for (const std::string& n : names) src = std::regex_replace(src, std::regex("\\b" + n + "\\b"), base + "_" + n);
+  static const std::regex define(R"((?:^|\n)\s*#define\s+(\w+))");
+  std::set<std::string> macros;
+  for (auto it = std::sregex_iterator(src.begin(), src.end(), define); it != std::sregex_iterator(); ++it)
+    macros.insert((*it)[1]);
+  for (const std::string& m : macros) src += "\n#undef " + m;
+  return macros.empty() ? src : src + "\n";
 }
 
 std::string stripLeadingComments(const std::string& s) {
@@ -117,11 +137,26 @@ class Builder {
     plan_.model = in_.model;
     plan_.profile = profile_.name;
     plan_.alignment = profile_.bufferAlignment;
-    codegen::Target target{profile_.workgroupSize};
+    codegen::Target target;
+    target.workgroup = profile_.workgroupSize;
+    target.deviceClass = profile_.cpu ? codegen::DeviceClass::kCpu : codegen::DeviceClass::kGpu;
+    target.computeUnits = profile_.computeUnits;
     // 1-3: launches and kernels.
-    for (const ir::Node& n : g_.nodes) {
+    for (ir::NodeId id = 0; id < static_cast<ir::NodeId>(g_.nodes.size()); ++id) {
+      const ir::Node& n = g_.nodes[id];
       if (n.dead) continue;
-      FBL_ASSIGN(codegen::NodeCode code, codegen::emitNode(g_, n, target));
+      const NodeLowering* nl = in_.lowering ? &in_.lowering->nodes[id] : nullptr;
+      if (nl && nl->skip) continue;
+      if (nl) {
+        for (const auto& [v, from] : nl->materialise) {
+          const ir::Value& val = g_.values[v];
+          FBL_ASSIGN(codegen::NodeCode copy,
+                     codegen::emitLayoutCopy(g_, from, val.dtype, layout::Layout::rowMajor(val.shape), target));
+          addLaunches(n, copy, "conversion", {tensorOf(v)}, "/copy:" + val.name);
+        }
+      }
+      FBL_ASSIGN(codegen::NodeCode code,
+                 nl ? codegen::emitNode(g_, n, target, nl->layouts) : codegen::emitNode(g_, n, target));
       if (code.aliasOf != ir::kNoValue) {
         root_[n.outputs[0]] = root_[code.aliasOf];
         continue;
@@ -131,16 +166,7 @@ class Builder {
       for (size_t s = 0; s < code.scratch.size(); ++s)
         scratch.push_back(addTensor(fmt::format("{}.scratch{}", n.name, s), code.scratch[s].dtype,
                                     code.scratch[s].shape, Role::Scratch));
-      for (codegen::LaunchSpec& l : code.launches) {
-        planfile::Launch pl;
-        pl.phase = phaseName(n.phase);
-        pl.kernel = kernelFor(l);
-        for (const codegen::ArgRef& a : l.args) pl.args.push_back(a.scratch ? scratch[a.index] : tensorOf(a.index));
-        pl.global = l.global;
-        pl.local = l.local;
-        pl.node = n.name;
-        plan_.launches.push_back(std::move(pl));
-      }
+      addLaunches(n, code, nl ? nl->kind : "compute", scratch, "");
     }
     for (ir::ValueId v : g_.inputs)
       if (v != in_.step) plan_.inputs.push_back(tensorOf(v));
@@ -180,6 +206,23 @@ class Builder {
   }
 
  private:
+  // The launches of `code` for node `n`; scratch arguments bind to `scratch` (the node's own
+  // scratch tensors, or the value a layout copy materialises).
+  void addLaunches(const ir::Node& n, codegen::NodeCode& code, const std::string& kind,
+                   const std::vector<int32_t>& scratch, const std::string& suffix) {
+    for (codegen::LaunchSpec& l : code.launches) {
+      planfile::Launch pl;
+      pl.phase = phaseName(n.phase);
+      pl.kernel = kernelFor(l);
+      for (const codegen::ArgRef& a : l.args) pl.args.push_back(a.scratch ? scratch[a.index] : tensorOf(a.index));
+      pl.global = l.global;
+      pl.local = l.local;
+      pl.node = n.name + suffix;
+      pl.kind = kind;
+      plan_.launches.push_back(std::move(pl));
+    }
+  }
+
   // Optimizer updates are elementwise (each work-item reads p[i], m[i], v[i] before writing
   // them), so they write the parameter and its state in place when nothing later reads the old
   // values: no second copy of the trainables and no commit copies.
@@ -265,6 +308,7 @@ class Builder {
       kernelBase_[l.source] = base;
       std::string src = arenaParams(stripLeadingComments(l.source));
       for (size_t p; (p = src.find("{{NAME}}")) != std::string::npos;) src.replace(p, 8, base);
+      src = scopeToKernel(std::move(src), base);
       kernelSources_.push_back(std::move(src));
     } else {
       base = it->second;

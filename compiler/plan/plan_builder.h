@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "compiler/autodiff/training_graph.h"
+#include "compiler/plan/layout_lowering.h"
 #include "compiler/plan/profile.h"
 #include "runtime/plan_file.h"
 
@@ -26,6 +27,9 @@ struct PlanInputs {
   std::string model;
   // LoRA alpha for the exported adapter_config.json (not recoverable from the ONNX graph).
   double loraAlpha = 16.0;
+  // What each node emits under the chosen strategy (layout_lowering.h); null: every node as
+  // written, row-major (kernel tests of forward graphs).
+  const LayoutLowering* lowering = nullptr;
 };
 
 struct BuildStats {

@@ -14,6 +14,9 @@ Result<Profile> loadProfile(const std::string& path) {
   Profile p;
   p.name = j.value("name", std::string());
   if (p.name.empty()) return makeError("{}: profile has no \"name\"", path);
+  p.computeUnits = j.value("compute_units", int64_t{0});
+  const std::string device = j.value("device", std::string());
+  p.cpu = device.rfind("pthread", 0) == 0 || device.rfind("cpu", 0) == 0;
   const nlohmann::json& cl = j.value("opencl", nlohmann::json::object());
   p.workgroupSize = cl.value("workgroup_size", p.workgroupSize);
   p.bufferAlignment = cl.value("buffer_alignment_bytes", p.bufferAlignment);

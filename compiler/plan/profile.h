@@ -13,6 +13,10 @@ struct Profile {
   std::string name;
   int64_t workgroupSize = 64;    // work-items per group for 1-D launches
   int64_t bufferAlignment = 512; // sub-buffer offsets: a multiple of every target's base alignment
+  int64_t computeUnits = 0;      // 0: unknown (split-K stays off)
+  // A CPU device (PoCL): kernels pick CPU tilings. Profiles name the device as its driver does;
+  // PoCL's CPU devices are "pthread-..." or "cpu-...".
+  bool cpu = false;
 };
 
 Result<Profile> loadProfile(const std::string& path);

@@ -1,0 +1,180 @@
+// layout lowering: the algorithm is in layout_lowering.h (steps 1-4).
+#include "compiler/plan/layout_lowering.h"
+
+#include <map>
+
+#include <fmt/format.h>
+
+namespace fbl::plan {
+
+namespace {
+
+using codegen::OperandLayout;
+using ir::NodeId;
+using ir::ValueId;
+using passes::ReadThrough;
+using passes::Strategy;
+
+bool isViewOp(const std::string& op) {
+  return op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" || op == "Flatten" || op == "Identity";
+}
+
+bool isMatmul(const ir::Node& n) { return n.op == "MatMul" || n.op == "Gemm"; }
+
+// Transpose swapping exactly the last two dims (what a MatMul's transposed path reads).
+bool swapsLastTwo(const ir::Graph& g, const ir::Node& n) {
+  if (n.op != "Transpose" || n.inputs.empty()) return false;
+  const size_t rank = g.values[n.inputs[0]].shape.size();
+  if (rank < 2) return false;
+  std::vector<int64_t> perm = n.attrInts("perm");
+  if (perm.size() != rank) return false;
+  for (size_t d = 0; d + 2 < rank; ++d)
+    if (perm[d] != static_cast<int64_t>(d)) return false;
+  return perm[rank - 2] == static_cast<int64_t>(rank - 1) && perm[rank - 1] == static_cast<int64_t>(rank - 2);
+}
+
+class Lowerer {
+ public:
+  Lowerer(const ir::Graph& g, const passes::LayoutAssignment& a) : g_(g), a_(a) {}
+
+  Result<LayoutLowering> run(const std::vector<ValueId>& mustExist) {
+    LayoutLowering out;
+    out.strategy = a_.strategy;
+    out.nodes.resize(g_.nodes.size());
+    for (NodeId id = 0; id < static_cast<NodeId>(g_.nodes.size()); ++id) {
+      const ir::Node& n = g_.nodes[id];
+      out.nodes[id].layouts.inputs.resize(n.inputs.size());
+      out.nodes[id].layouts.outputs.resize(n.outputs.size());
+    }
+    foldable_.assign(g_.nodes.size(), false);
+    FBL_TRY(candidates(out));
+    liveness(out, mustExist);
+    // 4: kinds and counts.
+    for (NodeId id = 0; id < static_cast<NodeId>(g_.nodes.size()); ++id) {
+      const ir::Node& n = g_.nodes[id];
+      NodeLowering& nl = out.nodes[id];
+      if (n.dead) continue;
+      if (nl.skip) {
+        ++out.counts.skippedNodes;
+        continue;
+      }
+      if (a_.nodeClass.size() > static_cast<size_t>(id) && a_.nodeClass[id] == passes::OpClass::kFtiD) {
+        nl.kind = "transform";
+        if (!isViewOp(n.op)) ++out.counts.transformNodes;
+      }
+      for (const auto& in : nl.layouts.inputs)
+        if (in) {
+          ++out.counts.readsThrough;
+          if (in->transposed) ++out.counts.transposedReads;
+        }
+      out.counts.materialised += static_cast<int64_t>(nl.materialise.size());
+    }
+    return out;
+  }
+
+ private:
+  NodeId producer(ValueId v) const { return v == ir::kNoValue ? ir::kNoNode : g_.values[v].producer; }
+
+  // Steps 1 and 2.
+  Status candidates(LayoutLowering& out) {
+    if (a_.strategy == Strategy::kFBLayout) {
+      for (NodeId id = 0; id < static_cast<NodeId>(g_.nodes.size()); ++id)
+        foldable_[id] = !g_.nodes[id].dead && id < static_cast<NodeId>(a_.transforms.size()) && a_.transforms[id].folded;
+      for (const ReadThrough& r : a_.reads) {
+        const ir::Node& n = g_.nodes[r.consumer];
+        if (n.dead) continue;
+        const ir::Value& src = g_.values[r.source];
+        auto view = layout::Layout::rowMajor(src.shape).compose(r.view);
+        if (!view.ok())
+          return makeError("layout lowering: {} input {}: {}", ir::describeNode(g_, n), r.slot, view.error().message);
+        OperandLayout ol{r.source, std::move(*view), false, r.sign};
+        const bool decided = r.decision == ReadThrough::Decision::kTileMap || r.decision == ReadThrough::Decision::kIndexMap;
+        if (!decided && r.structural) continue;  // the chain runs op by op
+        const bool readable = codegen::supportsOperandLayouts(n) && !(ol.sign && isMatmul(n));
+        if (decided && readable) {
+          out.nodes[r.consumer].layouts.inputs[r.slot] = std::move(ol);
+        } else {
+          requestMaterialise(n.inputs[r.slot], r.consumer, std::move(ol));
+        }
+      }
+    } else if (a_.strategy == Strategy::kReuse) {
+      for (NodeId id = 0; id < static_cast<NodeId>(g_.nodes.size()); ++id) {
+        const ir::Node& n = g_.nodes[id];
+        if (n.dead || !isMatmul(n) || !codegen::supportsOperandLayouts(n)) continue;
+        for (int s = 0; s < 2 && s < static_cast<int>(n.inputs.size()); ++s) {
+          const NodeId p = producer(n.inputs[s]);
+          if (p == ir::kNoNode || !swapsLastTwo(g_, g_.nodes[p])) continue;
+          // Gemm's own transA/transB would have to compose with this one; keep it simple.
+          if (n.op == "Gemm") continue;
+          foldable_[p] = true;
+          const ValueId src = g_.nodes[p].inputs[0];
+          out.nodes[id].layouts.inputs[s] = OperandLayout{src, layout::Layout::rowMajor(g_.values[src].shape), true, {}};
+        }
+      }
+    }
+    for (auto& [v, req] : materialise_)
+      out.nodes[req.first].materialise.emplace_back(v, std::move(req.second));
+    return Status::success();
+  }
+
+  void requestMaterialise(ValueId v, NodeId consumer, OperandLayout from) {
+    auto it = materialise_.find(v);
+    if (it == materialise_.end() || consumer < it->second.first) materialise_[v] = {consumer, std::move(from)};
+  }
+
+  // Step 3.
+  void liveness(LayoutLowering& out, const std::vector<ValueId>& mustExist) {
+    std::vector<bool> needed(g_.nodes.size(), false);
+    auto need = [&](ValueId v) {
+      const NodeId p = producer(v);
+      if (p != ir::kNoNode) needed[p] = true;
+    };
+    for (ValueId v : mustExist) need(v);
+    for (ValueId v : g_.outputs) need(v);
+    for (NodeId id = static_cast<NodeId>(g_.nodes.size()) - 1; id >= 0; --id) {
+      const ir::Node& n = g_.nodes[id];
+      NodeLowering& nl = out.nodes[id];
+      if (n.dead) continue;
+      if (foldable_[id] && !needed[id]) {
+        nl.skip = true;
+        continue;
+      }
+      for (auto& [v, from] : nl.materialise) need(from.value);
+      for (size_t s = 0; s < n.inputs.size(); ++s) {
+        if (n.inputs[s] == ir::kNoValue) continue;
+        if (nl.layouts.inputs[s]) need(nl.layouts.inputs[s]->value);
+        else if (!isMaterialised(out, n.inputs[s])) need(n.inputs[s]);
+      }
+    }
+    // A value whose own chain runs after all (another reader needed it) is not copied as well.
+    for (NodeId id = 0; id < static_cast<NodeId>(g_.nodes.size()); ++id) {
+      auto& m = out.nodes[id].materialise;
+      std::erase_if(m, [&](const auto& e) {
+        const NodeId p = producer(e.first);
+        return p != ir::kNoNode && !out.nodes[p].skip;
+      });
+    }
+  }
+
+  bool isMaterialised(const LayoutLowering& out, ValueId v) const {
+    (void)out;
+    return materialise_.count(v) != 0;
+  }
+
+  const ir::Graph& g_;
+  const passes::LayoutAssignment& a_;
+  std::vector<bool> foldable_;
+  std::map<ValueId, std::pair<NodeId, OperandLayout>> materialise_;
+};
+
+}  // namespace
+
+Result<LayoutLowering> lowerLayouts(const ir::Graph& g, const passes::LayoutAssignment& a,
+                                    const std::vector<ValueId>& mustExist) {
+  if (a.transforms.size() != g.nodes.size() && a.strategy == Strategy::kFBLayout)
+    return makeError("layout lowering: the assignment covers {} nodes, the graph has {}", a.transforms.size(),
+                     g.nodes.size());
+  return Lowerer(g, a).run(mustExist);
+}
+
+}  // namespace fbl::plan

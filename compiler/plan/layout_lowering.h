@@ -1,0 +1,70 @@
+// Layout lowering: turns the layout pipeline's decisions (passes::LayoutAssignment) into what the
+// plan builder emits per node, so that the three strategies give three different whole-model
+// plans from one joint graph:
+//
+//   fblayout  A movement op the pipeline folded into a read (tile map or element index map) is
+//             not executed and gets no buffer: the consumer kernel reads the chain's source
+//             through the composed map (codegen::OperandLayout). Consumers without
+//             layout-parameterised kernels, and reads the pipeline left explicit, get one copy
+//             kernel that materialises the chain's last value from its source ("conversion"),
+//             instead of one kernel per movement op. A chain that is explicit by its shape (a
+//             roll inside a longer chain) runs op by op.
+//   reuse     One layout per tensor, as MNN keeps it: a MatMul operand that is the transpose of
+//             the last two dims of a tensor is read in place by the MatMul's transposed path
+//             (strided reads of the forward layout); every other movement op runs as a kernel.
+//   explicit  Every movement op of the graph runs as its own kernel before its consumer, as
+//             TFLite converts layouts explicitly; kernels read contiguous row-major operands.
+//
+// The algorithm:
+//   1. Candidate reads: per (consumer, input slot), a read through a foldable chain (fblayout:
+//      the assignment's tile-map / index-map reads; reuse: last-two-dims transposes into MatMul).
+//   2. Consumers that cannot take the read (not codegen::supportsOperandLayouts, or a sign into
+//      a MatMul) and fblayout's non-structural explicit reads materialise the chain's last
+//      value with one copy kernel from the source.
+//   3. Liveness of movement ops, last node to first: a foldable node runs only if a running
+//      node reads its output directly, or its output must exist (graph outputs, gradients,
+//      values the plan keeps); a running node's plain inputs make their producers run.
+//   4. Launch kinds: movement ops (FTI-D) run as kernels are "transform", copies "conversion".
+// Every value still lives row-major in the arena; R-Tile storage is the assignment's choice for
+// the operator-level kernels (docs/layouts.md says what whole-model plans do and do not store
+// tiled).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compiler/codegen/operand_layout.h"
+#include "compiler/passes/layout_assignment.h"
+
+namespace fbl::plan {
+
+struct NodeLowering {
+  bool skip = false;                 // folded into its readers: no launch, no buffer
+  codegen::NodeLayouts layouts;      // how the node's kernel reads its inputs
+  // Values materialised (row-major) right before this node by one copy kernel each.
+  std::vector<std::pair<ir::ValueId, codegen::OperandLayout>> materialise;
+  std::string kind = "compute";      // "transform": a movement op run as a kernel
+};
+
+struct LoweringCounts {
+  int64_t readsThrough = 0;     // operands read through a composed map by their consumer kernel
+  int64_t transposedReads = 0;  // of which MatMul operands read through the transposed path
+  int64_t materialised = 0;     // chains materialised by one copy kernel
+  int64_t skippedNodes = 0;     // movement ops that emit nothing
+  int64_t transformNodes = 0;   // movement ops run as kernels
+};
+
+struct LayoutLowering {
+  passes::Strategy strategy = passes::Strategy::kFBLayout;
+  std::vector<NodeLowering> nodes;  // by NodeId
+  LoweringCounts counts;
+};
+
+// `mustExist`: values the plan reads back or keeps (gradients, updated parameters); graph
+// outputs are added here.
+Result<LayoutLowering> lowerLayouts(const ir::Graph& g, const passes::LayoutAssignment& a,
+                                    const std::vector<ir::ValueId>& mustExist);
+
+}  // namespace fbl::plan
