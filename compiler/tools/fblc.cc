@@ -169,6 +169,9 @@ void addZoo(CLI::App& app, int& rc) {
   cmd->add_option("--layers", args.options.layers, "Number of layers (default: published)");
   cmd->add_option("--seq", args.options.seq, "Tokens, image side or audio frames (default: the paper's)");
   cmd->add_option("--batch", args.options.batch, "Batch size (default: the paper's)");
+  cmd->add_option("--heads", args.options.heads, "llama-attention only: attention heads (head_dim = hidden / heads)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  cmd->add_option("--hidden", args.options.hidden, "llama-attention only: model width")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_option("--lora-rank", args.options.loraRank, "LoRA rank r (alpha is 2r)")->default_val(8);
   cmd->add_option("--tuning", args.options.tuning, "vit-large: adapter (the paper's) or lora");
   cmd->add_option("--seed", args.options.seed, "Seed of the --tiny weights")->default_val(0);
