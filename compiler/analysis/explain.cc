@@ -181,8 +181,15 @@ Result<ExplainReport> buildExplainReport(const planfile::Plan& plan) {
     ExplainTensor et{t.name, t.dtype, planfile::roleName(t.role), t.shape, t.bytes, "unknown", ""};
     if (auto it = valueIndex.find(t.name); it != valueIndex.end()) {
       const nlohmann::json& v = values[it->second];
-      et.layout = v.value("layout", "") == "rtile" ? "R-Tile " + v.value("tile", "") : "linear";
+      // The plan's own storage first: the pipeline may pick an R-Tile that the lowering keeps
+      // row-major (a reader or writer without layouts; layout_lowering.h step 4).
+      const bool chosen = v.value("layout", "") == "rtile";
+      const bool stored = t.layout.rfind("rtile", 0) == 0;
+      et.layout = stored ? "R-Tile " + t.layout.substr(6) : "linear";
       et.why = v.value("why", "");
+      if (chosen && !stored)
+        et.why = fmt::format("R-Tile {} chosen, stored row-major (read back, or a kernel without layouts "
+                             "reads or writes it); {}", v.value("tile", ""), et.why);
     } else if (t.role == planfile::Role::Scratch) {
       et.layout = "linear";
       et.why = "scratch of one kernel (partial results)";

@@ -181,10 +181,12 @@ int runCompile(const CompileArgs& args) {
   }
   if (c->transforms.is_object() && c->transforms.contains("total"))
     fmt::print("layout ({}): {} transformations, {} eliminated, {} explicit; plan: {} movement kernels, {} "
-               "conversion copies, {} reads through maps ({} transposed), {} movement ops not executed\n",
+               "conversion copies, {} reads through maps ({} transposed), {} movement ops not executed, {} R-Tile "
+               "tensors ({} kept row-major)\n",
                args.strategy, c->transforms.value("total", 0), c->transforms.value("eliminated", 0),
                c->transforms.value("explicit", 0), c->lowering.transformNodes, c->lowering.materialised,
-               c->lowering.readsThrough, c->lowering.transposedReads, c->lowering.skippedNodes);
+               c->lowering.readsThrough, c->lowering.transposedReads, c->lowering.skippedNodes,
+               c->lowering.rtileValues, c->lowering.rtileDemoted);
   fmt::print("{}: {} kernels, {} launches, arena {} bytes ({} persistent), {:.2f} s\nweights: {}\n", args.output,
              c->stats.kernels, c->stats.launches, c->plan.arenaBytes, c->stats.persistentBytes, c->seconds,
              weightsNote);
@@ -207,10 +209,9 @@ int runCompile(const CompileArgs& args) {
                        {"conversion_copies", c->lowering.materialised},
                        {"reads_through_maps", c->lowering.readsThrough},
                        {"transposed_reads", c->lowering.transposedReads},
-                       {"movement_ops_not_executed", c->lowering.skippedNodes}}},
-                     // Whole-model plans keep every tensor row-major in the arena; R-Tile
-                     // storage is used by the operator-level kernels only (docs/layouts.md).
-                     {"rtile_storage_in_plan", false}};
+                       {"movement_ops_not_executed", c->lowering.skippedNodes},
+                       {"rtile_tensors", c->lowering.rtileValues},
+                       {"rtile_tensors_kept_row_major", c->lowering.rtileDemoted}}}};
     if (std::string e = safetensors::writeFileAtomic(args.report, r.dump(2) + "\n"); !e.empty()) {
       fmt::print(stderr, "error: {}\n", e);
       return 1;

@@ -49,7 +49,8 @@ class Lowerer {
     foldable_.assign(g_.nodes.size(), false);
     FBL_TRY(candidates(out));
     liveness(out, mustExist);
-    // 4: kinds and counts.
+    FBL_TRY(chooseStorage(out, mustExist));
+    // 5: kinds and counts.
     for (NodeId id = 0; id < static_cast<NodeId>(g_.nodes.size()); ++id) {
       const ir::Node& n = g_.nodes[id];
       NodeLowering& nl = out.nodes[id];
@@ -88,6 +89,7 @@ class Lowerer {
         if (!view.ok())
           return makeError("layout lowering: {} input {}: {}", ir::describeNode(g_, n), r.slot, view.error().message);
         OperandLayout ol{r.source, std::move(*view), false, r.sign};
+        views_[{r.consumer, r.slot}] = r.view;
         const bool decided = r.decision == ReadThrough::Decision::kTileMap || r.decision == ReadThrough::Decision::kIndexMap;
         if (!decided && r.structural) continue;  // the chain runs op by op
         const bool readable = codegen::supportsOperandLayouts(n) && !(ol.sign && isMatmul(n));
@@ -119,7 +121,77 @@ class Lowerer {
 
   void requestMaterialise(ValueId v, NodeId consumer, OperandLayout from) {
     auto it = materialise_.find(v);
-    if (it == materialise_.end() || consumer < it->second.first) materialise_[v] = {consumer, std::move(from)};
+    if (it == materialise_.end() || consumer < it->second.first) {
+      materialise_[v] = {consumer, std::move(from)};
+      materialiseView_[v] = views_.at({consumer, slotOf(consumer, v)});
+    }
+  }
+
+  int slotOf(NodeId consumer, ValueId v) const {
+    const ir::Node& n = g_.nodes[consumer];
+    for (size_t s = 0; s < n.inputs.size(); ++s)
+      if (n.inputs[s] == v && views_.count({consumer, static_cast<int>(s)})) return static_cast<int>(s);
+    return 0;
+  }
+
+  // Step 4.
+  Status chooseStorage(LayoutLowering& out, const std::vector<ValueId>& mustExist) {
+    if (a_.strategy != Strategy::kFBLayout) return Status::success();
+    std::vector<bool> keep(g_.values.size(), false);
+    for (ValueId v : mustExist) keep[v] = true;
+    for (ValueId v : g_.outputs) keep[v] = true;
+    // Who reads each value, and how: plain slots, reads through a map, copies.
+    struct Reader { NodeId node; int slot; bool through; };
+    std::vector<std::vector<Reader>> readers(g_.values.size());
+    std::vector<std::vector<NodeId>> copiers(g_.values.size());
+    for (NodeId id = 0; id < static_cast<NodeId>(g_.nodes.size()); ++id) {
+      const ir::Node& n = g_.nodes[id];
+      const NodeLowering& nl = out.nodes[id];
+      if (n.dead || nl.skip) continue;
+      for (size_t s = 0; s < n.inputs.size(); ++s) {
+        if (nl.layouts.inputs[s]) readers[nl.layouts.inputs[s]->value].push_back({id, static_cast<int>(s), true});
+        else if (n.inputs[s] != ir::kNoValue) readers[n.inputs[s]].push_back({id, static_cast<int>(s), false});
+      }
+      for (const auto& [v, from] : nl.materialise) copiers[from.value].push_back(id);
+    }
+    for (ValueId v = 0; v < static_cast<ValueId>(g_.values.size()); ++v) {
+      if (v >= static_cast<ValueId>(a_.values.size()) || a_.values[v].kind != passes::ValueLayout::Kind::kRTile) continue;
+      const ir::Value& val = g_.values[v];
+      const NodeId p = producer(v);
+      bool ok = p != ir::kNoNode && !out.nodes[p].skip && codegen::supportsOperandLayouts(g_.nodes[p]) &&
+                !keep[v] && val.dtype == ir::DType::F32 && val.shape.size() >= 2 && !readers[v].empty();
+      for (const Reader& r : readers[v]) ok = ok && codegen::supportsOperandLayouts(g_.nodes[r.node]);
+      const passes::RTileEntry* e = a_.rtileOf(v);
+      if (!ok || e == nullptr) {
+        ++out.counts.rtileDemoted;
+        continue;
+      }
+      auto tiled = layout::Layout::rtile(val.shape, e->spec(), layout::Storage::Buffer);
+      if (!tiled.ok()) {
+        ++out.counts.rtileDemoted;
+        continue;
+      }
+      const ir::Node& pn = g_.nodes[p];
+      for (size_t o = 0; o < pn.outputs.size(); ++o)
+        if (pn.outputs[o] == v) out.nodes[p].layouts.outputs[o] = *tiled;
+      for (const Reader& r : readers[v]) {
+        auto& in = out.nodes[r.node].layouts.inputs[r.slot];
+        if (!r.through) {
+          in = OperandLayout{v, *tiled, false, {}};
+          continue;
+        }
+        FBL_ASSIGN(in->layout, tiled->compose(views_.at({r.node, r.slot})));
+      }
+      for (NodeId c : copiers[v])
+        for (auto& [mv, from] : out.nodes[c].materialise) {
+          if (from.value != v) continue;
+          FBL_ASSIGN(from.layout, tiled->compose(materialiseView_.at(mv)));
+        }
+      out.storage.emplace(v, *tiled);
+      out.storageNote[v] = "rtile " + e->spec().str();
+      ++out.counts.rtileValues;
+    }
+    return Status::success();
   }
 
   // Step 3.
@@ -165,6 +237,8 @@ class Lowerer {
   const passes::LayoutAssignment& a_;
   std::vector<bool> foldable_;
   std::map<ValueId, std::pair<NodeId, OperandLayout>> materialise_;
+  std::map<std::pair<NodeId, int>, layout::IndexMap> views_;  // fblayout reads: consumer index -> source index
+  std::map<ValueId, layout::IndexMap> materialiseView_;
 };
 
 }  // namespace

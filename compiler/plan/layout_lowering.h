@@ -24,12 +24,16 @@
 //   3. Liveness of movement ops, last node to first: a foldable node runs only if a running
 //      node reads its output directly, or its output must exist (graph outputs, gradients,
 //      values the plan keeps); a running node's plain inputs make their producers run.
-//   4. Launch kinds: movement ops (FTI-D) run as kernels are "transform", copies "conversion".
-// Every value still lives row-major in the arena; R-Tile storage is the assignment's choice for
-// the operator-level kernels (docs/layouts.md says what whole-model plans do and do not store
-// tiled).
+//   4. Storage (fblayout): a value the assignment gives an R-Tile is stored tile-major in the
+//      arena (layout::Layout::rtile, Storage::Buffer) when its producer and every kernel that
+//      reads it take layouts; the producer writes through it and every read composes with it.
+//      Otherwise, and for every value the plan reads back, it stays row-major.
+//   5. Launch kinds: movement ops (FTI-D) run as kernels are "transform", copies "conversion".
+// Plans keep image2d out of the arena (one OpenCL buffer holds every tensor): R-Tile image2d
+// storage is exercised by the operator-level kernels (fbl-bench matmul).
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -54,11 +58,15 @@ struct LoweringCounts {
   int64_t materialised = 0;     // chains materialised by one copy kernel
   int64_t skippedNodes = 0;     // movement ops that emit nothing
   int64_t transformNodes = 0;   // movement ops run as kernels
+  int64_t rtileValues = 0;      // values stored as R-Tiles
+  int64_t rtileDemoted = 0;     // R-Tile values kept row-major (a reader or writer without layouts)
 };
 
 struct LayoutLowering {
   passes::Strategy strategy = passes::Strategy::kFBLayout;
   std::vector<NodeLowering> nodes;  // by NodeId
+  std::map<ir::ValueId, layout::Layout> storage;  // values not stored row-major
+  std::map<ir::ValueId, std::string> storageNote;  // "rtile 16x64 strips" for reports
   LoweringCounts counts;
 };
 

@@ -289,6 +289,14 @@ class Builder {
     const int32_t id = addTensor(val.name, val.dtype, val.shape, role);
     planfile::Tensor& t = plan_.tensors[id];
     if (role == Role::Weight || role == Role::Trainable) t.source = val.name;
+    if (in_.lowering) {
+      // Stored as an R-Tile: the padded tile-major buffer (layout_lowering.h, step 4).
+      auto st = in_.lowering->storage.find(r);
+      if (st != in_.lowering->storage.end()) {
+        t.bytes = st->second.bufferSize() * static_cast<int64_t>(ir::dtypeSize(val.dtype));
+        t.layout = in_.lowering->storageNote.at(r);
+      }
+    }
     if (role == Role::Constant && val.data) {
       // Constants sit in the blob at 16-byte boundaries, in order of first use.
       while (plan_.blob.size() % 16 != 0) plan_.blob.push_back(0);

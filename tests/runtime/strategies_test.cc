@@ -1,7 +1,8 @@
 // The three whole-model strategies (compiler/plan/layout_lowering.h) on PoCL: each compiles its
 // own plan from the same joint graph, and all three give PyTorch's first-step loss and LoRA
 // gradients on every tiny corpus model. The plans must really differ: fblayout executes fewer
-// movement ops than explicit, and reuse reads MatMul operands through the transposed path.
+// movement ops than explicit and stores R-Tile tensors tile-major, and reuse reads MatMul
+// operands through the transposed path.
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -103,6 +104,8 @@ TEST_CASE("fblayout, reuse and explicit plans give PyTorch's loss and gradients"
     CHECK(ex.counts.skippedNodes == 0);
     CHECK(fb.transformLaunches + fb.conversionLaunches < ex.transformLaunches);
     CHECK(fb.counts.readsThrough > 0);
+    CHECK(fb.counts.rtileValues > 0);  // some tensors live tile-major in the arena
+    CHECK(re.counts.rtileValues == 0);
     if (std::string(model).rfind("llama", 0) == 0) {
       CHECK(re.counts.transposedReads > 0);
       CHECK(re.transformLaunches < ex.transformLaunches);
