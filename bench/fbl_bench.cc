@@ -117,6 +117,8 @@ int main(int argc, char** argv) {
     step->add_option("--seed", sb.seed, "Seed of the synthetic inputs and of missing weights")->default_val(0);
     step->add_option("--json", sb.json, "Write the JSON report here ('-': stdout)");
     step->add_option("--svg", sb.svg, "Write an SVG bar chart of the phases here");
+    step->add_flag("--ablation", sb.ablation,
+                   "Figure-14 breakdown instead of --strategy: reuse, R-Tile alone, + index elimination, fblayout");
     step->callback([&] { rc = fbl::bench::runStepBench(sb); });
 
     fbl::bench::TransformsBenchOptions tb;

@@ -1,11 +1,14 @@
-// `fbl-bench step` (see step_bench.h): every requested strategy is compiled and measured by
-// runStrategy (bench/strategy_run.cc: the steps, the phase rounds, the launch profiling and the
-// static figures); this file compares the plans, prints the table and writes JSON and SVG.
+// `fbl-bench step` (see step_bench.h): every requested strategy (or, with --ablation, every
+// ablation variant) is compiled and measured by runStrategy (bench/strategy_run.cc: the steps,
+// the phase rounds, the launch profiling and the static figures); this file compares the plans,
+// prints the table and writes JSON and SVG.
 //
-// Whether the strategies differ is read off the plans, never assumed: equal digests of program
-// and launches mean one plan, and the output says so instead of labelling noise as a difference.
+// Whether the runs differ is read off the plans, never assumed: equal digests of program and
+// launches mean one plan, and the output says so instead of labelling noise as a difference.
+// The ablation's speed-ups are reuse's time over the variant's, wall clock (step) and device.
 #include "bench/step_bench.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -13,12 +16,24 @@
 
 #include "bench/strategy_run.h"
 #include "compiler/onnx/load_model.h"
+#include "compiler/passes/layout_pipeline.h"
 
 namespace fbl::bench {
 
 namespace {
 
 namespace fs = std::filesystem;
+
+const std::string& label(const StrategyRun& m) { return m.variant.empty() ? m.strategy : m.variant; }
+
+// The earlier run with the same plan digest, or "".
+std::string samePlanAs(const std::vector<StrategyRun>& runs, size_t i) {
+  for (size_t k = 0; k < i; ++k)
+    if (runs[k].planDigest == runs[i].planDigest) return label(runs[k]);
+  return "";
+}
+
+double ratio(double base, double x) { return x > 0 ? base / x : 0.0; }
 
 // One horizontal stacked bar per measured strategy: forward, backward, optimizer milliseconds.
 std::string svgChart(const std::vector<StrategyRun>& ms, const std::string& title, const std::string& note) {
@@ -40,7 +55,7 @@ std::string svgChart(const std::vector<StrategyRun>& ms, const std::string& titl
       left + barW + 160, height, xmlEscape(title), xmlEscape(note));
   for (size_t i = 0; i < ms.size(); ++i) {
     const int y = top + rowH * static_cast<int>(i);
-    s += fmt::format("<text x=\"10\" y=\"{}\">{}</text>\n", y + 17, xmlEscape(ms[i].strategy));
+    s += fmt::format("<text x=\"10\" y=\"{}\">{}</text>\n", y + 17, xmlEscape(label(ms[i])));
     double x = left, total = 0;
     for (const auto& [ph, color] : phases) {
       const double msv = ms[i].phaseS.count(ph) ? ms[i].phaseS.at(ph) * 1e3 : 0.0;
@@ -64,41 +79,86 @@ std::string svgChart(const std::vector<StrategyRun>& ms, const std::string& titl
 
 }  // namespace
 
+const std::vector<AblationVariant>& ablationVariants() {
+  static const std::vector<AblationVariant> v{
+      {"reuse", "reuse", {}},
+      {"R-Tile alone", "fblayout", {"tile-index-elimination", "global-layout-selection"}},
+      {"+ index elimination", "fblayout", {"global-layout-selection"}},
+      {"fblayout", "fblayout", {}},
+  };
+  return v;
+}
+
 int runStepBench(const StepBenchOptions& o) {
-  std::vector<std::string> requested;
-  if (auto e = expandStrategies(o.strategies, &requested); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 2;
+  std::vector<RunOptions> runs;
+  if (o.ablation) {
+    if (!o.strategies.empty())
+      return fmt::print(stderr, "error: --ablation runs its own variants; give it without --strategy\n"), 2;
+    const std::vector<std::string> known = passes::layoutPassNames();
+    for (const AblationVariant& v : ablationVariants()) {
+      for (const std::string& p : v.disabledPasses)
+        if (std::find(known.begin(), known.end(), p) == known.end())
+          return fmt::print(stderr, "error: ablation variant '{}' disables '{}', which the layout pipeline does not have\n",
+                            v.name, p), 3;
+      runs.push_back({o.model, o.profile, v.strategy, o.steps, o.device, o.seed, true, v.disabledPasses, v.name});
+    }
+  } else {
+    std::vector<std::string> strategies;
+    if (auto e = expandStrategies(o.strategies, &strategies); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 2;
+    for (const std::string& st : strategies) runs.push_back({o.model, o.profile, st, o.steps, o.device, o.seed, true});
+  }
   if (o.steps < 1) return fmt::print(stderr, "error: --steps must be at least 1\n"), 2;
   auto g = onnx::loadModel(o.model);
   if (!g.ok()) return fmt::print(stderr, "error: {}\n", g.error().message), 1;
 
-  std::vector<StrategyRun> results(requested.size());
-  for (size_t i = 0; i < requested.size(); ++i) {
-    RunOptions ro{o.model, o.profile, requested[i], o.steps, o.device, o.seed, /*phaseRounds=*/true};
-    if (auto e = runStrategy(ro, g.value(), &results[i]); !e.empty())
-      return fmt::print(stderr, "error: strategy {}: {}\n", requested[i], e), 1;
+  std::vector<StrategyRun> results(runs.size());
+  std::vector<std::string> requested;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    requested.push_back(runs[i].variant.empty() ? runs[i].strategy : runs[i].variant);
+    if (auto e = runStrategy(runs[i], g.value(), &results[i]); !e.empty())
+      return fmt::print(stderr, "error: {} {}: {}\n", o.ablation ? "variant" : "strategy", requested[i], e), 1;
   }
   bool identical = false;
   const std::string note = planComparison(results, &identical);
   const std::string& device = results[0].device;
   nlohmann::json j{{"model", o.model}, {"profile", o.profile}, {"device", device},         {"steps", o.steps},
-                   {"seed", o.seed},   {"strategies", requested}, {"plans_identical", identical}, {"note", note},
+                   {"seed", o.seed},   {o.ablation ? "variants" : "strategies", requested},
+                   {"ablation", o.ablation}, {"plans_identical", identical}, {"note", note},
                    {"timing", "step_s: wall clock of trainStep with launch profiling on; device_s and "
                               "layout_time_s: sums of OpenCL launch device times per step"}};
   j["results"] = nlohmann::json::array();
-  for (const StrategyRun& m : results) j["results"].push_back(toJson(m));
+  for (size_t i = 0; i < results.size(); ++i) {
+    nlohmann::json r = toJson(results[i]);
+    if (o.ablation) {
+      r["speedup_over_reuse"] = {{"step", ratio(results[0].stepS, results[i].stepS)},
+                                 {"device", ratio(results[0].deviceS, results[i].deviceS)}};
+      r["same_plan_as"] = samePlanAs(results, i);
+    }
+    j["results"].push_back(std::move(r));
+  }
 
   fmt::print("{} on {} ({} steps; device times from OpenCL launch profiling, per step)\n", o.model, device, o.steps);
   if (!note.empty()) fmt::print("note: {}\n", note);
-  fmt::print("  {:<9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>8} {:>7} {:>12} {:>11}\n", "strategy", "samples/s",
-             "step ms", "fwd ms", "bwd ms", "opt ms", "device ms", "layout ms", "launches", "layout", "bytes moved",
-             "peak bytes");
-  for (const StrategyRun& m : results) {
+  const int w = o.ablation ? 19 : 9;
+  fmt::print("  {:<{}} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>8} {:>7} {:>12} {:>11}", o.ablation ? "variant" : "strategy",
+             w, "samples/s", "step ms", "fwd ms", "bwd ms", "opt ms", "device ms", "layout ms", "launches", "layout",
+             "bytes moved", "peak bytes");
+  fmt::print("{}\n", o.ablation ? fmt::format(" {:>9} {:>9}  {}", "step x", "device x", "same plan as") : "");
+  for (size_t i = 0; i < results.size(); ++i) {
+    const StrategyRun& m = results[i];
     auto ph = [&](const char* k) { return m.phaseS.count(k) ? m.phaseS.at(k) * 1e3 : 0.0; };
-    fmt::print("  {:<9} {:>9.1f} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>9.2f} {:>9.3f} {:>8} {:>7} {:>12} {:>11}\n",
-               m.strategy, m.samplesPerS, m.stepS * 1e3, ph("forward"), ph("backward"), ph("optimizer"), m.deviceS * 1e3,
-               m.layoutS * 1e3, m.launchesPerStep, m.layoutLaunches, m.bytesMoved, m.peakBytes);
+    fmt::print("  {:<{}} {:>9.1f} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>9.2f} {:>9.3f} {:>8} {:>7} {:>12} {:>11}",
+               label(m), w, m.samplesPerS, m.stepS * 1e3, ph("forward"), ph("backward"), ph("optimizer"),
+               m.deviceS * 1e3, m.layoutS * 1e3, m.launchesPerStep, m.layoutLaunches, m.bytesMoved, m.peakBytes);
+    if (o.ablation)
+      fmt::print(" {:>9.2f} {:>9.2f}  {}", ratio(results[0].stepS, m.stepS), ratio(results[0].deviceS, m.deviceS),
+                 samePlanAs(results, i));
+    fmt::print("\n");
     if (m.randomWeights) fmt::print("  (random weights: {})\n", m.weightsNote);
   }
+  if (o.ablation)
+    fmt::print("step x, device x: speed-up over reuse (its step wall time, its summed launch device time, over "
+               "the variant's)\n");
   if (!o.json.empty()) {
     if (o.json == "-") fmt::print("{}\n", j.dump(1));
     else if (auto e = writeTextFile(o.json, j.dump(1) + "\n"); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;

@@ -2,7 +2,8 @@
 // It compiles the model in-process (plan::compileModel), opens the plan with fbl::rt::Session,
 // feeds synthetic inputs (zoo::syntheticInputs) and reports samples/s, time per phase, launches,
 // modelled bytes moved, layout-movement launches and the planned peak, as a table or JSON, and
-// optionally as an SVG bar chart.
+// optionally as an SVG bar chart. With `ablation`, the runs are the layout pipeline's breakdown
+// (fblayout with passes switched off) instead of the three strategies.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +21,17 @@ struct StepBenchOptions {
   uint64_t seed = 0;                    // synthetic inputs and (missing) random weights
   std::string json;                     // JSON report path ("-": stdout)
   std::string svg;                      // SVG chart path
+  // The paper's Figure-14 breakdown instead of `strategies`: reuse, R-Tile alone, + index
+  // elimination, full fblayout (ablationVariants()), each with its speed-up over reuse.
+  bool ablation = false;
 };
+
+struct AblationVariant {
+  std::string name, strategy;
+  std::vector<std::string> disabledPasses;  // compiler/passes/layout_pipeline.h's names
+};
+// In the order they run and print; the first is the baseline of the speed-ups.
+const std::vector<AblationVariant>& ablationVariants();
 
 // Prints the table; writes the JSON/SVG asked for; returns the process exit code.
 int runStepBench(const StepBenchOptions& o);

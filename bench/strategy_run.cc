@@ -176,10 +176,13 @@ std::string expandStrategies(const std::vector<std::string>& requested, std::vec
 std::string runStrategy(const RunOptions& o, const ir::Graph& g, StrategyRun* r) {
   TempFiles tmp;
   r->strategy = o.strategy;
+  r->variant = o.variant;
+  r->disabledPasses = o.disabledPasses;
   plan::CompileArgs ca;
   ca.model = o.model;
   ca.profile = o.profile;
   ca.strategy = o.strategy;
+  ca.disabledPasses = o.disabledPasses;
   auto c = plan::compileModel(ca);
   if (!c.ok()) return c.error().message;
   r->compileS = c->seconds;
@@ -261,6 +264,8 @@ nlohmann::json toJson(const StrategyRun& r) {
                    {"last_loss", r.lastLoss},
                    {"random_weights", r.randomWeights}};
   if (!r.phaseS.empty()) j["phase_s"] = r.phaseS;
+  if (!r.variant.empty()) j["variant"] = r.variant;
+  if (!r.disabledPasses.empty()) j["disabled_passes"] = r.disabledPasses;
   if (r.randomWeights) j["weights_note"] = r.weightsNote;
   return j;
 }

@@ -30,10 +30,14 @@ struct RunOptions {
   int device = -1;
   uint64_t seed = 0;
   bool phaseRounds = true;  // also time runPhases({phase}) per phase, steps-1 rounds
+  std::vector<std::string> disabledPasses;  // layout passes switched off (ablation)
+  std::string variant;                      // the ablation's name for this run; "" otherwise
 };
 
 struct StrategyRun {
   std::string strategy, device;
+  std::string variant;                      // RunOptions::variant
+  std::vector<std::string> disabledPasses;  // RunOptions::disabledPasses
   double compileS = 0, firstStepS = 0, stepS = 0, samplesPerS = 0;
   std::map<std::string, double> phaseS;  // wall-clock runPhases({phase}) medians (phaseRounds)
 

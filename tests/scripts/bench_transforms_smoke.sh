@@ -2,14 +2,17 @@
 # `fbl-bench transforms` runs end to end on PoCL at a tiny attention configuration (16 tokens,
 # 2 heads, width 32): the JSON report has every strategy with positive device and step times,
 # a layout time within the device time and zero when no launch is a transform or conversion.
-# Timings themselves are not compared: this machine is shared and noisy.
+# Timings themselves are not compared: this machine is shared and noisy. Kernels build without
+# optimisation into a PoCL cache in the build dir, as in bench_step_smoke.sh (the same plans).
 # Args: BUILD_DIR SOURCE_DIR.
 set -euo pipefail
 build=${1:?build dir}; src=${2:?source dir}
 bin=${FBL_BIN:-$build/bin}
 work=$(mktemp -d /tmp/fbl-bench-transforms.XXXXXX)
 trap 'rm -rf "$work" 2>/dev/null || true' EXIT
-export POCL_CACHE_DIR=${POCL_CACHE_DIR:-$work/pocl}
+export POCL_CACHE_DIR=${POCL_CACHE_DIR:-$build/pocl-cache-bench}
+export POCL_EXTRA_BUILD_FLAGS=${POCL_EXTRA_BUILD_FLAGS--cl-opt-disable}
+mkdir -p "$POCL_CACHE_DIR"
 
 dev=$("$bin/fbl-train" --list-devices | grep -i 'portable computing language' | head -1 | cut -d: -f1 || true)
 if [ -z "$dev" ]; then
@@ -18,7 +21,8 @@ if [ -z "$dev" ]; then
 fi
 
 "$bin/fbl-bench" transforms --seq 16 --heads 2 --hidden 32 --steps 2 --device "$dev" \
-  --profile "$src/profiles/pocl-cpu.json" --json "$work/t.json"
+  --profile "$src/profiles/pocl-cpu.json" --json "$work/t.json" > "$work/t.txt" 2> "$work/stderr" ||
+  { echo "fbl-bench transforms failed:"; grep -v 'macro redefined' "$work/stderr" | tail -20; exit 1; }
 
 j=$work/t.json
 for key in command device profile steps strategies timing configs seq heads hidden head_dim plans_identical \
@@ -28,6 +32,7 @@ for key in command device profile steps strategies timing configs seq heads hidd
 done
 for s in fblayout reuse explicit; do
   [ "$(grep -c "\"strategy\": \"$s\"" "$j")" = 1 ] || { echo "t.json has no single $s result"; cat "$j"; exit 1; }
+  grep -q "^  $s " "$work/t.txt" || { echo "the table has no $s row"; cat "$work/t.txt"; exit 1; }
 done
 # Keys of a result come sorted: device_s < layout_launches < layout_time_s < step_s.
 awk '
