@@ -13,6 +13,10 @@
 // stay whole. SPLIT > 1 (split-K, when the output has too few tiles to fill the device): group z
 // sums K slice [z*KS, z*KS + KS) into its own plane of a row-major partial buffer, and
 // rtile_splitk.cl adds the planes into the output layout.
+//
+// Batched products: every operand is read through (b, row, col), b the flat index over the
+// output's batch dims (the access functions broadcast it onto the operand's own batch dims), and
+// group z is b * SPLIT + slice; split-K planes are numbered the same way.
 #define M {{M}}u
 #define N {{N}}u
 #define K {{K}}u
@@ -42,11 +46,13 @@
 #define LPT (TM * TK / 4u / NT)
 #define RPT (TK * TN / 4u / NT)
 
-// loadL, loadR, storeOut and MASKED (compiler/codegen/rtile_kernels.cc, layoutAccess).
+// loadL, loadR, storeOut and MASKED_B (compiler/codegen/rtile_kernels.cc, layoutAccess).
 {{ACCESS}}
 
-__kernel __attribute__((reqd_work_group_size(WGX, WGY, 1)))
-void {{NAME}}({{PARAMS}}) {
+// The attribute sits behind a macro: the plan builder rewrites the parameter list that follows
+// the kernel's name, and finds kernels by their plain "kernel void" prefix.
+#define WG_SIZE __attribute__((reqd_work_group_size(WGX, WGY, 1)))
+__kernel void WG_SIZE {{NAME}}({{PARAMS}}) {
   __local float ls[TK][TM + 4];       // L tile, k-major, float4-aligned rows
   __local float rs[TK][TN + 4];       // R tile, k-major, float4-aligned rows
   const uint tx = get_local_id(0), ty = get_local_id(1);
@@ -64,15 +70,15 @@ void {{NAME}}({{PARAMS}}) {
   do {                                                                                         \
     for (uint p = 0; p < LPT; ++p) {                                                           \
       const uint t = tid + p * NT, r = t / L_SC, c = (t % L_SC) * 4u;                          \
-      lv[p] = MASKED(loadL, lhs, (L_T ? (kk) : m0) + r, (L_T ? m0 : (kk)) + c, L_ROWS, L_COLS); \
+      lv[p] = MASKED_B(loadL, lhs, bat, (L_T ? (kk) : m0) + r, (L_T ? m0 : (kk)) + c, L_ROWS, L_COLS); \
     }                                                                                          \
     for (uint p = 0; p < RPT; ++p) {                                                           \
       const uint t = tid + p * NT, r = t / R_SC, c = (t % R_SC) * 4u;                          \
-      rv[p] = MASKED(loadR, rhs, (R_T ? n0 : (kk)) + r, (R_T ? (kk) : n0) + c, R_ROWS, R_COLS); \
+      rv[p] = MASKED_B(loadR, rhs, bat, (R_T ? n0 : (kk)) + r, (R_T ? (kk) : n0) + c, R_ROWS, R_COLS); \
     }                                                                                          \
   } while (0)
 
-  const uint slice = get_group_id(2);
+  const uint bat = get_group_id(2) / SPLIT, slice = get_group_id(2) % SPLIT;
   const uint kBegin = slice * KS, kEnd = min(K, kBegin + KS);
   if (PIPE) FETCH(kBegin);
   for (uint k0 = kBegin; k0 < kEnd; k0 += TK) {
@@ -122,13 +128,13 @@ void {{NAME}}({{PARAMS}}) {
       const uint n = n0 + (j * WGX + tx) * 4u;
       if (n >= N) continue;
 #if SPLIT > 1
-      __global float* p = out + (slice * M + m) * N + n;
+      __global float* p = out + ((bat * SPLIT + slice) * M + m) * N + n;
       p[0] = acc[i][j].x;
       if (n + 1u < N) p[1] = acc[i][j].y;
       if (n + 2u < N) p[2] = acc[i][j].z;
       if (n + 3u < N) p[3] = acc[i][j].w;
 #else
-      storeOut(out, m, n, acc[i][j]);
+      storeOut(out, bat, m, n, acc[i][j]);
 #endif
     }
   }

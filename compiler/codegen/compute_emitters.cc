@@ -1,6 +1,9 @@
 // Ops with a template of their own. Each emitter reads the node's static shapes and attributes
 // and fills the holes of one kernels_cl/ template:
-//  - MatMul/Gemm: matmul.cl, batch dims broadcast through stride-0 offsets, transposes as strides;
+//  - float MatMul and Gemm without bias (alpha 1): the tiled rtile_matmul.cl (rtile_kernels.h),
+//    each operand read through its layout (row-major unless the plan's layout lowering says
+//    otherwise), tiling and split-K from the Target; other Gemms and integer products:
+//    matmul.cl, batch dims broadcast through stride-0 offsets, transposes as strides;
 //  - Reduce*: reduce.cl, kept dims indexed by the output, reduced dims by the loop counter;
 //  - Softmax/LogSoftmax: softmax.cl along one axis; LayerNormalization: layernorm.cl;
 //  - Gather/GatherElements: gather.cl; SoftmaxCrossEntropyLoss: sce_loss.cl (rows, then sum);
@@ -9,6 +12,8 @@
 
 #include "compiler/codegen/emit_util.h"
 #include "compiler/codegen/index_code.h"
+#include "compiler/codegen/operand_layout.h"
+#include "compiler/codegen/rtile_kernels.h"
 
 namespace fbl::codegen {
 namespace {
@@ -70,10 +75,12 @@ Result<NodeCode> matmulLike(const ir::Graph& g, const ir::Node& n, const Target&
 }
 
 Result<NodeCode> matmul(const ir::Graph& g, const ir::Node& n, const Target& t) {
+  if (usesTiledMatmul(g, n)) return emitTiledMatmul(g, n, t, nullptr);
   return matmulLike(g, n, t, false, false, 1.0, 0.0, ir::kNoValue);
 }
 
 Result<NodeCode> gemm(const ir::Graph& g, const ir::Node& n, const Target& t) {
+  if (usesTiledMatmul(g, n)) return emitTiledMatmul(g, n, t, nullptr);
   return matmulLike(g, n, t, n.attrInt("transA", 0) != 0, n.attrInt("transB", 0) != 0,
                     n.attrFloat("alpha", 1.0f), n.attrFloat("beta", 1.0f), n.input(2));
 }
@@ -272,6 +279,97 @@ Result<NodeCode> conv(const ir::Graph& g, const ir::Node& n, const Target& t) {
 }
 
 }  // namespace
+
+bool usesTiledMatmul(const ir::Graph& g, const ir::Node& n) {
+  if (n.op != "MatMul" && n.op != "Gemm") return false;
+  for (ir::ValueId v : {n.inputs[0], n.inputs[1], n.outputs[0]})
+    if (g.values[v].dtype != ir::DType::F32) return false;
+  if (n.op == "MatMul") return true;
+  const bool bias = n.input(2) != ir::kNoValue && n.attrFloat("beta", 1.0f) != 0.0f;
+  return !bias && n.attrFloat("alpha", 1.0f) == 1.0f;
+}
+
+// The operands as the template reads them: 1-D operands become a one-row lhs / one-column rhs
+// (and the output gets those unit dims back), Gemm's transA/transB and the lowering's transposed
+// reads combine (a transposed read of a transposed operand is a plain read).
+Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Target& t, const NodeLayouts* layouts) {
+  const bool gemmOp = n.op == "Gemm";
+  std::vector<MatmulOperand> ops;
+  ir::ValueId bound[2];
+  for (int s = 0; s < 2; ++s) {
+    const ir::Shape& shape = g.values[n.inputs[s]].shape;
+    const OperandLayout* ol = layouts && s < static_cast<int>(layouts->inputs.size()) && layouts->inputs[s]
+                                  ? &*layouts->inputs[s] : nullptr;
+    bound[s] = ol ? ol->value : n.inputs[s];
+    layout::Layout stored = ol ? ol->layout : layout::Layout::rowMajor(shape);
+    bool transposed = ol && ol->transposed;
+    if (gemmOp && n.attrInt(s == 0 ? "transA" : "transB", 0) != 0) transposed = !transposed;
+    if (shape.size() == 1) {
+      if (transposed) return makeError("{}: a 1-D operand cannot be read transposed", ir::describeNode(g, n));
+      FBL_ASSIGN(stored, stored.reshape(s == 0 ? ir::Shape{1, shape[0]} : ir::Shape{shape[0], 1}));
+    }
+    if (stored.storage() != layout::Storage::Buffer)
+      return makeError("{}: operand {} is not a buffer layout (plans store every value in buffers)",
+                       ir::describeNode(g, n), s);
+    ops.push_back({stored, transposed});
+  }
+  auto rows = [](const MatmulOperand& o) { return o.stored.shape()[o.stored.shape().size() - (o.transposed ? 1 : 2)]; };
+  auto cols = [](const MatmulOperand& o) { return o.stored.shape()[o.stored.shape().size() - (o.transposed ? 2 : 1)]; };
+  const int64_t M = rows(ops[0]), K = cols(ops[0]), N = cols(ops[1]);
+  if (rows(ops[1]) != K) return makeError("{}: inner dimensions {} and {} differ", ir::describeNode(g, n), K, rows(ops[1]));
+  // Output as [batch..., M, N] (a 1-D operand's unit dim restored).
+  const ir::Value& out = g.values[n.outputs[0]];
+  ir::Shape full;
+  for (int s = 0; s < 2; ++s) {
+    const ir::Shape& st = ops[s].stored.shape();
+    const ir::Shape b(st.begin(), st.end() - 2);
+    const size_t rank = std::max(full.size(), b.size());
+    ir::Shape merged(rank, 1);
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t x = d + full.size() >= rank ? full[d + full.size() - rank] : 1;
+      const int64_t y = d + b.size() >= rank ? b[d + b.size() - rank] : 1;
+      merged[d] = x == 1 ? y : x;
+    }
+    full = merged;
+  }
+  full.push_back(M);
+  full.push_back(N);
+  layout::Layout outL = layouts && !layouts->outputs.empty() && layouts->outputs[0] ? *layouts->outputs[0]
+                                                                                  : layout::Layout::rowMajor(out.shape);
+  if (outL.shape() != full) {
+    FBL_ASSIGN(outL, outL.reshape(full));
+  }
+  const bool fold = matmulFoldsBatch(ops[0], ops[1], outL);
+  const int64_t batch = ir::numElements(ir::Shape(full.begin(), full.end() - 2));
+  const int64_t mEff = fold ? batch * M : M, bEff = fold ? 1 : batch;
+  MatmulTiling tiling = matmulTilingFor(t.deviceClass, mEff, N);
+  tiling.splitK = chooseSplitK(mEff, N, K, tiling, t.computeUnits, bEff);
+  auto kernel = emitRTileMatmul("{{NAME}}", M, K, N, ops[0], ops[1], outL, tiling);
+  if (!kernel.ok()) return makeError("{}: {}", ir::describeNode(g, n), kernel.error().message);
+  auto toLaunch = [](const RTileKernel& k, std::vector<ArgRef> args) {
+    LaunchSpec l{k.source, "", "matmul", std::move(args), {}, {}};
+    for (size_t x : k.global) l.global.push_back(static_cast<int64_t>(x));
+    for (size_t x : k.local) l.local.push_back(static_cast<int64_t>(x));
+    return l;
+  };
+  NodeCode code;
+  if (tiling.splitK == 1) {
+    code.launches.push_back(toLaunch(*kernel, {val(bound[0]), val(bound[1]), val(n.outputs[0])}));
+    return code;
+  }
+  code.scratch.push_back({ir::DType::F32, {bEff * tiling.splitK * mEff * N}});
+  code.launches.push_back(toLaunch(*kernel, {val(bound[0]), val(bound[1]), scratch(0)}));
+  layout::Layout sumOut = outL;
+  if (fold) {
+    FBL_ASSIGN(sumOut, outL.reshape({mEff, N}));
+  }
+  auto sum = emitRTileSplitKSum("{{NAME}}", mEff, N, tiling.splitK, sumOut);
+  if (!sum.ok()) return makeError("{}: {}", ir::describeNode(g, n), sum.error().message);
+  LaunchSpec l = toLaunch(*sum, {scratch(0), val(n.outputs[0])});
+  l.tag = "splitk";
+  code.launches.push_back(std::move(l));
+  return code;
+}
 
 std::vector<EmitterEntry> computeEmitters() {
   return {{"MatMul", matmul},

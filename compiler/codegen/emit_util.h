@@ -39,6 +39,17 @@ int64_t normAxis(int64_t axis, size_t rank);
 LaunchSpec launch(std::string_view tmpl, const std::map<std::string, std::string>& vars,
                   std::string_view tag, std::vector<ArgRef> args, std::vector<int64_t> global,
                   std::vector<int64_t> local, std::string_view entry = "");
+// Float MatMul / Gemm without bias and alpha 1: the tiled rtile_matmul.cl, operands read through
+// `layouts` (nullptr: row-major); compute_emitters.cc.
+struct NodeLayouts;
+bool usesTiledMatmul(const ir::Graph& g, const ir::Node& n);
+Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Target& t, const NodeLayouts* layouts);
+// The elementwise family (kernel_emitter.cc): kEwRules, Gelu, Sum, Mean; operands and output
+// through `layouts` (nullptr: row-major).
+bool isElementwiseOp(std::string_view op);
+Result<NodeCode> emitElementwiseNode(const ir::Graph& g, const ir::Node& n, const Target& t,
+                                     const NodeLayouts* layouts);
+
 inline ArgRef val(ir::ValueId v) { return {false, v}; }
 inline ArgRef scratch(int32_t i) { return {true, i}; }
 

@@ -1,14 +1,19 @@
-// Offset generation, in three steps:
+// Offset generation (emitOffsets), in three steps:
 //  1. drop size-1 dims (they contribute nothing);
 //  2. merge dim d into d+1 when every operand has stride[d] == stride[d+1] * shape[d+1];
 //  3. peel coordinates from the innermost dim outwards with % and /, summing coordinate *
 //     stride per operand; an operand whose strides are the row-major ones of the shape simply
 //     gets the linear index.
+// Layout offsets (emitLayoutOffsets): affine layouts become strides and take the path above;
+// otherwise coordinates are peeled from the innermost dim outwards and every operand's offset is
+// layout o broadcast-view, simplified, printed with unsigned arithmetic.
 #include "compiler/codegen/index_code.h"
 
 #include <cmath>
 
 #include <fmt/format.h>
+
+#include "compiler/layout/simplify.h"
 
 namespace fbl::codegen {
 
@@ -89,6 +94,111 @@ std::string emitOffsets(const ir::Shape& shape, const std::string& linear,
     if (operands[k].base != 0) e += (e.empty() ? "" : " + ") + fmt::format("{}u", operands[k].base);
     if (e.empty()) e = "0u";
     out += fmt::format("{}const uint {} = {};\n", indent, operands[k].var, e);
+  }
+  return out;
+}
+
+namespace {
+
+// Strides and base of an offset that is a sum of constant multiples of the index variables.
+bool affineStrides(const layout::Expr& e, size_t rank, std::vector<int64_t>& strides, int64_t& base) {
+  strides.assign(rank, 0);
+  base = 0;
+  std::vector<layout::Expr> terms = e.kind() == layout::ExprKind::Add ? e.terms() : std::vector<layout::Expr>{e};
+  for (const layout::Expr& t : terms) {
+    if (t.isConst()) {
+      base += t.value();
+    } else if (t.kind() == layout::ExprKind::Var) {
+      strides[static_cast<size_t>(t.varIndex())] += 1;
+    } else if (t.kind() == layout::ExprKind::Mul && t.operand().kind() == layout::ExprKind::Var) {
+      strides[static_cast<size_t>(t.operand().varIndex())] += t.factor();
+    } else {
+      return false;
+    }
+  }
+  if (base < 0) return false;
+  for (int64_t s : strides)
+    if (s < 0) return false;
+  return true;
+}
+
+// The operand's index from the iteration index: right-aligned, 0 on broadcast (size-1) dims.
+Result<layout::IndexMap> broadcastView(const ir::Shape& opShape, const std::vector<layout::Expr>& iterVars,
+                                       const ir::Shape& iter) {
+  if (opShape.size() > iter.size())
+    return makeError("operand of shape {} has more dims than the iteration shape {}", ir::shapeToString(opShape),
+                     ir::shapeToString(iter));
+  const size_t lead = iter.size() - opShape.size();
+  std::vector<layout::Expr> outs;
+  for (size_t d = 0; d < opShape.size(); ++d) {
+    if (opShape[d] == 1) {
+      outs.push_back(layout::Expr::constant(0));
+    } else if (opShape[d] != iter[lead + d]) {
+      return makeError("operand of shape {} does not broadcast to {}", ir::shapeToString(opShape),
+                       ir::shapeToString(iter));
+    } else {
+      outs.push_back(iterVars[lead + d]);
+    }
+  }
+  return layout::IndexMap(iter, std::move(outs), opShape);
+}
+
+}  // namespace
+
+Result<std::string> emitLayoutOffsets(const ir::Shape& shape, const std::string& linear,
+                                      const std::vector<LayoutOperand>& operands, const std::string& indent) {
+  std::vector<StridedOperand> strided;
+  for (const LayoutOperand& o : operands) {
+    if (o.layout.storage() != layout::Storage::Buffer)
+      return makeError("operand '{}' is laid out as {}: only buffer layouts are supported here", o.var,
+                       o.layout.str());
+    std::vector<int64_t> st;
+    int64_t base = 0;
+    if (o.sign || !affineStrides(o.layout.map().outputs()[0], o.layout.shape().size(), st, base)) break;
+    // Affine: the layout's strides, 0 on broadcast dims.
+    const ir::Shape& os = o.layout.shape();
+    if (os.size() > shape.size()) break;  // the general path reports it
+    const size_t lead = shape.size() - os.size();
+    std::vector<int64_t> bs(shape.size(), 0);
+    bool fits = true;
+    for (size_t d = 0; d < os.size(); ++d) {
+      fits = fits && (os[d] == 1 || os[d] == shape[lead + d]);
+      bs[lead + d] = os[d] == 1 ? 0 : st[d];
+    }
+    if (!fits) break;
+    strided.push_back({o.var, bs, base});
+  }
+  if (strided.size() == operands.size()) return emitOffsets(shape, linear, strided, indent);
+  // General: peel the coordinates, then one composed expression per operand.
+  std::vector<layout::Expr> vars;
+  std::string out;
+  int last = -1;  // outermost dim of extent > 1
+  for (size_t d = 0; d < shape.size(); ++d) {
+    vars.push_back(shape[d] == 1 ? layout::Expr::constant(0)
+                                 : layout::Expr::var(static_cast<int>(d), shape[d], fmt::format("c{}_", d)));
+    if (shape[d] != 1 && last < 0) last = static_cast<int>(d);
+  }
+  if (last >= 0) {
+    out += fmt::format("{}uint r_ = {};\n", indent, linear);
+    for (size_t d = shape.size(); d-- > static_cast<size_t>(last);) {
+      if (shape[d] == 1) continue;
+      if (static_cast<int>(d) == last)
+        out += fmt::format("{}const uint c{}_ = r_;\n", indent, d);
+      else
+        out += fmt::format("{}const uint c{}_ = r_ % {}u; r_ /= {}u;\n", indent, d, shape[d], shape[d]);
+    }
+  }
+  for (const LayoutOperand& o : operands) {
+    FBL_ASSIGN(layout::IndexMap view, broadcastView(o.layout.shape(), vars, shape));
+    FBL_ASSIGN(layout::Layout seen, o.layout.compose(view));
+    FBL_ASSIGN(std::string off, layout::toOpenCL(seen.map().outputs()[0]));
+    out += fmt::format("{}const uint {} = {};\n", indent, o.var, off);
+    if (o.sign) {
+      // sign + 1 is 0 or 2: non-negative, so it prints unsigned.
+      const layout::Expr s = layout::simplify(layout::substitute(*o.sign, view.outputs()) + 1);
+      FBL_ASSIGN(std::string se, layout::toOpenCL(s));
+      out += fmt::format("{}const bool {}_pos = ({}) != 0u;\n", indent, o.var, se);
+    }
   }
   return out;
 }

@@ -1,7 +1,8 @@
 // Kernel selection, one rule per op family:
 //  1. views (Reshape, Squeeze, Unsqueeze, Flatten, Identity, Dropout) alias their input;
 //  2. elementwise ops (and Expand) fill elementwise.cl with a one-line body from a table,
-//     broadcast operands read through stride-0 offsets and scalar constants inlined;
+//     broadcast operands read through stride-0 offsets and scalar constants inlined; with
+//     operand layouts (operand_layout.h) each offset comes from its layout instead;
 //  3. movement ops (Transpose, Slice, Concat, Pad, Split) are strided copies (strided_copy.cl);
 //  4. everything else has its own template (matmul, reduce, softmax, layernorm, gather, loss,
 //     conv2d) or comes from fbl's training ops (training_emitters.cc).
@@ -15,6 +16,7 @@
 
 #include "compiler/codegen/emit_util.h"
 #include "compiler/codegen/index_code.h"
+#include "compiler/codegen/operand_layout.h"
 #include "compiler/codegen/templates.h"
 
 namespace fbl::codegen {
@@ -96,13 +98,17 @@ std::string adaptExpr(std::string expr, DType t) {
   return expr;
 }
 
-Result<NodeCode> emitElementwise(const ir::Graph& g, const ir::Node& n, const Target& t,
-                                 std::string expr) {
+// `layouts` (may be null) binds operands to other values read through layouts, and the output
+// to a layout; without any, the offsets are plain broadcast strides.
+Result<NodeCode> emitElementwise(const ir::Graph& g, const ir::Node& n, const Target& t, std::string expr,
+                                 const NodeLayouts* layouts) {
   const ir::Value& out = g.values[n.outputs[0]];
   const std::string_view outT = clType(out.dtype);
   std::string params, index, body;
   std::vector<ArgRef> args;
   std::vector<StridedOperand> ops;
+  std::vector<LayoutOperand> laid;
+  bool anyLayout = false;
   // Max/Min/Sum/Mean may be variadic: fold them left to right.
   const size_t arity = (n.op == "Expand" || n.op == "CastLike") ? 1 : n.inputs.size();
   static const char* names[] = {"a", "b", "c"};
@@ -112,15 +118,29 @@ Result<NodeCode> emitElementwise(const ir::Graph& g, const ir::Node& n, const Ta
     const std::string_view vt = clType(v.dtype);
     if (vt.empty()) return makeError("{}: dtype {} has no kernel type", ir::describeNode(g, n), ir::dtypeName(v.dtype));
     std::string name = k < 3 ? names[k] : fmt::format("x{}", k);
-    if (auto lit = scalarLiteral(v)) {
+    const OperandLayout* ol = layouts && k < layouts->inputs.size() && layouts->inputs[k] ? &*layouts->inputs[k] : nullptr;
+    const ir::ValueId bound = ol ? ol->value : n.inputs[k];
+    if (auto lit = scalarLiteral(g.values[bound]); lit && !(ol && ol->sign)) {
       loads.push_back(fmt::format("  const {} {} = {};\n", vt, name, *lit));
       continue;
     }
     const std::string var = fmt::format("o{}", k);
     params += fmt::format("__global const {}* in{}, ", vt, k);
-    args.push_back({false, n.inputs[k]});
+    args.push_back({false, bound});
     ops.push_back({var, broadcastStrides(v.shape, out.shape), 0});
-    loads.push_back(fmt::format("  const {} {} = in{}[{}];\n", vt, name, k, var));
+    if (ol) {
+      if (ol->transposed) return makeError("{}: elementwise operands are not read transposed", ir::describeNode(g, n));
+      if (ol->layout.shape() != v.shape)
+        return makeError("{}: operand {} layout {} does not cover its shape {}", ir::describeNode(g, n), k,
+                         ol->layout.str(), ir::shapeToString(v.shape));
+      anyLayout = true;
+      laid.push_back({var, ol->layout, ol->sign});
+    } else {
+      laid.push_back({var, layout::Layout::rowMajor(v.shape), std::nullopt});
+    }
+    const std::string load = fmt::format("in{}[{}]", k, var);
+    loads.push_back(ol && ol->sign ? fmt::format("  const {0} {1} = {2}_pos ? {3} : -{3};\n", vt, name, var, load)
+                                   : fmt::format("  const {} {} = {};\n", vt, name, load));
   }
   if ((n.op == "Max" || n.op == "Min" || n.op == "Sum" || n.op == "Mean") && arity > 2) {
     std::string acc = "a";
@@ -134,10 +154,27 @@ Result<NodeCode> emitElementwise(const ir::Graph& g, const ir::Node& n, const Ta
   }
   params += fmt::format("__global {}* out", outT);
   args.push_back({false, n.outputs[0]});
+  // The output through its layout unless that is row-major (then it is written at i).
+  std::string outAt = "i";
+  if (layouts && !layouts->outputs.empty() && layouts->outputs[0] &&
+      !(*layouts->outputs[0] == layout::Layout::rowMajor(out.shape))) {
+    if (layouts->outputs[0]->shape() != out.shape)
+      return makeError("{}: output layout {} does not cover its shape {}", ir::describeNode(g, n),
+                       layouts->outputs[0]->str(), ir::shapeToString(out.shape));
+    anyLayout = true;
+    laid.push_back({"o_out", *layouts->outputs[0], std::nullopt});
+    outAt = "o_out";
+  }
   for (const std::string& l : loads) body += l;
   const std::string value = out.dtype == DType::Bool ? fmt::format("({}) ? 1 : 0", expr) : expr;
-  body += fmt::format("  out[i] = ({})({});", outT, value);
-  index = emitOffsets(out.shape, "i", ops);
+  body += fmt::format("  out[{}] = ({})({});", outAt, outT, value);
+  if (anyLayout) {
+    auto idx = emitLayoutOffsets(out.shape, "i", laid);
+    if (!idx.ok()) return makeError("{}: {}", ir::describeNode(g, n), idx.error().message);
+    index = *idx;
+  } else {
+    index = emitOffsets(out.shape, "i", ops);
+  }
   const int64_t count = ir::numElements(out.shape);
   NodeCode code;
   code.launches.push_back(
@@ -147,7 +184,45 @@ Result<NodeCode> emitElementwise(const ir::Graph& g, const ir::Node& n, const Ta
   return code;
 }
 
+// The body of an elementwise node, or nullopt when the op is not one.
+std::optional<std::string> elementwiseExpr(const ir::Graph& g, const ir::Node& n) {
+  if (n.op == "Gelu") return gelu(n);
+  if (n.op == "Sum" || n.op == "Mean") return std::string(n.op == "Sum" ? "a + b" : "(a + b) / 2.0f");
+  for (const EwRule& r : kEwRules)
+    if (n.op == r.op) {
+      std::string expr(r.expr);
+      // x^2 and x^0.5 exactly as the reference computes them, without pow's ulps.
+      if (n.op == "Pow") {
+        if (auto e = constScalar(g, n.inputs[1])) {
+          if (*e == 2.0) expr = "a * a";
+          else if (*e == 0.5) expr = "sqrt(a)";
+          else if (*e == 1.0) expr = "a";
+        }
+      }
+      return adaptExpr(expr, g.values[n.inputs[0]].dtype);
+    }
+  return std::nullopt;
+}
+
 }  // namespace
+
+bool isElementwiseOp(std::string_view op) {
+  if (op == "Gelu" || op == "Sum" || op == "Mean") return true;
+  for (const EwRule& r : kEwRules)
+    if (op == r.op) return true;
+  return false;
+}
+
+Result<NodeCode> emitElementwiseNode(const ir::Graph& g, const ir::Node& n, const Target& t,
+                                     const NodeLayouts* layouts) {
+  auto expr = elementwiseExpr(g, n);
+  if (!expr) return makeError("{}: '{}' is not an elementwise op", ir::describeNode(g, n), n.op);
+  for (const ir::ValueId o : n.outputs)
+    if (o != ir::kNoValue && clType(g.values[o].dtype).empty())
+      return makeError("{}: output dtype {} has no OpenCL kernel type", ir::describeNode(g, n),
+                       ir::dtypeName(g.values[o].dtype));
+  return emitElementwise(g, n, t, *expr, layouts);
+}
 
 Result<NodeCode> emitNode(const ir::Graph& g, const ir::Node& n, const Target& t) {
   for (const char* v : kViewOps)
@@ -160,21 +235,7 @@ Result<NodeCode> emitNode(const ir::Graph& g, const ir::Node& n, const Target& t
     if (o != ir::kNoValue && clType(g.values[o].dtype).empty())
       return makeError("{}: output dtype {} has no OpenCL kernel type", ir::describeNode(g, n),
                        ir::dtypeName(g.values[o].dtype));
-  if (n.op == "Gelu") return emitElementwise(g, n, t, gelu(n));
-  if (n.op == "Sum" || n.op == "Mean") return emitElementwise(g, n, t, n.op == "Sum" ? "a + b" : "(a + b) / 2.0f");
-  for (const EwRule& r : kEwRules)
-    if (n.op == r.op) {
-      std::string expr(r.expr);
-      // x^2 and x^0.5 exactly as the reference computes them, without pow's ulps.
-      if (n.op == "Pow") {
-        if (auto e = constScalar(g, n.inputs[1])) {
-          if (*e == 2.0) expr = "a * a";
-          else if (*e == 0.5) expr = "sqrt(a)";
-          else if (*e == 1.0) expr = "a";
-        }
-      }
-      return emitElementwise(g, n, t, adaptExpr(expr, g.values[n.inputs[0]].dtype));
-    }
+  if (auto expr = elementwiseExpr(g, n)) return emitElementwise(g, n, t, *expr, nullptr);
   if (auto* f = findSpecialEmitter(n.op)) return f(g, n, t);
   return makeError("{}: no OpenCL kernel for op '{}' (supported: elementwise, movement, MatMul, "
                    "Gemm, reductions, Softmax, LayerNormalization, Gather*, Conv, fbl training ops)",

@@ -40,8 +40,16 @@ struct NodeCode {
   ir::ValueId aliasOf = ir::kNoValue;
 };
 
+// CPUs (PoCL: a work-group is a loop nest on one core) and GPUs want different matmul tilings
+// (rtile_kernels.h, matmulTiling).
+enum class DeviceClass { kCpu, kGpu };
+
 struct Target {
   int64_t workgroup = 64;  // work-items per group for 1-D launches (from the profile)
+  // Matmul tiling and split-K (rtile_kernels.h). The defaults describe the PoCL CPU device the
+  // tests run on; plans for GPUs set them from the profile.
+  DeviceClass deviceClass = DeviceClass::kCpu;
+  int64_t computeUnits = 2;
 };
 
 // The launches computing node `n`; an error naming the node when no template fits.

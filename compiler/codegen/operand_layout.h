@@ -25,7 +25,7 @@ namespace fbl::codegen {
 
 struct OperandLayout {
   ir::ValueId value = ir::kNoValue;  // the value bound to the kernel argument
-  layout::Layout layout;             // operand index -> offset in value's buffer (Storage::Buffer)
+  layout::Layout layout = layout::Layout::rowMajor({});  // operand index -> offset in value's buffer (Storage::Buffer)
   bool transposed = false;           // operand = transpose of the last two dims of `layout`'s shape
   std::optional<layout::Expr> sign;  // elementwise +-1 factor over the operand index (RoPE's roll)
 };

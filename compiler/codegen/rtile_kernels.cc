@@ -9,12 +9,15 @@
 //     row / one work-item per texel column (reductions).
 #include "compiler/codegen/rtile_kernels.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 
 #include <fmt/format.h>
 
 #include "compiler/codegen/index_code.h"
 #include "compiler/codegen/templates.h"
+#include "compiler/layout/simplify.h"
 
 namespace fbl::codegen {
 
@@ -23,15 +26,28 @@ using layout::Storage;
 
 namespace {
 
-// Sampler and the masked texel read shared by every rtile template.
-constexpr const char* kPrelude = R"CL(__constant sampler_t kSmp = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_NONE | CLK_FILTER_NEAREST;
-// A stored texel with the lanes past the last column zeroed (padding never enters a sum).
+// Sampler and the masked texel reads shared by every rtile template (the sampler only where an
+// operand is an image: buffer-only programs then build on devices without image support).
+constexpr const char* kSampler =
+    "__constant sampler_t kSmp = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_NONE | CLK_FILTER_NEAREST;\n";
+constexpr const char* kMasked = R"CL(// A stored texel with the lanes past the last column zeroed (padding never enters a sum).
 #define MASKED(load, arg, r, c, rows, cols)                                                \
   ((r) < (rows) && (c) < (cols)                                                          \
        ? select((float4)(0.0f), load(arg, r, c),                                         \
                 (int4)((c) < (cols), (c) + 1u < (cols), (c) + 2u < (cols), (c) + 3u < (cols)) * -1) \
        : (float4)(0.0f))
+#define MASKED_B(load, arg, b, r, c, rows, cols)                                            \
+  ((r) < (rows) && (c) < (cols)                                                          \
+       ? select((float4)(0.0f), load(arg, b, r, c),                                      \
+                (int4)((c) < (cols), (c) + 1u < (cols), (c) + 2u < (cols), (c) + 3u < (cols)) * -1) \
+       : (float4)(0.0f))
 )CL";
+
+std::string prelude(std::initializer_list<const Layout*> ls) {
+  bool image = false;
+  for (const Layout* l : ls) image = image || l->storage() == Storage::Image2D;
+  return std::string(image ? kSampler : "") + kMasked;
+}
 
 int64_t rowsOf(const Layout& l) { return l.shape().size() >= 2 ? l.shape()[l.shape().size() - 2] : 1; }
 int64_t colsOf(const Layout& l) { return l.shape().back(); }
@@ -46,14 +62,11 @@ Status check2D(const Layout& l, const char* role) {
 std::string fill(std::string_view tmpl, const std::map<std::string, std::string>& vars,
                  const std::string& name) {
   std::string s = instantiate(tmpl, vars);
-  for (size_t p = s.find("{{NAME}}"); p != std::string::npos; p = s.find("{{NAME}}", p))
+  for (size_t p = s.find("{{NAME}}"); p != std::string::npos; p = s.find("{{NAME}}", p + name.size()))
     s.replace(p, 8, name);
   return s;
 }
 
-bool isDenseRowMajor(const Layout& l) {
-  return l.storage() == Storage::Buffer && colsOf(l) % 4 == 0 && l == Layout::rowMajor(l.shape());
-}
 
 }  // namespace
 
@@ -62,58 +75,165 @@ MatmulTiling matmulTiling(DeviceClass d) {
   return {64, 64, 16, 4, 4, 0, false};
 }
 
+MatmulTiling matmulTilingFor(DeviceClass d, int64_t m, int64_t n) {
+  MatmulTiling t = matmulTiling(d);
+  if (const char* e = std::getenv("FBL_MM_TILING")) {  // measurement only (temporary)
+    std::sscanf(e, "%ld,%ld,%ld,%ld,%ld", &t.tm, &t.tn, &t.tk, &t.rm, &t.rn);
+    (void)m, (void)n;
+    return t;
+  }
+  return t;
+}
+
 std::string layoutParam(const Layout& l, const std::string& name, bool write) {
   if (l.storage() == Storage::Image2D)
     return fmt::format("{} image2d_t {}", write ? "__write_only" : "__read_only", name);
   return fmt::format("__global {}float* restrict {}", write ? "" : "const ", name);
 }
 
-Result<std::string> layoutAccess(const std::string& fn, const Layout& l, bool write) {
-  FBL_TRY(check2D(l, fn.c_str()));
+namespace {
+
+// Do lanes i1..i1+3 of a texel (i1 a multiple of 4) lie at consecutive offsets? Substitutes
+// i1 = 4q + j and asks the simplifier whether offset - j is free of j (then one vload4/vstore4
+// serves the texel); a miss only costs the scalar path.
+bool texelContiguous(const layout::Expr& off, int colVar, int64_t cols) {
+  if (cols % layout::kLanes != 0) return false;
+  std::vector<layout::Expr> by;
+  for (int v = 0; v <= colVar; ++v) by.push_back(layout::Expr());
+  const int jVar = colVar + 1;
+  const layout::Expr j = layout::Expr::var(jVar, layout::kLanes, "j_");
+  // Identity for the other variables: rebuild them from the expression itself.
+  std::vector<bool> seen(static_cast<size_t>(colVar) + 1, false);
+  std::vector<layout::Expr> stack{off};
+  while (!stack.empty()) {
+    layout::Expr e = stack.back();
+    stack.pop_back();
+    switch (e.kind()) {
+      case layout::ExprKind::Var:
+        if (e.varIndex() <= colVar) by[static_cast<size_t>(e.varIndex())] = e, seen[static_cast<size_t>(e.varIndex())] = true;
+        break;
+      case layout::ExprKind::Add:
+        for (const auto& t : e.terms()) stack.push_back(t);
+        break;
+      case layout::ExprKind::Mul:
+      case layout::ExprKind::Div:
+      case layout::ExprKind::Mod: stack.push_back(e.operand()); break;
+      default: break;
+    }
+  }
+  by[static_cast<size_t>(colVar)] = layout::Expr::var(colVar, cols / layout::kLanes, "q_") * layout::kLanes + j;
+  by.push_back(j);
+  const layout::Expr shifted = layout::simplify(layout::substitute(off, by) + j * -1);
+  return !layout::usesVar(shifted, jVar);
+}
+
+// Access functions over the domain of `l`: (i0, i1), or (b, i0, i1) when `batched`.
+Result<std::string> accessFunctions(const std::string& fn, const Layout& l, bool write, bool batched) {
   const auto& outs = l.map().outputs();
   const std::string param = layoutParam(l, "p", write);
+  const std::string idx = batched ? "uint b, uint i0, uint i1" : "uint i0, uint i1";
+  const std::string call = batched ? "b, i0, i1" : "i0, i1";
   if (l.storage() == Storage::Image2D) {
     FBL_ASSIGN(std::string x, layout::toOpenCL(outs[0]));
     FBL_ASSIGN(std::string y, layout::toOpenCL(outs[1]));
     const std::string coord = fmt::format("(int2)((int)({}), (int)({}))", x, y);
     if (write)
-      return fmt::format("inline void {}({}, uint i0, uint i1, float4 v) {{ write_imagef(p, {}, v); }}\n", fn,
-                         param, coord);
-    return fmt::format("inline float4 {}({}, uint i0, uint i1) {{ return read_imagef(p, kSmp, {}); }}\n", fn,
-                       param, coord);
+      return fmt::format("inline void {}({}, {}, float4 v) {{ write_imagef(p, {}, v); }}\n", fn, param, idx, coord);
+    return fmt::format("inline float4 {}({}, {}) {{ return read_imagef(p, kSmp, {}); }}\n", fn, param, idx, coord);
   }
   FBL_ASSIGN(std::string off, layout::toOpenCL(outs[0]));
   const int64_t cols = colsOf(l);
-  std::string s = fmt::format("inline uint {}_off(uint i0, uint i1) {{ return {}; }}\n", fn, off);
-  if (isDenseRowMajor(l)) {
+  const int colVar = static_cast<int>(l.shape().size()) - 1;
+  std::string s = fmt::format("inline uint {}_off({}) {{ return {}; }}\n", fn, idx, off);
+  auto at = [&](int lane) {
+    return fmt::format("{}_off({}{})", fn, batched ? "b, i0, i1" : "i0, i1", lane ? fmt::format(" + {}u", lane) : "");
+  };
+  if (texelContiguous(outs[0], colVar, cols)) {
     if (write)
-      return s + fmt::format("inline void {0}({1}, uint i0, uint i1, float4 v) {{ vstore4(v, 0, p + {0}_off(i0, i1)); }}\n",
-                             fn, param);
-    return s + fmt::format("inline float4 {0}({1}, uint i0, uint i1) {{ return vload4(0, p + {0}_off(i0, i1)); }}\n",
-                           fn, param);
+      return s + fmt::format("inline void {}({}, {}, float4 v) {{ vstore4(v, 0, p + {}_off({})); }}\n", fn, param,
+                             idx, fn, call);
+    return s + fmt::format("inline float4 {}({}, {}) {{ return vload4(0, p + {}_off({})); }}\n", fn, param, idx, fn,
+                           call);
   }
   if (write) {
-    s += fmt::format("inline void {}({}, uint i0, uint i1, float4 v) {{\n", fn, param);
-    s += fmt::format("  p[{}_off(i0, i1)] = v.x;\n", fn);
+    s += fmt::format("inline void {}({}, {}, float4 v) {{\n", fn, param, idx);
+    s += fmt::format("  p[{}] = v.x;\n", at(0));
     const char* lanes = "xyzw";
-    for (int l = 1; l < 4; ++l)
-      s += fmt::format("  if (i1 + {0}u < {1}u) p[{2}_off(i0, i1 + {0}u)] = v.{3};\n", l, cols, fn, lanes[l]);
+    for (int k = 1; k < 4; ++k) s += fmt::format("  if (i1 + {}u < {}u) p[{}] = v.{};\n", k, cols, at(k), lanes[k]);
     return s + "}\n";
   }
-  s += fmt::format("inline float4 {}({}, uint i0, uint i1) {{\n  return (float4)(p[{}_off(i0, i1)]", fn, param, fn);
-  for (int l = 1; l < 4; ++l) s += fmt::format(",\n      i1 + {0}u < {1}u ? p[{2}_off(i0, i1 + {0}u)] : 0.0f", l, cols, fn);
+  s += fmt::format("inline float4 {}({}, {}) {{\n  return (float4)(p[{}]", fn, param, idx, at(0));
+  for (int k = 1; k < 4; ++k) s += fmt::format(",\n      i1 + {}u < {}u ? p[{}] : 0.0f", k, cols, at(k));
   return s + ");\n}\n";
+}
+
+// `l` ([batch..., rows, cols]) seen from (b, i0, i1), b the flat index over the product's batch
+// dims `batch`; l's own batch dims are right-aligned against them and broadcast where 1.
+Result<Layout> batchedView(const Layout& l, const ir::Shape& batch, const char* role) {
+  const ir::Shape& s = l.shape();
+  if (s.size() < 2)
+    return makeError("rtile matmul: operand '{}' has shape {}, expected a matrix", role, ir::shapeToString(s));
+  const size_t lb = s.size() - 2;
+  if (lb > batch.size())
+    return makeError("rtile matmul: operand '{}' of shape {} has more batch dims than the output's {}", role,
+                     ir::shapeToString(s), ir::shapeToString(batch));
+  const int64_t count = ir::numElements(batch);
+  const layout::Expr b = layout::Expr::var(0, count, "b");
+  std::vector<layout::Expr> outs;
+  const size_t lead = batch.size() - lb;
+  for (size_t d = 0; d < lb; ++d) {
+    const int64_t od = batch[lead + d];
+    if (s[d] == 1) {
+      outs.push_back(layout::Expr::constant(0));
+      continue;
+    }
+    if (s[d] != od)
+      return makeError("rtile matmul: operand '{}' of shape {} does not broadcast to batch {}", role,
+                       ir::shapeToString(s), ir::shapeToString(batch));
+    int64_t stride = 1;
+    for (size_t e = lead + d + 1; e < batch.size(); ++e) stride *= batch[e];
+    outs.push_back(layout::floorMod(layout::floorDiv(b, stride), od));
+  }
+  outs.push_back(layout::Expr::var(1, s[lb], "i0"));
+  outs.push_back(layout::Expr::var(2, s[lb + 1], "i1"));
+  return l.compose(layout::IndexMap({count, s[lb], s[lb + 1]}, std::move(outs), s));
+}
+
+// Dims before the last two.
+ir::Shape batchOf(const Layout& l) {
+  const ir::Shape& s = l.shape();
+  return s.size() > 2 ? ir::Shape(s.begin(), s.end() - 2) : ir::Shape{};
+}
+
+}  // namespace
+
+bool matmulFoldsBatch(const MatmulOperand& lhs, const MatmulOperand& rhs, const Layout& out) {
+  const int64_t batchCount = ir::numElements(batchOf(out));
+  return batchCount > 1 && !lhs.transposed && ir::numElements(batchOf(rhs.stored)) == 1 &&
+         ir::numElements(batchOf(lhs.stored)) == batchCount;
+}
+
+Result<std::string> layoutAccess(const std::string& fn, const Layout& l, bool write) {
+  FBL_TRY(check2D(l, fn.c_str()));
+  return accessFunctions(fn, l, write, false);
 }
 
 Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t k, int64_t n,
                                     const MatmulOperand& lhs, const MatmulOperand& rhs, const Layout& out,
                                     const MatmulTiling& t) {
-  FBL_TRY(check2D(lhs.stored, "lhs"));
-  FBL_TRY(check2D(rhs.stored, "rhs"));
-  FBL_TRY(check2D(out, "out"));
+  const ir::Shape batch = batchOf(out);
+  const int64_t batchCount = ir::numElements(batch);
+  // An unbatched rhs under a batched, untransposed lhs: the batch folds into M (one [B*M x K]
+  // product fills the tiles better than B thin ones).
+  if (matmulFoldsBatch(lhs, rhs, out)) {
+    FBL_ASSIGN(Layout l2, lhs.stored.reshape({batchCount * m, k}));
+    FBL_ASSIGN(Layout r2, rhs.stored.reshape({rowsOf(rhs.stored), colsOf(rhs.stored)}));
+    FBL_ASSIGN(Layout o2, out.reshape({batchCount * m, n}));
+    return emitRTileMatmul(name, batchCount * m, k, n, {l2, false}, {r2, rhs.transposed}, o2, t);
+  }
   auto expect = [&](const Layout& l, int64_t r, int64_t c, const char* role) -> Status {
-    if (rowsOf(l) != r || colsOf(l) != c)
-      return makeError("rtile matmul {}: operand '{}' is stored {}, expected [{}, {}]", name, role,
+    if (l.shape().size() < 2 || rowsOf(l) != r || colsOf(l) != c)
+      return makeError("rtile matmul {}: operand '{}' is stored {}, expected [..., {}, {}]", name, role,
                        ir::shapeToString(l.shape()), r, c);
     return {};
   };
@@ -131,16 +251,19 @@ Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t 
   const int64_t kSlice = ((k + t.splitK - 1) / t.splitK + t.tk - 1) / t.tk * t.tk;
   if (split && (k + kSlice - 1) / kSlice != t.splitK)
     return makeError("rtile matmul {}: split-K {} of K={} in steps of {} leaves a slice empty", name, t.splitK, k, t.tk);
-  FBL_ASSIGN(std::string loadL, layoutAccess("loadL", lhs.stored, false));
-  FBL_ASSIGN(std::string loadR, layoutAccess("loadR", rhs.stored, false));
-  FBL_ASSIGN(std::string store, layoutAccess("storeOut", out, true));
+  FBL_ASSIGN(Layout lv, batchedView(lhs.stored, batch, "lhs"));
+  FBL_ASSIGN(Layout rv, batchedView(rhs.stored, batch, "rhs"));
+  FBL_ASSIGN(Layout ov, batchedView(out, batch, "out"));
+  FBL_ASSIGN(std::string loadL, accessFunctions("loadL", lv, false, true));
+  FBL_ASSIGN(std::string loadR, accessFunctions("loadR", rv, false, true));
+  FBL_ASSIGN(std::string store, accessFunctions("storeOut", ov, true, true));
   std::map<std::string, std::string> v = {
       {"M", std::to_string(m)},   {"N", std::to_string(n)},      {"K", std::to_string(k)},
       {"TM", std::to_string(t.tm)}, {"TN", std::to_string(t.tn)}, {"TK", std::to_string(t.tk)},
       {"RM", std::to_string(t.rm)}, {"RN4", std::to_string(t.rn / 4)},
       {"L_T", lhs.transposed ? "1" : "0"}, {"R_T", rhs.transposed ? "1" : "0"},
       {"SPLIT", std::to_string(t.splitK)}, {"KS", std::to_string(kSlice)}, {"PIPE", t.pipeline ? "1" : "0"},
-      {"ACCESS", kPrelude + loadL + loadR + store},
+      {"ACCESS", prelude({&lhs.stored, &rhs.stored, &out}) + loadL + loadR + store},
       {"PARAMS", layoutParam(lhs.stored, "lhs", false) + ", " + layoutParam(rhs.stored, "rhs", false) + ", " +
                      (split ? std::string("__global float* restrict out") : layoutParam(out, "out", true))}};
   RTileKernel kernel;
@@ -149,12 +272,13 @@ Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t 
   kernel.args = {"lhs", "rhs", split ? "partial" : "out"};
   auto up = [](int64_t a, int64_t b) { return static_cast<size_t>((a + b - 1) / b); };
   kernel.local = {static_cast<size_t>(t.wgX()), static_cast<size_t>(t.wgY()), 1};
-  kernel.global = {up(n, t.tn) * kernel.local[0], up(m, t.tm) * kernel.local[1], up(k, kSlice)};
+  kernel.global = {up(n, t.tn) * kernel.local[0], up(m, t.tm) * kernel.local[1],
+                   static_cast<size_t>(batchCount) * up(k, kSlice)};
   return kernel;
 }
 
-int64_t chooseSplitK(int64_t m, int64_t n, int64_t k, const MatmulTiling& t, int64_t computeUnits) {
-  const int64_t groups = ((m + t.tm - 1) / t.tm) * ((n + t.tn - 1) / t.tn);
+int64_t chooseSplitK(int64_t m, int64_t n, int64_t k, const MatmulTiling& t, int64_t computeUnits, int64_t batch) {
+  const int64_t groups = batch * ((m + t.tm - 1) / t.tm) * ((n + t.tn - 1) / t.tn);
   int64_t split = 1;
   while (groups * split < kMinGroupsPerComputeUnit * computeUnits && k / (split * 2) >= kMinSplitSlice) split *= 2;
   return split;
@@ -162,20 +286,22 @@ int64_t chooseSplitK(int64_t m, int64_t n, int64_t k, const MatmulTiling& t, int
 
 Result<RTileKernel> emitRTileSplitKSum(const std::string& name, int64_t m, int64_t n, int64_t splitK,
                                        const Layout& out) {
-  FBL_TRY(check2D(out, "out"));
-  if (rowsOf(out) != m || colsOf(out) != n)
-    return makeError("rtile split-K sum {}: output stored {}, expected [{}, {}]", name, ir::shapeToString(out.shape()),
-                     m, n);
-  FBL_ASSIGN(std::string store, layoutAccess("storeOut", out, true));
+  if (out.shape().size() < 2 || rowsOf(out) != m || colsOf(out) != n)
+    return makeError("rtile split-K sum {}: output stored {}, expected [..., {}, {}]", name,
+                     ir::shapeToString(out.shape()), m, n);
+  const ir::Shape batch = batchOf(out);
+  FBL_ASSIGN(Layout ov, batchedView(out, batch, "out"));
+  FBL_ASSIGN(std::string store, accessFunctions("storeOut", ov, true, true));
   std::map<std::string, std::string> v = {{"M", std::to_string(m)}, {"N", std::to_string(n)},
-                                          {"SPLIT", std::to_string(splitK)}, {"ACCESS", kPrelude + store},
+                                          {"SPLIT", std::to_string(splitK)}, {"ACCESS", prelude({&out}) + store},
                                           {"OUT_PARAM", layoutParam(out, "out", true)}};
   RTileKernel kernel;
   kernel.name = name;
   kernel.source = fill(kernelTemplate("rtile_splitk"), v, name);
   kernel.args = {"partial", "out"};
-  kernel.local = {64, 1};
-  kernel.global = {static_cast<size_t>(((n + 3) / 4 + 63) / 64 * 64), static_cast<size_t>(m)};
+  kernel.local = {64, 1, 1};
+  kernel.global = {static_cast<size_t>(((n + 3) / 4 + 63) / 64 * 64), static_cast<size_t>(m),
+                   static_cast<size_t>(ir::numElements(batch))};
   return kernel;
 }
 
@@ -191,7 +317,7 @@ Result<RTileKernel> emitRTileConvert(const std::string& name, const Layout& src,
   std::map<std::string, std::string> v = {
       {"D_ROWS", std::to_string(dr)}, {"D_COLS", std::to_string(dc)},
       {"S_ROWS", std::to_string(rowsOf(src))}, {"S_COLS", std::to_string(colsOf(src))},
-      {"T", transpose ? "1" : "0"}, {"ACCESS", kPrelude + load + store},
+      {"T", transpose ? "1" : "0"}, {"ACCESS", prelude({&src, &dst}) + load + store},
       {"PARAMS", layoutParam(src, "src", false) + ", " + layoutParam(dst, "dst", true)}};
   RTileKernel kernel;
   kernel.name = name;
@@ -263,7 +389,7 @@ Result<RTileKernel> emitRTileReduce(const std::string& name, ReduceOp op, int64_
       {"ROWS", std::to_string(rows)}, {"COLS", std::to_string(cols)}, {"WG", std::to_string(workgroup)},
       {"RMS", rms ? "1" : "0"}, {"HAS_BIAS", bias ? "1" : "0"}, {"T", t ? "1" : "0"},
       {"BWD", fwdIn ? "0" : "1"}, {"EPS", floatLiteral(o.epsilon)},
-      {"ACCESS", kPrelude + loadA + loadB + store}, {"PARAMS", plist}};
+      {"ACCESS", prelude({&o.x, &o.dy, &o.out}) + loadA + loadB + store}, {"PARAMS", plist}};
   const char* tmpl = softmax ? "rtile_softmax" : colsOp ? "rtile_norm_cols" : "rtile_norm";
   kernel.source = fill(kernelTemplate(tmpl), v, name);
   kernel.local = {static_cast<size_t>(workgroup)};

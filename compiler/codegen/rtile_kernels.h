@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/codegen/kernel_emitter.h"  // DeviceClass
 #include "compiler/layout/layout.h"
 #include "compiler/support/result.h"
 
@@ -32,13 +33,14 @@ struct MatmulTiling {
   int64_t wgY() const { return tm / rm; }
 };
 
-enum class DeviceClass { kCpu, kGpu };
-
 // The tuned set (splitK 0: per product, chooseSplitK): GPUs (hundreds of lanes per CU, 32+ KB
 // local memory) get 128x128x16 tiles with 8x8 per work-item (256 work-items, 16.5 KB local) and
 // register prefetch; CPUs (PoCL: a work-group is a loop nest on one core, values live across a
 // barrier go through memory) get 64x64x16 with 4x4 per work-item and no prefetch.
 MatmulTiling matmulTiling(DeviceClass d);
+// The tiling for one M x N product: matmulTiling, with smaller tiles where M or N is small
+// (docs/kernels.md, "Small products", has the measurements behind the thresholds).
+MatmulTiling matmulTilingFor(DeviceClass d, int64_t m, int64_t n);
 
 // Split-K for an M x N output over K: a product with fewer output tiles than
 // kMinGroupsPerComputeUnit per compute unit leaves compute units idle (Figure 16's dA: 512 x 2048
@@ -47,12 +49,18 @@ MatmulTiling matmulTiling(DeviceClass d);
 // SPLIT x M x N floats written and read once).
 inline constexpr int64_t kMinGroupsPerComputeUnit = 1;
 inline constexpr int64_t kMinSplitSlice = 512;
-int64_t chooseSplitK(int64_t m, int64_t n, int64_t k, const MatmulTiling& t, int64_t computeUnits);
+// `batch` products of M x N count together.
+int64_t chooseSplitK(int64_t m, int64_t n, int64_t k, const MatmulTiling& t, int64_t computeUnits,
+                     int64_t batch = 1);
 
 struct MatmulOperand {
   layout::Layout stored;     // how the tensor lies in memory
   bool transposed = false;   // the operand is stored^T (read through the same layout)
 };
+
+// Does emitRTileMatmul fold the output's batch into M (an unbatched rhs under an untransposed,
+// fully batched lhs)? The caller then sizes tiles and split-K for a [B*M x N] product.
+bool matmulFoldsBatch(const MatmulOperand& lhs, const MatmulOperand& rhs, const layout::Layout& out);
 
 struct RTileKernel {
   std::string name;
@@ -64,11 +72,14 @@ struct RTileKernel {
 // C[M x N] = L[M x K] * R[K x N]. lhs.stored is [M x K] ([K x M] when transposed), rhs [K x N]
 // ([N x K] when transposed), out [M x N]. Args: lhs, rhs, out; with tiling.splitK > 1 the third
 // argument is "partial", a float buffer of splitK x M x N, and emitRTileSplitKSum finishes.
+// Batched: out is [B..., M, N] and lhs/rhs carry batch dims of their own that broadcast to B
+// (numpy rules; a transposed operand swaps only its last two dims); the partial buffer is then
+// B x splitK x M x N. An unbatched rhs under an untransposed lhs folds the batch into M.
 Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t k, int64_t n,
                                     const MatmulOperand& lhs, const MatmulOperand& rhs,
                                     const layout::Layout& out, const MatmulTiling& tiling);
 
-// out = sum of the splitK planes of `partial`. Args: partial, out.
+// out = sum of the splitK planes of `partial` (per batch matrix of out). Args: partial, out.
 Result<RTileKernel> emitRTileSplitKSum(const std::string& name, int64_t m, int64_t n, int64_t splitK,
                                        const layout::Layout& out);
 
