@@ -1,7 +1,7 @@
 // Every convolutional zoo model at --tiny size (the CNNs and the SD-1.5 UNet) compiles for
 // profiles/pocl-cpu.json and takes one training step on PoCL from the synthetic batch fbl-train
 // draws without --data; its loss is finite and equals the reference executor's first-step loss
-// on the same joint graph and batch.
+// on the same joint graph and batch, and so do the trainables' gradients.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -65,10 +65,32 @@ void stepOnDevice(const std::string& name) {
 
   float loss = 0.0f;
   REQUIRE(s->trainStep(&loss) == "");
-  std::printf("%s --tiny: %zu launches, first-step loss %.6f on %s, reference %.6f\n", name.c_str(),
-              c->plan.launches.size(), loss, s->device().name.c_str(), want->loss);
   CHECK(std::isfinite(loss));
   CHECK(std::fabs(loss - want->loss) <= 1e-4 * std::max(1.0f, std::fabs(want->loss)));
+  // The loss only checks the forward; the trainables' gradients check the backward (through
+  // every frozen convolution's fbl.ConvGradInput down to the first LoRA).
+  std::map<std::string, size_t> refIndex;
+  const autodiff::TrainingGraph& rtg = trainer->training();
+  for (size_t i = 0; i < rtg.trainables.size(); ++i) refIndex[rtg.graph.values[rtg.trainables[i].param].name] = i;
+  double worst = 0.0;
+  for (const planfile::Trainable& t : c->plan.trainables) {
+    const std::string& param = c->plan.tensors[t.param].name;
+    INFO("gradient of " << param);
+    REQUIRE(refIndex.count(param) == 1);
+    std::vector<unsigned char> bytes;
+    REQUIRE(s->readTensor(t.grad, &bytes) == "");
+    ir::Tensor got(ir::DType::F32, c->plan.tensors[t.param].shape);
+    REQUIRE(bytes.size() == got.nbytes());
+    std::memcpy(got.raw(), bytes.data(), bytes.size());
+    const double err = relativeToMaxAbs(got, want->grads[refIndex[param]]);
+    CHECK(err <= 1e-3);
+    worst = std::max(worst, err);
+  }
+  CHECK(c->plan.trainables.size() == rtg.trainables.size());
+  std::printf("%s --tiny: %zu launches, first-step loss %.6f on %s (reference %.6f), worst gradient error %.1e of "
+              "max-abs over %zu tensors\n",
+              name.c_str(), c->plan.launches.size(), loss, s->device().name.c_str(), want->loss, worst,
+              c->plan.trainables.size());
 }
 
 TEST_CASE("tiny CNNs and the SD UNet take one training step on PoCL", "[runtime][zoo-step]") {

@@ -8,7 +8,9 @@ build=${1:?build dir}; src=${2:?source dir}
 bin=${FBL_BIN:-$build/bin}
 work=$(mktemp -d /tmp/fbl-zoo-step.XXXXXX)
 trap 'rm -rf "$work" 2>/dev/null || true' EXIT
-export POCL_CACHE_DIR=${POCL_CACHE_DIR:-$work/pocl}
+# PoCL's compile of these plans' many distinct kernels takes minutes on 2 cores; a cache in the
+# build dir makes every later run take seconds.
+export POCL_CACHE_DIR=${POCL_CACHE_DIR:-$build/pocl-cache}
 # mobilenetv2 joins once conv_emitters.cc's grouped "Conv" replaces compute_emitters.cc's.
 models=${FBL_ZOO_MODELS:-"resnet34 vgg19 stable-diffusion-1.5"}
 dev=$("$bin/fbl-train" --list-devices | grep -i 'portable computing language' | head -1 | cut -d: -f1 || true)
@@ -25,7 +27,7 @@ for m in $models; do
       >"$work/$m.compile.log" 2>&1; then
     echo "FAIL $m: compile: $(tail -1 "$work/$m.compile.log")"; failed=1; continue
   fi
-  if ! out=$("$bin/fbl-train" "$work/$m.fbp" --weights "$work/$m.onnx" --steps 1 --cache-dir "$work/cache" \
+  if ! out=$("$bin/fbl-train" "$work/$m.fbp" --weights "$work/$m.onnx" --steps 1 --cache-dir "$build/zoo-step-cache" \
       --device "$dev" 2>"$work/$m.train.log"); then
     echo "FAIL $m: fbl-train: $(tail -1 "$work/$m.train.log")"; failed=1; continue
   fi
