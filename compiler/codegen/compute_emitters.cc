@@ -6,8 +6,8 @@
 //    matmul.cl, batch dims broadcast through stride-0 offsets, transposes as strides;
 //  - Reduce*: reduce.cl, kept dims indexed by the output, reduced dims by the loop counter;
 //  - Softmax/LogSoftmax: softmax.cl along one axis; LayerNormalization: layernorm.cl;
-//  - Gather/GatherElements: gather.cl; SoftmaxCrossEntropyLoss: sce_loss.cl (rows, then sum);
-//  - Conv (2-D, group 1): conv2d.cl.
+//  - Gather/GatherElements: gather.cl; SoftmaxCrossEntropyLoss: sce_loss.cl (rows, then sum).
+// Conv and its gradients live in conv_emitters.cc.
 #include <fmt/format.h>
 
 #include "compiler/codegen/emit_util.h"
@@ -248,36 +248,6 @@ Result<NodeCode> sceLoss(const ir::Graph& g, const ir::Node& n, const Target& t)
   return c;
 }
 
-Result<NodeCode> conv(const ir::Graph& g, const ir::Node& n, const Target& t) {
-  const Shape& x = g.values[n.inputs[0]].shape;
-  const Shape& w = g.values[n.inputs[1]].shape;
-  const Shape& y = g.values[n.outputs[0]].shape;
-  if (x.size() != 4 || n.attrInt("group", 1) != 1 || n.attrString("auto_pad", "NOTSET") != "NOTSET")
-    return makeError("{}: only 2-D, group-1 Conv without auto_pad is supported", ir::describeNode(g, n));
-  const auto strides = n.attrInts("strides", {1, 1}), dil = n.attrInts("dilations", {1, 1});
-  const auto pads = n.attrInts("pads", {0, 0, 0, 0});
-  std::string params = "__global const float* x, __global const float* w, ";
-  std::vector<ArgRef> args{val(n.inputs[0]), val(n.inputs[1])};
-  std::string bias;
-  if (n.input(2) != ir::kNoValue) {
-    params += "__global const float* bias, ";
-    args.push_back(val(n.inputs[2]));
-    bias = " + bias[oc]";
-  }
-  params += "__global float* y";
-  args.push_back(val(n.outputs[0]));
-  const int64_t count = ir::numElements(y);
-  NodeCode c;
-  c.launches.push_back(launch(
-      "conv2d",
-      {{"PARAMS", params}, {"N", str(count)}, {"OW", str(y[3])}, {"OH", str(y[2])}, {"OC", str(y[1])},
-       {"IC", str(x[1])}, {"IH", str(x[2])}, {"IW", str(x[3])}, {"KH", str(w[2])}, {"KW", str(w[3])},
-       {"SH", str(strides[0])}, {"SW", str(strides[1])}, {"DH", str(dil[0])}, {"DW", str(dil[1])},
-       {"PH", str(pads[0])}, {"PW", str(pads[1])}, {"BIAS", bias}},
-      "conv", std::move(args), grid1(count, t), {t.workgroup}));
-  return c;
-}
-
 }  // namespace
 
 bool usesTiledMatmul(const ir::Graph& g, const ir::Node& n) {
@@ -385,8 +355,7 @@ std::vector<EmitterEntry> computeEmitters() {
           {"LayerNormalization", layerNorm},
           {"Gather", gather},
           {"GatherElements", gather},
-          {"SoftmaxCrossEntropyLoss", sceLoss},
-          {"Conv", conv}};
+          {"SoftmaxCrossEntropyLoss", sceLoss}};
 }
 
 }  // namespace fbl::codegen

@@ -25,8 +25,8 @@ bool NodeLayouts::trivial() const {
   return true;
 }
 
-bool supportsOperandLayouts(const ir::Node& n) {
-  return isElementwiseOp(n.op) || n.op == "MatMul" || n.op == "Gemm";
+bool supportsOperandLayouts(const ir::Graph& g, const ir::Node& n) {
+  return isElementwiseOp(n.op) || ((n.op == "MatMul" || n.op == "Gemm") && usesTiledMatmul(g, n));
 }
 
 Result<NodeCode> emitNode(const ir::Graph& g, const ir::Node& n, const Target& target, const NodeLayouts& layouts) {

@@ -37,8 +37,9 @@ struct NodeLayouts {
 };
 
 // The ops whose emitters honour NodeLayouts: the elementwise family (incl. Expand, Where, Cast)
-// and MatMul / Gemm without bias. `sign` is honoured by elementwise ops only.
-bool supportsOperandLayouts(const ir::Node& n);
+// and float MatMul / Gemm without bias and with alpha 1 (the tiled template; the others keep the
+// row-major naive kernel). `sign` is honoured by elementwise ops only.
+bool supportsOperandLayouts(const ir::Graph& g, const ir::Node& n);
 
 // emitNode with layouts; an error naming the node if it does not support them
 // (supportsOperandLayouts) and `layouts` is not trivial.

@@ -1,6 +1,7 @@
 // layout lowering: the algorithm is in layout_lowering.h (steps 1-4).
 #include "compiler/plan/layout_lowering.h"
 
+#include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
@@ -15,8 +16,10 @@ using ir::ValueId;
 using passes::ReadThrough;
 using passes::Strategy;
 
+// Ops the plan builder turns into aliases of their input's bytes (kernel_emitter.cc's views).
 bool isViewOp(const std::string& op) {
-  return op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" || op == "Flatten" || op == "Identity";
+  return op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" || op == "Flatten" || op == "Identity" ||
+         op == "Dropout";
 }
 
 bool isMatmul(const ir::Node& n) { return n.op == "MatMul" || n.op == "Gemm"; }
@@ -92,7 +95,20 @@ class Lowerer {
         views_[{r.consumer, r.slot}] = r.view;
         const bool decided = r.decision == ReadThrough::Decision::kTileMap || r.decision == ReadThrough::Decision::kIndexMap;
         if (!decided && r.structural) continue;  // the chain runs op by op
-        const bool readable = codegen::supportsOperandLayouts(n) && !(ol.sign && isMatmul(n));
+        const bool readable = codegen::supportsOperandLayouts(g_, n) && !(ol.sign && isMatmul(n));
+        // A chain of views over a row-major source costs nothing as it is (the views alias its
+        // bytes), so a consumer that cannot read maps reads it as written, not through a copy.
+        const bool viewsOnly = std::all_of(r.chain.begin(), r.chain.end(),
+                                           [&](NodeId c) { return isViewOp(g_.nodes[c].op); });
+        if (!readable && viewsOnly) continue;
+        // An explicit transpose of the last two dims into a MatMul: the MatMul's transposed path
+        // reads it as stored (what reuse does), cheaper than a conversion copy.
+        if (!decided && readable && isMatmul(n) && r.slot < 2 && r.chain.size() == 1 &&
+            swapsLastTwo(g_, g_.nodes[r.chain[0]]) && !ol.sign) {
+          out.nodes[r.consumer].layouts.inputs[r.slot] =
+              OperandLayout{r.source, layout::Layout::rowMajor(src.shape), true, {}};
+          continue;
+        }
         if (decided && readable) {
           out.nodes[r.consumer].layouts.inputs[r.slot] = std::move(ol);
         } else {
@@ -102,7 +118,7 @@ class Lowerer {
     } else if (a_.strategy == Strategy::kReuse) {
       for (NodeId id = 0; id < static_cast<NodeId>(g_.nodes.size()); ++id) {
         const ir::Node& n = g_.nodes[id];
-        if (n.dead || !isMatmul(n) || !codegen::supportsOperandLayouts(n)) continue;
+        if (n.dead || !isMatmul(n) || !codegen::supportsOperandLayouts(g_, n)) continue;
         for (int s = 0; s < 2 && s < static_cast<int>(n.inputs.size()); ++s) {
           const NodeId p = producer(n.inputs[s]);
           if (p == ir::kNoNode || !swapsLastTwo(g_, g_.nodes[p])) continue;
@@ -158,9 +174,9 @@ class Lowerer {
       if (v >= static_cast<ValueId>(a_.values.size()) || a_.values[v].kind != passes::ValueLayout::Kind::kRTile) continue;
       const ir::Value& val = g_.values[v];
       const NodeId p = producer(v);
-      bool ok = p != ir::kNoNode && !out.nodes[p].skip && codegen::supportsOperandLayouts(g_.nodes[p]) &&
+      bool ok = p != ir::kNoNode && !out.nodes[p].skip && codegen::supportsOperandLayouts(g_, g_.nodes[p]) &&
                 !keep[v] && val.dtype == ir::DType::F32 && val.shape.size() >= 2 && !readers[v].empty();
-      for (const Reader& r : readers[v]) ok = ok && codegen::supportsOperandLayouts(g_.nodes[r.node]);
+      for (const Reader& r : readers[v]) ok = ok && codegen::supportsOperandLayouts(g_, g_.nodes[r.node]);
       const passes::RTileEntry* e = a_.rtileOf(v);
       if (!ok || e == nullptr) {
         ++out.counts.rtileDemoted;
@@ -178,6 +194,10 @@ class Lowerer {
         auto& in = out.nodes[r.node].layouts.inputs[r.slot];
         if (!r.through) {
           in = OperandLayout{v, *tiled, false, {}};
+          continue;
+        }
+        if (in->transposed) {
+          in->layout = *tiled;  // read as stored, through the MatMul's transposed path
           continue;
         }
         FBL_ASSIGN(in->layout, tiled->compose(views_.at({r.node, r.slot})));

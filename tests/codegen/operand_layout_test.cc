@@ -38,6 +38,7 @@ Layout must(Result<Layout> l) {
 
 // A layout with no read-through: row-major, permuted, or an R-Tile stored tile-major.
 Layout simpleLayout(const Shape& s, std::mt19937& rng) {
+  if (s.empty()) return Layout::rowMajor(s);
   switch (rng() % 4) {
     case 0: return Layout::rowMajor(s);
     case 1: {
@@ -87,7 +88,7 @@ Layout randomLayout(const Shape& s, std::mt19937& rng, int depth) {
       const size_t d = rng() % r;
       const int64_t step = 1 + static_cast<int64_t>(rng() % 2), start = static_cast<int64_t>(rng() % 3);
       src[d] = start + (s[d] - 1) * step + 1 + static_cast<int64_t>(rng() % 2);
-      const MovementOp op = MovementOp::slice({static_cast<int64_t>(d)}, {start}, {start + s[d] * step}, {step});
+      const MovementOp op = MovementOp::slice({static_cast<int64_t>(d)}, {start}, {start + (s[d] - 1) * step + 1}, {step});
       return must(randomLayout(src, rng, depth - 1).apply(op));
     }
     default: {  // Expand a source with unit dims
@@ -291,16 +292,167 @@ void checkElementwise(strategy::ClSession& s, const EwCase& c, std::mt19937& rng
   REQUIRE(bad == 0);
 }
 
+struct MmCase {
+  Shape a, b;                // the node's operand shapes
+  bool transA = false, transB = false;  // read through OperandLayout::transposed
+  bool gemm = false;         // Gemm with transB = 1 (b is [N, K])
+  int64_t computeUnits = 2;  // many: forces split-K when K is long
+};
+
+// Layout of an operand as stored: `shape`, or its last two dims swapped when read transposed.
+Shape storedShape(Shape s, bool t) {
+  if (t) std::swap(s[s.size() - 1], s[s.size() - 2]);
+  return s;
+}
+
+void checkMatmul(strategy::ClSession& s, const MmCase& c, std::mt19937& rng) {
+  testing::GraphBuilder b;
+  const ir::ValueId x = b.input("a", ir::DType::F32, c.a), w = b.input("b", ir::DType::F32, c.b);
+  std::map<std::string, ir::AttrValue> attrs;
+  if (c.gemm) attrs["transB"] = int64_t{1};
+  const ir::ValueId y = b.op(c.gemm ? "Gemm" : "MatMul", {x, w}, attrs);
+  // Output shape: broadcast batch, then [M, N].
+  const Shape bn = c.gemm ? Shape{c.b[1], c.b[0]} : c.b;
+  const int64_t M = c.a[c.a.size() - 2], K = c.a.back(), N = bn.back();
+  Shape out;
+  const size_t rank = std::max(c.a.size(), bn.size());
+  for (size_t d = 0; d + 2 < rank; ++d) {
+    auto at = [&](const Shape& sh) { return d + sh.size() >= rank ? sh[d + sh.size() - rank] : int64_t{1}; };
+    out.push_back(std::max(at(c.a), at(bn)));
+  }
+  out.push_back(M);
+  out.push_back(N);
+  b.g.values[y].shape = out;
+  b.g.values[y].dtype = ir::DType::F32;
+  NodeLayouts nl;
+  std::map<ir::ValueId, Buffer> bufs;
+  const Shape* shapes[2] = {&c.a, &c.b};
+  const bool trans[2] = {c.transA, c.transB};
+  for (int k = 0; k < 2; ++k) {
+    OperandLayout ol;
+    ol.value = b.input("src" + std::to_string(k), ir::DType::F32, {1});
+    ol.transposed = trans[k];
+    ol.layout = randomLayout(storedShape(*shapes[k], trans[k]), rng, 2);
+    bufs[ol.value] = randomSource(ol.layout, ir::DType::F32, rng);
+    nl.inputs.push_back(ol);
+  }
+  const Layout outL = simpleLayout(out, rng);
+  nl.outputs.push_back(outL);
+  bufs[y] = Buffer::make(ir::DType::F32, outL.bufferSize());
+  const std::map<ir::ValueId, Buffer> inputs = bufs;
+  Target t;
+  t.computeUnits = c.computeUnits;
+  auto code = emitNode(b.g, b.g.nodes.back(), t, nl);
+  if (!code.ok()) FAIL(code.error().message);
+  runCode(s, *code, bufs);
+  // Operand element (batch index over `out`'s batch, row, col) read through its layout.
+  auto operand = [&](int k, const std::vector<int64_t>& o, int64_t r, int64_t col) {
+    const OperandLayout& ol = *nl.inputs[k];
+    const Shape& sh = *shapes[k];
+    std::vector<int64_t> idx = broadcastIndex(std::vector<int64_t>(o.begin(), o.end() - 2),
+                                              Shape(sh.begin(), sh.end() - 2));
+    idx.push_back(ol.transposed ? col : r);
+    idx.push_back(ol.transposed ? r : col);
+    return inputs.at(ol.value).get(ol.layout.locate(idx)[0]);
+  };
+  size_t bad = 0;
+  for (int64_t i = 0; i < ir::numElements(out); ++i) {
+    const std::vector<int64_t> o = unflatten(i, out);
+    const int64_t m = o[o.size() - 2], n = o.back();
+    double want = 0, mag = 0;
+    for (int64_t kk = 0; kk < K; ++kk) {
+      const double p = operand(0, o, m, kk) * (c.gemm ? operand(1, o, n, kk) : operand(1, o, kk, n));
+      want += p;
+      mag += std::fabs(p);
+    }
+    const double got = bufs[y].get(outL.locate(o)[0]);
+    if (!(std::fabs(got - want) <= 1e-5 * mag + 1e-6)) ++bad;
+  }
+  INFO(ir::shapeToString(c.a) << (c.transA ? "^T" : "") << " x " << ir::shapeToString(c.b) << (c.transB ? "^T" : "")
+                              << (c.gemm ? " (Gemm transB)" : "") << ", " << code->launches.size() << " launches");
+  INFO("lhs " << nl.inputs[0]->layout.str() << "\nrhs " << nl.inputs[1]->layout.str() << "\nout " << outL.str());
+  REQUIRE(bad == 0);
+}
+
+void checkCopy(strategy::ClSession& s, std::mt19937& rng) {
+  const Shape sh = randomShape(rng, 2);
+  testing::GraphBuilder b;
+  OperandLayout src;
+  src.value = b.input("src", ir::DType::F32, {1});
+  src.transposed = rng() % 4 == 0;
+  src.layout = randomLayout(storedShape(sh, src.transposed), rng, 3);
+  src.sign = randomSign(src.layout.shape(), rng);
+  const Layout dst = rng() % 2 ? Layout::rowMajor(sh) : simpleLayout(sh, rng);
+  std::map<ir::ValueId, Buffer> bufs{{src.value, randomSource(src.layout, ir::DType::F32, rng)}};
+  const Buffer in = bufs[src.value];
+  auto code = emitLayoutCopy(b.g, src, ir::DType::F32, dst, Target{});
+  if (!code.ok()) FAIL(code.error().message);
+  // The destination is scratch 0: give it a value id of its own.
+  const ir::ValueId out = b.input("dst", ir::DType::F32, {1});
+  bufs[out] = Buffer::make(ir::DType::F32, ir::numElements(code->scratch[0].shape));
+  NodeCode bound = *code;
+  bound.scratch.clear();
+  for (auto& l : bound.launches)
+    for (auto& a : l.args)
+      if (a.scratch) a = {false, out};
+  runCode(s, bound, bufs);
+  size_t bad = 0;
+  for (int64_t i = 0; i < ir::numElements(sh); ++i) {
+    const std::vector<int64_t> o = unflatten(i, sh);
+    std::vector<int64_t> idx = src.transposed ? storedShape(o, true) : o;
+    const double want = readThrough(in, src.layout, idx, src.sign), got = bufs[out].get(dst.locate(o)[0]);
+    if (!(got == want)) ++bad;
+  }
+  INFO("copy " << ir::shapeToString(sh) << " from " << src.layout.str() << (src.transposed ? " transposed" : "")
+               << (src.sign ? " with sign" : "") << " to " << dst.str());
+  INFO(code->launches[0].source);
+  REQUIRE(bad == 0);
+}
+
 }  // namespace
 
 TEST_CASE("elementwise kernels read and write through operand layouts", "[operand-layout]") {
   auto s = openSession();
-  std::mt19937 rng(7);
   const EwCase cases[] = {{"Add", 2}, {"Mul", 2}, {"Exp", 1}, {"Where", 3}, {"Sum", 3}, {"Cast", 1}, {"Expand", 1}};
-  for (int rep = 0; rep < 4; ++rep)
-    for (const EwCase& c : cases) {
-      DYNAMIC_SECTION(c.op << " #" << rep) { checkElementwise(*s, c, rng); }
+  // Each section is its own run of the test case: seed per section, not once per case.
+  for (unsigned rep = 0; rep < 4; ++rep)
+    for (unsigned k = 0; k < std::size(cases); ++k) {
+      DYNAMIC_SECTION(cases[k].op << " #" << rep) {
+        std::mt19937 rng(100 * rep + k);
+        checkElementwise(*s, cases[k], rng);
+      }
     }
+}
+
+TEST_CASE("batched matmul reads operands through layouts", "[operand-layout]") {
+  auto s = openSession();
+  const MmCase cases[] = {
+      {{1, 4, 16, 8}, {1, 4, 8, 16}},                 // attention scores
+      {{1, 4, 16, 8}, {1, 4, 8, 16}, false, true},    // ... with K read transposed (reuse)
+      {{1, 16, 64}, {64, 24}},                        // x W: batch folds into M
+      {{2, 1, 5, 7}, {3, 7, 9}, true, false},         // broadcast batch, transposed lhs
+      {{6, 5}, {3, 5}, false, false, true},           // Gemm transB
+      {{3, 2, 9}, {9, 6}, false, true},               // folded batch, transposed rhs
+      {{8, 1100}, {1100, 12}, false, false, false, 16},  // split-K
+      {{2, 8, 1100}, {2, 1100, 12}, false, false, false, 16}};  // split-K per batch matrix
+  for (unsigned k = 0; k < std::size(cases); ++k)
+    for (unsigned rep = 0; rep < 2; ++rep) {
+      const MmCase& c = cases[k];
+      DYNAMIC_SECTION(ir::shapeToString(c.a) << " x " << ir::shapeToString(c.b) << " #" << rep) {
+        std::mt19937 rng(1000 + 10 * k + rep);
+        checkMatmul(*s, c, rng);
+      }
+    }
+}
+
+TEST_CASE("layout copies move every element through both layouts", "[operand-layout]") {
+  auto s = openSession();
+  for (unsigned rep = 0; rep < 16; ++rep) {
+    DYNAMIC_SECTION("copy #" << rep) {
+      std::mt19937 rng(5000 + rep);
+      checkCopy(*s, rng);
+    }
+  }
 }
 
 TEST_CASE("trivial layouts emit exactly the plain kernels", "[operand-layout]") {
@@ -320,29 +472,8 @@ TEST_CASE("trivial layouts emit exactly the plain kernels", "[operand-layout]") 
   auto d = emitNode(b.g, b.g.nodes.back(), Target{}, rm);
   REQUIRE(d.ok());
   CHECK(d->launches[0].source == a->launches[0].source);
-  CHECK(supportsOperandLayouts(b.g.nodes.back()));
+  CHECK(supportsOperandLayouts(b.g, b.g.nodes.back()));
 }
 
 }  // namespace fbl::codegen
 
-namespace fbl::codegen {
-TEST_CASE("TEMP tiling timing", "[.tiling-timing]") {
-  auto s = openSession();
-  struct D { int64_t m, k, n; };
-  for (D d : {D{16, 64, 64}, D{16, 64, 8}, D{64, 16, 16}, D{128, 64, 256}, D{16, 256, 64}}) {
-    for (const char* cfg : {"64,64,16,4,4", "32,32,16,4,4", "16,16,16,4,4", "16,64,16,4,4", "32,64,16,4,4"}) {
-      MatmulTiling t;
-      std::sscanf(cfg, "%ld,%ld,%ld,%ld,%ld", &t.tm, &t.tn, &t.tk, &t.rm, &t.rn);
-      t.splitK = 1;
-      Layout l = Layout::rowMajor({d.m, d.k}), r = Layout::rowMajor({d.k, d.n}), o = Layout::rowMajor({d.m, d.n});
-      auto k = emitRTileMatmul("mm", d.m, d.k, d.n, {l, false}, {r, false}, o, t);
-      REQUIRE(k.ok());
-      auto a = s->allocate(l), b = s->allocate(r), c = s->allocate(o);
-      double best = 1e9;
-      for (int i = 0; i < 20; ++i) { auto ms = s->run(*k, {*a, *b, *c}); REQUIRE(ms.ok()); best = std::min(best, *ms); }
-      std::printf("%ldx%ldx%ld tiling %s: %.3f ms\n", d.m, d.k, d.n, cfg, best);
-      s->release(*a), s->release(*b), s->release(*c);
-    }
-  }
-}
-}  // namespace fbl::codegen

@@ -97,10 +97,9 @@ TEST_CASE("tiny CNNs and the SD UNet take one training step on PoCL", "[runtime]
   for (const char* name : {"resnet34", "vgg19", "stable-diffusion-1.5"}) stepOnDevice(name);
 }
 
-// Depthwise convolutions need conv_emitters.cc's "Conv", which serves once computeEmitters()
-// stops listing its group-1 Conv; until then compile fails and this case may fail.
+// Depthwise convolutions: conv_emitters.cc's grouped Conv.
 TEST_CASE("tiny mobilenetv2 (depthwise convolutions) takes one training step on PoCL",
-          "[runtime][zoo-step][!mayfail]") {
+          "[runtime][zoo-step]") {
   stepOnDevice("mobilenetv2");
 }
 

@@ -11,8 +11,8 @@ trap 'rm -rf "$work" 2>/dev/null || true' EXIT
 # PoCL's compile of these plans' many distinct kernels takes minutes on 2 cores; a cache in the
 # build dir makes every later run take seconds.
 export POCL_CACHE_DIR=${POCL_CACHE_DIR:-$build/pocl-cache}
-# mobilenetv2 joins once conv_emitters.cc's grouped "Conv" replaces compute_emitters.cc's.
-models=${FBL_ZOO_MODELS:-"resnet34 vgg19 stable-diffusion-1.5"}
+
+models=${FBL_ZOO_MODELS:-"mobilenetv2 resnet34 vgg19 stable-diffusion-1.5"}
 dev=$("$bin/fbl-train" --list-devices | grep -i 'portable computing language' | head -1 | cut -d: -f1 || true)
 if [ -z "$dev" ]; then
   echo "no PoCL device: skipped"
