@@ -9,8 +9,6 @@
 //     row / one work-item per texel column (reductions).
 #include "compiler/codegen/rtile_kernels.h"
 
-#include <cstdio>
-#include <cstdlib>
 #include <map>
 
 #include <fmt/format.h>
@@ -76,13 +74,11 @@ MatmulTiling matmulTiling(DeviceClass d) {
 }
 
 MatmulTiling matmulTilingFor(DeviceClass d, int64_t m, int64_t n) {
-  MatmulTiling t = matmulTiling(d);
-  if (const char* e = std::getenv("FBL_MM_TILING")) {  // measurement only (temporary)
-    std::sscanf(e, "%ld,%ld,%ld,%ld,%ld", &t.tm, &t.tn, &t.tk, &t.rm, &t.rn);
-    (void)m, (void)n;
-    return t;
-  }
-  return t;
+  // Smaller tiles for small M/N were measured faster per kernel on PoCL but slower per training
+  // step (docs/kernels.md, "Small products"); until that is explained, every product keeps the
+  // device's tuned tiling.
+  (void)m, (void)n;
+  return matmulTiling(d);
 }
 
 std::string layoutParam(const Layout& l, const std::string& name, bool write) {

@@ -38,8 +38,8 @@ struct MatmulTiling {
 // register prefetch; CPUs (PoCL: a work-group is a loop nest on one core, values live across a
 // barrier go through memory) get 64x64x16 with 4x4 per work-item and no prefetch.
 MatmulTiling matmulTiling(DeviceClass d);
-// The tiling for one M x N product: matmulTiling, with smaller tiles where M or N is small
-// (docs/kernels.md, "Small products", has the measurements behind the thresholds).
+// The tiling for one M x N product (the hook for size-dependent tilings; today matmulTiling,
+// see docs/kernels.md, "Small products", for the measurements).
 MatmulTiling matmulTilingFor(DeviceClass d, int64_t m, int64_t n);
 
 // Split-K for an M x N output over K: a product with fewer output tiles than
