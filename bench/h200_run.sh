@@ -1,30 +1,53 @@
 #!/usr/bin/env bash
-# The measurements taken on the lent NVIDIA H200 machine, in one batch. Run from the repo root
-# there with the carried binaries and libraries in .devcarry/ (see docs/benchmarks.md).
+# The measurements taken on the lent NVIDIA H200 machine, in batches that fit its 10-minute
+# command limit. Run from the repo root there with the carried binaries and libraries in
+# .devcarry/ (see docs/benchmarks.md):  bash bench/h200_run.sh 1   (then 2)
+#   1: Figure 16 (matmul), Figure 17 (transforms), the tiny corpus models per strategy, the
+#      PyTorch eager reference for the zoo Llama step;
+#   2: the zoo models of Table 3 and the CNNs per strategy (fewer layers: see docs/results.md),
+#      and the Figure-14 ablation on the zoo Llama.
 set -uo pipefail
 export LD_LIBRARY_PATH=$PWD/.devcarry/lib:${LD_LIBRARY_PATH:-}
 export POCL_CACHE_DIR=/tmp/pocl-cache
 B=$PWD/.devcarry/bin
-OUT=${OUT:-/tmp/out}
-clinfo -l 2>&1 | tee $OUT/clinfo.txt
-$B/fblc profile --list 2>&1 | tee $OUT/devices.txt
+FINAL=${OUT:-/tmp/out}
+OUT=/tmp/results   # everything lands here; one archive goes back (the tool returns few files)
+P=profiles/nvidia-h200.json
+mkdir -p $OUT /tmp/zoo
+trap 'tar -czf $FINAL/results-${1:-1}.tar.gz -C $OUT .' EXIT
+$B/fblc profile --list > $OUT/devices.txt 2>&1
 dev=$(grep -i nvidia $OUT/devices.txt | head -1 | cut -d: -f1 | tr -d " ")
 echo "NVIDIA device index: ${dev:-?}"
-# 1. the hardware profile (Figure-4 table), keeping the public facts of the committed file
-( time $B/fblc profile --device ${dev:-0} --base profiles/nvidia-h200.json -o $OUT/nvidia-h200.json ) 2>&1 | tee $OUT/profile.log
-# 2. Figure-16 matmul per strategy: tiles from the measured H200 profile, then from Adreno-830's
-$B/fbl-bench matmul --device ${dev:-0} --profile $OUT/nvidia-h200.json --runs 10 2>&1 | tee $OUT/matmul-h200.txt
-$B/fbl-bench matmul --device ${dev:-0} --rtile-profile profiles/adreno-830.json --runs 10 2>&1 | tee $OUT/matmul-adreno-tiles.txt
-# 3. cuBLAS reference
-python3 bench/torch_matmul_reference.py 2>&1 | tee $OUT/cublas.json
-# 4. time per training step of every tiny corpus model
-for m in llama-tiny bert-tiny vit-tiny bert-tiny-torchscript; do
-  $B/fblc compile tests/data/$m/model.onnx --profile profiles/pocl-cpu.json -o /tmp/$m.fbp >/dev/null &&
-  $B/fbl-train /tmp/$m.fbp --weights /tmp/$m.safetensors --data tests/data/$m/test_data_set_0 \
-    --steps 30 --device ${dev:-0} 2>&1 | tr '\r' '\n' | tail -1 | sed "s/^/$m: /" | tee -a $OUT/train-steps.txt
-done
-# 5. whole training steps (fbl-bench step), where the binary has it
-if $B/fbl-bench step --help >/dev/null 2>&1; then
-  $B/fbl-bench step models/llama3.2-1b-tiny.onnx --profile $OUT/nvidia-h200.json --strategy all \
-    --steps 20 --device ${dev:-0} 2>&1 | tee $OUT/step-llama-tiny.txt
-fi
+
+step() {  # step NAME MODEL STEPS [extra fbl-bench args...]
+  local name=$1 model=$2 steps=$3
+  shift 3
+  timeout ${STEP_TIMEOUT:-240} $B/fbl-bench step "$model" --profile $P --device ${dev:-0} --steps "$steps" \
+    --json $OUT/step-$name.json --svg $OUT/step-$name.svg "$@" 2>&1 | grep -v "macro redefined" | tail -25 |
+    tee $OUT/step-$name.txt
+}
+
+case "${1:-1}" in
+1)
+  timeout 120 $B/fbl-bench matmul --device ${dev:-0} --profile $P --runs 10 2>&1 | tee $OUT/matmul-h200.txt
+  timeout 300 $B/fbl-bench transforms --device ${dev:-0} --profile $P --steps 5 --json $OUT/transforms.json 2>&1 |
+    grep -v "macro redefined" | tee $OUT/transforms.txt
+  for m in llama-tiny bert-tiny vit-tiny; do step $m tests/data/$m/model.onnx 20; done
+  timeout 120 python3 bench/torch_lora_step.py --layers 2 --seq 512 2>&1 | tee $OUT/torch-llama-2layers.json
+  ;;
+2)
+  for m in llama3.2-1b qwen2.5-1.5b gemma2-2b bert-large vit-large whisper-large; do
+    $B/fblc zoo $m --layers 2 -o /tmp/zoo/$m.onnx > /dev/null && step $m /tmp/zoo/$m.onnx 3
+  done
+  ;;
+2a)
+  $B/fblc zoo llama3.2-1b --layers 2 -o /tmp/zoo/llama3.2-1b.onnx > /dev/null &&
+    step llama3.2-1b-ablation /tmp/zoo/llama3.2-1b.onnx 3 --ablation
+  ;;
+3)
+  for m in mobilenetv2 resnet34 vgg19; do
+    $B/fblc zoo $m -o /tmp/zoo/$m.onnx > /dev/null && step $m /tmp/zoo/$m.onnx 3
+  done
+  $B/fblc zoo stable-diffusion-1.5 --layers 1 -o /tmp/zoo/sd.onnx > /dev/null && step stable-diffusion-1.5 /tmp/zoo/sd.onnx 2
+  ;;
+esac
