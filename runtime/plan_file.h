@@ -45,7 +45,7 @@ struct Tensor {
   std::string dtype;               // "f32", "i64", "bool", ...
   std::vector<int64_t> shape;
   std::string layout = "row_major";
-  std::string storage = "buffer";  // image2d later
+  std::string storage = "buffer";  // plans keep every tensor in the one arena buffer
   Role role = Role::Intermediate;
   int64_t offset = 0;              // in the arena, bytes
   int64_t bytes = 0;
