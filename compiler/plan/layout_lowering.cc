@@ -112,7 +112,7 @@ class Lowerer {
         if (decided && readable) {
           out.nodes[r.consumer].layouts.inputs[r.slot] = std::move(ol);
         } else {
-          requestMaterialise(n.inputs[r.slot], r.consumer, std::move(ol));
+          requestMaterialise(n.inputs[r.slot], r.consumer, std::move(ol), r.view);
         }
       }
     } else if (a_.strategy == Strategy::kReuse) {
@@ -130,24 +130,14 @@ class Lowerer {
         }
       }
     }
-    for (auto& [v, req] : materialise_)
-      out.nodes[req.first].materialise.emplace_back(v, std::move(req.second));
+    for (const auto& [v, req] : materialise_) out.nodes[req.consumer].materialise.emplace_back(v, req.from);
     return Status::success();
   }
 
-  void requestMaterialise(ValueId v, NodeId consumer, OperandLayout from) {
+  // The first consumer (in node order) that needs `v` materialised gets the copy.
+  void requestMaterialise(ValueId v, NodeId consumer, OperandLayout from, const layout::IndexMap& view) {
     auto it = materialise_.find(v);
-    if (it == materialise_.end() || consumer < it->second.first) {
-      materialise_[v] = {consumer, std::move(from)};
-      materialiseView_[v] = views_.at({consumer, slotOf(consumer, v)});
-    }
-  }
-
-  int slotOf(NodeId consumer, ValueId v) const {
-    const ir::Node& n = g_.nodes[consumer];
-    for (size_t s = 0; s < n.inputs.size(); ++s)
-      if (n.inputs[s] == v && views_.count({consumer, static_cast<int>(s)})) return static_cast<int>(s);
-    return 0;
+    if (it == materialise_.end() || consumer < it->second.consumer) materialise_[v] = {consumer, std::move(from), view};
   }
 
   // Step 4.
@@ -205,7 +195,7 @@ class Lowerer {
       for (NodeId c : copiers[v])
         for (auto& [mv, from] : out.nodes[c].materialise) {
           if (from.value != v) continue;
-          FBL_ASSIGN(from.layout, tiled->compose(materialiseView_.at(mv)));
+          FBL_ASSIGN(from.layout, tiled->compose(materialise_.at(mv).view));
         }
       out.storage.emplace(v, *tiled);
       out.storageNote[v] = "rtile " + e->spec().str();
@@ -235,7 +225,7 @@ class Lowerer {
       for (size_t s = 0; s < n.inputs.size(); ++s) {
         if (n.inputs[s] == ir::kNoValue) continue;
         if (nl.layouts.inputs[s]) need(nl.layouts.inputs[s]->value);
-        else if (!isMaterialised(out, n.inputs[s])) need(n.inputs[s]);
+        else if (!materialise_.count(n.inputs[s])) need(n.inputs[s]);
       }
     }
     // A value whose own chain runs after all (another reader needed it) is not copied as well.
@@ -248,17 +238,17 @@ class Lowerer {
     }
   }
 
-  bool isMaterialised(const LayoutLowering& out, ValueId v) const {
-    (void)out;
-    return materialise_.count(v) != 0;
-  }
-
   const ir::Graph& g_;
   const passes::LayoutAssignment& a_;
   std::vector<bool> foldable_;
-  std::map<ValueId, std::pair<NodeId, OperandLayout>> materialise_;
+  // Values copied from a source (step 2): who copies first, from where, through which view.
+  struct Materialise {
+    NodeId consumer;
+    OperandLayout from;
+    layout::IndexMap view;  // consumer index -> source index (composed again if the source is tiled)
+  };
+  std::map<ValueId, Materialise> materialise_;
   std::map<std::pair<NodeId, int>, layout::IndexMap> views_;  // fblayout reads: consumer index -> source index
-  std::map<ValueId, layout::IndexMap> materialiseView_;
 };
 
 }  // namespace
