@@ -7,18 +7,7 @@
 # Args: BUILD_DIR SOURCE_DIR.
 set -euo pipefail
 build=${1:?build dir}; src=${2:?source dir}
-bin=${FBL_BIN:-$build/bin}
-work=$(mktemp -d /tmp/fbl-bench-transforms.XXXXXX)
-trap 'rm -rf "$work" 2>/dev/null || true' EXIT
-export POCL_CACHE_DIR=${POCL_CACHE_DIR:-$build/pocl-cache-bench}
-export POCL_EXTRA_BUILD_FLAGS=${POCL_EXTRA_BUILD_FLAGS--cl-opt-disable}
-mkdir -p "$POCL_CACHE_DIR"
-
-dev=$("$bin/fbl-train" --list-devices | grep -i 'portable computing language' | head -1 | cut -d: -f1 || true)
-if [ -z "$dev" ]; then
-  echo "no PoCL device: skipped"
-  exit 0
-fi
+source "$src/tests/scripts/lib/bench_pocl_env.sh" fbl-bench-transforms
 
 "$bin/fbl-bench" transforms --seq 16 --heads 2 --hidden 32 --steps 2 --device "$dev" \
   --profile "$src/profiles/pocl-cpu.json" --json "$work/t.json" > "$work/t.txt" 2> "$work/stderr" ||
