@@ -46,7 +46,9 @@
 #define LPT (TM * TK / 4u / NT)
 #define RPT (TK * TN / 4u / NT)
 
-// loadL, loadR, storeOut and MASKED_B (compiler/codegen/rtile_kernels.cc, layoutAccess).
+// loadL, loadR, storeOut and MASKED_B (compiler/codegen/rtile_kernels.cc, layoutAccess), and
+// EPILOGUE(v, b, r, c): the fused elementwise work on outputs (b, r, c..c+3) before they are
+// stored, `v` itself when nothing is fused (compiler/codegen/matmul_epilogue.h).
 {{ACCESS}}
 
 // The attribute sits behind a macro: the plan builder rewrites the parameter list that follows
@@ -134,7 +136,7 @@ __kernel void WG_SIZE {{NAME}}({{PARAMS}}) {
       if (n + 2u < N) p[2] = acc[i][j].z;
       if (n + 3u < N) p[3] = acc[i][j].w;
 #else
-      storeOut(out, bat, m, n, acc[i][j]);
+      storeOut(out, bat, m, n, EPILOGUE(acc[i][j], bat, m, n));
 #endif
     }
   }

@@ -1,7 +1,7 @@
 // The second half of a split-K product (rtile_matmul.cl with SPLIT > 1): out = the sum of the
 // SPLIT planes of the row-major partial buffer [BATCH x SPLIT x M x N], written through the
 // output's layout (the ACCESS hole: storeOut over (batch, row, col)). A work-item adds one texel
-// (4 columns).
+// (4 columns). EPILOGUE (see rtile_matmul.cl) applies fused elementwise work to the sums.
 #define M {{M}}u
 #define N {{N}}u
 #define SPLIT {{SPLIT}}u
@@ -16,5 +16,5 @@ __kernel void {{NAME}}(__global const float* restrict part, {{OUT_PARAM}}) {
     __global const float* p = part + ((bat * SPLIT + z) * M + r) * N + c;
     s += (float4)(p[0], c + 1u < N ? p[1] : 0.0f, c + 2u < N ? p[2] : 0.0f, c + 3u < N ? p[3] : 0.0f);
   }
-  storeOut(out, bat, r, c, s);
+  storeOut(out, bat, r, c, EPILOGUE(s, bat, r, c));
 }

@@ -12,6 +12,7 @@
 
 #include "compiler/codegen/emit_util.h"
 #include "compiler/codegen/index_code.h"
+#include "compiler/codegen/matmul_epilogue.h"
 #include "compiler/codegen/operand_layout.h"
 #include "compiler/codegen/rtile_kernels.h"
 
@@ -287,8 +288,18 @@ Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Ta
   auto cols = [](const MatmulOperand& o) { return o.stored.shape()[o.stored.shape().size() - (o.transposed ? 2 : 1)]; };
   const int64_t M = rows(ops[0]), K = cols(ops[0]), N = cols(ops[1]);
   if (rows(ops[1]) != K) return makeError("{}: inner dimensions {} and {} differ", ir::describeNode(g, n), K, rows(ops[1]));
-  // Output as [batch..., M, N] (a 1-D operand's unit dim restored).
+  // Output as [batch..., M, N] (a 1-D operand's unit dim restored). With an epilogue the kernel
+  // writes the last fused step's value (same shape) instead.
+  const bool fused = layouts && !layouts->epilogue.empty();
+  const ir::ValueId outValue = fused && layouts->epilogueOutput != ir::kNoValue ? layouts->epilogueOutput : n.outputs[0];
   const ir::Value& out = g.values[n.outputs[0]];
+  if (g.values[outValue].shape != out.shape)
+    return makeError("{}: fused output {} has shape {}, the product {}", ir::describeNode(g, n), g.values[outValue].name,
+                     ir::shapeToString(g.values[outValue].shape), ir::shapeToString(out.shape));
+  std::optional<EpilogueCode> epi;
+  if (fused) {
+    FBL_ASSIGN(epi, emitMatmulEpilogue(g, layouts->epilogue, out.shape));
+  }
   ir::Shape full;
   for (int s = 0; s < 2; ++s) {
     const ir::Shape& st = ops[s].stored.shape();
@@ -314,7 +325,8 @@ Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Ta
   const int64_t mEff = fold ? batch * M : M, bEff = fold ? 1 : batch;
   MatmulTiling tiling = matmulTilingFor(t.deviceClass, mEff, N);
   tiling.splitK = chooseSplitK(mEff, N, K, tiling, t.computeUnits, bEff);
-  auto kernel = emitRTileMatmul("{{NAME}}", M, K, N, ops[0], ops[1], outL, tiling);
+  const bool split = tiling.splitK > 1;
+  auto kernel = emitRTileMatmul("{{NAME}}", M, K, N, ops[0], ops[1], outL, tiling, epi && !split ? &epi->kernel : nullptr);
   if (!kernel.ok()) return makeError("{}: {}", ir::describeNode(g, n), kernel.error().message);
   auto toLaunch = [](const RTileKernel& k, std::vector<ArgRef> args) {
     LaunchSpec l{k.source, "", "matmul", std::move(args), {}, {}};
@@ -323,8 +335,12 @@ Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Ta
     return l;
   };
   NodeCode code;
-  if (tiling.splitK == 1) {
-    code.launches.push_back(toLaunch(*kernel, {val(bound[0]), val(bound[1]), val(n.outputs[0])}));
+  auto withEpilogue = [&](std::vector<ArgRef> args) {
+    if (epi) args.insert(args.end(), epi->args.begin(), epi->args.end());
+    return args;
+  };
+  if (!split) {
+    code.launches.push_back(toLaunch(*kernel, withEpilogue({val(bound[0]), val(bound[1]), val(outValue)})));
     return code;
   }
   code.scratch.push_back({ir::DType::F32, {bEff * tiling.splitK * mEff * N}});
@@ -333,9 +349,9 @@ Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Ta
   if (fold) {
     FBL_ASSIGN(sumOut, outL.reshape({mEff, N}));
   }
-  auto sum = emitRTileSplitKSum("{{NAME}}", mEff, N, tiling.splitK, sumOut);
+  auto sum = emitRTileSplitKSum("{{NAME}}", mEff, N, tiling.splitK, sumOut, epi ? &epi->kernel : nullptr);
   if (!sum.ok()) return makeError("{}: {}", ir::describeNode(g, n), sum.error().message);
-  LaunchSpec l = toLaunch(*sum, {scratch(0), val(n.outputs[0])});
+  LaunchSpec l = toLaunch(*sum, withEpilogue({scratch(0), val(outValue)}));
   l.tag = "splitk";
   code.launches.push_back(std::move(l));
   return code;

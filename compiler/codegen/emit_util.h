@@ -47,6 +47,9 @@ Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Ta
 // The elementwise family (kernel_emitter.cc): kEwRules, Gelu, Sum, Mean; operands and output
 // through `layouts` (nullptr: row-major).
 bool isElementwiseOp(std::string_view op);
+// The one-line body of an elementwise node over its operands a, b, c; nullopt when the op is not
+// one (variadic Max/Min/Sum/Mean: the two-operand form).
+std::optional<std::string> elementwiseExpr(const ir::Graph& g, const ir::Node& n);
 Result<NodeCode> emitElementwiseNode(const ir::Graph& g, const ir::Node& n, const Target& t,
                                      const NodeLayouts* layouts);
 

@@ -184,7 +184,8 @@ Result<NodeCode> emitElementwise(const ir::Graph& g, const ir::Node& n, const Ta
   return code;
 }
 
-// The body of an elementwise node, or nullopt when the op is not one.
+}  // namespace
+
 std::optional<std::string> elementwiseExpr(const ir::Graph& g, const ir::Node& n) {
   if (n.op == "Gelu") return gelu(n);
   if (n.op == "Sum" || n.op == "Mean") return std::string(n.op == "Sum" ? "a + b" : "(a + b) / 2.0f");
@@ -203,8 +204,6 @@ std::optional<std::string> elementwiseExpr(const ir::Graph& g, const ir::Node& n
     }
   return std::nullopt;
 }
-
-}  // namespace
 
 bool isElementwiseOp(std::string_view op) {
   if (op == "Gelu" || op == "Sum" || op == "Mean") return true;

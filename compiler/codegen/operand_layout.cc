@@ -22,7 +22,7 @@ bool NodeLayouts::trivial() const {
     if (i) return false;
   for (const auto& o : outputs)
     if (o) return false;
-  return true;
+  return epilogue.empty();
 }
 
 bool supportsOperandLayouts(const ir::Graph& g, const ir::Node& n) {
@@ -31,6 +31,8 @@ bool supportsOperandLayouts(const ir::Graph& g, const ir::Node& n) {
 
 Result<NodeCode> emitNode(const ir::Graph& g, const ir::Node& n, const Target& target, const NodeLayouts& layouts) {
   if (layouts.trivial()) return emitNode(g, n, target);
+  if (!layouts.epilogue.empty() && !((n.op == "MatMul" || n.op == "Gemm") && usesTiledMatmul(g, n)))
+    return makeError("{}: only the tiled MatMul runs fused elementwise steps", ir::describeNode(g, n));
   if (isElementwiseOp(n.op)) return emitElementwiseNode(g, n, target, &layouts);
   if ((n.op == "MatMul" || n.op == "Gemm") && usesTiledMatmul(g, n)) {
     for (const auto& i : layouts.inputs)

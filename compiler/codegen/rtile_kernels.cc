@@ -66,6 +66,10 @@ std::string fill(std::string_view tmpl, const std::map<std::string, std::string>
 }
 
 
+std::string epilogueCode(const MatmulEpilogue* epi) {
+  return epi ? epi->code : "#define EPILOGUE(v, b, r, c) (v)\n";
+}
+
 }  // namespace
 
 MatmulTiling matmulTiling(DeviceClass d) {
@@ -216,7 +220,7 @@ Result<std::string> layoutAccess(const std::string& fn, const Layout& l, bool wr
 
 Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t k, int64_t n,
                                     const MatmulOperand& lhs, const MatmulOperand& rhs, const Layout& out,
-                                    const MatmulTiling& t) {
+                                    const MatmulTiling& t, const MatmulEpilogue* epi) {
   const ir::Shape batch = batchOf(out);
   const int64_t batchCount = ir::numElements(batch);
   // An unbatched rhs under a batched, untransposed lhs: the batch folds into M (one [B*M x K]
@@ -225,7 +229,7 @@ Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t 
     FBL_ASSIGN(Layout l2, lhs.stored.reshape({batchCount * m, k}));
     FBL_ASSIGN(Layout r2, rhs.stored.reshape({rowsOf(rhs.stored), colsOf(rhs.stored)}));
     FBL_ASSIGN(Layout o2, out.reshape({batchCount * m, n}));
-    return emitRTileMatmul(name, batchCount * m, k, n, {l2, false}, {r2, rhs.transposed}, o2, t);
+    return emitRTileMatmul(name, batchCount * m, k, n, {l2, false}, {r2, rhs.transposed}, o2, t, epi);
   }
   auto expect = [&](const Layout& l, int64_t r, int64_t c, const char* role) -> Status {
     if (l.shape().size() < 2 || rowsOf(l) != r || colsOf(l) != c)
@@ -243,6 +247,7 @@ Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t 
     return makeError("rtile matmul {}: tiling {}x{}x{} / {}x{}: a tile's texels do not divide among {} work-items", name,
                      t.tm, t.tn, t.tk, t.rm, t.rn, t.wgX() * t.wgY());
   const bool split = t.splitK > 1;
+  if (split && epi) return makeError("rtile matmul {}: a split-K product's epilogue runs in its sum", name);
   // Slices are whole TK steps, so no tile straddles two slices.
   const int64_t kSlice = ((k + t.splitK - 1) / t.splitK + t.tk - 1) / t.tk * t.tk;
   if (split && (k + kSlice - 1) / kSlice != t.splitK)
@@ -259,9 +264,10 @@ Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t 
       {"RM", std::to_string(t.rm)}, {"RN4", std::to_string(t.rn / 4)},
       {"L_T", lhs.transposed ? "1" : "0"}, {"R_T", rhs.transposed ? "1" : "0"},
       {"SPLIT", std::to_string(t.splitK)}, {"KS", std::to_string(kSlice)}, {"PIPE", t.pipeline ? "1" : "0"},
-      {"ACCESS", prelude({&lhs.stored, &rhs.stored, &out}) + loadL + loadR + store},
+      {"ACCESS", prelude({&lhs.stored, &rhs.stored, &out}) + loadL + loadR + store + epilogueCode(epi)},
       {"PARAMS", layoutParam(lhs.stored, "lhs", false) + ", " + layoutParam(rhs.stored, "rhs", false) + ", " +
-                     (split ? std::string("__global float* restrict out") : layoutParam(out, "out", true))}};
+                     (split ? std::string("__global float* restrict out") : layoutParam(out, "out", true)) +
+                     (epi ? epi->params : "")}};
   RTileKernel kernel;
   kernel.name = name;
   kernel.source = fill(kernelTemplate("rtile_matmul"), v, name);
@@ -281,7 +287,7 @@ int64_t chooseSplitK(int64_t m, int64_t n, int64_t k, const MatmulTiling& t, int
 }
 
 Result<RTileKernel> emitRTileSplitKSum(const std::string& name, int64_t m, int64_t n, int64_t splitK,
-                                       const Layout& out) {
+                                       const Layout& out, const MatmulEpilogue* epi) {
   if (out.shape().size() < 2 || rowsOf(out) != m || colsOf(out) != n)
     return makeError("rtile split-K sum {}: output stored {}, expected [..., {}, {}]", name,
                      ir::shapeToString(out.shape()), m, n);
@@ -289,8 +295,9 @@ Result<RTileKernel> emitRTileSplitKSum(const std::string& name, int64_t m, int64
   FBL_ASSIGN(Layout ov, batchedView(out, batch, "out"));
   FBL_ASSIGN(std::string store, accessFunctions("storeOut", ov, true, true));
   std::map<std::string, std::string> v = {{"M", std::to_string(m)}, {"N", std::to_string(n)},
-                                          {"SPLIT", std::to_string(splitK)}, {"ACCESS", prelude({&out}) + store},
-                                          {"OUT_PARAM", layoutParam(out, "out", true)}};
+                                          {"SPLIT", std::to_string(splitK)},
+                                          {"ACCESS", prelude({&out}) + store + epilogueCode(epi)},
+                                          {"OUT_PARAM", layoutParam(out, "out", true) + (epi ? epi->params : "")}};
   RTileKernel kernel;
   kernel.name = name;
   kernel.source = fill(kernelTemplate("rtile_splitk"), v, name);

@@ -69,6 +69,16 @@ struct RTileKernel {
   std::vector<size_t> global, local;
 };
 
+// Elementwise work fused into a product's store (compiler/codegen/matmul_epilogue.h builds it
+// from graph nodes): `code` defines EPILOGUE(v, b, r, c), the float4 of outputs (b, r, c..c+3)
+// as the template numbers them, after the work; `params` (", __global const float* restrict
+// e0, ...") are kernel parameters that follow the kernel's own arguments. Without one, EPILOGUE
+// is the identity.
+struct MatmulEpilogue {
+  std::string code;
+  std::string params;
+};
+
 // C[M x N] = L[M x K] * R[K x N]. lhs.stored is [M x K] ([K x M] when transposed), rhs [K x N]
 // ([N x K] when transposed), out [M x N]. Args: lhs, rhs, out; with tiling.splitK > 1 the third
 // argument is "partial", a float buffer of splitK x M x N, and emitRTileSplitKSum finishes.
@@ -77,11 +87,13 @@ struct RTileKernel {
 // B x splitK x M x N. An unbatched rhs under an untransposed lhs folds the batch into M.
 Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t k, int64_t n,
                                     const MatmulOperand& lhs, const MatmulOperand& rhs,
-                                    const layout::Layout& out, const MatmulTiling& tiling);
+                                    const layout::Layout& out, const MatmulTiling& tiling,
+                                    const MatmulEpilogue* epilogue = nullptr);
 
-// out = sum of the splitK planes of `partial` (per batch matrix of out). Args: partial, out.
+// out = sum of the splitK planes of `partial` (per batch matrix of out). Args: partial, out
+// (then the epilogue's, which runs here, not in the split product).
 Result<RTileKernel> emitRTileSplitKSum(const std::string& name, int64_t m, int64_t n, int64_t splitK,
-                                       const layout::Layout& out);
+                                       const layout::Layout& out, const MatmulEpilogue* epilogue = nullptr);
 
 // dst = src (transpose: dst = src^T), any layout to any layout, a 4x4 element block per
 // work-item. Args: src, dst.

@@ -1,10 +1,12 @@
-// layout lowering: the algorithm is in layout_lowering.h (steps 1-4).
+// layout lowering: the algorithm is in layout_lowering.h (steps 1-6; fusion in fusion.cc).
 #include "compiler/plan/layout_lowering.h"
 
 #include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
+
+#include "compiler/plan/fusion.h"
 
 namespace fbl::plan {
 
@@ -40,7 +42,7 @@ class Lowerer {
  public:
   Lowerer(const ir::Graph& g, const passes::LayoutAssignment& a) : g_(g), a_(a) {}
 
-  Result<LayoutLowering> run(const std::vector<ValueId>& mustExist) {
+  Result<LayoutLowering> run(const std::vector<ValueId>& mustExist, const LoweringOptions& options) {
     LayoutLowering out;
     out.strategy = a_.strategy;
     out.nodes.resize(g_.nodes.size());
@@ -50,16 +52,25 @@ class Lowerer {
       out.nodes[id].layouts.outputs.resize(n.outputs.size());
     }
     foldable_.assign(g_.nodes.size(), false);
+    out.inKernelOnly.assign(g_.values.size(), false);
     FBL_TRY(candidates(out));
     liveness(out, mustExist);
-    FBL_TRY(chooseStorage(out, mustExist));
-    // 5: kinds and counts.
+    std::vector<bool> keep(g_.values.size(), false);
+    for (ValueId v : mustExist) keep[v] = true;
+    for (ValueId v : g_.outputs) keep[v] = true;
+    const bool fuse = options.fuse && a_.strategy == Strategy::kFBLayout;
+    if (fuse) planFusion(g_, keep, out, views_);
+    FBL_TRY(chooseStorage(out, keep));
+    if (fuse) finishFusion(g_, out);
+    // 6: kinds and counts.
     for (NodeId id = 0; id < static_cast<NodeId>(g_.nodes.size()); ++id) {
       const ir::Node& n = g_.nodes[id];
       NodeLowering& nl = out.nodes[id];
       if (n.dead) continue;
+      if (nl.fused) ++out.counts.fusedNodes;
+      if (!nl.layouts.epilogue.empty()) ++out.counts.fusedMatmuls;
       if (nl.skip) {
-        ++out.counts.skippedNodes;
+        if (!nl.fused) ++out.counts.skippedNodes;
         continue;
       }
       if (a_.nodeClass.size() > static_cast<size_t>(id) && a_.nodeClass[id] == passes::OpClass::kFtiD) {
@@ -141,19 +152,17 @@ class Lowerer {
   }
 
   // Step 4.
-  Status chooseStorage(LayoutLowering& out, const std::vector<ValueId>& mustExist) {
+  Status chooseStorage(LayoutLowering& out, const std::vector<bool>& keep) {
     if (a_.strategy != Strategy::kFBLayout) return Status::success();
-    std::vector<bool> keep(g_.values.size(), false);
-    for (ValueId v : mustExist) keep[v] = true;
-    for (ValueId v : g_.outputs) keep[v] = true;
-    // Who reads each value, and how: plain slots, reads through a map, copies.
+    // Who reads each value, and how: plain slots, reads through a map, copies. A fused node's
+    // operands are read by the kernel it runs in, through its slots' layouts (finishFusion).
     struct Reader { NodeId node; int slot; bool through; };
     std::vector<std::vector<Reader>> readers(g_.values.size());
     std::vector<std::vector<NodeId>> copiers(g_.values.size());
     for (NodeId id = 0; id < static_cast<NodeId>(g_.nodes.size()); ++id) {
       const ir::Node& n = g_.nodes[id];
       const NodeLowering& nl = out.nodes[id];
-      if (n.dead || nl.skip) continue;
+      if (n.dead || (nl.skip && !nl.fused)) continue;
       for (size_t s = 0; s < n.inputs.size(); ++s) {
         if (nl.layouts.inputs[s]) readers[nl.layouts.inputs[s]->value].push_back({id, static_cast<int>(s), true});
         else if (n.inputs[s] != ir::kNoValue) readers[n.inputs[s]].push_back({id, static_cast<int>(s), false});
@@ -162,6 +171,7 @@ class Lowerer {
     }
     for (ValueId v = 0; v < static_cast<ValueId>(g_.values.size()); ++v) {
       if (v >= static_cast<ValueId>(a_.values.size()) || a_.values[v].kind != passes::ValueLayout::Kind::kRTile) continue;
+      if (out.inKernelOnly[v]) continue;  // fused away: no buffer to lay out
       const ir::Value& val = g_.values[v];
       const NodeId p = producer(v);
       bool ok = p != ir::kNoNode && !out.nodes[p].skip && codegen::supportsOperandLayouts(g_, g_.nodes[p]) &&
@@ -254,11 +264,11 @@ class Lowerer {
 }  // namespace
 
 Result<LayoutLowering> lowerLayouts(const ir::Graph& g, const passes::LayoutAssignment& a,
-                                    const std::vector<ValueId>& mustExist) {
+                                    const std::vector<ValueId>& mustExist, const LoweringOptions& options) {
   if (a.transforms.size() != g.nodes.size() && a.strategy == Strategy::kFBLayout)
     return makeError("layout lowering: the assignment covers {} nodes, the graph has {}", a.transforms.size(),
                      g.nodes.size());
-  return Lowerer(g, a).run(mustExist);
+  return Lowerer(g, a).run(mustExist, options);
 }
 
 }  // namespace fbl::plan

@@ -28,7 +28,9 @@
 //      arena (layout::Layout::rtile, Storage::Buffer) when its producer and every kernel that
 //      reads it take layouts; the producer writes through it and every read composes with it.
 //      Otherwise, and for every value the plan reads back, it stays row-major.
-//   5. Launch kinds: movement ops (FTI-D) run as kernels are "transform", copies "conversion".
+//   5. Fusion (fblayout, fusion.h): elementwise nodes run inside neighbouring MatMul kernels;
+//      planned between steps 3 and 4, completed after 4.
+//   6. Launch kinds: movement ops (FTI-D) run as kernels are "transform", copies "conversion".
 // Plans keep image2d out of the arena (one OpenCL buffer holds every tensor): R-Tile image2d
 // storage is exercised by the operator-level kernels (fbl-bench matmul).
 #pragma once
@@ -50,6 +52,11 @@ struct NodeLowering {
   // Values materialised (row-major) right before this node by one copy kernel each.
   std::vector<std::pair<ir::ValueId, codegen::OperandLayout>> materialise;
   std::string kind = "compute";      // "transform": a movement op run as a kernel
+  // Fusion (fusion.h): `fused` nodes run inside a MatMul's kernel; the last node of an epilogue
+  // emits that MatMul's kernel in its place (`runs`), and the MatMul itself is `deferred` to it.
+  bool fused = false;
+  bool deferred = false;
+  ir::NodeId runs = ir::kNoNode;
 };
 
 struct LoweringCounts {
@@ -60,6 +67,12 @@ struct LoweringCounts {
   int64_t transformNodes = 0;   // movement ops run as kernels
   int64_t rtileValues = 0;      // values stored as R-Tiles
   int64_t rtileDemoted = 0;     // R-Tile values kept row-major (a reader or writer without layouts)
+  int64_t fusedNodes = 0;       // elementwise nodes run inside a MatMul's kernel
+  int64_t fusedMatmuls = 0;     // MatMuls running fused steps
+};
+
+struct LoweringOptions {
+  bool fuse = true;  // fusion.h (fblayout only)
 };
 
 struct LayoutLowering {
@@ -67,12 +80,13 @@ struct LayoutLowering {
   std::vector<NodeLowering> nodes;  // by NodeId
   std::map<ir::ValueId, layout::Layout> storage;  // values not stored row-major
   std::map<ir::ValueId, std::string> storageNote;  // "rtile 16x64 strips" for reports
+  std::vector<bool> inKernelOnly;  // by value: lives only inside a fused kernel, never stored
   LoweringCounts counts;
 };
 
 // `mustExist`: values the plan reads back or keeps (gradients, updated parameters); graph
 // outputs are added here.
 Result<LayoutLowering> lowerLayouts(const ir::Graph& g, const passes::LayoutAssignment& a,
-                                    const std::vector<ir::ValueId>& mustExist);
+                                    const std::vector<ir::ValueId>& mustExist, const LoweringOptions& options = {});
 
 }  // namespace fbl::plan

@@ -1,6 +1,7 @@
 // Plan building:
 //  1. emit the launches of every live node in graph order (topological; forward, then backward,
-//     then optimizer), resolving view outputs (Reshape, ...) to the storage of their input;
+//     then optimizer), resolving view outputs (Reshape, ...) to the storage of their input; a
+//     MatMul with a fused epilogue is emitted where the epilogue's last node stood;
 //  2. give every storage root a plan tensor with its role (input, weight, trainable, state,
 //     constant, step, intermediate) and every node scratch a tensor of its own;
 //  3. merge identical kernel sources into one kernel named k<i>_<op> in order of first use,
@@ -143,10 +144,18 @@ class Builder {
     target.computeUnits = profile_.computeUnits;
     // 1-3: launches and kernels.
     for (ir::NodeId id = 0; id < static_cast<ir::NodeId>(g_.nodes.size()); ++id) {
-      const ir::Node& n = g_.nodes[id];
-      if (n.dead) continue;
+      if (g_.nodes[id].dead) continue;
       const NodeLowering* nl = in_.lowering ? &in_.lowering->nodes[id] : nullptr;
-      if (nl && nl->skip) continue;
+      if (nl && (nl->skip || nl->deferred)) continue;
+      // The last node of a fused epilogue emits its product's kernel here (fusion.h).
+      ir::NodeId emitted = id;
+      std::string fusedOps;
+      if (nl && nl->runs != ir::kNoNode) {
+        emitted = nl->runs;
+        nl = &in_.lowering->nodes[emitted];
+        for (const codegen::EpilogueStep& st : nl->layouts.epilogue) fusedOps += "+" + g_.nodes[st.node].op;
+      }
+      const ir::Node& n = g_.nodes[emitted];
       if (nl) {
         for (const auto& [v, from] : nl->materialise) {
           const ir::Value& val = g_.values[v];
@@ -166,7 +175,7 @@ class Builder {
       for (size_t s = 0; s < code.scratch.size(); ++s)
         scratch.push_back(addTensor(fmt::format("{}.scratch{}", n.name, s), code.scratch[s].dtype,
                                     code.scratch[s].shape, Role::Scratch));
-      addLaunches(n, code, nl ? nl->kind : "compute", scratch, "");
+      addLaunches(n, code, nl ? nl->kind : "compute", scratch, fusedOps);
     }
     for (ir::ValueId v : g_.inputs)
       if (v != in_.step) plan_.inputs.push_back(tensorOf(v));

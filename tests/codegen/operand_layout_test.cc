@@ -461,14 +461,17 @@ TEST_CASE("trivial layouts emit exactly the plain kernels", "[operand-layout]") 
   const ir::ValueId y = b.op("Add", {x, w});
   b.g.values[y].shape = {2, 3, 4};
   b.g.values[y].dtype = ir::DType::F32;
-  NodeLayouts none{{std::nullopt, std::nullopt}, {std::nullopt}};
+  NodeLayouts none;
+  none.inputs = {std::nullopt, std::nullopt};
+  none.outputs = {std::nullopt};
   CHECK(none.trivial());
   auto a = emitNode(b.g, b.g.nodes.back(), Target{}), c = emitNode(b.g, b.g.nodes.back(), Target{}, none);
   REQUIRE((a.ok() && c.ok()));
   CHECK(a->launches[0].source == c->launches[0].source);
   // Explicit row-major layouts keep the strided fast path too.
-  NodeLayouts rm{{OperandLayout{x, Layout::rowMajor({2, 3, 4}), false, std::nullopt}, std::nullopt},
-                 {Layout::rowMajor({2, 3, 4})}};
+  NodeLayouts rm;
+  rm.inputs = {OperandLayout{x, Layout::rowMajor({2, 3, 4}), false, std::nullopt}, std::nullopt};
+  rm.outputs = {Layout::rowMajor({2, 3, 4})};
   auto d = emitNode(b.g, b.g.nodes.back(), Target{}, rm);
   REQUIRE(d.ok());
   CHECK(d->launches[0].source == a->launches[0].source);

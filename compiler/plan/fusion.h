@@ -1,0 +1,41 @@
+// Fusion (the last part of global layout selection, paper section 4.4): once every layout is
+// decided, elementwise nodes next to a tiled MatMul run inside its kernel, so their launches and
+// their intermediate tensors disappear and the memory plan (built on the launches the plan
+// builder emits) shrinks with them. Two rewrites, fblayout only, switched off with
+// `--disable-pass fusion`:
+//
+//   epilogue  MatMul -> E1 -> ... -> Ek: each Ei float elementwise with the product's output
+//             shape, reading the previous value as its only reader, in the same phase. The
+//             product's kernel applies E1..Ek to every element before storing it and writes Ek's
+//             value (through Ek's storage layout); Ei's other operands are read through their
+//             own layouts, broadcast. The kernel runs where Ek stood (every operand exists by
+//             then, and nothing in between reads the chain). The LoRA branch's `* scale` and
+//             `+ base`, backward gradient sums (dX = dX_base + dX_lora) and attention's score
+//             scaling are such chains.
+//   prologue  Mul(x, s), s a one-element float, whose every reader is a tiled MatMul: since
+//             (s * X) @ W = s * (X @ W), each product reads x and applies `* s` first in its
+//             epilogue (LoRA backward's dY * scale feeding dA and dB).
+//
+// planFusion runs after liveness and before storage is chosen (fused intermediate values are
+// never stored, so they never get an R-Tile); finishFusion runs after storage, copying each
+// step's operand layouts and the last step's output layout onto the product.
+#pragma once
+
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "compiler/plan/layout_lowering.h"
+
+namespace fbl::plan {
+
+inline constexpr const char* kFusionPassName = "fusion";
+
+// `keep`: by value, must exist in memory (read back, graph outputs). `views`: the lowering's
+// consumer-index -> source-index map per read through a layout; a rewritten read gets one.
+void planFusion(const ir::Graph& g, const std::vector<bool>& keep, LayoutLowering& out,
+                std::map<std::pair<ir::NodeId, int>, layout::IndexMap>& views);
+
+void finishFusion(const ir::Graph& g, LayoutLowering& out);
+
+}  // namespace fbl::plan
