@@ -82,8 +82,9 @@ std::string svgChart(const std::vector<StrategyRun>& ms, const std::string& titl
 const std::vector<AblationVariant>& ablationVariants() {
   static const std::vector<AblationVariant> v{
       {"reuse", "reuse", {}},
-      {"R-Tile alone", "fblayout", {"tile-index-elimination", "global-layout-selection"}},
-      {"+ index elimination", "fblayout", {"global-layout-selection"}},
+      {"R-Tile alone", "fblayout", {"tile-index-elimination", "global-layout-selection", "fusion"}},
+      {"+ index elimination", "fblayout", {"global-layout-selection", "fusion"}},
+      {"+ global selection", "fblayout", {"fusion"}},
       {"fblayout", "fblayout", {}},
   };
   return v;
@@ -94,7 +95,8 @@ int runStepBench(const StepBenchOptions& o) {
   if (o.ablation) {
     if (!o.strategies.empty())
       return fmt::print(stderr, "error: --ablation runs its own variants; give it without --strategy\n"), 2;
-    const std::vector<std::string> known = passes::layoutPassNames();
+    std::vector<std::string> known = passes::layoutPassNames();
+    for (const std::string& p : passes::loweringPassNames()) known.push_back(p);
     for (const AblationVariant& v : ablationVariants()) {
       for (const std::string& p : v.disabledPasses)
         if (std::find(known.begin(), known.end(), p) == known.end())
@@ -105,7 +107,7 @@ int runStepBench(const StepBenchOptions& o) {
   } else {
     std::vector<std::string> strategies;
     if (auto e = expandStrategies(o.strategies, &strategies); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 2;
-    for (const std::string& st : strategies) runs.push_back({o.model, o.profile, st, o.steps, o.device, o.seed, true});
+    for (const std::string& st : strategies) runs.push_back({o.model, o.profile, st, o.steps, o.device, o.seed, true, {}, ""});
   }
   if (o.steps < 1) return fmt::print(stderr, "error: --steps must be at least 1\n"), 2;
   auto g = onnx::loadModel(o.model);

@@ -12,7 +12,7 @@
 
 #include "compiler/codegen/emit_util.h"
 #include "compiler/codegen/index_code.h"
-#include "compiler/codegen/matmul_epilogue.h"
+#include "compiler/codegen/fused_elementwise.h"
 #include "compiler/codegen/operand_layout.h"
 #include "compiler/codegen/rtile_kernels.h"
 

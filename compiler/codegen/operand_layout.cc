@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "compiler/codegen/emit_util.h"
+#include "compiler/codegen/fused_elementwise.h"
 #include "compiler/codegen/index_code.h"
 #include "compiler/codegen/templates.h"
 
@@ -22,7 +23,7 @@ bool NodeLayouts::trivial() const {
     if (i) return false;
   for (const auto& o : outputs)
     if (o) return false;
-  return epilogue.empty();
+  return epilogue.empty() && inlined.empty();
 }
 
 bool supportsOperandLayouts(const ir::Graph& g, const ir::Node& n) {
@@ -33,6 +34,11 @@ Result<NodeCode> emitNode(const ir::Graph& g, const ir::Node& n, const Target& t
   if (layouts.trivial()) return emitNode(g, n, target);
   if (!layouts.epilogue.empty() && !((n.op == "MatMul" || n.op == "Gemm") && usesTiledMatmul(g, n)))
     return makeError("{}: only the tiled MatMul runs fused elementwise steps", ir::describeNode(g, n));
+  if (!layouts.inlined.empty()) {
+    if (!isElementwiseOp(n.op))
+      return makeError("{}: only elementwise ops compute fused producers", ir::describeNode(g, n));
+    return emitElementwiseGroup(g, n, target, layouts);
+  }
   if (isElementwiseOp(n.op)) return emitElementwiseNode(g, n, target, &layouts);
   if ((n.op == "MatMul" || n.op == "Gemm") && usesTiledMatmul(g, n)) {
     for (const auto& i : layouts.inputs)

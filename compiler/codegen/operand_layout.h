@@ -30,14 +30,15 @@ struct OperandLayout {
   std::optional<layout::Expr> sign;  // elementwise +-1 factor over the operand index (RoPE's roll)
 };
 
-// An elementwise node run inside a MatMul's kernel (compiler/plan/fusion.h): applied to every
-// output element before it is stored. The running value enters at input slot `slot`; the other
-// slots are read as `inputs` says (nullopt: the slot's value, row-major), broadcast against the
-// product's output.
-struct EpilogueStep {
+// A float elementwise node computed inside another node's kernel (compiler/plan/fusion.h,
+// codegen/fused_elementwise.h). Inputs that are earlier fused results are registers: the slot
+// `chained` takes the previous result (a MatMul epilogue's running value), and any input that is
+// the output of an earlier op of the same group; the other slots are read as `inputs` says
+// (nullopt: the slot's value, row-major), broadcast against the kernel's output.
+struct FusedOp {
   ir::NodeId node = ir::kNoNode;
-  int slot = 0;
-  std::vector<std::optional<OperandLayout>> inputs;  // by input slot (the running slot unused)
+  int chained = -1;
+  std::vector<std::optional<OperandLayout>> inputs;  // by input slot
 };
 
 struct NodeLayouts {
@@ -45,15 +46,17 @@ struct NodeLayouts {
   std::vector<std::optional<layout::Layout>> outputs;   // by output; nullopt: plain row-major
   // MatMul only: fused elementwise steps in order, and the value the kernel then writes (through
   // outputs[0]) instead of its own output; kNoValue: its own output.
-  std::vector<EpilogueStep> epilogue;
+  std::vector<FusedOp> epilogue;
   ir::ValueId epilogueOutput = ir::kNoValue;
-  bool trivial() const;  // every entry nullopt, no epilogue
+  // Elementwise only: producers computed in registers before the node itself, in order.
+  std::vector<FusedOp> inlined;
+  bool trivial() const;  // every entry nullopt, nothing fused
 };
 
 // The ops whose emitters honour NodeLayouts: the elementwise family (incl. Expand, Where, Cast)
 // and float MatMul / Gemm without bias and with alpha 1 (the tiled template; the others keep the
 // row-major naive kernel). `sign` is honoured by elementwise ops only; an epilogue by the tiled
-// MatMul only.
+// MatMul only; inlined producers by float elementwise ops only.
 bool supportsOperandLayouts(const ir::Graph& g, const ir::Node& n);
 
 // emitNode with layouts; an error naming the node if it does not support them

@@ -16,6 +16,8 @@ std::vector<std::string> layoutPassNames() {
           std::string(LayoutAssignmentPass::name())};
 }
 
+std::vector<std::string> loweringPassNames() { return {"fusion"}; }
+
 Result<LayoutPipelineResult> runLayoutPipeline(ir::Graph& g, const profile::HardwareProfile& p,
                                                const LayoutPipelineOptions& opts) {
   LayoutPipelineResult res;
@@ -28,6 +30,7 @@ Result<LayoutPipelineResult> runLayoutPipeline(ir::Graph& g, const profile::Hard
   GlobalLayoutSelection select(a, p);
   LayoutAssignmentPass finish(a);
   PassOptions po = opts.passes;
+  for (const std::string& n : loweringPassNames()) po.disabled.erase(n);
   if (opts.strategy != Strategy::kFBLayout)
     for (std::string_view n : {AssignRTile::name(), TileIndexElimination::name(), GlobalLayoutSelection::name()})
       po.disabled.insert(std::string(n));

@@ -38,6 +38,10 @@ struct LayoutPipelineResult {
 // The pass names in pipeline order.
 std::vector<std::string> layoutPassNames();
 
+// Passes that run after the pipeline, on its lowering (compiler/plan/fusion.h: "fusion"):
+// --disable-pass takes their names too; the pipeline itself ignores them.
+std::vector<std::string> loweringPassNames();
+
 Result<LayoutPipelineResult> runLayoutPipeline(ir::Graph& g, const profile::HardwareProfile& p,
                                                const LayoutPipelineOptions& opts = {});
 

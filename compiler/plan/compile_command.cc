@@ -1,5 +1,6 @@
 #include "compiler/plan/compile_command.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include "compiler/onnx/external_data.h"
 #include "compiler/onnx/load_model.h"
 #include "compiler/passes/layout_pipeline.h"
+#include "compiler/plan/fusion.h"
 #include "compiler/profile/profile.h"
 #include "compiler/strategy/strategy.h"
 #include "runtime/safetensors.h"
@@ -116,7 +118,10 @@ Result<Compiled> compileModel(const CompileArgs& args) {
   FBL_ASSIGN(autodiff::TrainingGraph tg, autodiff::buildTrainingGraph(forward, to));
   Compiled c;
   FBL_ASSIGN(passes::LayoutAssignment assignment, runLayoutPipelineInto(args, tg.graph, c));
-  FBL_ASSIGN(LayoutLowering lowering, lowerLayouts(tg.graph, assignment, valuesThatMustExist(tg)));
+  LoweringOptions lowerOpts;
+  lowerOpts.fuse = std::find(args.disabledPasses.begin(), args.disabledPasses.end(), kFusionPassName) ==
+                   args.disabledPasses.end();
+  FBL_ASSIGN(LayoutLowering lowering, lowerLayouts(tg.graph, assignment, valuesThatMustExist(tg), lowerOpts));
   c.lowering = lowering.counts;
   PlanInputs in = trainingInputs(tg, modelName(args.model), args.loraAlpha);
   in.lowering = &lowering;
@@ -182,11 +187,12 @@ int runCompile(const CompileArgs& args) {
   if (c->transforms.is_object() && c->transforms.contains("total"))
     fmt::print("layout ({}): {} transformations, {} eliminated, {} explicit; plan: {} movement kernels, {} "
                "conversion copies, {} reads through maps ({} transposed), {} movement ops not executed, {} R-Tile "
-               "tensors ({} kept row-major)\n",
+               "tensors ({} kept row-major); {} elementwise nodes fused into {} MatMuls and {} elementwise kernels\n",
                args.strategy, c->transforms.value("total", 0), c->transforms.value("eliminated", 0),
                c->transforms.value("explicit", 0), c->lowering.transformNodes, c->lowering.materialised,
                c->lowering.readsThrough, c->lowering.transposedReads, c->lowering.skippedNodes,
-               c->lowering.rtileValues, c->lowering.rtileDemoted);
+               c->lowering.rtileValues, c->lowering.rtileDemoted, c->lowering.fusedNodes, c->lowering.fusedMatmuls,
+               c->lowering.fusedElementwise);
   fmt::print("{}: {} kernels, {} launches, arena {} bytes ({} persistent), {:.2f} s\nweights: {}\n", args.output,
              c->stats.kernels, c->stats.launches, c->plan.arenaBytes, c->stats.persistentBytes, c->seconds,
              weightsNote);
@@ -211,7 +217,10 @@ int runCompile(const CompileArgs& args) {
                        {"transposed_reads", c->lowering.transposedReads},
                        {"movement_ops_not_executed", c->lowering.skippedNodes},
                        {"rtile_tensors", c->lowering.rtileValues},
-                       {"rtile_tensors_kept_row_major", c->lowering.rtileDemoted}}}};
+                       {"rtile_tensors_kept_row_major", c->lowering.rtileDemoted},
+                       {"fused_nodes", c->lowering.fusedNodes},
+                       {"fused_matmuls", c->lowering.fusedMatmuls},
+                       {"fused_elementwise_kernels", c->lowering.fusedElementwise}}}};
     if (std::string e = safetensors::writeFileAtomic(args.report, r.dump(2) + "\n"); !e.empty()) {
       fmt::print(stderr, "error: {}\n", e);
       return 1;

@@ -3,6 +3,8 @@
 // (prologue), and never when the plan must keep it in memory.
 #include "compiler/plan/fusion.h"
 
+#include <algorithm>
+
 #include "compiler/codegen/emit_util.h"
 
 namespace fbl::plan {
@@ -54,7 +56,7 @@ class Fuser {
     for (NodeId id = 0; id < static_cast<NodeId>(g_.nodes.size()); ++id) {
       const ir::Node& host = g_.nodes[id];
       if (!runsAlone(host, out_.nodes[id]) || !isTiledMatmul(g_, host) || host.phase == ir::Phase::Optimizer) continue;
-      std::vector<codegen::EpilogueStep> steps;
+      std::vector<codegen::FusedOp> steps;
       for (ValueId cur = host.outputs[0];;) {
         const Read* r = onlyPlainRead(cur);
         if (r == nullptr || !fitsEpilogue(host, r->node)) break;
@@ -78,12 +80,32 @@ class Fuser {
     }
   }
 
+  // Roots from the last node back, so that a group is as large as its single-reader tree.
+  void groups() {
+    for (NodeId id = static_cast<NodeId>(g_.nodes.size()) - 1; id >= 0; --id) {
+      const ir::Node& root = g_.nodes[id];
+      if (!fitsGroup(root, id, root)) continue;
+      std::vector<NodeId> members;
+      collect(root, id, members);
+      if (members.empty()) continue;
+      std::sort(members.begin(), members.end());
+      std::vector<codegen::FusedOp>& inlined = out_.nodes[id].layouts.inlined;
+      for (NodeId m : members) {
+        NodeLowering& ml = out_.nodes[m];
+        ml.skip = ml.fused = true;
+        out_.inKernelOnly[g_.nodes[m].outputs[0]] = true;
+        inlined.push_back({m, -1, {}});
+      }
+    }
+  }
+
   void prologues() {
     for (NodeId id = 0; id < static_cast<NodeId>(g_.nodes.size()); ++id) {
       const ir::Node& m = g_.nodes[id];
       NodeLowering& ml = out_.nodes[id];
       if (m.op != "Mul" || !runsAlone(m, ml) || m.phase == ir::Phase::Optimizer || !allFloat(g_, m) ||
-          m.inputs.size() != 2 || !ml.materialise.empty() || ml.layouts.inputs[0] || ml.layouts.inputs[1])
+          m.inputs.size() != 2 || !ml.materialise.empty() || ml.layouts.inputs[0] || ml.layouts.inputs[1] ||
+          !ml.layouts.inlined.empty())
         continue;
       const ValueId y = m.outputs[0];
       const ir::Shape& outShape = g_.values[y].shape;
@@ -93,7 +115,7 @@ class Fuser {
         if (g_.values[m.inputs[s]].shape == outShape && ir::numElements(other) == 1 && other.size() <= outShape.size())
           xs = s;
       }
-      if (xs < 0 || keep_[y] || reads_[y].empty()) continue;
+      if (xs < 0 || keep_[y] || reads_[y].empty() || out_.inKernelOnly[m.inputs[xs]]) continue;
       bool ok = true;
       for (const Read& r : reads_[y]) {
         const ir::Node& h = g_.nodes[r.node];
@@ -111,7 +133,7 @@ class Fuser {
           in = codegen::OperandLayout{x, layout::Layout::rowMajor(g_.values[x].shape), false, std::nullopt};
           views_[{r.node, r.slot}] = layout::IndexMap::identity(g_.values[x].shape);
         }
-        hl.layouts.epilogue.insert(hl.layouts.epilogue.begin(), codegen::EpilogueStep{id, xs, {}});
+        hl.layouts.epilogue.insert(hl.layouts.epilogue.begin(), codegen::FusedOp{id, xs, {}});
         reads_[x].push_back({r.node, r.slot, true});
       }
       ml.skip = ml.fused = true;
@@ -124,6 +146,29 @@ class Fuser {
   const Read* onlyPlainRead(ValueId v) const {
     if (keep_[v] || reads_[v].size() != 1 || reads_[v][0].through || reads_[v][0].slot < 0) return nullptr;
     return &reads_[v][0];
+  }
+
+  // Plain-read inputs of `consumer` whose producers can be computed in `root`'s kernel, recursively.
+  void collect(const ir::Node& root, NodeId consumer, std::vector<NodeId>& members) const {
+    const ir::Node& c = g_.nodes[consumer];
+    for (size_t s = 0; s < c.inputs.size(); ++s) {
+      if (out_.nodes[consumer].layouts.inputs[s]) continue;
+      const ir::ValueId v = c.inputs[s];
+      const NodeId p = v == ir::kNoValue ? ir::kNoNode : g_.values[v].producer;
+      const Read* r = p == ir::kNoNode ? nullptr : onlyPlainRead(v);
+      if (r == nullptr || r->node != consumer || !fitsGroup(g_.nodes[p], p, root)) continue;
+      if (std::find(members.begin(), members.end(), p) != members.end()) continue;
+      members.push_back(p);
+      collect(root, p, members);
+    }
+  }
+
+  // Computable in `root`'s elementwise kernel: float elementwise with root's output shape.
+  bool fitsGroup(const ir::Node& n, NodeId id, const ir::Node& root) const {
+    const NodeLowering& nl = out_.nodes[id];
+    return runsAlone(n, nl) && codegen::isElementwiseOp(n.op) && n.op != "Expand" && allFloat(g_, n) &&
+           n.inputs.size() <= 3 && n.phase == root.phase && n.phase != ir::Phase::Optimizer &&
+           nl.materialise.empty() && g_.values[n.outputs[0]].shape == g_.values[root.outputs[0]].shape;
   }
 
   bool fitsEpilogue(const ir::Node& host, NodeId id) const {
@@ -146,23 +191,66 @@ class Fuser {
 void planFusion(const ir::Graph& g, const std::vector<bool>& keep, LayoutLowering& out,
                 std::map<std::pair<ir::NodeId, int>, layout::IndexMap>& views) {
   Fuser f(g, keep, out, views);
+  // Prologues before groups: a group would otherwise absorb the producer of a Mul's x, which
+  // the products then could not read.
   f.epilogues();
   f.prologues();
+  f.groups();
 }
 
-void finishFusion(const ir::Graph& g, LayoutLowering& out) {
+namespace {
+
+// Every value an emitted kernel reads from memory, or writes, must exist: not live only inside
+// a fused kernel. Register reads (a chained slot, a group member's output) are not memory reads.
+Status checkFusion(const ir::Graph& g, const LayoutLowering& out) {
+  for (NodeId id = 0; id < static_cast<NodeId>(g.nodes.size()); ++id) {
+    const NodeLowering& nl = out.nodes[id];
+    if (g.nodes[id].dead || nl.skip || nl.deferred) continue;
+    const NodeId k = nl.runs != ir::kNoNode ? nl.runs : id;
+    const NodeLowering& kl = out.nodes[k];
+    std::vector<ValueId> registers;
+    for (const codegen::FusedOp& op : kl.layouts.inlined) registers.push_back(g.nodes[op.node].outputs[0]);
+    auto reads = [&](const ir::Node& n, const std::vector<std::optional<codegen::OperandLayout>>& ins, int chained) -> Status {
+      for (size_t s = 0; s < n.inputs.size(); ++s) {
+        if (static_cast<int>(s) == chained || n.inputs[s] == ir::kNoValue) continue;
+        const ValueId v = s < ins.size() && ins[s] ? ins[s]->value : n.inputs[s];
+        if (std::find(registers.begin(), registers.end(), n.inputs[s]) != registers.end()) continue;
+        if (out.inKernelOnly[v])
+          return makeError("fusion: {} reads {}, which only exists inside a fused kernel", ir::describeNode(g, n),
+                           g.values[v].name);
+      }
+      return Status::success();
+    };
+    const ir::Node& kn = g.nodes[k];
+    FBL_TRY(reads(kn, kl.layouts.inputs, -1));
+    for (const codegen::FusedOp& op : kl.layouts.epilogue) FBL_TRY(reads(g.nodes[op.node], op.inputs, op.chained));
+    for (const codegen::FusedOp& op : kl.layouts.inlined) FBL_TRY(reads(g.nodes[op.node], op.inputs, -1));
+    const ValueId written = kl.layouts.epilogueOutput != ir::kNoValue ? kl.layouts.epilogueOutput
+                            : kn.outputs.empty()                       ? ir::kNoValue
+                                                                       : kn.outputs[0];
+    if (written != ir::kNoValue && out.inKernelOnly[written])
+      return makeError("fusion: {} writes {}, which was fused away", ir::describeNode(g, kn), g.values[written].name);
+  }
+  return Status::success();
+}
+
+}  // namespace
+
+Status finishFusion(const ir::Graph& g, LayoutLowering& out) {
   for (NodeId id = 0; id < static_cast<NodeId>(g.nodes.size()); ++id) {
     NodeLowering& hl = out.nodes[id];
-    for (codegen::EpilogueStep& st : hl.layouts.epilogue) {
+    for (codegen::FusedOp& op : hl.layouts.inlined) op.inputs = out.nodes[op.node].layouts.inputs;
+    for (codegen::FusedOp& st : hl.layouts.epilogue) {
       const NodeLowering& sl = out.nodes[st.node];
       st.inputs = sl.layouts.inputs;
-      st.inputs[st.slot].reset();
+      st.inputs[st.chained].reset();
       if (sl.runs == id) {  // the chain's last step: the kernel writes its value, as it is stored
         hl.layouts.epilogueOutput = g.nodes[st.node].outputs[0];
         hl.layouts.outputs[0] = sl.layouts.outputs[0];
       }
     }
   }
+  return checkFusion(g, out);
 }
 
 }  // namespace fbl::plan

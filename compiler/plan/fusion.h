@@ -29,13 +29,15 @@
 
 namespace fbl::plan {
 
-inline constexpr const char* kFusionPassName = "fusion";
+inline constexpr const char* kFusionPassName = "fusion";  // in passes::loweringPassNames()
 
 // `keep`: by value, must exist in memory (read back, graph outputs). `views`: the lowering's
 // consumer-index -> source-index map per read through a layout; a rewritten read gets one.
 void planFusion(const ir::Graph& g, const std::vector<bool>& keep, LayoutLowering& out,
                 std::map<std::pair<ir::NodeId, int>, layout::IndexMap>& views);
 
-void finishFusion(const ir::Graph& g, LayoutLowering& out);
+// Also checks the result: an error names a kernel that would read or write a value that only
+// exists inside another fused kernel.
+Status finishFusion(const ir::Graph& g, LayoutLowering& out);
 
 }  // namespace fbl::plan

@@ -61,7 +61,7 @@ class Lowerer {
     const bool fuse = options.fuse && a_.strategy == Strategy::kFBLayout;
     if (fuse) planFusion(g_, keep, out, views_);
     FBL_TRY(chooseStorage(out, keep));
-    if (fuse) finishFusion(g_, out);
+    if (fuse) FBL_TRY(finishFusion(g_, out));
     // 6: kinds and counts.
     for (NodeId id = 0; id < static_cast<NodeId>(g_.nodes.size()); ++id) {
       const ir::Node& n = g_.nodes[id];
@@ -69,6 +69,7 @@ class Lowerer {
       if (n.dead) continue;
       if (nl.fused) ++out.counts.fusedNodes;
       if (!nl.layouts.epilogue.empty()) ++out.counts.fusedMatmuls;
+      if (!nl.layouts.inlined.empty()) ++out.counts.fusedElementwise;
       if (nl.skip) {
         if (!nl.fused) ++out.counts.skippedNodes;
         continue;

@@ -153,7 +153,7 @@ class Builder {
       if (nl && nl->runs != ir::kNoNode) {
         emitted = nl->runs;
         nl = &in_.lowering->nodes[emitted];
-        for (const codegen::EpilogueStep& st : nl->layouts.epilogue) fusedOps += "+" + g_.nodes[st.node].op;
+        for (const codegen::FusedOp& st : nl->layouts.epilogue) fusedOps += "+" + g_.nodes[st.node].op;
       }
       const ir::Node& n = g_.nodes[emitted];
       if (nl) {

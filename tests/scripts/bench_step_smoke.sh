@@ -3,9 +3,9 @@
 # zoo's tiny attention block (`fblc zoo llama-attention --tiny`: 16 tokens, 2 heads, width 32;
 # a whole tiny model costs minutes of kernel builds here), two steps each, synthetic inputs:
 #   - `--strategy all`: a JSON report with every key, one result per strategy, an SVG chart;
-#   - `--ablation`: the four variants in order, reuse's speed-ups exactly 1, the passes each
-#     variant disabled, and "R-Tile alone" compiled to another plan than full fblayout (else the
-#     disabled passes did not reach the compiler);
+#   - `--ablation`: the five variants in order, reuse's speed-ups exactly 1, the passes each
+#     variant disabled, and "R-Tile alone" and "+ global selection" (fusion off) compiled to
+#     other plans than full fblayout (else the disabled passes did not reach the compiler);
 #   - sane figures in both: positive step and device times, layout time within [0, device time].
 # Timings are not compared: this machine is shared and noisy.
 # Kernel builds dominate the run: kernels build without optimisation (POCL_EXTRA_BUILD_FLAGS,
@@ -54,16 +54,17 @@ run --ablation --json "$work/ablation.json" > "$work/ablation.txt"
 j=$work/ablation.json
 grep -q '"ablation": true' "$j" || { echo "ablation.json does not say ablation"; cat "$j"; exit 1; }
 variants=$(grep '^ *"variant":' "$j" | sed 's/^ *"variant": *"\(.*\)",*$/\1/' | paste -sd '|')
-[ "$variants" = "reuse|R-Tile alone|+ index elimination|fblayout" ] ||
+[ "$variants" = "reuse|R-Tile alone|+ index elimination|+ global selection|fblayout" ] ||
   { echo "ablation variants are '$variants'"; cat "$j"; exit 1; }
-for v in "reuse" "R-Tile alone" "+ index elimination" "fblayout"; do
+for v in "reuse" "R-Tile alone" "+ index elimination" "+ global selection" "fblayout"; do
   grep -qF "  $v " "$work/ablation.txt" || { echo "the ablation table has no '$v' row"; cat "$work/ablation.txt"; exit 1; }
 done
 for key in speedup_over_reuse same_plan_as disabled_passes variants; do
   grep -q "\"$key\"" "$j" || { echo "ablation.json lacks \"$key\""; cat "$j"; exit 1; }
 done
-sane "$j" 4
-# Per result: disabled_passes (R-Tile alone: two, + index elimination: one), plan_digest,
+sane "$j" 5
+# Per result: disabled_passes (R-Tile alone: three, + index elimination: two, + global selection:
+# one), plan_digest,
 # speedup_over_reuse {device, step}, variant; reuse (the first) has speed-ups of exactly 1.
 awk '
   /"disabled_passes"/            { inlist = 1; next }
@@ -75,11 +76,14 @@ awk '
                                    digest[v] = d; dis[v] = passes; speed[v] = sp; passes = ""; sp = "" }
   END {
     if (speed["reuse"] != " 1.0 1.0" && speed["reuse"] != " 1 1") bad = bad " reuse speed-ups" speed["reuse"] " (want 1 1)"
-    if (dis["R-Tile alone"] != "tile-index-elimination+global-layout-selection") bad = bad " R-Tile alone disables " dis["R-Tile alone"]
-    if (dis["+ index elimination"] != "global-layout-selection") bad = bad " + index elimination disables " dis["+ index elimination"]
+    if (dis["R-Tile alone"] != "tile-index-elimination+global-layout-selection+fusion") bad = bad " R-Tile alone disables " dis["R-Tile alone"]
+    if (dis["+ index elimination"] != "global-layout-selection+fusion") bad = bad " + index elimination disables " dis["+ index elimination"]
+    if (dis["+ global selection"] != "fusion") bad = bad " + global selection disables " dis["+ global selection"]
     if (dis["fblayout"] != "" || dis["reuse"] != "") bad = bad " reuse/fblayout disable passes"
     if (digest["R-Tile alone"] == "" || digest["R-Tile alone"] == digest["fblayout"])
       bad = bad " R-Tile alone has the full pipeline plan (" digest["R-Tile alone"] ")"
+    if (digest["+ global selection"] == "" || digest["+ global selection"] == digest["fblayout"])
+      bad = bad " fusion off gives the full pipeline plan (" digest["+ global selection"] ")"
     if (bad != "") { print "ablation.json:" bad; exit 1 }
   }
 ' "$j" || { cat "$j"; exit 1; }
