@@ -4,8 +4,9 @@
 # .devcarry/ (see docs/benchmarks.md):  bash bench/h200_run.sh 1   (then 2)
 #   1: Figure 16 (matmul), Figure 17 (transforms), the tiny corpus models per strategy, the
 #      PyTorch eager reference for the zoo Llama step;
-#   2: the zoo models of Table 3 and the CNNs per strategy (fewer layers: see docs/results.md),
-#      and the Figure-14 ablation on the zoo Llama.
+#   2: the zoo models of Table 3 per strategy (fewer layers: see docs/results.md); 2a: the
+#      Figure-14 ablation on the zoo Llama; 3: the CNNs and the SD UNet; t: the tiny corpus
+#      models per strategy alone.
 set -uo pipefail
 export LD_LIBRARY_PATH=$PWD/.devcarry/lib:${LD_LIBRARY_PATH:-}
 export POCL_CACHE_DIR=/tmp/pocl-cache
@@ -43,6 +44,9 @@ case "${1:-1}" in
 2a)
   $B/fblc zoo llama3.2-1b --layers 2 -o /tmp/zoo/llama3.2-1b.onnx > /dev/null &&
     step llama3.2-1b-ablation /tmp/zoo/llama3.2-1b.onnx 3 --ablation
+  ;;
+t)
+  for m in llama-tiny bert-tiny vit-tiny; do step $m tests/data/$m/model.onnx 20; done
   ;;
 3)
   for m in mobilenetv2 resnet34 vgg19; do

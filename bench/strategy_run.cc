@@ -146,6 +146,9 @@ void addTimes(const rt::Session& s, StrategyRun* r) {
     r->deviceS += t.seconds;
     r->deviceSByPhase[l.phase] += t.seconds;
     r->deviceSByKind[l.kind] += t.seconds;
+    const std::string& k = p.kernelNames[l.kernel];  // k<i>_<tag><entry>
+    r->deviceSByKernel[l.phase + "/" + k.substr(k.find('_') + 1)] += t.seconds;
+    r->deviceSByNode[l.phase + "/" + l.node] += t.seconds;
     if (isLayoutKind(l.kind)) {
       r->layoutS += t.seconds;
       r->layoutSByPhase[l.phase] += t.seconds;
@@ -156,7 +159,7 @@ void addTimes(const rt::Session& s, StrategyRun* r) {
 void scaleTimes(double by, StrategyRun* r) {
   r->deviceS *= by;
   r->layoutS *= by;
-  for (auto* m : {&r->deviceSByPhase, &r->deviceSByKind, &r->layoutSByPhase})
+  for (auto* m : {&r->deviceSByPhase, &r->deviceSByKind, &r->layoutSByPhase, &r->deviceSByKernel, &r->deviceSByNode})
     for (auto& [k, v] : *m) v *= by;
 }
 
@@ -264,6 +267,15 @@ nlohmann::json toJson(const StrategyRun& r) {
                    {"last_loss", r.lastLoss},
                    {"random_weights", r.randomWeights}};
   if (!r.phaseS.empty()) j["phase_s"] = r.phaseS;
+  if (!r.deviceSByKernel.empty()) {
+    j["device_s_by_kernel"] = r.deviceSByKernel;
+    std::vector<std::pair<double, std::string>> nodes;
+    for (const auto& [n, t] : r.deviceSByNode) nodes.emplace_back(t, n);
+    std::sort(nodes.rbegin(), nodes.rend());
+    nlohmann::json top = nlohmann::json::array();
+    for (size_t i = 0; i < nodes.size() && i < 12; ++i) top.push_back({{"node", nodes[i].second}, {"device_s", nodes[i].first}});
+    j["slowest_nodes"] = top;
+  }
   if (!r.variant.empty()) j["variant"] = r.variant;
   if (!r.disabledPasses.empty()) j["disabled_passes"] = r.disabledPasses;
   if (r.randomWeights) j["weights_note"] = r.weightsNote;

@@ -52,6 +52,9 @@ struct StrategyRun {
   int timedSteps = 0;
   double deviceS = 0, layoutS = 0;
   std::map<std::string, double> deviceSByPhase, deviceSByKind, layoutSByPhase;
+  // "<phase>/<kernel tag>" ("forward/matmul", "backward/mul", ...) and per launch node: where
+  // the device time goes (the report keeps the 12 slowest nodes).
+  std::map<std::string, double> deviceSByKernel, deviceSByNode;
 
   float firstLoss = 0, lastLoss = 0;
   bool randomWeights = false;

@@ -213,37 +213,26 @@ Result<NodeCode> gather(const ir::Graph& g, const ir::Node& n, const Target& t) 
 }
 
 Result<NodeCode> sceLoss(const ir::Graph& g, const ir::Node& n, const Target& t) {
-  const Shape& s = g.values[n.inputs[0]].shape;
   if (n.input(2) != ir::kNoValue)
     return makeError("{}: class weights are not supported", ir::describeNode(g, n));
-  const std::string reduction = n.attrString("reduction", "mean");
-  if (reduction == "none") return makeError("{}: reduction 'none' is not supported", ir::describeNode(g, n));
-  const int64_t C = s[1];
-  int64_t inner = 1;
-  for (size_t d = 2; d < s.size(); ++d) inner *= s[d];
-  const int64_t rows = s[0] * inner;
-  std::string params = fmt::format("__global const float* x, __global const {}* labels, ",
-                                   clType(g.values[n.inputs[1]].dtype));
+  FBL_ASSIGN(SceLossShape sh, sceLossShape(g, n, n.inputs[0], n.inputs[1], t));
+  std::string params = fmt::format("__global const float* x, __global const {}* labels, ", sh.vars.at("TL"));
   std::vector<ArgRef> rowArgs{val(n.inputs[0]), val(n.inputs[1])};
   std::string logprob;
   if (n.outputs.size() > 1 && n.outputs[1] != ir::kNoValue) {
     params += "__global float* logp, ";
     rowArgs.push_back(val(n.outputs[1]));
-    logprob = fmt::format("  for (uint c = 0; c < {}u; ++c) logp[base + c * {}u] = x[base + c * {}u] - lse;",
-                          C, inner, inner);
+    logprob = "  for (uint c = lid; c < NCLASS; c += WG) logp[base + c * INNER] = x[base + c * INNER] - lse;";
   }
   params += "__global float* row_loss, __global float* row_w";
   rowArgs.push_back(scratch(0));
   rowArgs.push_back(scratch(1));
-  // Without ignore_index every label counts; INT64_MIN never equals a real label.
-  const std::string ignore = n.hasAttr("ignore_index") ? str(n.attrInt("ignore_index", 0))
-                                                       : "(-9223372036854775807L - 1)";
-  const std::map<std::string, std::string> vars{
-      {"PARAMS", params}, {"ROWS", str(rows)}, {"INNER", str(inner)}, {"C", str(C)},
-      {"LOGPROB", logprob}, {"IGNORE", ignore}, {"MEAN", reduction == "mean" ? "1" : "0"}};
+  std::map<std::string, std::string> vars = sh.vars;
+  vars["PARAMS"] = params;
+  vars["LOGPROB"] = logprob;
   NodeCode c;
-  c.scratch = {{ir::DType::F32, {rows}}, {ir::DType::F32, {rows}}};
-  c.launches.push_back(launch("sce_loss", vars, "sceloss", rowArgs, grid1(rows, t), {t.workgroup}, "_rows"));
+  c.scratch = {{ir::DType::F32, {sh.rows}}, {ir::DType::F32, {sh.rows}}};
+  c.launches.push_back(launch("sce_loss", vars, "sceloss", rowArgs, {sh.rows * sh.wg}, {sh.wg}, "_rows"));
   c.launches.push_back(launch("sce_loss", vars, "sceloss", {scratch(0), scratch(1), val(n.outputs[0])},
                               {1}, {1}, "_sum"));
   return c;
@@ -275,6 +264,19 @@ Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Ta
     layout::Layout stored = ol ? ol->layout : layout::Layout::rowMajor(shape);
     bool transposed = ol && ol->transposed;
     if (gemmOp && n.attrInt(s == 0 ? "transA" : "transB", 0) != 0) transposed = !transposed;
+    // A read through a map that swaps the last two dims (x W^T with W's Transpose folded) would
+    // fetch each texel's 4 columns a whole row apart: read the layout the other way round,
+    // through the template's transposed path, where texels are contiguous again.
+    if (shape.size() >= 2 && !texelsContiguous(stored)) {
+      std::vector<int64_t> perm(stored.shape().size());
+      for (size_t d = 0; d < perm.size(); ++d) perm[d] = static_cast<int64_t>(d);
+      std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+      auto flipped = stored.transpose(perm);
+      if (flipped.ok() && texelsContiguous(*flipped)) {
+        stored = std::move(*flipped);
+        transposed = !transposed;
+      }
+    }
     if (shape.size() == 1) {
       if (transposed) return makeError("{}: a 1-D operand cannot be read transposed", ir::describeNode(g, n));
       FBL_ASSIGN(stored, stored.reshape(s == 0 ? ir::Shape{1, shape[0]} : ir::Shape{shape[0], 1}));

@@ -70,6 +70,30 @@ std::string lowerTag(std::string_view op) {
   return s;
 }
 
+Result<SceLossShape> sceLossShape(const ir::Graph& g, const ir::Node& n, ir::ValueId scores, ir::ValueId labels,
+                                  const Target& t) {
+  const ir::Shape& s = g.values[scores].shape;
+  if (s.size() < 2) return makeError("{}: scores must be [N, C, ...]", ir::describeNode(g, n));
+  const std::string reduction = n.attrString("reduction", "mean");
+  if (reduction == "none") return makeError("{}: reduction 'none' is not supported", ir::describeNode(g, n));
+  int64_t inner = 1;
+  for (size_t d = 2; d < s.size(); ++d) inner *= s[d];
+  SceLossShape sh;
+  sh.rows = s[0] * inner;
+  // GPUs: 256 lanes per row whatever the profile's 1-D work-group (rows are few, a vocabulary
+  // row long, and bandwidth needs many lanes in flight).
+  const int64_t cap = t.deviceClass == DeviceClass::kGpu ? 256 : std::min<int64_t>(t.workgroup, 256);
+  while (sh.wg * 2 <= cap) sh.wg *= 2;
+  // Without ignore_index every label counts; INT64_MIN never equals a real label.
+  const std::string ignore = n.hasAttr("ignore_index") ? std::to_string(n.attrInt("ignore_index", 0)) + "L"
+                                                       : "(-9223372036854775807L - 1)";
+  sh.vars = {{"WG", std::to_string(sh.wg)},           {"C", std::to_string(s[1])},
+             {"INNER", std::to_string(inner)},         {"ROWS", std::to_string(sh.rows)},
+             {"IGNORE", ignore},                       {"MEAN", reduction == "mean" ? "1" : "0"},
+             {"TL", std::string(clType(g.values[labels].dtype))}};
+  return sh;
+}
+
 int64_t normAxis(int64_t axis, size_t rank) {
   return axis < 0 ? axis + static_cast<int64_t>(rank) : axis;
 }

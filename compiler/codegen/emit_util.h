@@ -53,6 +53,16 @@ std::optional<std::string> elementwiseExpr(const ir::Graph& g, const ir::Node& n
 Result<NodeCode> emitElementwiseNode(const ir::Graph& g, const ir::Node& n, const Target& t,
                                      const NodeLayouts* layouts);
 
+// SoftmaxCrossEntropyLoss (and its gradient) over `scores` [N, C, d...] with `labels`: the rows,
+// the work-group per row (a power of two: 256 on GPUs, else at most the target's) and the template
+// variables of sce_loss.cl they share; an error for reduction 'none'.
+struct SceLossShape {
+  int64_t rows = 0, wg = 1;
+  std::map<std::string, std::string> vars;
+};
+Result<SceLossShape> sceLossShape(const ir::Graph& g, const ir::Node& n, ir::ValueId scores, ir::ValueId labels,
+                                  const Target& t);
+
 inline ArgRef val(ir::ValueId v) { return {false, v}; }
 inline ArgRef scratch(int32_t i) { return {true, i}; }
 

@@ -213,6 +213,11 @@ bool matmulFoldsBatch(const MatmulOperand& lhs, const MatmulOperand& rhs, const 
          ir::numElements(batchOf(lhs.stored)) == batchCount;
 }
 
+bool texelsContiguous(const Layout& l) {
+  if (l.storage() != Storage::Buffer || l.shape().empty()) return false;
+  return texelContiguous(l.map().outputs()[0], static_cast<int>(l.shape().size()) - 1, colsOf(l));
+}
+
 Result<std::string> layoutAccess(const std::string& fn, const Layout& l, bool write) {
   FBL_TRY(check2D(l, fn.c_str()));
   return accessFunctions(fn, l, write, false);

@@ -129,6 +129,10 @@ Result<RTileKernel> emitRTileReduce(const std::string& name, ReduceOp op, int64_
 // `void <fn>(<arg>, uint i0, uint i1, float4 v)`; lanes past the last column are not touched
 // (buffers) or land in the texel's padding (images).
 Result<std::string> layoutAccess(const std::string& fn, const layout::Layout& l, bool write);
+// Does a buffer layout hold every texel (4 consecutive last-dim elements, the first a multiple of
+// 4) at consecutive offsets, so that one vload4 reads it?
+bool texelsContiguous(const layout::Layout& l);
+
 // The kernel parameter declaring an operand of layout `l` ("__read_only image2d_t x", ...).
 std::string layoutParam(const layout::Layout& l, const std::string& name, bool write);
 

@@ -155,22 +155,17 @@ Result<NodeCode> layerNormGrad(const ir::Graph& g, const ir::Node& n, const Targ
 }
 
 Result<NodeCode> sceLossGrad(const ir::Graph& g, const ir::Node& n, const Target& t) {
-  const Shape& s = g.values[n.inputs[1]].shape;
   if (n.input(3) != ir::kNoValue) return makeError("{}: class weights are not supported", ir::describeNode(g, n));
-  const std::string reduction = n.attrString("reduction", "mean");
-  if (reduction == "none") return makeError("{}: reduction 'none' is not supported", ir::describeNode(g, n));
-  int64_t inner = 1;
-  for (size_t d = 2; d < s.size(); ++d) inner *= s[d];
-  const int64_t rows = s[0] * inner;
-  const std::string ignore = n.hasAttr("ignore_index") ? str(n.attrInt("ignore_index", 0))
-                                                       : "(-9223372036854775807L - 1)";
+  FBL_ASSIGN(SceLossShape sh, sceLossShape(g, n, n.inputs[1], n.inputs[2], t));
+  std::map<std::string, std::string> vars = sh.vars;
+  // The template's other kernels come along unused; give them their plain parameters.
+  vars["PARAMS"] = fmt::format("__global const float* x, __global const {}* labels, __global float* row_loss, "
+                               "__global float* row_w", sh.vars.at("TL"));
+  vars["LOGPROB"] = "";
   NodeCode c;
-  c.launches.push_back(launch("sce_loss_grad",
-                              {{"TL", std::string(clType(g.values[n.inputs[2]].dtype))}, {"ROWS", str(rows)},
-                               {"INNER", str(inner)}, {"C", str(s[1])}, {"IGNORE", ignore},
-                               {"MEAN", reduction == "mean" ? "1" : "0"}},
-                              "scelossgrad", {val(n.inputs[0]), val(n.inputs[1]), val(n.inputs[2]), val(n.outputs[0])},
-                              grid1(rows, t), {t.workgroup}));
+  c.launches.push_back(launch("sce_loss", vars, "scelossgrad",
+                              {val(n.inputs[0]), val(n.inputs[1]), val(n.inputs[2]), val(n.outputs[0])},
+                              {sh.rows * sh.wg}, {sh.wg}, "_grad"));
   return c;
 }
 

@@ -79,7 +79,8 @@ std::string arenaParams(std::string src) {
     std::string params = "__global uchar* fbl_arena", prologue;
     const std::string list = src.substr(open + 1, close - open - 1);
     size_t k = 0;
-    for (size_t p = 0; p <= list.size(); ++k) {
+    const bool none = list.find_first_not_of(" \n") == std::string::npos;
+    for (size_t p = 0; !none && p <= list.size(); ++k) {
       size_t comma = list.find(',', p);
       if (comma == std::string::npos) comma = list.size();
       std::string decl = list.substr(p, comma - p);

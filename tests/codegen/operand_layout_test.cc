@@ -297,3 +297,29 @@ TEST_CASE("trivial layouts emit exactly the plain kernels", "[operand-layout]") 
 
 }  // namespace fbl::codegen
 
+
+namespace fbl::codegen {
+
+TEST_CASE("a MatMul operand read through a transposing map takes the template's transposed path", "[operand-layout]") {
+  // x [4, 8] @ W^T, W [12, 8] stored row-major, its Transpose folded into the read: each texel of
+  // W^T's rows would be 4 elements 8 apart; read as W, transposed, they are contiguous.
+  testing::GraphBuilder b;
+  const ir::ValueId x = b.input("x", ir::DType::F32, {4, 8}), wt = b.input("wt", ir::DType::F32, {8, 12});
+  const ir::ValueId w = b.input("w", ir::DType::F32, {12, 8});
+  const ir::ValueId y = b.op("MatMul", {x, wt});
+  b.g.values[y].shape = {4, 12};
+  b.g.values[y].dtype = ir::DType::F32;
+  auto view = layout::Layout::rowMajor({12, 8}).transpose({1, 0});
+  REQUIRE(view.ok());
+  NodeLayouts nl;
+  nl.inputs = {std::nullopt, OperandLayout{w, *view, false, std::nullopt}};
+  nl.outputs = {std::nullopt};
+  auto code = emitNode(b.g, b.g.nodes.back(), Target{}, nl);
+  REQUIRE(code.ok());
+  const std::string& src = code->launches[0].source;
+  CHECK(src.find("#define R_T 1") != std::string::npos);
+  CHECK(src.find("#define L_T 0") != std::string::npos);
+  CHECK_FALSE(texelsContiguous(*view));
+}
+
+}  // namespace fbl::codegen

@@ -147,6 +147,20 @@ TEST_CASE("gather and loss kernels match the reference", "[runtime][kernels]") {
     auto labels = c.in("labels", DType::I64, {6}, -1, 11);  // some -1s: ignored
     c.run(c.b.op("SoftmaxCrossEntropyLoss", {x, labels}, {{"ignore_index", int64_t{-1}}}));
   }
+  {
+    // More classes than a row's work-group has work-items, not a multiple of it.
+    Case c;
+    auto x = c.in("x", DType::F32, {5, 300}, -4, 4);
+    auto labels = c.in("labels", DType::I64, {5}, -1, 300);
+    c.run(c.b.op("SoftmaxCrossEntropyLoss", {x, labels}, {{"ignore_index", int64_t{-1}}}));
+  }
+  {
+    // Spatial dims (rows strided by INNER), reduction sum, and the log_prob output.
+    Case c;
+    auto x = c.in("x", DType::F32, {2, 7, 3}, -3, 3);
+    auto labels = c.in("labels", DType::I64, {2, 3}, 0, 7);
+    c.run(c.b.node("SoftmaxCrossEntropyLoss", {x, labels}, {{"reduction", std::string("sum")}}, 2));
+  }
 }
 
 }  // namespace

@@ -64,6 +64,23 @@ TEST_CASE("softmax, layer-norm and loss gradient kernels match the reference", "
     c.run(c.b.op("fbl.SoftmaxCrossEntropyLossGrad", {dl, x, labels},
                  {{"reduction", std::string("mean")}, {"ignore_index", int64_t{-1}}}));
   }
+  {
+    // More classes than a row's work-group has work-items; more rows than it too (the count).
+    Case c;
+    auto dl = c.in("dl", DType::F32, {}, 0.5, 2.0);
+    auto x = c.in("x", DType::F32, {70, 300}, -4, 4);
+    auto labels = c.in("labels", DType::I64, {70}, -1, 300);
+    c.run(c.b.op("fbl.SoftmaxCrossEntropyLossGrad", {dl, x, labels},
+                 {{"reduction", std::string("mean")}, {"ignore_index", int64_t{-1}}}));
+  }
+  {
+    // Spatial dims, reduction sum.
+    Case c;
+    auto dl = c.in("dl", DType::F32, {}, 0.5, 2.0);
+    auto x = c.in("x", DType::F32, {2, 7, 3}, -3, 3);
+    auto labels = c.in("labels", DType::I64, {2, 3}, 0, 7);
+    c.run(c.b.op("fbl.SoftmaxCrossEntropyLossGrad", {dl, x, labels}, {{"reduction", std::string("sum")}}));
+  }
 }
 
 TEST_CASE("optimizer kernels match the reference", "[runtime][kernels][training]") {
