@@ -64,6 +64,9 @@ struct Launch {
   // run as a kernel; "conversion", a layout conversion the layout lowering inserted. Benchmarks
   // sum the last two as layout-transformation time.
   std::string kind = "compute";
+  // Nodes computed inside this launch's kernel besides `node` (compiler/plan/fusion.h); for
+  // reports only, the runtime ignores it. `node` then ends in "+Op" per fused node.
+  std::vector<std::string> fused;
 };
 
 struct Trainable {
@@ -129,6 +132,7 @@ inline nlohmann::json toJson(const Plan& p) {
     ls.push_back({{"phase", l.phase}, {"kernel", l.kernel}, {"args", l.args},
                   {"global", l.global}, {"local", l.local}, {"node", l.node}});
     if (l.kind != "compute") ls.back()["kind"] = l.kind;
+    if (!l.fused.empty()) ls.back()["fused"] = l.fused;
   }
   j["launches"] = std::move(ls);
   j["commits"] = p.commits;
@@ -227,6 +231,7 @@ inline std::string parse(const std::string& bytes, Plan* p) {
       l.local = o.at("local").get<std::vector<int64_t>>();
       l.node = o.at("node").get<std::string>();
       l.kind = o.value("kind", std::string("compute"));
+      if (o.contains("fused")) l.fused = o.at("fused").get<std::vector<std::string>>();
       p->launches.push_back(std::move(l));
     }
     p->commits = j.at("commits").get<std::vector<std::array<int32_t, 2>>>();

@@ -204,8 +204,15 @@ Result<ExplainReport> buildExplainReport(const planfile::Plan& plan) {
   for (const planfile::Launch& l : plan.launches) {
     ExplainLaunch el{l.phase, plan.kernelNames[l.kernel], l.node, l.kind, 0, 0};
     for (int32_t a : std::set<int32_t>(l.args.begin(), l.args.end())) el.bytes += plan.tensors[a].bytes;
-    if (seen.insert(l.node).second)
-      if (auto it = nodeFlops.find(l.node); it != nodeFlops.end()) el.flops = it->second;
+    // A fused launch (node "host+Op+Op") computes its host and every fused node; each node's
+    // FLOPs count on the first launch that computes it.
+    std::vector<std::string> computed = l.fused;
+    computed.push_back(l.node);
+    for (size_t k = 0; k < l.fused.size() && computed.back().rfind('+') != std::string::npos; ++k)
+      computed.back().erase(computed.back().rfind('+'));
+    for (const std::string& name : computed)
+      if (seen.insert(name).second)
+        if (auto it = nodeFlops.find(name); it != nodeFlops.end()) el.flops += it->second;
     r.launches.push_back(std::move(el));
   }
   if (!r.hasSection) {

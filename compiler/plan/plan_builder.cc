@@ -150,13 +150,19 @@ class Builder {
       if (nl && (nl->skip || nl->deferred)) continue;
       // The last node of a fused epilogue emits its product's kernel here (fusion.h).
       ir::NodeId emitted = id;
-      std::string fusedOps;
       if (nl && nl->runs != ir::kNoNode) {
         emitted = nl->runs;
         nl = &in_.lowering->nodes[emitted];
-        for (const codegen::FusedOp& st : nl->layouts.epilogue) fusedOps += "+" + g_.nodes[st.node].op;
       }
       const ir::Node& n = g_.nodes[emitted];
+      std::string fusedOps;
+      std::vector<std::string> fusedNodes;
+      if (nl)
+        for (const auto* list : {&nl->layouts.inlined, &nl->layouts.epilogue})
+          for (const codegen::FusedOp& op : *list) {
+            fusedOps += "+" + g_.nodes[op.node].op;
+            fusedNodes.push_back(g_.nodes[op.node].name);
+          }
       if (nl) {
         for (const auto& [v, from] : nl->materialise) {
           const ir::Value& val = g_.values[v];
@@ -176,7 +182,9 @@ class Builder {
       for (size_t s = 0; s < code.scratch.size(); ++s)
         scratch.push_back(addTensor(fmt::format("{}.scratch{}", n.name, s), code.scratch[s].dtype,
                                     code.scratch[s].shape, Role::Scratch));
+      const size_t first = plan_.launches.size();
       addLaunches(n, code, nl ? nl->kind : "compute", scratch, fusedOps);
+      for (size_t l = first; l < plan_.launches.size(); ++l) plan_.launches[l].fused = fusedNodes;
     }
     for (ir::ValueId v : g_.inputs)
       if (v != in_.step) plan_.inputs.push_back(tensorOf(v));

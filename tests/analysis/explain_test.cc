@@ -81,8 +81,15 @@ TEST_CASE("explain: tensors, transformations and launches of llama-tiny", "[anal
     CHECK(r->launches[i].node == l.node);
     launchFlops += r->launches[i].flops;
   }
+  // Fused launches ("host+Op") compute their host and the nodes they list.
   std::set<std::string> launched;
-  for (const auto& l : c.plan.launches) launched.insert(l.node);
+  int64_t fusedLaunches = 0;
+  for (const auto& l : c.plan.launches) {
+    launched.insert(l.fused.empty() ? l.node : l.node.substr(0, l.node.find('+')));
+    launched.insert(l.fused.begin(), l.fused.end());
+    fusedLaunches += !l.fused.empty();
+  }
+  CHECK(fusedLaunches > 0);
   int64_t nodeFlops = 0;
   for (const analysis::ExplainNode& n : r->nodes)
     if (launched.count(n.name)) nodeFlops += n.flops;
