@@ -87,6 +87,52 @@ Result<NodeCode> gemm(const ir::Graph& g, const ir::Node& n, const Target& t) {
 }
 
 Result<NodeCode> reduce(const ir::Graph& g, const ir::Node& n, const Target& t) {
+  return emitReduce(g, n, t, nullptr);
+}
+
+}  // namespace
+
+bool isReduceOp(std::string_view op) {
+  return op == "ReduceSum" || op == "ReduceMean" || op == "ReduceMax" || op == "ReduceMin" || op == "ReduceProd" ||
+         op == "ReduceSumSquare" || op == "fbl.ReduceSumTo";
+}
+
+Result<NodeCode> emitReduceKernel(const ir::Graph& g, const ir::Node& n, const Target& t, const ReduceSpec& r,
+                                  const std::vector<FusedOp>* inlined) {
+  const ir::Value& in = g.values[n.inputs[0]];
+  const ir::Value& out = g.values[n.outputs[0]];
+  const std::string T(clType(out.dtype));
+  std::string params = fmt::format("__global const {0}* src, __global {0}* dst", T), fused,
+              load = "src[o_src + o_red]";
+  std::vector<ArgRef> args{val(n.inputs[0]), val(n.outputs[0])};
+  if (inlined && !inlined->empty()) {
+    // The element at flat input index o_src + o_red, computed by the fused producers.
+    if (out.dtype != ir::DType::F32 || in.dtype != ir::DType::F32)
+      return makeError("{}: only float reductions compute fused producers", ir::describeNode(g, n));
+    FBL_ASSIGN(FusedValue f, emitFusedValue(g, *inlined, in.shape, "fi", "    "));
+    params = (f.params.empty() ? "" : f.params.substr(2) + ", ") + fmt::format("__global {}* dst", T);
+    // Its own scope: the fused index code peels coordinates under the same names as RINDEX's.
+    fused = "    float fused_x;\n    {\n    const uint fi = o_src + o_red;\n" + f.index + f.body +
+            fmt::format("    fused_x = {};\n    }}", f.result);
+    load = "fused_x";
+    args = std::move(f.args);
+    args.push_back(val(n.outputs[0]));
+  }
+  const int64_t count = ir::numElements(out.shape);
+  NodeCode c;
+  c.launches.push_back(launch(
+      "reduce",
+      {{"T", T}, {"ACC_T", r.accT}, {"N", str(count)}, {"R", str(ir::numElements(r.red))},
+       {"INDEX", emitOffsets(r.kept, "i", {{"o_src", r.keptStr, 0}})},
+       {"RINDEX", emitOffsets(r.red, "j", {{"o_red", r.redStr, 0}}, "    ")},
+       {"INIT", r.init}, {"COMBINE", r.combine}, {"FINISH", r.finish},
+       {"PARAMS", params}, {"FUSED", fused}, {"LOAD", load}},
+      r.tag, std::move(args), grid1(count, t), {t.workgroup}));
+  return c;
+}
+
+Result<NodeCode> emitReduce(const ir::Graph& g, const ir::Node& n, const Target& t, const std::vector<FusedOp>* inlined) {
+  if (n.op == "fbl.ReduceSumTo") return emitReduceSumTo(g, n, t, inlined);
   const ir::Value& in = g.values[n.inputs[0]];
   const ir::Value& out = g.values[n.outputs[0]];
   const size_t rank = in.shape.size();
@@ -99,33 +145,24 @@ Result<NodeCode> reduce(const ir::Graph& g, const ir::Node& n, const Target& t) 
   std::vector<bool> reduced(rank, axes.empty() && n.attrInt("noop_with_empty_axes", 0) == 0);
   for (int64_t a : axes) reduced[normAxis(a, rank)] = true;
   const std::vector<int64_t> inStrides = ir::stridesOf(in.shape);
-  Shape kept, red;
-  std::vector<int64_t> keptStr, redStr;
+  ReduceSpec r;
   for (size_t d = 0; d < rank; ++d) {
-    (reduced[d] ? red : kept).push_back(in.shape[d]);
-    (reduced[d] ? redStr : keptStr).push_back(inStrides[d]);
+    (reduced[d] ? r.red : r.kept).push_back(in.shape[d]);
+    (reduced[d] ? r.redStr : r.keptStr).push_back(inStrides[d]);
   }
-  const int64_t R = ir::numElements(red), count = ir::numElements(out.shape);
-  std::string init = "0.0f", combine = "acc + x", finish = "acc";
-  if (n.op == "ReduceMean") finish = fmt::format("acc / {}.0f", R);
-  if (n.op == "ReduceMax") init = "-INFINITY", combine = "fmax(acc, x)";
-  if (n.op == "ReduceMin") init = "INFINITY", combine = "fmin(acc, x)";
-  if (n.op == "ReduceSumSquare") combine = "acc + x * x";
-  if (n.op == "ReduceProd") init = "1.0f", combine = "acc * x";
+  const int64_t R = ir::numElements(r.red);
+  if (n.op == "ReduceMean") r.finish = fmt::format("acc / {}.0f", R);
+  if (n.op == "ReduceMax") r.init = "-INFINITY", r.combine = "fmax(acc, x)";
+  if (n.op == "ReduceMin") r.init = "INFINITY", r.combine = "fmin(acc, x)";
+  if (n.op == "ReduceSumSquare") r.combine = "acc + x * x";
+  if (n.op == "ReduceProd") r.init = "1.0f", r.combine = "acc * x";
   if (!ir::isFloat(out.dtype) && n.op != "ReduceSum")
     return makeError("{}: integer {} is not supported", ir::describeNode(g, n), n.op);
-  const std::string accT = ir::isFloat(out.dtype) ? "float" : std::string(clType(out.dtype));
-  if (!ir::isFloat(out.dtype)) init = "0";
-  NodeCode c;
-  c.launches.push_back(launch(
-      "reduce",
-      {{"T", std::string(clType(out.dtype))}, {"ACC_T", accT}, {"N", str(count)}, {"R", str(R)},
-       {"INDEX", emitOffsets(kept, "i", {{"o_src", keptStr, 0}})},
-       {"RINDEX", emitOffsets(red, "j", {{"o_red", redStr, 0}}, "    ")},
-       {"INIT", init}, {"COMBINE", combine}, {"FINISH", finish}},
-      "reduce", {val(n.inputs[0]), val(n.outputs[0])}, grid1(count, t), {t.workgroup}));
-  return c;
+  if (!ir::isFloat(out.dtype)) r.accT = std::string(clType(out.dtype)), r.init = "0";
+  return emitReduceKernel(g, n, t, r, inlined);
 }
+
+namespace {
 
 Result<NodeCode> softmax(const ir::Graph& g, const ir::Node& n, const Target& t) {
   const Shape& s = g.values[n.inputs[0]].shape;

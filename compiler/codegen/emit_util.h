@@ -44,6 +44,21 @@ LaunchSpec launch(std::string_view tmpl, const std::map<std::string, std::string
 struct NodeLayouts;
 bool usesTiledMatmul(const ir::Graph& g, const ir::Node& n);
 Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Target& t, const NodeLayouts* layouts);
+// Reduce{Sum,Mean,Max,Min,Prod,SumSquare} and fbl.ReduceSumTo (reduce.cl); `inlined` (may be
+// null): fused producers of input 0, computed per reduced element (compiler/plan/fusion.h).
+struct FusedOp;
+bool isReduceOp(std::string_view op);
+Result<NodeCode> emitReduce(const ir::Graph& g, const ir::Node& n, const Target& t, const std::vector<FusedOp>* inlined);
+// The kept and reduced dims of input 0 (sizes and element strides) and the accumulation.
+struct ReduceSpec {
+  ir::Shape kept, red;
+  std::vector<int64_t> keptStr, redStr;
+  std::string init = "0.0f", combine = "acc + x", finish = "acc", accT = "float", tag = "reduce";
+};
+Result<NodeCode> emitReduceKernel(const ir::Graph& g, const ir::Node& n, const Target& t, const ReduceSpec& r,
+                                  const std::vector<FusedOp>* inlined);
+Result<NodeCode> emitReduceSumTo(const ir::Graph& g, const ir::Node& n, const Target& t,
+                                 const std::vector<FusedOp>* inlined);  // training_emitters.cc
 // The elementwise family (kernel_emitter.cc): kEwRules, Gelu, Sum, Mean; operands and output
 // through `layouts` (nullptr: row-major).
 bool isElementwiseOp(std::string_view op);

@@ -134,6 +134,26 @@ Result<EpilogueCode> emitMatmulEpilogue(const ir::Graph& g, const std::vector<Fu
   return out;
 }
 
+Result<FusedValue> emitFusedValue(const ir::Graph& g, const std::vector<FusedOp>& ops, const ir::Shape& shape,
+                                  const std::string& linear, const std::string& indent) {
+  for (const FusedOp& op : ops)
+    if (g.values[g.nodes[op.node].outputs[0]].shape != shape)
+      return makeError("{}: a fused producer must have the shape its consumer reads, {}",
+                       ir::describeNode(g, g.nodes[op.node]), ir::shapeToString(shape));
+  FBL_ASSIGN(FusedBody f, emitFusedOps(g, ops, "", indent));
+  FusedValue out;
+  if (!f.loads.empty()) {
+    auto idx = emitLayoutOffsets(shape, linear, f.loads, indent);
+    if (!idx.ok()) return makeError("{}: {}", ir::describeNode(g, g.nodes[ops.front().node]), idx.error().message);
+    out.index = *idx;
+  }
+  out.params = std::move(f.params);
+  out.body = std::move(f.body);
+  out.result = std::move(f.result);
+  out.args = std::move(f.args);
+  return out;
+}
+
 Result<NodeCode> emitElementwiseGroup(const ir::Graph& g, const ir::Node& root, const Target& t,
                                       const NodeLayouts& layouts) {
   std::vector<FusedOp> ops = layouts.inlined;

@@ -4,7 +4,9 @@
 //   - a tiled MatMul's epilogue (NodeLayouts::epilogue): the steps run on every output element
 //     before it is stored; emitMatmulEpilogue wraps them in EPILOGUE (rtile_matmul.cl);
 //   - an elementwise kernel computing its fused producers inline (NodeLayouts::inlined):
-//     emitElementwiseGroup, one work-item per output element as elementwise.cl.
+//     emitElementwiseGroup, one work-item per output element as elementwise.cl;
+//   - a reduction computing the element it reduces from its fused producers (emitFusedValue,
+//     used by the Reduce* emitter).
 //
 // Every operand that is not a register is a kernel parameter read through its own layout and
 // broadcast against the kernel's output index (scalar constants are inlined), so e.g. RoPE's
@@ -38,5 +40,16 @@ Result<EpilogueCode> emitMatmulEpilogue(const ir::Graph& g, const std::vector<Fu
 // layouts.outputs[0].
 Result<NodeCode> emitElementwiseGroup(const ir::Graph& g, const ir::Node& root, const Target& t,
                                       const NodeLayouts& layouts);
+
+// `ops` (a group's members, in order) as statements computing the last one's value at flat
+// row-major index `linear` of `shape`: `index` declares the operands' offsets, `body` the
+// registers, `result` names the value; `params` (", __global const float* restrict e0, ...")
+// and `args` are the operands the kernel must take.
+struct FusedValue {
+  std::string params, index, body, result;
+  std::vector<ArgRef> args;
+};
+Result<FusedValue> emitFusedValue(const ir::Graph& g, const std::vector<FusedOp>& ops, const ir::Shape& shape,
+                                  const std::string& linear, const std::string& indent);
 
 }  // namespace fbl::codegen

@@ -35,8 +35,13 @@ Result<NodeCode> emitNode(const ir::Graph& g, const ir::Node& n, const Target& t
   if (!layouts.epilogue.empty() && !((n.op == "MatMul" || n.op == "Gemm") && usesTiledMatmul(g, n)))
     return makeError("{}: only the tiled MatMul runs fused elementwise steps", ir::describeNode(g, n));
   if (!layouts.inlined.empty()) {
+    if (isReduceOp(n.op)) {
+      for (const auto& i : layouts.inputs)
+        if (i) return makeError("{}: a reduction reads its operands row-major", ir::describeNode(g, n));
+      return emitReduce(g, n, target, &layouts.inlined);
+    }
     if (!isElementwiseOp(n.op))
-      return makeError("{}: only elementwise ops compute fused producers", ir::describeNode(g, n));
+      return makeError("{}: only elementwise ops and reductions compute fused producers", ir::describeNode(g, n));
     return emitElementwiseGroup(g, n, target, layouts);
   }
   if (isElementwiseOp(n.op)) return emitElementwiseNode(g, n, target, &layouts);

@@ -48,7 +48,8 @@ struct NodeLayouts {
   // outputs[0]) instead of its own output; kNoValue: its own output.
   std::vector<FusedOp> epilogue;
   ir::ValueId epilogueOutput = ir::kNoValue;
-  // Elementwise only: producers computed in registers before the node itself, in order.
+  // Elementwise and Reduce* only: producers computed in registers before the node itself (a
+  // reduction: per reduced element, the producers of input 0), in order.
   std::vector<FusedOp> inlined;
   bool trivial() const;  // every entry nullopt, nothing fused
 };
@@ -56,7 +57,7 @@ struct NodeLayouts {
 // The ops whose emitters honour NodeLayouts: the elementwise family (incl. Expand, Where, Cast)
 // and float MatMul / Gemm without bias and with alpha 1 (the tiled template; the others keep the
 // row-major naive kernel). `sign` is honoured by elementwise ops only; an epilogue by the tiled
-// MatMul only; inlined producers by float elementwise ops only.
+// MatMul only; inlined producers by float elementwise ops and reductions only.
 bool supportsOperandLayouts(const ir::Graph& g, const ir::Node& n);
 
 // emitNode with layouts; an error naming the node if it does not support them

@@ -57,27 +57,7 @@ Result<NodeCode> geluGrad(const ir::Graph& g, const ir::Node& n, const Target& t
 }
 
 Result<NodeCode> reduceSumTo(const ir::Graph& g, const ir::Node& n, const Target& t) {
-  const Shape& in = g.values[n.inputs[0]].shape;
-  const Shape& out = g.values[n.outputs[0]].shape;
-  const size_t lead = in.size() - out.size();
-  const std::vector<int64_t> inStrides = ir::stridesOf(in);
-  Shape kept, red;
-  std::vector<int64_t> keptStr, redStr;
-  for (size_t d = 0; d < in.size(); ++d) {
-    const bool reduced = d < lead || (out[d - lead] == 1 && in[d] != 1);
-    (reduced ? red : kept).push_back(in[d]);
-    (reduced ? redStr : keptStr).push_back(inStrides[d]);
-  }
-  const int64_t count = ir::numElements(out);
-  NodeCode c;
-  c.launches.push_back(launch(
-      "reduce",
-      {{"T", "float"}, {"ACC_T", "float"}, {"N", str(count)}, {"R", str(ir::numElements(red))},
-       {"INDEX", emitOffsets(kept, "i", {{"o_src", keptStr, 0}})},
-       {"RINDEX", emitOffsets(red, "j", {{"o_red", redStr, 0}}, "    ")},
-       {"INIT", "0.0f"}, {"COMBINE", "acc + x"}, {"FINISH", "acc"}},
-      "reducesumto", {val(n.inputs[0]), val(n.outputs[0])}, grid1(count, t), {t.workgroup}));
-  return c;
+  return emitReduceSumTo(g, n, t, nullptr);
 }
 
 Result<NodeCode> sliceGrad(const ir::Graph& g, const ir::Node& n, const Target& t) {
@@ -236,6 +216,22 @@ std::vector<EmitterEntry> trainingEmitters() {
       {"fbl.SGD", optimizer}};
   for (const auto& e : convEmitters()) all.push_back(e);
   return all;
+}
+
+Result<NodeCode> emitReduceSumTo(const ir::Graph& g, const ir::Node& n, const Target& t,
+                                 const std::vector<FusedOp>* inlined) {
+  const Shape& in = g.values[n.inputs[0]].shape;
+  const Shape& out = g.values[n.outputs[0]].shape;
+  const size_t lead = in.size() - out.size();
+  const std::vector<int64_t> inStrides = ir::stridesOf(in);
+  ReduceSpec r;
+  r.tag = "reducesumto";
+  for (size_t d = 0; d < in.size(); ++d) {
+    const bool reduced = d < lead || (out[d - lead] == 1 && in[d] != 1);
+    (reduced ? r.red : r.kept).push_back(in[d]);
+    (reduced ? r.redStr : r.keptStr).push_back(inStrides[d]);
+  }
+  return emitReduceKernel(g, n, t, r, inlined);
 }
 
 }  // namespace fbl::codegen

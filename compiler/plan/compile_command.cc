@@ -187,7 +187,7 @@ int runCompile(const CompileArgs& args) {
   if (c->transforms.is_object() && c->transforms.contains("total"))
     fmt::print("layout ({}): {} transformations, {} eliminated, {} explicit; plan: {} movement kernels, {} "
                "conversion copies, {} reads through maps ({} transposed), {} movement ops not executed, {} R-Tile "
-               "tensors ({} kept row-major); {} elementwise nodes fused into {} MatMuls and {} elementwise kernels\n",
+               "tensors ({} kept row-major); {} elementwise nodes fused into {} MatMuls and {} other kernels\n",
                args.strategy, c->transforms.value("total", 0), c->transforms.value("eliminated", 0),
                c->transforms.value("explicit", 0), c->lowering.transformNodes, c->lowering.materialised,
                c->lowering.readsThrough, c->lowering.transposedReads, c->lowering.skippedNodes,

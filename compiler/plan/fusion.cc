@@ -80,13 +80,20 @@ class Fuser {
     }
   }
 
-  // Roots from the last node back, so that a group is as large as its single-reader tree.
+  // Roots from the last node back, so that a group is as large as its single-reader tree. A
+  // root is a float elementwise node (members have its output's shape) or a float reduction
+  // (members produce its input 0, of that input's shape).
   void groups() {
     for (NodeId id = static_cast<NodeId>(g_.nodes.size()) - 1; id >= 0; --id) {
       const ir::Node& root = g_.nodes[id];
-      if (!fitsGroup(root, id, root)) continue;
       std::vector<NodeId> members;
-      collect(root, id, members);
+      if (fitsGroup(root, id, root, g_.values[root.outputs[0]].shape)) {
+        collect(root, id, g_.values[root.outputs[0]].shape, c_all, members);
+      } else if (codegen::isReduceOp(root.op) && runsAlone(root, out_.nodes[id]) && allFloatData(root) &&
+                 root.phase != ir::Phase::Optimizer && !out_.nodes[id].layouts.inputs[0] &&
+                 out_.nodes[id].materialise.empty()) {
+        collect(root, id, g_.values[root.inputs[0]].shape, 0, members);
+      }
       if (members.empty()) continue;
       std::sort(members.begin(), members.end());
       std::vector<codegen::FusedOp>& inlined = out_.nodes[id].layouts.inlined;
@@ -148,27 +155,37 @@ class Fuser {
     return &reads_[v][0];
   }
 
-  // Plain-read inputs of `consumer` whose producers can be computed in `root`'s kernel, recursively.
-  void collect(const ir::Node& root, NodeId consumer, std::vector<NodeId>& members) const {
+  static constexpr int c_all = -1;
+
+  // Plain-read inputs of `consumer` (slot `only`, or all) whose producers can be computed in
+  // `root`'s kernel at `shape`, recursively.
+  void collect(const ir::Node& root, NodeId consumer, const ir::Shape& shape, int only,
+               std::vector<NodeId>& members) const {
     const ir::Node& c = g_.nodes[consumer];
     for (size_t s = 0; s < c.inputs.size(); ++s) {
-      if (out_.nodes[consumer].layouts.inputs[s]) continue;
+      if ((only != c_all && static_cast<int>(s) != only) || out_.nodes[consumer].layouts.inputs[s]) continue;
       const ir::ValueId v = c.inputs[s];
       const NodeId p = v == ir::kNoValue ? ir::kNoNode : g_.values[v].producer;
       const Read* r = p == ir::kNoNode ? nullptr : onlyPlainRead(v);
-      if (r == nullptr || r->node != consumer || !fitsGroup(g_.nodes[p], p, root)) continue;
+      if (r == nullptr || r->node != consumer || !fitsGroup(g_.nodes[p], p, root, shape)) continue;
       if (std::find(members.begin(), members.end(), p) != members.end()) continue;
       members.push_back(p);
-      collect(root, p, members);
+      collect(root, p, shape, c_all, members);
     }
   }
 
-  // Computable in `root`'s elementwise kernel: float elementwise with root's output shape.
-  bool fitsGroup(const ir::Node& n, NodeId id, const ir::Node& root) const {
+  // Computable in `root`'s kernel: float elementwise with the shape the kernel iterates.
+  bool fitsGroup(const ir::Node& n, NodeId id, const ir::Node& root, const ir::Shape& shape) const {
     const NodeLowering& nl = out_.nodes[id];
     return runsAlone(n, nl) && codegen::isElementwiseOp(n.op) && n.op != "Expand" && allFloat(g_, n) &&
            n.inputs.size() <= 3 && n.phase == root.phase && n.phase != ir::Phase::Optimizer &&
-           nl.materialise.empty() && g_.values[n.outputs[0]].shape == g_.values[root.outputs[0]].shape;
+           nl.materialise.empty() && g_.values[n.outputs[0]].shape == shape;
+  }
+
+  // A reduction over floats (its axes input, if any, is integer).
+  bool allFloatData(const ir::Node& n) const {
+    return n.outputs.size() == 1 && g_.values[n.inputs[0]].dtype == ir::DType::F32 &&
+           g_.values[n.outputs[0]].dtype == ir::DType::F32;
   }
 
   bool fitsEpilogue(const ir::Node& host, NodeId id) const {

@@ -1,7 +1,7 @@
 // Fusion (the last part of global layout selection, paper section 4.4): once every layout is
 // decided, elementwise nodes next to a tiled MatMul run inside its kernel, so their launches and
 // their intermediate tensors disappear and the memory plan (built on the launches the plan
-// builder emits) shrinks with them. Two rewrites, fblayout only, switched off with
+// builder emits) shrinks with them. Three rewrites, fblayout only, switched off with
 // `--disable-pass fusion`:
 //
 //   epilogue  MatMul -> E1 -> ... -> Ek: each Ei float elementwise with the product's output
@@ -15,6 +15,10 @@
 //   prologue  Mul(x, s), s a one-element float, whose every reader is a tiled MatMul: since
 //             (s * X) @ W = s * (X @ W), each product reads x and applies `* s` first in its
 //             epilogue (LoRA backward's dY * scale feeding dA and dB).
+//   group     A float elementwise node computes, in registers, the tree of float elementwise
+//             producers of its own output shape that only it reads (RoPE's x*cos + rot(x)*sin,
+//             SiLU times up); a reduction (Reduce*, fbl.ReduceSumTo) likewise computes its
+//             input per reduced element (RMSNorm's x^2 before the mean).
 //
 // planFusion runs after liveness and before storage is chosen (fused intermediate values are
 // never stored, so they never get an R-Tile); finishFusion runs after storage, copying each

@@ -69,7 +69,7 @@ struct LoweringCounts {
   int64_t rtileDemoted = 0;     // R-Tile values kept row-major (a reader or writer without layouts)
   int64_t fusedNodes = 0;       // elementwise nodes run inside a MatMul's kernel
   int64_t fusedMatmuls = 0;     // MatMuls running fused steps
-  int64_t fusedElementwise = 0; // elementwise kernels computing fused producers
+  int64_t fusedElementwise = 0; // elementwise and reduction kernels computing fused producers
 };
 
 struct LoweringOptions {

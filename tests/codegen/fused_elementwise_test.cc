@@ -1,8 +1,8 @@
 // Fused elementwise code (fused_elementwise.h) on PoCL against naive element-by-element
 // references: MatMul epilogues (chains of steps on the product, operands broadcast and read
 // through random layouts, scalar constants inlined, split-K sums, folded and per-matrix batches,
-// tile-major outputs) and elementwise groups (random trees of producers computed in registers,
-// leaves through random layouts with RoPE-style signs).
+// tile-major outputs), elementwise groups (random trees of producers computed in registers,
+// leaves through random layouts with RoPE-style signs) and reductions computing their input.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -234,7 +234,81 @@ void checkGroup(strategy::ClSession& s, std::mt19937& rng) {
   REQUIRE(bad == 0);
 }
 
+// A reduction (ReduceSum / ReduceMean over random axes, or fbl.ReduceSumTo) whose input is
+// computed per element by fused producers: Op2(Op1(l0, l1), l2).
+void checkReduceGroup(strategy::ClSession& s, std::mt19937& rng, const std::string& op) {
+  const Shape in = randomShape(rng, 2);
+  testing::GraphBuilder b;
+  std::map<ir::ValueId, Buffer> bufs;
+  Leaf l0 = makeLeaf(b, in, rng, bufs, "l0"), l1 = makeLeaf(b, in, rng, bufs, "l1"), l2 = makeLeaf(b, in, rng, bufs, "l2");
+  const char* ops1[] = {"Mul", "Add", "Sub"};
+  const std::string op1 = ops1[rng() % 3], op2 = rng() % 2 ? "Mul" : "Sigmoid";
+  const ir::NodeId n1 = static_cast<ir::NodeId>(b.g.nodes.size());
+  const ir::ValueId p = typedOp(b, op1, {l0.value, l1.value}, in);
+  const ir::NodeId n2 = static_cast<ir::NodeId>(b.g.nodes.size());
+  const ir::ValueId q = op2 == "Mul" ? typedOp(b, op2, {p, l2.value}, in) : typedOp(b, op2, {p}, in);
+  std::vector<bool> reduced(in.size());
+  Shape out;
+  std::vector<int64_t> axes;
+  const size_t always = rng() % in.size();  // empty axes would mean "all" to ReduceSum
+  for (size_t d = 0; d < in.size(); ++d) {
+    reduced[d] = d == always || rng() % 2 == 0;
+    if (reduced[d]) axes.push_back(static_cast<int64_t>(d));
+    out.push_back(reduced[d] ? 1 : in[d]);  // keepdims; ReduceSumTo's target keeps unit dims too
+  }
+  const ir::NodeId rn = static_cast<ir::NodeId>(b.g.nodes.size());
+  const ir::ValueId y = op == "fbl.ReduceSumTo" ? typedOp(b, op, {q, b.ints<int64_t>("shape", out)}, out)
+                                                : typedOp(b, op, {q, b.ints<int64_t>("axes", axes)}, out);
+  NodeLayouts nl;
+  nl.inputs = std::vector<std::optional<OperandLayout>>(b.g.nodes[rn].inputs.size());
+  nl.outputs = {std::nullopt};
+  auto layoutsOf = [&](ir::NodeId id) {
+    std::vector<std::optional<OperandLayout>> v;
+    for (ir::ValueId x : b.g.nodes[id].inputs)
+      v.push_back(x == l0.value ? l0.via : x == l1.value ? l1.via : x == l2.value ? l2.via : std::nullopt);
+    return v;
+  };
+  nl.inlined = {{n1, -1, layoutsOf(n1)}, {n2, -1, layoutsOf(n2)}};
+  bufs[y] = Buffer::make(ir::DType::F32, ir::numElements(out));
+  const std::map<ir::ValueId, Buffer> inputs = bufs;
+  auto code = emitNode(b.g, b.g.nodes[rn], Target{}, nl);
+  if (!code.ok()) FAIL(code.error().message);
+  runCode(s, *code, bufs);
+  std::vector<double> want(static_cast<size_t>(ir::numElements(out)), 0.0);
+  int64_t count = 1;
+  for (size_t d = 0; d < in.size(); ++d) count *= reduced[d] ? in[d] : 1;
+  for (int64_t i = 0; i < ir::numElements(in); ++i) {
+    const std::vector<int64_t> o = unflatten(i, in);
+    const double pv = refOp(op1, {readLeaf(l0, inputs, o), readLeaf(l1, inputs, o)});
+    const double qv = op2 == "Mul" ? refOp("Mul", {pv, readLeaf(l2, inputs, o)}) : refOp("Sigmoid", {pv});
+    std::vector<int64_t> oi = o;
+    for (size_t d = 0; d < in.size(); ++d)
+      if (reduced[d]) oi[d] = 0;
+    want[static_cast<size_t>(Layout::rowMajor(out).locate(oi)[0])] += qv;
+  }
+  size_t bad = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double w = op == "ReduceMean" ? want[i] / static_cast<double>(count) : want[i];
+    if (!(std::fabs(bufs[y].get(static_cast<int64_t>(i)) - w) <= 1e-4 * (1 + std::fabs(w)))) ++bad;
+  }
+  INFO(op << " of " << op2 << "(" << op1 << "(...)) over " << ir::shapeToString(in) << " -> " << ir::shapeToString(out));
+  INFO(code->launches[0].source);
+  REQUIRE(bad == 0);
+}
+
 }  // namespace
+
+TEST_CASE("reductions compute their fused producers per reduced element", "[fusion]") {
+  auto s = openSession();
+  const char* ops[] = {"ReduceSum", "ReduceMean", "fbl.ReduceSumTo"};
+  for (unsigned k = 0; k < 3; ++k)
+    for (unsigned rep = 0; rep < 4; ++rep) {
+      DYNAMIC_SECTION(ops[k] << " #" << rep) {
+        std::mt19937 rng(9000 + 10 * k + rep);
+        checkReduceGroup(*s, rng, ops[k]);
+      }
+    }
+}
 
 TEST_CASE("MatMul epilogues apply fused steps before the store", "[fusion]") {
   auto s = openSession();
