@@ -5,8 +5,8 @@
 #   1: Figure 16 (matmul), Figure 17 (transforms), the tiny corpus models per strategy, the
 #      PyTorch eager reference for the zoo Llama step;
 #   2: the zoo models of Table 3 per strategy (fewer layers: see docs/results.md); 2a: the
-#      Figure-14 ablation on the zoo Llama; 3: the CNNs and the SD UNet; t: the tiny corpus
-#      models per strategy alone.
+#      Figure-14 ablation on the zoo Llama; 3: the CNNs and the SD UNet; sd: the SD UNet alone;
+#      t: the tiny corpus models per strategy alone.
 set -uo pipefail
 export LD_LIBRARY_PATH=$PWD/.devcarry/lib:${LD_LIBRARY_PATH:-}
 export POCL_CACHE_DIR=/tmp/pocl-cache
@@ -52,6 +52,9 @@ t)
   for m in mobilenetv2 resnet34 vgg19; do
     $B/fblc zoo $m -o /tmp/zoo/$m.onnx > /dev/null && step $m /tmp/zoo/$m.onnx 3
   done
+  $B/fblc zoo stable-diffusion-1.5 --layers 1 -o /tmp/zoo/sd.onnx > /dev/null && step stable-diffusion-1.5 /tmp/zoo/sd.onnx 2
+  ;;
+sd)
   $B/fblc zoo stable-diffusion-1.5 --layers 1 -o /tmp/zoo/sd.onnx > /dev/null && step stable-diffusion-1.5 /tmp/zoo/sd.onnx 2
   ;;
 esac
