@@ -253,20 +253,16 @@ Result<NodeCode> sceLoss(const ir::Graph& g, const ir::Node& n, const Target& t)
   if (n.input(2) != ir::kNoValue)
     return makeError("{}: class weights are not supported", ir::describeNode(g, n));
   FBL_ASSIGN(SceLossShape sh, sceLossShape(g, n, n.inputs[0], n.inputs[1], t));
-  std::string params = fmt::format("__global const float* x, __global const {}* labels, ", sh.vars.at("TL"));
   std::vector<ArgRef> rowArgs{val(n.inputs[0]), val(n.inputs[1])};
-  std::string logprob;
+  std::map<std::string, std::string> vars = sh.vars;
   if (n.outputs.size() > 1 && n.outputs[1] != ir::kNoValue) {
-    params += "__global float* logp, ";
+    vars["PARAMS"] = fmt::format("__global const float* x, __global const {}* labels, __global float* logp, "
+                                 "__global float* row_loss, __global float* row_w", sh.vars.at("TL"));
     rowArgs.push_back(val(n.outputs[1]));
-    logprob = "  for (uint c = lid; c < NCLASS; c += WG) logp[base + c * INNER] = x[base + c * INNER] - lse;";
+    vars["LOGPROB"] = "  for (uint c = lid; c < NCLASS; c += WG) logp[base + c * INNER] = x[base + c * INNER] - lse;";
   }
-  params += "__global float* row_loss, __global float* row_w";
   rowArgs.push_back(scratch(0));
   rowArgs.push_back(scratch(1));
-  std::map<std::string, std::string> vars = sh.vars;
-  vars["PARAMS"] = params;
-  vars["LOGPROB"] = logprob;
   NodeCode c;
   c.scratch = {{ir::DType::F32, {sh.rows}}, {ir::DType::F32, {sh.rows}}};
   c.launches.push_back(launch("sce_loss", vars, "sceloss", rowArgs, {sh.rows * sh.wg}, {sh.wg}, "_rows"));
@@ -305,10 +301,7 @@ Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Ta
     // fetch each texel's 4 columns a whole row apart: read the layout the other way round,
     // through the template's transposed path, where texels are contiguous again.
     if (shape.size() >= 2 && !texelsContiguous(stored)) {
-      std::vector<int64_t> perm(stored.shape().size());
-      for (size_t d = 0; d < perm.size(); ++d) perm[d] = static_cast<int64_t>(d);
-      std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
-      auto flipped = stored.transpose(perm);
+      auto flipped = stored.transposeLastTwo();
       if (flipped.ok() && texelsContiguous(*flipped)) {
         stored = std::move(*flipped);
         transposed = !transposed;

@@ -91,6 +91,11 @@ Result<SceLossShape> sceLossShape(const ir::Graph& g, const ir::Node& n, ir::Val
              {"INNER", std::to_string(inner)},         {"ROWS", std::to_string(sh.rows)},
              {"IGNORE", ignore},                       {"MEAN", reduction == "mean" ? "1" : "0"},
              {"TL", std::string(clType(g.values[labels].dtype))}};
+  // The loss without log_prob: the gradient instantiates the same source (so a plan holding
+  // both builds one program text for the two), the loss overrides these when it writes logp.
+  sh.vars["PARAMS"] = fmt::format("__global const float* x, __global const {}* labels, __global float* row_loss, "
+                                  "__global float* row_w", sh.vars.at("TL"));
+  sh.vars["LOGPROB"] = "";
   return sh;
 }
 

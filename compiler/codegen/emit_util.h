@@ -70,7 +70,8 @@ Result<NodeCode> emitElementwiseNode(const ir::Graph& g, const ir::Node& n, cons
 
 // SoftmaxCrossEntropyLoss (and its gradient) over `scores` [N, C, d...] with `labels`: the rows,
 // the work-group per row (a power of two: 256 on GPUs, else at most the target's) and the template
-// variables of sce_loss.cl they share; an error for reduction 'none'.
+// variables of sce_loss.cl they share (PARAMS and LOGPROB for a loss without log_prob); an
+// error for reduction 'none'.
 struct SceLossShape {
   int64_t rows = 0, wg = 1;
   std::map<std::string, std::string> vars;

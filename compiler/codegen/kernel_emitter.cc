@@ -212,14 +212,23 @@ bool isElementwiseOp(std::string_view op) {
   return false;
 }
 
-Result<NodeCode> emitElementwiseNode(const ir::Graph& g, const ir::Node& n, const Target& t,
-                                     const NodeLayouts* layouts) {
-  auto expr = elementwiseExpr(g, n);
-  if (!expr) return makeError("{}: '{}' is not an elementwise op", ir::describeNode(g, n), n.op);
+namespace {
+
+Status checkOutputTypes(const ir::Graph& g, const ir::Node& n) {
   for (const ir::ValueId o : n.outputs)
     if (o != ir::kNoValue && clType(g.values[o].dtype).empty())
       return makeError("{}: output dtype {} has no OpenCL kernel type", ir::describeNode(g, n),
                        ir::dtypeName(g.values[o].dtype));
+  return Status::success();
+}
+
+}  // namespace
+
+Result<NodeCode> emitElementwiseNode(const ir::Graph& g, const ir::Node& n, const Target& t,
+                                     const NodeLayouts* layouts) {
+  auto expr = elementwiseExpr(g, n);
+  if (!expr) return makeError("{}: '{}' is not an elementwise op", ir::describeNode(g, n), n.op);
+  FBL_TRY(checkOutputTypes(g, n));
   return emitElementwise(g, n, t, *expr, layouts);
 }
 
@@ -230,10 +239,7 @@ Result<NodeCode> emitNode(const ir::Graph& g, const ir::Node& n, const Target& t
       c.aliasOf = n.inputs[0];
       return c;
     }
-  for (const ir::ValueId o : n.outputs)
-    if (o != ir::kNoValue && clType(g.values[o].dtype).empty())
-      return makeError("{}: output dtype {} has no OpenCL kernel type", ir::describeNode(g, n),
-                       ir::dtypeName(g.values[o].dtype));
+  FBL_TRY(checkOutputTypes(g, n));
   if (auto expr = elementwiseExpr(g, n)) return emitElementwise(g, n, t, *expr, nullptr);
   if (auto* f = findSpecialEmitter(n.op)) return f(g, n, t);
   return makeError("{}: no OpenCL kernel for op '{}' (supported: elementwise, movement, MatMul, "

@@ -63,11 +63,9 @@ Result<NodeCode> emitLayoutCopy(const ir::Graph& g, const OperandLayout& src, ir
                                   ir::dtypeName(dtype));
   layout::Layout from = src.layout;
   if (src.transposed) {
-    std::vector<int64_t> perm(from.shape().size());
-    for (size_t d = 0; d < perm.size(); ++d) perm[d] = static_cast<int64_t>(d);
-    if (perm.size() < 2) return makeError("layout copy of {}: a transposed read needs a matrix", g.values[src.value].name);
-    std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
-    FBL_ASSIGN(from, from.transpose(perm));
+    if (from.shape().size() < 2)
+      return makeError("layout copy of {}: a transposed read needs a matrix", g.values[src.value].name);
+    FBL_ASSIGN(from, from.transposeLastTwo());
   }
   if (from.shape() != shape)
     return makeError("layout copy of {}: source {} and destination {} differ in shape", g.values[src.value].name,

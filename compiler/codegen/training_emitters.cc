@@ -137,13 +137,8 @@ Result<NodeCode> layerNormGrad(const ir::Graph& g, const ir::Node& n, const Targ
 Result<NodeCode> sceLossGrad(const ir::Graph& g, const ir::Node& n, const Target& t) {
   if (n.input(3) != ir::kNoValue) return makeError("{}: class weights are not supported", ir::describeNode(g, n));
   FBL_ASSIGN(SceLossShape sh, sceLossShape(g, n, n.inputs[1], n.inputs[2], t));
-  std::map<std::string, std::string> vars = sh.vars;
-  // The template's other kernels come along unused; give them their plain parameters.
-  vars["PARAMS"] = fmt::format("__global const float* x, __global const {}* labels, __global float* row_loss, "
-                               "__global float* row_w", sh.vars.at("TL"));
-  vars["LOGPROB"] = "";
   NodeCode c;
-  c.launches.push_back(launch("sce_loss", vars, "scelossgrad",
+  c.launches.push_back(launch("sce_loss", sh.vars, "scelossgrad",
                               {val(n.inputs[0]), val(n.inputs[1]), val(n.inputs[2]), val(n.outputs[0])},
                               {sh.rows * sh.wg}, {sh.wg}, "_grad"));
   return c;

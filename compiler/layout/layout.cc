@@ -108,6 +108,15 @@ Result<Layout> Layout::compose(const IndexMap& view) const {
   return Layout(storage_, m.simplified());
 }
 
+Result<Layout> Layout::transposeLastTwo() const {
+  const size_t rank = shape().size();
+  if (rank < 2) return makeError("layout {}: transposing the last two dims needs rank 2 or more", str());
+  std::vector<int64_t> perm(rank);
+  for (size_t d = 0; d < rank; ++d) perm[d] = static_cast<int64_t>(d);
+  std::swap(perm[rank - 1], perm[rank - 2]);
+  return transpose(perm);
+}
+
 Result<Layout> Layout::apply(const MovementOp& op) const {
   FBL_ASSIGN(IndexMap view, movementMap(shape(), op));
   return compose(view);

@@ -82,6 +82,8 @@ class Layout {
   Result<Layout> apply(std::span<const MovementOp> chain) const;
   Result<Layout> reshape(const Shape& s) const { return apply(MovementOp::reshape(s)); }
   Result<Layout> transpose(const std::vector<int64_t>& perm) const { return apply(MovementOp::permute(perm)); }
+  // The last two dims swapped (a matrix read transposed); an error below rank 2.
+  Result<Layout> transposeLastTwo() const;
 
   // Physical location -> logical index, where the map is a bijection onto its image.
   Result<IndexMap> inverse() const { return map_.inverse(); }

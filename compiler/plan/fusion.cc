@@ -14,12 +14,6 @@ namespace {
 using ir::NodeId;
 using ir::ValueId;
 
-struct Read {
-  NodeId node = ir::kNoNode;
-  int slot = -1;         // -1: a copy kernel's source
-  bool through = false;  // through an OperandLayout (a folded chain or a transposed read)
-};
-
 bool isTiledMatmul(const ir::Graph& g, const ir::Node& n) {
   return (n.op == "MatMul" || n.op == "Gemm") && codegen::usesTiledMatmul(g, n);
 }
@@ -39,18 +33,7 @@ class Fuser {
  public:
   Fuser(const ir::Graph& g, const std::vector<bool>& keep, LayoutLowering& out,
         std::map<std::pair<NodeId, int>, layout::IndexMap>& views)
-      : g_(g), keep_(keep), out_(out), views_(views), reads_(g.values.size()) {
-    for (NodeId id = 0; id < static_cast<NodeId>(g_.nodes.size()); ++id) {
-      const ir::Node& n = g_.nodes[id];
-      const NodeLowering& nl = out_.nodes[id];
-      if (n.dead || nl.skip) continue;
-      for (size_t s = 0; s < n.inputs.size(); ++s) {
-        if (nl.layouts.inputs[s]) reads_[nl.layouts.inputs[s]->value].push_back({id, static_cast<int>(s), true});
-        else if (n.inputs[s] != ir::kNoValue) reads_[n.inputs[s]].push_back({id, static_cast<int>(s), false});
-      }
-      for (const auto& [v, from] : nl.materialise) reads_[from.value].push_back({id, -1, true});
-    }
-  }
+      : g_(g), keep_(keep), out_(out), views_(views), reads_(valueReads(g, out)) {}
 
   void epilogues() {
     for (NodeId id = 0; id < static_cast<NodeId>(g_.nodes.size()); ++id) {
@@ -58,8 +41,8 @@ class Fuser {
       if (!runsAlone(host, out_.nodes[id]) || !isTiledMatmul(g_, host) || host.phase == ir::Phase::Optimizer) continue;
       std::vector<codegen::FusedOp> steps;
       for (ValueId cur = host.outputs[0];;) {
-        const Read* r = onlyPlainRead(cur);
-        if (r == nullptr || !fitsEpilogue(host, r->node)) break;
+        const ValueRead* r = onlyPlainRead(cur);
+        if (r == nullptr || !fitsInside(r->node, host, g_.values[host.outputs[0]].shape)) break;
         steps.push_back({r->node, r->slot, {}});
         cur = g_.nodes[r->node].outputs[0];
       }
@@ -87,7 +70,7 @@ class Fuser {
     for (NodeId id = static_cast<NodeId>(g_.nodes.size()) - 1; id >= 0; --id) {
       const ir::Node& root = g_.nodes[id];
       std::vector<NodeId> members;
-      if (fitsGroup(root, id, root, g_.values[root.outputs[0]].shape)) {
+      if (fitsInside(id, root, g_.values[root.outputs[0]].shape)) {
         collect(root, id, g_.values[root.outputs[0]].shape, c_all, members);
       } else if (codegen::isReduceOp(root.op) && runsAlone(root, out_.nodes[id]) && allFloatData(root) &&
                  root.phase != ir::Phase::Optimizer && !out_.nodes[id].layouts.inputs[0] &&
@@ -124,14 +107,14 @@ class Fuser {
       }
       if (xs < 0 || keep_[y] || reads_[y].empty() || out_.inKernelOnly[m.inputs[xs]]) continue;
       bool ok = true;
-      for (const Read& r : reads_[y]) {
+      for (const ValueRead& r : reads_[y]) {
         const ir::Node& h = g_.nodes[r.node];
         ok = ok && r.slot >= 0 && r.slot < 2 && isTiledMatmul(g_, h) && h.phase != ir::Phase::Optimizer &&
              !out_.nodes[r.node].skip;
       }
       if (!ok) continue;
       const ValueId x = m.inputs[xs];
-      for (const Read& r : reads_[y]) {
+      for (const ValueRead& r : reads_[y]) {
         NodeLowering& hl = out_.nodes[r.node];
         auto& in = hl.layouts.inputs[r.slot];
         if (in) {
@@ -150,7 +133,7 @@ class Fuser {
 
  private:
   // The single reader of `v` reading it as stored (not through a map), or null.
-  const Read* onlyPlainRead(ValueId v) const {
+  const ValueRead* onlyPlainRead(ValueId v) const {
     if (keep_[v] || reads_[v].size() != 1 || reads_[v][0].through || reads_[v][0].slot < 0) return nullptr;
     return &reads_[v][0];
   }
@@ -166,19 +149,21 @@ class Fuser {
       if ((only != c_all && static_cast<int>(s) != only) || out_.nodes[consumer].layouts.inputs[s]) continue;
       const ir::ValueId v = c.inputs[s];
       const NodeId p = v == ir::kNoValue ? ir::kNoNode : g_.values[v].producer;
-      const Read* r = p == ir::kNoNode ? nullptr : onlyPlainRead(v);
-      if (r == nullptr || r->node != consumer || !fitsGroup(g_.nodes[p], p, root, shape)) continue;
+      const ValueRead* r = p == ir::kNoNode ? nullptr : onlyPlainRead(v);
+      if (r == nullptr || r->node != consumer || !fitsInside(p, root, shape)) continue;
       if (std::find(members.begin(), members.end(), p) != members.end()) continue;
       members.push_back(p);
       collect(root, p, shape, c_all, members);
     }
   }
 
-  // Computable in `root`'s kernel: float elementwise with the shape the kernel iterates.
-  bool fitsGroup(const ir::Node& n, NodeId id, const ir::Node& root, const ir::Shape& shape) const {
+  // Node `id` can be computed inside `kernel`'s kernel (a group's root, an epilogue's product):
+  // float elementwise, the shape the kernel iterates, the kernel's phase, not the optimizer's.
+  bool fitsInside(NodeId id, const ir::Node& kernel, const ir::Shape& shape) const {
+    const ir::Node& n = g_.nodes[id];
     const NodeLowering& nl = out_.nodes[id];
     return runsAlone(n, nl) && codegen::isElementwiseOp(n.op) && n.op != "Expand" && allFloat(g_, n) &&
-           n.inputs.size() <= 3 && n.phase == root.phase && n.phase != ir::Phase::Optimizer &&
+           n.inputs.size() <= 3 && n.phase == kernel.phase && n.phase != ir::Phase::Optimizer &&
            nl.materialise.empty() && g_.values[n.outputs[0]].shape == shape;
   }
 
@@ -188,19 +173,11 @@ class Fuser {
            g_.values[n.outputs[0]].dtype == ir::DType::F32;
   }
 
-  bool fitsEpilogue(const ir::Node& host, NodeId id) const {
-    const ir::Node& n = g_.nodes[id];
-    const NodeLowering& nl = out_.nodes[id];
-    return runsAlone(n, nl) && codegen::isElementwiseOp(n.op) && n.op != "Expand" && allFloat(g_, n) &&
-           n.inputs.size() <= 3 && n.phase == host.phase && nl.materialise.empty() &&
-           g_.values[n.outputs[0]].shape == g_.values[host.outputs[0]].shape;
-  }
-
   const ir::Graph& g_;
   const std::vector<bool>& keep_;
   LayoutLowering& out_;
   std::map<std::pair<NodeId, int>, layout::IndexMap>& views_;
-  std::vector<std::vector<Read>> reads_;
+  std::vector<std::vector<ValueRead>> reads_;
 };
 
 }  // namespace

@@ -155,29 +155,23 @@ class Lowerer {
   // Step 4.
   Status chooseStorage(LayoutLowering& out, const std::vector<bool>& keep) {
     if (a_.strategy != Strategy::kFBLayout) return Status::success();
-    // Who reads each value, and how: plain slots, reads through a map, copies. A fused node's
-    // operands are read by the kernel it runs in, through its slots' layouts (finishFusion).
-    struct Reader { NodeId node; int slot; bool through; };
-    std::vector<std::vector<Reader>> readers(g_.values.size());
-    std::vector<std::vector<NodeId>> copiers(g_.values.size());
-    for (NodeId id = 0; id < static_cast<NodeId>(g_.nodes.size()); ++id) {
-      const ir::Node& n = g_.nodes[id];
-      const NodeLowering& nl = out.nodes[id];
-      if (n.dead || (nl.skip && !nl.fused)) continue;
-      for (size_t s = 0; s < n.inputs.size(); ++s) {
-        if (nl.layouts.inputs[s]) readers[nl.layouts.inputs[s]->value].push_back({id, static_cast<int>(s), true});
-        else if (n.inputs[s] != ir::kNoValue) readers[n.inputs[s]].push_back({id, static_cast<int>(s), false});
-      }
-      for (const auto& [v, from] : nl.materialise) copiers[from.value].push_back(id);
-    }
+    // Who reads each value, and how: plain slots, reads through a map, copies (slot -1). A fused
+    // node's operands are read by the kernel it runs in, through its slots' layouts (finishFusion).
+    const std::vector<std::vector<ValueRead>> reads = valueReads(g_, out);
     for (ValueId v = 0; v < static_cast<ValueId>(g_.values.size()); ++v) {
       if (v >= static_cast<ValueId>(a_.values.size()) || a_.values[v].kind != passes::ValueLayout::Kind::kRTile) continue;
       if (out.inKernelOnly[v]) continue;  // fused away: no buffer to lay out
       const ir::Value& val = g_.values[v];
       const NodeId p = producer(v);
       bool ok = p != ir::kNoNode && !out.nodes[p].skip && codegen::supportsOperandLayouts(g_, g_.nodes[p]) &&
-                !keep[v] && val.dtype == ir::DType::F32 && val.shape.size() >= 2 && !readers[v].empty();
-      for (const Reader& r : readers[v]) ok = ok && codegen::supportsOperandLayouts(g_, g_.nodes[r.node]);
+                !keep[v] && val.dtype == ir::DType::F32 && val.shape.size() >= 2;
+      bool read = false;
+      for (const ValueRead& r : reads[v]) {
+        if (r.slot < 0) continue;  // a copy reads any layout
+        read = true;
+        ok = ok && codegen::supportsOperandLayouts(g_, g_.nodes[r.node]);
+      }
+      ok = ok && read;
       const passes::RTileEntry* e = a_.rtileOf(v);
       if (!ok || e == nullptr) {
         ++out.counts.rtileDemoted;
@@ -191,7 +185,14 @@ class Lowerer {
       const ir::Node& pn = g_.nodes[p];
       for (size_t o = 0; o < pn.outputs.size(); ++o)
         if (pn.outputs[o] == v) out.nodes[p].layouts.outputs[o] = *tiled;
-      for (const Reader& r : readers[v]) {
+      for (const ValueRead& r : reads[v]) {
+        if (r.slot < 0) {
+          for (auto& [mv, from] : out.nodes[r.node].materialise) {
+            if (from.value != v) continue;
+            FBL_ASSIGN(from.layout, tiled->compose(materialise_.at(mv).view));
+          }
+          continue;
+        }
         auto& in = out.nodes[r.node].layouts.inputs[r.slot];
         if (!r.through) {
           in = OperandLayout{v, *tiled, false, {}};
@@ -203,11 +204,6 @@ class Lowerer {
         }
         FBL_ASSIGN(in->layout, tiled->compose(views_.at({r.node, r.slot})));
       }
-      for (NodeId c : copiers[v])
-        for (auto& [mv, from] : out.nodes[c].materialise) {
-          if (from.value != v) continue;
-          FBL_ASSIGN(from.layout, tiled->compose(materialise_.at(mv).view));
-        }
       out.storage.emplace(v, *tiled);
       out.storageNote[v] = "rtile " + e->spec().str();
       ++out.counts.rtileValues;
@@ -263,6 +259,21 @@ class Lowerer {
 };
 
 }  // namespace
+
+std::vector<std::vector<ValueRead>> valueReads(const ir::Graph& g, const LayoutLowering& l) {
+  std::vector<std::vector<ValueRead>> reads(g.values.size());
+  for (NodeId id = 0; id < static_cast<NodeId>(g.nodes.size()); ++id) {
+    const ir::Node& n = g.nodes[id];
+    const NodeLowering& nl = l.nodes[id];
+    if (n.dead || (nl.skip && !nl.fused)) continue;
+    for (size_t s = 0; s < n.inputs.size(); ++s) {
+      if (nl.layouts.inputs[s]) reads[nl.layouts.inputs[s]->value].push_back({id, static_cast<int>(s), true});
+      else if (n.inputs[s] != ir::kNoValue) reads[n.inputs[s]].push_back({id, static_cast<int>(s), false});
+    }
+    for (const auto& [v, from] : nl.materialise) reads[from.value].push_back({id, -1, true});
+  }
+  return reads;
+}
 
 Result<LayoutLowering> lowerLayouts(const ir::Graph& g, const passes::LayoutAssignment& a,
                                     const std::vector<ValueId>& mustExist, const LoweringOptions& options) {

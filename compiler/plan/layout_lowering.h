@@ -85,6 +85,18 @@ struct LayoutLowering {
   LoweringCounts counts;
 };
 
+// One read of a value: input `slot` of `node` (or of the kernel a fused node runs in), as stored
+// or through an OperandLayout (`through`); slot -1: the source of a copy materialised before
+// `node`.
+struct ValueRead {
+  ir::NodeId node = ir::kNoNode;
+  int slot = -1;
+  bool through = false;
+};
+
+// By value, its reads by every node that is not skipped, fused nodes included.
+std::vector<std::vector<ValueRead>> valueReads(const ir::Graph& g, const LayoutLowering& l);
+
 // `mustExist`: values the plan reads back or keeps (gradients, updated parameters); graph
 // outputs are added here.
 Result<LayoutLowering> lowerLayouts(const ir::Graph& g, const passes::LayoutAssignment& a,

@@ -168,7 +168,7 @@ class Builder {
           const ir::Value& val = g_.values[v];
           FBL_ASSIGN(codegen::NodeCode copy,
                      codegen::emitLayoutCopy(g_, from, val.dtype, layout::Layout::rowMajor(val.shape), target));
-          addLaunches(n, copy, "conversion", {tensorOf(v)}, "/copy:" + val.name);
+          addLaunches(n, copy, "conversion", {tensorOf(v)}, "/copy:" + val.name, {});
         }
       }
       FBL_ASSIGN(codegen::NodeCode code,
@@ -182,9 +182,7 @@ class Builder {
       for (size_t s = 0; s < code.scratch.size(); ++s)
         scratch.push_back(addTensor(fmt::format("{}.scratch{}", n.name, s), code.scratch[s].dtype,
                                     code.scratch[s].shape, Role::Scratch));
-      const size_t first = plan_.launches.size();
-      addLaunches(n, code, nl ? nl->kind : "compute", scratch, fusedOps);
-      for (size_t l = first; l < plan_.launches.size(); ++l) plan_.launches[l].fused = fusedNodes;
+      addLaunches(n, code, nl ? nl->kind : "compute", scratch, fusedOps, fusedNodes);
     }
     for (ir::ValueId v : g_.inputs)
       if (v != in_.step) plan_.inputs.push_back(tensorOf(v));
@@ -225,9 +223,11 @@ class Builder {
 
  private:
   // The launches of `code` for node `n`; scratch arguments bind to `scratch` (the node's own
-  // scratch tensors, or the value a layout copy materialises).
+  // scratch tensors, or the value a layout copy materialises); `fused`: the nodes the kernel
+  // computes besides `n`.
   void addLaunches(const ir::Node& n, codegen::NodeCode& code, const std::string& kind,
-                   const std::vector<int32_t>& scratch, const std::string& suffix) {
+                   const std::vector<int32_t>& scratch, const std::string& suffix,
+                   const std::vector<std::string>& fused) {
     for (codegen::LaunchSpec& l : code.launches) {
       planfile::Launch pl;
       pl.phase = phaseName(n.phase);
@@ -237,6 +237,7 @@ class Builder {
       pl.local = l.local;
       pl.node = n.name + suffix;
       pl.kind = kind;
+      pl.fused = fused;
       plan_.launches.push_back(std::move(pl));
     }
   }
