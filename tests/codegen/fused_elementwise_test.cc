@@ -74,13 +74,6 @@ double readLeaf(const Leaf& l, const std::map<ir::ValueId, Buffer>& in, const st
   return readThrough(in.at(l.value), Layout::rowMajor(l.shape), idx, std::nullopt);
 }
 
-ir::ValueId typedOp(testing::GraphBuilder& b, const std::string& op, std::vector<ir::ValueId> ins, const Shape& out) {
-  const ir::ValueId y = b.op(op, std::move(ins));
-  b.g.values[y].shape = out;
-  b.g.values[y].dtype = ir::DType::F32;
-  return y;
-}
-
 struct EpilogueCase {
   Shape a, b;
   int64_t computeUnits = 2;  // many: split-K, whose sum kernel runs the epilogue

@@ -16,6 +16,7 @@
 
 #include "compiler/codegen/operand_layout.h"
 #include "compiler/strategy/cl_exec.h"
+#include "tests/ops/graph_builder.h"
 
 namespace fbl::codegen::harness {
 
@@ -208,6 +209,15 @@ inline Shape randomShape(std::mt19937& rng, size_t minRank = 1) {
   Shape s(minRank + rng() % (5 - minRank));
   for (int64_t& x : s) x = dims[rng() % 8];
   return s;
+}
+
+// A float node of output shape `out` (GraphBuilder leaves shapes to inference).
+inline ir::ValueId typedOp(testing::GraphBuilder& b, const std::string& op, std::vector<ir::ValueId> ins,
+                           const Shape& out) {
+  const ir::ValueId y = b.op(op, std::move(ins));
+  b.g.values[y].shape = out;
+  b.g.values[y].dtype = ir::DType::F32;
+  return y;
 }
 
 }  // namespace fbl::codegen::harness

@@ -275,9 +275,7 @@ TEST_CASE("layout copies move every element through both layouts", "[operand-lay
 TEST_CASE("trivial layouts emit exactly the plain kernels", "[operand-layout]") {
   testing::GraphBuilder b;
   const ir::ValueId x = b.input("x", ir::DType::F32, {2, 3, 4}), w = b.input("w", ir::DType::F32, {3, 1});
-  const ir::ValueId y = b.op("Add", {x, w});
-  b.g.values[y].shape = {2, 3, 4};
-  b.g.values[y].dtype = ir::DType::F32;
+  harness::typedOp(b, "Add", {x, w}, {2, 3, 4});
   NodeLayouts none;
   none.inputs = {std::nullopt, std::nullopt};
   none.outputs = {std::nullopt};
@@ -306,9 +304,7 @@ TEST_CASE("a MatMul operand read through a transposing map takes the template's 
   testing::GraphBuilder b;
   const ir::ValueId x = b.input("x", ir::DType::F32, {4, 8}), wt = b.input("wt", ir::DType::F32, {8, 12});
   const ir::ValueId w = b.input("w", ir::DType::F32, {12, 8});
-  const ir::ValueId y = b.op("MatMul", {x, wt});
-  b.g.values[y].shape = {4, 12};
-  b.g.values[y].dtype = ir::DType::F32;
+  harness::typedOp(b, "MatMul", {x, wt}, {4, 12});
   auto view = layout::Layout::rowMajor({12, 8}).transpose({1, 0});
   REQUIRE(view.ok());
   NodeLayouts nl;
