@@ -112,6 +112,9 @@ int main(int argc, char** argv) {
     step->add_option("model", sb.model, "ONNX training-forward model")->required();
     step->add_option("--profile", sb.profile, "Hardware profile JSON")->required();
     step->add_option("--strategy", sb.strategies, "all, fblayout, reuse, explicit (repeatable; default all)");
+    step->add_option("--storage", sb.storages,
+                     "buffer, image or auto (repeatable: each strategy runs with each; default auto, the profile's choice)")
+        ->check(CLI::IsMember({"buffer", "image", "auto"}));
     step->add_option("--steps", sb.steps, "Training steps (the first is timed apart)")->default_val(10);
     step->add_option("--device", sb.device, "OpenCL device index (default: first GPU, else first device)");
     step->add_option("--seed", sb.seed, "Seed of the synthetic inputs and of missing weights")->default_val(0);

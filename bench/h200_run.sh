@@ -6,7 +6,8 @@
 #      PyTorch eager reference for the zoo Llama step;
 #   2: the zoo models of Table 3 per strategy (fewer layers: see docs/results.md); 2a: the
 #      Figure-14 ablation on the zoo Llama; 3: the CNNs and the SD UNet; sd: the SD UNet alone;
-#      t: the tiny corpus models per strategy alone.
+#      t: the tiny corpus models per strategy alone; s: buffer against image storage (Figure 16,
+#      then Llama-3.2-1B and BERT-Large at LAYERS layers, default 2, every strategy with each).
 set -uo pipefail
 export LD_LIBRARY_PATH=$PWD/.devcarry/lib:${LD_LIBRARY_PATH:-}
 export POCL_CACHE_DIR=/tmp/pocl-cache
@@ -53,6 +54,14 @@ t)
     $B/fblc zoo $m -o /tmp/zoo/$m.onnx > /dev/null && step $m /tmp/zoo/$m.onnx 3
   done
   $B/fblc zoo stable-diffusion-1.5 --layers 1 -o /tmp/zoo/sd.onnx > /dev/null && step stable-diffusion-1.5 /tmp/zoo/sd.onnx 2
+  ;;
+s)
+  timeout 120 $B/fbl-bench matmul --device ${dev:-0} --profile $P --runs 10 2>&1 | tee $OUT/matmul-h200.txt
+  for m in ${MODELS:-llama3.2-1b bert-large}; do
+    $B/fblc zoo $m --layers ${LAYERS:-2} -o /tmp/zoo/$m.onnx > /dev/null &&
+      $B/fblc compile /tmp/zoo/$m.onnx --profile $P -o /tmp/zoo/$m.fbp --storage image --report $OUT/compile-$m-image.json > /dev/null &&
+      STEP_TIMEOUT=280 step $m-storage /tmp/zoo/$m.onnx 3 --strategy all --storage buffer --storage image
+  done
   ;;
 sd)
   $B/fblc zoo stable-diffusion-1.5 --layers 1 -o /tmp/zoo/sd.onnx > /dev/null && step stable-diffusion-1.5 /tmp/zoo/sd.onnx 2

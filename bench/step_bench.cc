@@ -24,7 +24,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string& label(const StrategyRun& m) { return m.variant.empty() ? m.strategy : m.variant; }
+std::string label(const StrategyRun& m) {
+  const std::string& name = m.variant.empty() ? m.strategy : m.variant;
+  return m.labelStorage ? name + "/" + m.storage : name;
+}
 
 // The earlier run with the same plan digest, or "".
 std::string samePlanAs(const std::vector<StrategyRun>& runs, size_t i) {
@@ -107,7 +110,10 @@ int runStepBench(const StepBenchOptions& o) {
   } else {
     std::vector<std::string> strategies;
     if (auto e = expandStrategies(o.strategies, &strategies); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 2;
-    for (const std::string& st : strategies) runs.push_back({o.model, o.profile, st, o.steps, o.device, o.seed, true, {}, ""});
+    const std::vector<std::string> storages = o.storages.empty() ? std::vector<std::string>{"auto"} : o.storages;
+    for (const std::string& st : strategies)
+      for (const std::string& storage : storages)
+        runs.push_back({o.model, o.profile, st, o.steps, o.device, o.seed, true, {}, "", storage, !o.storages.empty()});
   }
   if (o.steps < 1) return fmt::print(stderr, "error: --steps must be at least 1\n"), 2;
   auto g = onnx::loadModel(o.model);

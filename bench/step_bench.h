@@ -16,6 +16,9 @@ struct StepBenchOptions {
   std::string model;
   std::string profile;
   std::vector<std::string> strategies;  // all | fblayout | reuse | explicit; empty: all
+  // buffer | image | auto (plan::CompileArgs::storage), each run per strategy; empty: auto. Given,
+  // results are named "<strategy>/<storage>".
+  std::vector<std::string> storages;
   int steps = 10;
   int device = -1;                      // OpenCL device index; -1: first GPU, else first device
   uint64_t seed = 0;                    // synthetic inputs and (missing) random weights

@@ -62,7 +62,9 @@ uint64_t planDigest(const planfile::Plan& p) {
     mix(l.phase + "|" + p.kernelNames[l.kernel] + "|" + l.kind);
     for (const auto* v : {&l.global, &l.local})
       for (int64_t x : *v) mix(std::to_string(x));
-    for (int32_t a : l.args) mix(std::to_string(p.tensors[a].offset) + ":" + std::to_string(p.tensors[a].bytes));
+    for (int32_t a : l.args)
+      mix(std::to_string(p.tensors[a].offset) + ":" + std::to_string(p.tensors[a].bytes) + ":" + p.tensors[a].storage +
+          std::to_string(p.tensors[a].imageSlot));
   }
   return h;
 }
@@ -71,13 +73,17 @@ void staticFigures(const planfile::Plan& p, StrategyRun* r) {
   r->launchesPerStep = static_cast<int64_t>(p.launches.size());
   r->commits = static_cast<int64_t>(p.commits.size());
   r->kernels = static_cast<int64_t>(p.kernelNames.size());
-  r->peakBytes = p.arenaBytes;
+  r->peakBytes = p.arenaBytes + p.imageBytes();
+  r->imageBytes = p.imageBytes();
+  r->storage = p.imageSlots.empty() ? "buffer" : "image";
+  for (const planfile::Tensor& t : p.tensors) r->imageTensors += t.image();
   r->planDigest = planDigest(p);
   for (const planfile::Launch& l : p.launches) {
     ++r->launchesByPhase[l.phase];
     ++r->launchesByKind[l.kind];
     int64_t bytes = 0;
-    for (int32_t a : std::set<int32_t>(l.args.begin(), l.args.end())) bytes += p.tensors[a].bytes;
+    for (int32_t a : std::set<int32_t>(l.args.begin(), l.args.end()))
+      bytes += p.tensors[a].image() ? p.tensors[a].imageWidth * p.tensors[a].imageHeight * 16 : p.tensors[a].bytes;
     r->bytesMoved += bytes;
     if (isLayoutKind(l.kind)) {
       ++r->layoutLaunches;
@@ -98,7 +104,7 @@ std::string randomWeights(const planfile::Plan& p, uint64_t seed, const std::str
     safetensors::Entry e;
     e.dtype = safetensors::fromFblDType(t.dtype);
     e.shape = t.shape;
-    e.data.assign(static_cast<size_t>(t.bytes), 0);
+    e.data.assign(static_cast<size_t>(planfile::logicalBytes(t)), 0);
     if (t.dtype == "f32") {
       auto* x = reinterpret_cast<float*>(e.data.data());
       for (size_t i = 0; i < e.data.size() / sizeof(float); ++i) x[i] = u(rng);
@@ -181,10 +187,12 @@ std::string runStrategy(const RunOptions& o, const ir::Graph& g, StrategyRun* r)
   r->strategy = o.strategy;
   r->variant = o.variant;
   r->disabledPasses = o.disabledPasses;
+  r->labelStorage = o.labelStorage;
   plan::CompileArgs ca;
   ca.model = o.model;
   ca.profile = o.profile;
   ca.strategy = o.strategy;
+  ca.storage = o.storage;
   ca.disabledPasses = o.disabledPasses;
   auto c = plan::compileModel(ca);
   if (!c.ok()) return c.error().message;
@@ -262,6 +270,9 @@ nlohmann::json toJson(const StrategyRun& r) {
                    {"kernels", r.kernels},
                    {"bytes_moved_modelled", r.bytesMoved},
                    {"peak_device_bytes", r.peakBytes},
+                   {"storage", r.storage},
+                   {"image_tensors", r.imageTensors},
+                   {"image_bytes", r.imageBytes},
                    {"plan_digest", fmt::format("{:016x}", r.planDigest)},
                    {"first_loss", r.firstLoss},
                    {"last_loss", r.lastLoss},

@@ -32,12 +32,17 @@ struct RunOptions {
   bool phaseRounds = true;  // also time runPhases({phase}) per phase, steps-1 rounds
   std::vector<std::string> disabledPasses;  // layout passes switched off (ablation)
   std::string variant;                      // the ablation's name for this run; "" otherwise
+  std::string storage = "auto";             // plan::CompileArgs::storage
+  bool labelStorage = false;                // name runs "<strategy>/<storage>" (several storages asked)
 };
 
 struct StrategyRun {
   std::string strategy, device;
   std::string variant;                      // RunOptions::variant
   std::vector<std::string> disabledPasses;  // RunOptions::disabledPasses
+  std::string storage;                      // "buffer" or "image": what the plan used
+  bool labelStorage = false;                // RunOptions::labelStorage
+  int64_t imageTensors = 0, imageBytes = 0; // from the plan
   double compileS = 0, firstStepS = 0, stepS = 0, samplesPerS = 0;
   std::map<std::string, double> phaseS;  // wall-clock runPhases({phase}) medians (phaseRounds)
 

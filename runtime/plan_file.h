@@ -21,7 +21,9 @@
 namespace fbl::planfile {
 
 inline constexpr char kMagic[8] = {'F', 'B', 'L', 'P', 'L', 'A', 'N', '\n'};
-inline constexpr uint32_t kVersion = 1;
+// 2: image storage (Tensor::image*, Plan::imageSlots) and packed layouts (Tensor::pack/unpack,
+// Plan::transfers, Plan::staging).
+inline constexpr uint32_t kVersion = 2;
 
 inline uint64_t fnv1a64(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
   const auto* p = static_cast<const unsigned char*>(data);
@@ -44,14 +46,38 @@ struct Tensor {
   std::string name;
   std::string dtype;               // "f32", "i64", "bool", ...
   std::vector<int64_t> shape;
-  std::string layout = "row_major";
-  std::string storage = "buffer";  // plans keep every tensor in the one arena buffer
+  std::string layout = "row_major";  // for people: "row_major", "rtile 16x64 strips", "image", "texture"
+  // "buffer": `bytes` at `offset` in the arena (a packed layout may pad them). "image": an
+  // RGBA/FLOAT image2d of imageWidth x imageHeight texels, the image object `imageSlot` of the
+  // plan (tensors whose lifetimes do not overlap share one); offset and bytes are then 0.
+  std::string storage = "buffer";
   Role role = Role::Intermediate;
   int64_t offset = 0;              // in the arena, bytes
   int64_t bytes = 0;
   std::string source;              // Weight/Trainable: the safetensors key
   int64_t constOffset = -1;        // Constant: bytes in the blob
+  int64_t imageWidth = 0, imageHeight = 0;
+  int32_t imageSlot = -1;
+  // A tensor the runtime writes or reads (weights, trainables, state) in another layout than
+  // row-major: the Plan::transfers launches that pack it from row-major bytes in the staging
+  // tensor and unpack it there. -1: its bytes are row-major, copied as they are.
+  int32_t pack = -1, unpack = -1;
+
+  bool image() const { return storage == "image"; }
 };
+
+// Bytes of a tensor's elements, row-major: what the host writes and reads.
+inline int64_t elementSize(const std::string& dtype) {
+  if (dtype == "f64" || dtype == "i64" || dtype == "u64") return 8;
+  if (dtype == "f32" || dtype == "i32" || dtype == "u32") return 4;
+  if (dtype == "f16" || dtype == "bf16" || dtype == "i16" || dtype == "u16") return 2;
+  return 1;
+}
+inline int64_t logicalBytes(const Tensor& t) {
+  int64_t n = elementSize(t.dtype);
+  for (int64_t d : t.shape) n *= d;
+  return n;
+}
 
 struct Launch {
   std::string phase;               // "forward", "backward", "optimizer"
@@ -85,6 +111,11 @@ struct Plan {
   std::string buildOptions = "-cl-std=CL1.2";
   std::vector<std::string> kernelNames;
   std::vector<Launch> launches;
+  // Launches the runtime runs outside steps (phase "pack" or "unpack"), named by Tensor::pack
+  // and Tensor::unpack; their arguments are [staging, tensor] and [tensor, staging].
+  std::vector<Launch> transfers;
+  int32_t staging = -1;            // the row-major tensor transfers go through; -1: none
+  std::vector<std::array<int64_t, 2>> imageSlots;  // the plan's image objects: width, height (texels)
   std::vector<std::array<int32_t, 2>> commits;  // copy [src, dst] after a step (updated -> param)
   std::vector<int32_t> inputs;     // the graph's run-time inputs in order (input_N), step excluded
   int32_t loss = -1;
@@ -97,6 +128,13 @@ struct Plan {
   // What `fblc explain` reads: the layout pipeline's decisions and the graph they were made on
   // (docs/explain.md). Optional, written only when non-empty; the runtime never reads it.
   nlohmann::json explain;
+
+  // Bytes of the plan's image objects (RGBA/FLOAT, 16 per texel), beside the arena.
+  int64_t imageBytes() const {
+    int64_t b = 0;
+    for (const auto& s : imageSlots) b += s[0] * s[1] * 16;
+    return b;
+  }
 
   int32_t findTensor(const std::string& name) const {
     for (size_t i = 0; i < tensors.size(); ++i)
@@ -121,20 +159,32 @@ inline nlohmann::json toJson(const Plan& p) {
            {"offset", t.offset},   {"bytes", t.bytes}};
     if (!t.source.empty()) o["source"] = t.source;
     if (t.constOffset >= 0) o["const_offset"] = t.constOffset;
+    if (t.image()) {
+      o["image"] = {t.imageWidth, t.imageHeight};
+      o["image_slot"] = t.imageSlot;
+    }
+    if (t.pack >= 0) o["pack"] = t.pack;
+    if (t.unpack >= 0) o["unpack"] = t.unpack;
     ts.push_back(std::move(o));
   }
   j["tensors"] = std::move(ts);
   j["program"] = p.program;
   j["build_options"] = p.buildOptions;
   j["kernels"] = p.kernelNames;
-  json ls = json::array();
-  for (const Launch& l : p.launches) {
-    ls.push_back({{"phase", l.phase}, {"kernel", l.kernel}, {"args", l.args},
-                  {"global", l.global}, {"local", l.local}, {"node", l.node}});
-    if (l.kind != "compute") ls.back()["kind"] = l.kind;
-    if (!l.fused.empty()) ls.back()["fused"] = l.fused;
-  }
-  j["launches"] = std::move(ls);
+  auto launches = [](const std::vector<Launch>& list) {
+    json ls = json::array();
+    for (const Launch& l : list) {
+      ls.push_back({{"phase", l.phase}, {"kernel", l.kernel}, {"args", l.args},
+                    {"global", l.global}, {"local", l.local}, {"node", l.node}});
+      if (l.kind != "compute") ls.back()["kind"] = l.kind;
+      if (!l.fused.empty()) ls.back()["fused"] = l.fused;
+    }
+    return ls;
+  };
+  j["launches"] = launches(p.launches);
+  j["transfers"] = launches(p.transfers);
+  j["staging"] = p.staging;
+  j["image_slots"] = p.imageSlots;
   j["commits"] = p.commits;
   j["inputs"] = p.inputs;
   j["loss"] = p.loss;
@@ -217,23 +267,37 @@ inline std::string parse(const std::string& bytes, Plan* p) {
       t.bytes = o.at("bytes").get<int64_t>();
       if (o.contains("source")) t.source = o.at("source").get<std::string>();
       if (o.contains("const_offset")) t.constOffset = o.at("const_offset").get<int64_t>();
+      if (o.contains("image")) {
+        const auto extent = o.at("image").get<std::array<int64_t, 2>>();
+        t.imageWidth = extent[0];
+        t.imageHeight = extent[1];
+        t.imageSlot = o.at("image_slot").get<int32_t>();
+      }
+      t.pack = o.value("pack", -1);
+      t.unpack = o.value("unpack", -1);
       p->tensors.push_back(std::move(t));
     }
     p->program = j.at("program").get<std::string>();
     p->buildOptions = j.at("build_options").get<std::string>();
     p->kernelNames = j.at("kernels").get<std::vector<std::string>>();
-    for (const auto& o : j.at("launches")) {
-      Launch l;
-      l.phase = o.at("phase").get<std::string>();
-      l.kernel = o.at("kernel").get<int32_t>();
-      l.args = o.at("args").get<std::vector<int32_t>>();
-      l.global = o.at("global").get<std::vector<int64_t>>();
-      l.local = o.at("local").get<std::vector<int64_t>>();
-      l.node = o.at("node").get<std::string>();
-      l.kind = o.value("kind", std::string("compute"));
-      if (o.contains("fused")) l.fused = o.at("fused").get<std::vector<std::string>>();
-      p->launches.push_back(std::move(l));
-    }
+    auto readLaunches = [](const nlohmann::json& list, std::vector<Launch>* out) {
+      for (const auto& o : list) {
+        Launch l;
+        l.phase = o.at("phase").get<std::string>();
+        l.kernel = o.at("kernel").get<int32_t>();
+        l.args = o.at("args").get<std::vector<int32_t>>();
+        l.global = o.at("global").get<std::vector<int64_t>>();
+        l.local = o.at("local").get<std::vector<int64_t>>();
+        l.node = o.at("node").get<std::string>();
+        l.kind = o.value("kind", std::string("compute"));
+        if (o.contains("fused")) l.fused = o.at("fused").get<std::vector<std::string>>();
+        out->push_back(std::move(l));
+      }
+    };
+    readLaunches(j.at("launches"), &p->launches);
+    readLaunches(j.at("transfers"), &p->transfers);
+    p->staging = j.at("staging").get<int32_t>();
+    p->imageSlots = j.at("image_slots").get<std::vector<std::array<int64_t, 2>>>();
     p->commits = j.at("commits").get<std::vector<std::array<int32_t, 2>>>();
     p->inputs = j.at("inputs").get<std::vector<int32_t>>();
     p->loss = j.at("loss").get<int32_t>();
@@ -252,22 +316,39 @@ inline std::string parse(const std::string& bytes, Plan* p) {
   // Indices must be in range before anyone uses them.
   const auto n = static_cast<int32_t>(p->tensors.size());
   auto bad = [n](int32_t i) { return i < -1 || i >= n; };
+  const auto transfers = static_cast<int32_t>(p->transfers.size());
   for (const Tensor& t : p->tensors) {
     if (t.offset < 0 || t.bytes < 0 || t.offset + t.bytes > p->arenaBytes)
       return "plan tensor '" + t.name + "' lies outside the arena";
     if (t.constOffset >= 0 && t.constOffset + t.bytes > static_cast<int64_t>(p->blob.size()))
       return "plan constant '" + t.name + "' lies outside the blob";
+    if (t.storage != "buffer" && t.storage != "image")
+      return "plan tensor '" + t.name + "' has an unknown storage '" + t.storage + "'";
+    if (t.image() && (t.imageSlot < 0 || t.imageSlot >= static_cast<int32_t>(p->imageSlots.size()) ||
+                      p->imageSlots[t.imageSlot][0] != t.imageWidth || p->imageSlots[t.imageSlot][1] != t.imageHeight ||
+                      t.dtype != "f32" || t.constOffset >= 0))
+      return "plan tensor '" + t.name + "' names a bad image";
+    if (t.pack < -1 || t.pack >= transfers || t.unpack < -1 || t.unpack >= transfers ||
+        ((t.pack >= 0 || t.unpack >= 0) && (p->staging < 0 || p->staging >= n)))
+      return "plan tensor '" + t.name + "' has a bad pack or unpack";
+    if (t.image() && t.pack < 0 && t.role != Role::Intermediate)
+      return "plan tensor '" + t.name + "' is an image the runtime cannot fill";
   }
-  for (const Launch& l : p->launches) {
-    if (l.kernel < 0 || l.kernel >= static_cast<int32_t>(p->kernelNames.size()))
-      return "plan launch for node '" + l.node + "' names no kernel";
-    for (int32_t a : l.args)
-      if (a < 0 || a >= n) return "plan launch for node '" + l.node + "' has a bad argument";
-    if (l.global.empty() || l.global.size() > 3 || (!l.local.empty() && l.local.size() != l.global.size()))
-      return "plan launch for node '" + l.node + "' has bad sizes";
-  }
+  if (p->staging >= n || p->staging < -1) return "plan has a bad staging tensor";
+  for (const auto& slot : p->imageSlots)
+    if (slot[0] <= 0 || slot[1] <= 0) return "plan has an image of no extent";
+  for (const auto* list : {&p->launches, &p->transfers})
+    for (const Launch& l : *list) {
+      if (l.kernel < 0 || l.kernel >= static_cast<int32_t>(p->kernelNames.size()))
+        return "plan launch for node '" + l.node + "' names no kernel";
+      for (int32_t a : l.args)
+        if (a < 0 || a >= n) return "plan launch for node '" + l.node + "' has a bad argument";
+      if (l.global.empty() || l.global.size() > 3 || (!l.local.empty() && l.local.size() != l.global.size()))
+        return "plan launch for node '" + l.node + "' has bad sizes";
+    }
   for (const auto& c : p->commits)
-    if (c[0] < 0 || c[0] >= n || c[1] < 0 || c[1] >= n) return "plan has a bad commit";
+    if (c[0] < 0 || c[0] >= n || c[1] < 0 || c[1] >= n || p->tensors[c[0]].image() || p->tensors[c[1]].image())
+      return "plan has a bad commit";
   if (bad(p->loss) || bad(p->step)) return "plan has a bad loss or step tensor";
   for (int32_t i : p->inputs)
     if (i < 0 || i >= n) return "plan has a bad input tensor";

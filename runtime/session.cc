@@ -5,6 +5,11 @@
 //  4. build the program (or load it from the cache) and create one kernel object per launch with
 //     its arguments bound: the arena, then each tensor's byte offset in it;
 //  5. upload constants from the blob and zero the optimizer state.
+// Image tensors live in the plan's image objects (one per image slot, created beside the arena)
+// and are bound to their kernel parameters as images. A tensor stored in another layout than
+// row-major (an R-Tile, an image) is written and read through the plan's transfer launches:
+// the host's row-major bytes go to the staging tensor, a pack launch lays them out, and an
+// unpack launch brings them back, so weights, checkpoints and adapters stay row-major.
 // A step then only writes the step counter, enqueues the launches and copies the commits.
 // With OpenOptions::profileLaunches the queue profiles and every launch keeps its event until
 // the call's clFinish, when the events' start and end times become launchTimes().
@@ -86,9 +91,11 @@ struct Session::Impl {
   cl_context ctx = nullptr;
   cl_command_queue queue = nullptr;
   cl_mem arena = nullptr;
+  std::vector<cl_mem> images;      // one per image slot
   cl_program program = nullptr;
   bool fromCache = false;
   std::vector<cl_kernel> kernels;  // one per launch, arguments bound
+  std::vector<cl_kernel> transferKernels;  // one per transfer launch
   std::vector<bool> loaded;        // weights/trainables filled by loadWeights or a checkpoint
   int64_t step = 0;
   bool profiling = false;
@@ -104,7 +111,9 @@ struct Session::Impl {
     }
     dropEvents();
     for (cl_kernel k : kernels) clReleaseKernel(k);
+    for (cl_kernel k : transferKernels) clReleaseKernel(k);
     if (program) clReleaseProgram(program);
+    for (cl_mem m : images) clReleaseMemObject(m);
     if (arena) clReleaseMemObject(arena);
     if (queue) clReleaseCommandQueue(queue);
     if (ctx) clReleaseContext(ctx);
@@ -112,36 +121,74 @@ struct Session::Impl {
 
   std::string where() const { return "plan '" + planPath + "'"; }
 
+  // The tensor's row-major bytes (`bytes` == planfile::logicalBytes), packed if it has a layout.
   std::string write(int32_t t, const void* data, size_t bytes) {
     if (bytes == 0) return "";
-    const cl_int st = clEnqueueWriteBuffer(queue, arena, CL_TRUE, static_cast<size_t>(plan.tensors[t].offset), bytes,
-                                           data, 0, nullptr, nullptr);
-    return st == CL_SUCCESS ? "" : clErr(("writing tensor '" + plan.tensors[t].name + "'").c_str(), st);
+    const planfile::Tensor& pt = plan.tensors[t];
+    const int32_t at = pt.pack >= 0 ? plan.staging : t;
+    if (pt.pack < 0 && pt.image()) return "tensor '" + pt.name + "' lives in an image the host cannot write";
+    cl_int st = clEnqueueWriteBuffer(queue, arena, CL_TRUE, static_cast<size_t>(plan.tensors[at].offset), bytes, data,
+                                     0, nullptr, nullptr);
+    if (st != CL_SUCCESS) return clErr(("writing tensor '" + pt.name + "'").c_str(), st);
+    if (pt.pack < 0) return "";
+    if (auto e = transfer(pt.pack); !e.empty()) return e;
+    st = clFinish(queue);
+    return st == CL_SUCCESS ? "" : clErr(("packing tensor '" + pt.name + "'").c_str(), st);
   }
 
   std::string read(int32_t t, std::vector<unsigned char>* out) {
-    out->resize(static_cast<size_t>(plan.tensors[t].bytes));
+    const planfile::Tensor& pt = plan.tensors[t];
+    out->resize(static_cast<size_t>(pt.unpack >= 0 ? planfile::logicalBytes(pt) : pt.bytes));
     if (out->empty()) return "";
-    const cl_int st = clEnqueueReadBuffer(queue, arena, CL_TRUE, static_cast<size_t>(plan.tensors[t].offset),
+    if (pt.unpack < 0 && pt.image()) return "tensor '" + pt.name + "' lives in an image the host cannot read";
+    if (pt.unpack >= 0)
+      if (auto e = transfer(pt.unpack); !e.empty()) return e;
+    const int32_t at = pt.unpack >= 0 ? plan.staging : t;
+    const cl_int st = clEnqueueReadBuffer(queue, arena, CL_TRUE, static_cast<size_t>(plan.tensors[at].offset),
                                           out->size(), out->data(), 0, nullptr, nullptr);
-    return st == CL_SUCCESS ? "" : clErr(("reading tensor '" + plan.tensors[t].name + "'").c_str(), st);
+    return st == CL_SUCCESS ? "" : clErr(("reading tensor '" + pt.name + "'").c_str(), st);
   }
 
   std::string fill(int32_t t, unsigned char value) {
-    std::vector<unsigned char> z(static_cast<size_t>(plan.tensors[t].bytes), value);
+    std::vector<unsigned char> z(static_cast<size_t>(planfile::logicalBytes(plan.tensors[t])), value);
     return z.empty() ? "" : write(t, z.data(), z.size());
   }
 
-  std::string enqueue(size_t i) {
-    const planfile::Launch& l = plan.launches[i];
+  std::string transfer(int32_t i) {
+    const planfile::Launch& l = plan.transfers[i];
+    return enqueueKernel(transferKernels[i], l, nullptr);
+  }
+
+  // The arguments of a launch: the arena, then per tensor its byte offset, or its image object.
+  std::string bind(cl_kernel k, const planfile::Launch& l) {
+    cl_int st = clSetKernelArg(k, 0, sizeof(cl_mem), &arena);
+    for (size_t a = 0; st == CL_SUCCESS && a < l.args.size(); ++a) {
+      const planfile::Tensor& t = plan.tensors[l.args[a]];
+      if (t.image()) {
+        st = clSetKernelArg(k, static_cast<cl_uint>(a + 1), sizeof(cl_mem), &images[t.imageSlot]);
+      } else {
+        const cl_ulong offset = static_cast<cl_ulong>(t.offset);
+        st = clSetKernelArg(k, static_cast<cl_uint>(a + 1), sizeof offset, &offset);
+      }
+      if (st != CL_SUCCESS)
+        return clErr(("binding argument " + std::to_string(a) + " of " + plan.kernelNames[l.kernel] + " (node '" + l.node + "')").c_str(), st);
+    }
+    return st == CL_SUCCESS ? "" : clErr(("binding the arena of " + plan.kernelNames[l.kernel]).c_str(), st);
+  }
+
+  std::string enqueueKernel(cl_kernel k, const planfile::Launch& l, cl_event* ev) {
     size_t global[3], local[3];
     for (size_t d = 0; d < l.global.size(); ++d) global[d] = static_cast<size_t>(l.global[d]);
     for (size_t d = 0; d < l.local.size(); ++d) local[d] = static_cast<size_t>(l.local[d]);
-    cl_event ev = nullptr;
-    const cl_int st = clEnqueueNDRangeKernel(queue, kernels[i], static_cast<cl_uint>(l.global.size()), nullptr,
-                                             global, l.local.empty() ? nullptr : local, 0, nullptr,
-                                             profiling ? &ev : nullptr);
+    const cl_int st = clEnqueueNDRangeKernel(queue, k, static_cast<cl_uint>(l.global.size()), nullptr, global,
+                                             l.local.empty() ? nullptr : local, 0, nullptr, ev);
     if (st != CL_SUCCESS) return clErr(("launching " + plan.kernelNames[l.kernel] + " for node '" + l.node + "'").c_str(), st);
+    return "";
+  }
+
+  std::string enqueue(size_t i) {
+    cl_event ev = nullptr;
+    if (auto e = enqueueKernel(kernels[i], plan.launches[i], profiling ? &ev : nullptr); !e.empty()) return e;
     if (ev) events.emplace_back(static_cast<int32_t>(i), ev);
     return "";
   }
@@ -206,6 +253,28 @@ struct Session::Impl {
     // 3. memory
     arena = clCreateBuffer(ctx, CL_MEM_READ_WRITE, static_cast<size_t>(std::max<int64_t>(plan.arenaBytes, 1)), nullptr, &st);
     if (st != CL_SUCCESS) return clErr("allocating the arena", st);
+    if (!plan.imageSlots.empty()) {
+      cl_bool imageSupport = CL_FALSE;
+      size_t maxW = 0, maxH = 0;
+      clGetDeviceInfo(dev.id, CL_DEVICE_IMAGE_SUPPORT, sizeof imageSupport, &imageSupport, nullptr);
+      clGetDeviceInfo(dev.id, CL_DEVICE_IMAGE2D_MAX_WIDTH, sizeof maxW, &maxW, nullptr);
+      clGetDeviceInfo(dev.id, CL_DEVICE_IMAGE2D_MAX_HEIGHT, sizeof maxH, &maxH, nullptr);
+      if (!imageSupport) return where() + ": it stores tensors in images and the device has none (recompile with --storage buffer)";
+      const cl_image_format format{CL_RGBA, CL_FLOAT};
+      for (const auto& slot : plan.imageSlots) {
+        if (static_cast<size_t>(slot[0]) > maxW || static_cast<size_t>(slot[1]) > maxH)
+          return where() + ": an image of " + std::to_string(slot[0]) + " x " + std::to_string(slot[1]) +
+                 " texels exceeds the device's " + std::to_string(maxW) + " x " + std::to_string(maxH) +
+                 " (recompile for this device's profile)";
+        cl_image_desc desc{};
+        desc.image_type = CL_MEM_OBJECT_IMAGE2D;
+        desc.image_width = static_cast<size_t>(slot[0]);
+        desc.image_height = static_cast<size_t>(slot[1]);
+        cl_mem m = clCreateImage(ctx, CL_MEM_READ_WRITE, &format, &desc, nullptr, &st);
+        if (st != CL_SUCCESS) return clErr(("allocating an image of " + std::to_string(slot[0]) + " x " + std::to_string(slot[1]) + " texels").c_str(), st);
+        images.push_back(m);
+      }
+    }
     // 4. program and kernels
     const std::string cacheDir = opts.cacheDir.empty() ? defaultCacheDir() : opts.cacheDir;
     BuiltProgram built = buildProgram(ctx, dev.id, plan.program, plan.buildOptions, cacheDir);
@@ -213,18 +282,13 @@ struct Session::Impl {
     program = built.program;
     fromCache = built.fromCache;
     std::vector<cl_kernel> byName(plan.kernelNames.size(), nullptr);
-    for (const planfile::Launch& l : plan.launches) {
-      cl_kernel k = clCreateKernel(program, plan.kernelNames[l.kernel].c_str(), &st);
-      if (st != CL_SUCCESS) return clErr(("creating kernel " + plan.kernelNames[l.kernel]).c_str(), st);
-      kernels.push_back(k);
-      st = clSetKernelArg(k, 0, sizeof(cl_mem), &arena);
-      for (size_t a = 0; st == CL_SUCCESS && a < l.args.size(); ++a) {
-        const cl_ulong offset = static_cast<cl_ulong>(plan.tensors[l.args[a]].offset);
-        st = clSetKernelArg(k, static_cast<cl_uint>(a + 1), sizeof offset, &offset);
-        if (st != CL_SUCCESS)
-          return clErr(("binding argument " + std::to_string(a) + " of " + plan.kernelNames[l.kernel] + " (node '" + l.node + "')").c_str(), st);
+    for (const auto& [list, into] : {std::pair{&plan.launches, &kernels}, std::pair{&plan.transfers, &transferKernels}})
+      for (const planfile::Launch& l : *list) {
+        cl_kernel k = clCreateKernel(program, plan.kernelNames[l.kernel].c_str(), &st);
+        if (st != CL_SUCCESS) return clErr(("creating kernel " + plan.kernelNames[l.kernel]).c_str(), st);
+        into->push_back(k);
+        if (auto e = bind(k, l); !e.empty()) return e;
       }
-    }
     // 5. constants and state
     loaded.assign(plan.tensors.size(), false);
     for (size_t t = 0; t < plan.tensors.size(); ++t) {
@@ -285,7 +349,7 @@ std::string Session::loadWeights(const std::string& path) {
       return "'" + path + "': tensor '" + pt.source + "' is " + e.dtype + "[" + s + "] but the plan expects " +
              safetensors::fromFblDType(pt.dtype) + "[" + want + "]";
     }
-    // The layout is row-major for every tensor today: packing is a copy.
+    // Row-major bytes; write() packs them into the tensor's layout.
     if (auto err = m.write(static_cast<int32_t>(t), e.data.data(), e.data.size()); !err.empty()) return err;
     m.loaded[t] = true;
   }
@@ -295,8 +359,9 @@ std::string Session::loadWeights(const std::string& path) {
 std::string Session::writeTensor(const std::string& name, const void* data, size_t bytes) {
   const int32_t t = impl_->plan.findTensor(name);
   if (t < 0) return "the plan has no tensor '" + name + "'";
-  if (static_cast<int64_t>(bytes) != impl_->plan.tensors[t].bytes)
-    return "tensor '" + name + "' takes " + std::to_string(impl_->plan.tensors[t].bytes) + " bytes, not " + std::to_string(bytes);
+  const int64_t want = planfile::logicalBytes(impl_->plan.tensors[t]);
+  if (static_cast<int64_t>(bytes) != want)
+    return "tensor '" + name + "' takes " + std::to_string(want) + " bytes, not " + std::to_string(bytes);
   impl_->loaded[t] = true;
   return impl_->write(t, data, bytes);
 }
@@ -388,7 +453,7 @@ std::string Session::loadCheckpoint(const std::string& path) {
     const planfile::Tensor& pt = m.plan.tensors[t];
     auto it = f.tensors.find(pt.name);
     if (it == f.tensors.end()) return "checkpoint '" + path + "' has no tensor '" + pt.name + "'";
-    if (it->second.shape != pt.shape || static_cast<int64_t>(it->second.data.size()) != pt.bytes)
+    if (it->second.shape != pt.shape || static_cast<int64_t>(it->second.data.size()) != planfile::logicalBytes(pt))
       return "checkpoint '" + path + "': tensor '" + pt.name + "' does not match the plan's shape";
     if (auto e = m.write(t, it->second.data.data(), it->second.data.size()); !e.empty()) return e;
     m.loaded[t] = true;

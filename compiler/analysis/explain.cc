@@ -178,18 +178,26 @@ Result<ExplainReport> buildExplainReport(const planfile::Plan& plan) {
     for (const ExplainNode& n : r.nodes) nodeFlops[n.name] = n.flops;
   }
   for (const planfile::Tensor& t : plan.tensors) {
-    ExplainTensor et{t.name, t.dtype, planfile::roleName(t.role), t.shape, t.bytes, "unknown", ""};
+    ExplainTensor et{t.name, t.dtype, planfile::roleName(t.role), t.shape, t.bytes, "unknown",
+                     t.image() ? fmt::format("image {}x{} #{}", t.imageWidth, t.imageHeight, t.imageSlot) : "buffer",
+                     ""};
     if (auto it = valueIndex.find(t.name); it != valueIndex.end()) {
       const nlohmann::json& v = values[it->second];
       // The plan's own storage first: the pipeline may pick an R-Tile that the lowering keeps
       // row-major (a reader or writer without layouts; layout_lowering.h step 4).
       const bool chosen = v.value("layout", "") == "rtile";
       const bool stored = t.layout.rfind("rtile", 0) == 0;
-      et.layout = stored ? "R-Tile " + t.layout.substr(6) : "linear";
+      et.layout = stored ? "R-Tile " + t.layout.substr(6)
+                  : t.layout == "image" ? "MNN image"
+                  : t.layout == "texture" ? "TFLite texture" : "linear";
       et.why = v.value("why", "");
-      if (chosen && !stored)
-        et.why = fmt::format("R-Tile {} chosen, stored row-major (read back, or a kernel without layouts "
-                             "reads or writes it); {}", v.value("tile", ""), et.why);
+      if (t.pack >= 0 && et.why.find("packed at load") == std::string::npos) et.why += "; packed at load";
+      if (chosen && !stored) {
+        const std::string because = plan.explain.value("storage_why", nlohmann::json::object()).value(t.name, "");
+        et.why = fmt::format("R-Tile {} chosen, stored row-major ({}); {}", v.value("tile", ""),
+                             because.empty() ? "read back, or a kernel without layouts reads or writes it" : because,
+                             et.why);
+      }
     } else if (t.role == planfile::Role::Scratch) {
       et.layout = "linear";
       et.why = "scratch of one kernel (partial results)";
@@ -240,12 +248,13 @@ std::string formatExplain(const ExplainReport& r) {
   o << fmt::format("graph: {} nodes\n", r.nodes.size());
   for (const std::string& n : r.notes) o << "note: " << n << "\n";
 
-  size_t wn = 4, wl = 6;
-  for (const ExplainTensor& t : r.tensors) wn = widthOf(wn, t.name), wl = widthOf(wl, t.layout);
-  o << fmt::format("\ntensors ({}): name, dtype[shape], role, bytes, layout: why\n", r.tensors.size());
+  size_t wn = 4, wl = 6, ws = 6;
   for (const ExplainTensor& t : r.tensors)
-    o << fmt::format("  {} {:<20} {:<12} {:>8}  {}  {}\n", pad(t.name, wn), t.dtype + shapeText(t.shape), t.role,
-                     human(t.bytes), pad(t.layout, wl), t.why);
+    wn = widthOf(wn, t.name), wl = widthOf(wl, t.layout), ws = widthOf(ws, t.storage);
+  o << fmt::format("\ntensors ({}): name, dtype[shape], role, bytes, layout, storage: why\n", r.tensors.size());
+  for (const ExplainTensor& t : r.tensors)
+    o << fmt::format("  {} {:<20} {:<12} {:>8}  {}  {}  {}\n", pad(t.name, wn), t.dtype + shapeText(t.shape), t.role,
+                     human(t.bytes), pad(t.layout, wl), pad(t.storage, ws), t.why);
 
   std::vector<const ExplainNode*> tr;
   for (const ExplainNode& n : r.nodes)

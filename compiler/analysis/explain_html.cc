@@ -28,7 +28,7 @@ nlohmann::json pageData(const ExplainReport& r) {
     if (!n.transform.empty()) tr.push_back({n.name, n.op, n.phase, n.transform, n.reason});
   }
   for (const ExplainTensor& t : r.tensors)
-    tensors.push_back({t.name, t.dtype, t.shape, t.role, t.bytes, t.layout, t.why});
+    tensors.push_back({t.name, t.dtype, t.shape, t.role, t.bytes, t.layout + " (" + t.storage + ")", t.why});
   for (const ExplainLaunch& l : r.launches)
     launches.push_back({l.phase, l.kernel, l.node, l.kind, l.bytes, l.flops});
   return {{"model", r.model},       {"profile", r.profile}, {"strategy", r.strategy},

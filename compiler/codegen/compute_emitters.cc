@@ -249,6 +249,99 @@ Result<NodeCode> gather(const ir::Graph& g, const ir::Node& n, const Target& t) 
   return c;
 }
 
+}  // namespace
+
+// Gather along `axis` with the data and index tensors each read through its layout: every
+// work-item peels its output index into coordinates, reads the index tensor at its coordinates
+// (through an offset function printed from the layout's map), and fetches the data element at
+// (out[:axis], index, out[axis+q:]) the same way; for an image, the element's lane of its texel.
+Result<NodeCode> emitGather(const ir::Graph& g, const ir::Node& n, const Target& t, const NodeLayouts* layouts) {
+  const ir::Value& data = g.values[n.inputs[0]];
+  const ir::Value& idx = g.values[n.inputs[1]];
+  const ir::Value& out = g.values[n.outputs[0]];
+  const size_t rank = data.shape.size(), q = idx.shape.size();
+  const int64_t axis = normAxis(n.attrInt("axis", 0), rank);
+  auto layoutOf = [&](int slot) -> Result<layout::Layout> {
+    const ir::Value& v = g.values[n.inputs[slot]];
+    if (!layouts || !layouts->inputs[slot]) return layout::Layout::rowMajor(v.shape);
+    const OperandLayout& ol = *layouts->inputs[slot];
+    if (ol.transposed || ol.sign) return makeError("{}: gather operands are read as stored", ir::describeNode(g, n));
+    return ol.layout;
+  };
+  if (layouts && !layouts->outputs.empty() && layouts->outputs[0])
+    return makeError("{}: a gather writes its output row-major", ir::describeNode(g, n));
+  FBL_ASSIGN(layout::Layout dataL, layoutOf(0));
+  FBL_ASSIGN(layout::Layout idxL, layoutOf(1));
+  if (idxL.storage() != layout::Storage::Buffer)
+    return makeError("{}: the indices must be a buffer", ir::describeNode(g, n));
+  const bool image = dataL.storage() == layout::Storage::Image2D;
+  std::string helpers;
+  auto offsetFn = [&](const std::string& fn, const layout::Layout& l) -> Status {
+    std::string params;
+    for (size_t d = 0; d < l.shape().size(); ++d) params += fmt::format("{}uint i{}", d ? ", " : "", d);
+    if (l.shape().empty()) params = "void";
+    const auto& o = l.map().outputs();
+    if (l.storage() == layout::Storage::Buffer) {
+      FBL_ASSIGN(std::string off, layout::toOpenCL(o[0]));
+      helpers += fmt::format("inline uint {}({}) {{ return {}; }}\n", fn, params, off);
+      return Status::success();
+    }
+    FBL_ASSIGN(std::string x, layout::toOpenCL(o[0]));
+    FBL_ASSIGN(std::string y, layout::toOpenCL(o[1]));
+    FBL_ASSIGN(std::string lane, layout::toOpenCL(o[2]));
+    helpers += fmt::format("inline int2 {0}_xy({1}) {{ return (int2)((int)({2}), (int)({3})); }}\n"
+                           "inline uint {0}_lane({1}) {{ return {4}; }}\n", fn, params, x, y, lane);
+    return Status::success();
+  };
+  FBL_TRY(offsetFn("gather_data", dataL));
+  FBL_TRY(offsetFn("gather_idx", idxL));
+  // Output coordinates c0..c{r-1}, row-major over the output shape.
+  std::string index;
+  const ir::Shape& os = out.shape;
+  int64_t stride = 1;
+  std::vector<std::string> coord(os.size());
+  for (size_t d = os.size(); d-- > 0;) {
+    coord[d] = fmt::format("c{}", d);
+    index += fmt::format("  const uint c{} = (i / {}u) % {}u;\n", d, stride, std::max<int64_t>(os[d], 1));
+    stride *= os[d];
+  }
+  auto call = [](const std::string& fn, const std::vector<std::string>& args) {
+    std::string s = fn + "(";
+    for (size_t k = 0; k < args.size(); ++k) s += (k ? ", " : "") + args[k];
+    return s + ")";
+  };
+  const std::vector<std::string> idxCoords(coord.begin() + axis, coord.begin() + axis + static_cast<int64_t>(q));
+  index += fmt::format("  long t_ = idx[{}];\n  if (t_ < 0) t_ += {};\n", call("gather_idx", idxCoords), data.shape[axis]);
+  std::vector<std::string> dataCoords(coord.begin(), coord.begin() + axis);
+  dataCoords.push_back("(uint)t_");
+  for (size_t d = axis + 1; d < rank; ++d) dataCoords.push_back(coord[d + q - 1]);
+  std::string body;
+  if (image) {
+    body = fmt::format("  const float4 texel_ = read_imagef(data, kGatherSmp, {});\n"
+                       "  const uint lane_ = {};\n"
+                       "  out[i] = lane_ == 0u ? texel_.x : lane_ == 1u ? texel_.y : lane_ == 2u ? texel_.z : texel_.w;",
+                       call("gather_data_xy", dataCoords), call("gather_data_lane", dataCoords));
+    helpers = "__constant sampler_t kGatherSmp = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_NONE | CLK_FILTER_NEAREST;\n" + helpers;
+  } else {
+    body = fmt::format("  out[i] = data[{}];", call("gather_data", dataCoords));
+  }
+  const std::string ty(clType(data.dtype));
+  if (image && data.dtype != ir::DType::F32) return makeError("{}: images hold float data", ir::describeNode(g, n));
+  const int64_t count = ir::numElements(out.shape);
+  NodeCode c;
+  c.launches.push_back(launch("gather_layout",
+                              {{"DATA", image ? "__read_only image2d_t data" : fmt::format("__global const {}* data", ty)},
+                               {"T", ty}, {"TI", std::string(clType(idx.dtype))}, {"N", str(count)},
+                               {"HELPERS", helpers}, {"INDEX", index}, {"BODY", body}},
+                              "gather", {val(layouts && layouts->inputs[0] ? layouts->inputs[0]->value : n.inputs[0]),
+                                         val(layouts && layouts->inputs[1] ? layouts->inputs[1]->value : n.inputs[1]),
+                                         val(n.outputs[0])},
+                              grid1(count, t), {t.workgroup}));
+  return c;
+}
+
+namespace {
+
 Result<NodeCode> sceLoss(const ir::Graph& g, const ir::Node& n, const Target& t) {
   if (n.input(2) != ir::kNoValue)
     return makeError("{}: class weights are not supported", ir::describeNode(g, n));
@@ -299,7 +392,8 @@ Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Ta
     if (gemmOp && n.attrInt(s == 0 ? "transA" : "transB", 0) != 0) transposed = !transposed;
     // A read through a map that swaps the last two dims (x W^T with W's Transpose folded) would
     // fetch each texel's 4 columns a whole row apart: read the layout the other way round,
-    // through the template's transposed path, where texels are contiguous again.
+    // through the template's transposed path, where texels are contiguous again (for an image:
+    // where a texel's lanes are 4 consecutive columns again).
     if (shape.size() >= 2 && !texelsContiguous(stored)) {
       auto flipped = stored.transposeLastTwo();
       if (flipped.ok() && texelsContiguous(*flipped)) {
@@ -311,9 +405,9 @@ Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Ta
       if (transposed) return makeError("{}: a 1-D operand cannot be read transposed", ir::describeNode(g, n));
       FBL_ASSIGN(stored, stored.reshape(s == 0 ? ir::Shape{1, shape[0]} : ir::Shape{shape[0], 1}));
     }
-    if (stored.storage() != layout::Storage::Buffer)
-      return makeError("{}: operand {} is not a buffer layout (plans store every value in buffers)",
-                       ir::describeNode(g, n), s);
+    if (stored.storage() == layout::Storage::Image2D && !texelsContiguous(stored))
+      return makeError("{}: operand {} is an image read across its texels ({})", ir::describeNode(g, n), s,
+                       stored.str());
     ops.push_back({stored, transposed});
   }
   auto rows = [](const MatmulOperand& o) { return o.stored.shape()[o.stored.shape().size() - (o.transposed ? 1 : 2)]; };

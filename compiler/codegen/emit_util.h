@@ -68,6 +68,16 @@ std::optional<std::string> elementwiseExpr(const ir::Graph& g, const ir::Node& n
 Result<NodeCode> emitElementwiseNode(const ir::Graph& g, const ir::Node& n, const Target& t,
                                      const NodeLayouts* layouts);
 
+// Gather with its data and indices read through `layouts` (gather_layout.cl; the data may be an
+// image); compute_emitters.cc.
+Result<NodeCode> emitGather(const ir::Graph& g, const ir::Node& n, const Target& t, const NodeLayouts* layouts);
+
+// fbl.AdamW / fbl.SGD (optimizer.cl): one work-item per parameter element; every operand and
+// output through `layouts` (nullptr: row-major), each output written where the input it updates
+// lies (training_emitters.cc).
+bool isOptimizerOp(std::string_view op);
+Result<NodeCode> emitOptimizer(const ir::Graph& g, const ir::Node& n, const Target& t, const NodeLayouts* layouts);
+
 // SoftmaxCrossEntropyLoss (and its gradient) over `scores` [N, C, d...] with `labels`: the rows,
 // the work-group per row (a power of two: 256 on GPUs, else at most the target's) and the template
 // variables of sce_loss.cl they share (PARAMS and LOGPROB for a loss without log_prob); an

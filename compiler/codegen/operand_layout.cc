@@ -14,6 +14,7 @@
 #include "compiler/codegen/emit_util.h"
 #include "compiler/codegen/fused_elementwise.h"
 #include "compiler/codegen/index_code.h"
+#include "compiler/codegen/rtile_kernels.h"
 #include "compiler/codegen/templates.h"
 
 namespace fbl::codegen {
@@ -27,7 +28,21 @@ bool NodeLayouts::trivial() const {
 }
 
 bool supportsOperandLayouts(const ir::Graph& g, const ir::Node& n) {
-  return isElementwiseOp(n.op) || ((n.op == "MatMul" || n.op == "Gemm") && usesTiledMatmul(g, n));
+  return isElementwiseOp(n.op) || isOptimizerOp(n.op) || n.op == "Gather" ||
+         ((n.op == "MatMul" || n.op == "Gemm") && usesTiledMatmul(g, n));
+}
+
+bool writesImageTexels(const ir::Graph& g, const ir::Node& n) {
+  return (n.op == "MatMul" || n.op == "Gemm") && usesTiledMatmul(g, n);
+}
+
+bool readsImageTexels(const ir::Graph& g, const ir::Node& n, int slot, const layout::Layout& read) {
+  // A gather fetches one element's texel and picks its lane: any image layout of float data.
+  if (n.op == "Gather") return slot == 0 && g.values[n.inputs[0]].dtype == ir::DType::F32;
+  if (!writesImageTexels(g, n) || slot > 1 || read.shape().size() < 2) return false;
+  if (texelsContiguous(read)) return true;
+  auto flipped = read.transposeLastTwo();
+  return flipped.ok() && texelsContiguous(*flipped);
 }
 
 Result<NodeCode> emitNode(const ir::Graph& g, const ir::Node& n, const Target& target, const NodeLayouts& layouts) {
@@ -45,6 +60,8 @@ Result<NodeCode> emitNode(const ir::Graph& g, const ir::Node& n, const Target& t
     return emitElementwiseGroup(g, n, target, layouts);
   }
   if (isElementwiseOp(n.op)) return emitElementwiseNode(g, n, target, &layouts);
+  if (isOptimizerOp(n.op)) return emitOptimizer(g, n, target, &layouts);
+  if (n.op == "Gather") return emitGather(g, n, target, &layouts);
   if ((n.op == "MatMul" || n.op == "Gemm") && usesTiledMatmul(g, n)) {
     for (const auto& i : layouts.inputs)
       if (i && i->sign) return makeError("{}: a matmul operand cannot carry a sign", ir::describeNode(g, n));
@@ -55,43 +72,81 @@ Result<NodeCode> emitNode(const ir::Graph& g, const ir::Node& n, const Target& t
                    n.op == "MatMul" || n.op == "Gemm" ? " with a bias, alpha != 1 or integer operands" : "");
 }
 
-Result<NodeCode> emitLayoutCopy(const ir::Graph& g, const OperandLayout& src, ir::DType dtype,
-                                const layout::Layout& dst, const Target& target) {
+namespace {
+
+// dst = from (sign applied), elementwise.cl as an N-D copy over dst's shape; `what` names the
+// value in errors. Args: source, destination.
+Result<LaunchSpec> layoutCopy(const std::string& what, const layout::Layout& from, const std::optional<layout::Expr>& sign,
+                              ir::DType dtype, const layout::Layout& dst, const Target& target) {
   const std::string_view t = clType(dtype);
   const ir::Shape& shape = dst.shape();
-  if (t.empty()) return makeError("layout copy of {}: dtype {} has no kernel type", g.values[src.value].name,
-                                  ir::dtypeName(dtype));
-  layout::Layout from = src.layout;
-  if (src.transposed) {
-    if (from.shape().size() < 2)
-      return makeError("layout copy of {}: a transposed read needs a matrix", g.values[src.value].name);
-    FBL_ASSIGN(from, from.transposeLastTwo());
-  }
+  if (t.empty()) return makeError("layout copy of {}: dtype {} has no kernel type", what, ir::dtypeName(dtype));
   if (from.shape() != shape)
-    return makeError("layout copy of {}: source {} and destination {} differ in shape", g.values[src.value].name,
+    return makeError("layout copy of {}: source {} and destination {} differ in shape", what,
                      ir::shapeToString(from.shape()), ir::shapeToString(shape));
-  if (dst.storage() != layout::Storage::Buffer)
-    return makeError("layout copy of {}: the destination must be a buffer", g.values[src.value].name);
-  std::vector<LayoutOperand> ops{{"o0", from, src.sign}};
+  if (dst.storage() != layout::Storage::Buffer || from.storage() != layout::Storage::Buffer)
+    return makeError("layout copy of {}: source and destination must be buffers", what);
+  std::vector<LayoutOperand> ops{{"o0", from, sign}};
   std::string outAt = "i";
   if (!(dst == layout::Layout::rowMajor(shape))) {
     ops.push_back({"o_out", dst, std::nullopt});
     outAt = "o_out";
   }
   auto index = emitLayoutOffsets(shape, "i", ops);
-  if (!index.ok()) return makeError("layout copy of {}: {}", g.values[src.value].name, index.error().message);
-  const std::string body = src.sign ? fmt::format("  out[{}] = o0_pos ? in0[o0] : -in0[o0];", outAt)
-                                    : fmt::format("  out[{}] = in0[o0];", outAt);
+  if (!index.ok()) return makeError("layout copy of {}: {}", what, index.error().message);
+  const std::string body = sign ? fmt::format("  out[{}] = o0_pos ? in0[o0] : -in0[o0];", outAt)
+                                : fmt::format("  out[{}] = in0[o0];", outAt);
   const int64_t count = ir::numElements(shape);
+  return LaunchSpec{instantiate(kernelTemplate("elementwise"),
+                                {{"PARAMS", fmt::format("__global const {0}* in0, __global {0}* out", t)},
+                                 {"N", std::to_string(count)}, {"INDEX", *index}, {"BODY", body}}),
+                    "", "layoutcopy", {}, grid1(count, target), {target.workgroup}};
+}
+
+}  // namespace
+
+Result<NodeCode> emitLayoutCopy(const ir::Graph& g, const OperandLayout& src, ir::DType dtype,
+                                const layout::Layout& dst, const Target& target) {
+  const std::string& what = g.values[src.value].name;
+  layout::Layout from = src.layout;
+  if (src.transposed) {
+    if (from.shape().size() < 2) return makeError("layout copy of {}: a transposed read needs a matrix", what);
+    FBL_ASSIGN(from, from.transposeLastTwo());
+  }
+  FBL_ASSIGN(LaunchSpec copy, layoutCopy(what, from, src.sign, dtype, dst, target));
+  copy.args = {val(src.value), scratch(0)};
   NodeCode code;
   // A padded destination (R-Tile) needs its whole buffer; the padding stays unwritten.
-  code.scratch.push_back({dtype, dst.bufferSize() == count ? shape : ir::Shape{dst.bufferSize()}});
-  code.launches.push_back(
-      {instantiate(kernelTemplate("elementwise"),
-                   {{"PARAMS", fmt::format("__global const {0}* in0, __global {0}* out", t)},
-                    {"N", std::to_string(count)}, {"INDEX", *index}, {"BODY", body}}),
-       "", "layoutcopy", {val(src.value), scratch(0)}, grid1(count, target), {target.workgroup}});
+  const ir::Shape& shape = dst.shape();
+  code.scratch.push_back({dtype, dst.bufferSize() == ir::numElements(shape) ? shape : ir::Shape{dst.bufferSize()}});
+  code.launches.push_back(std::move(copy));
   return code;
+}
+
+Result<LaunchSpec> emitTransfer(const std::string& tensor, const layout::Layout& stored, ir::DType dtype, bool unpack,
+                                const Target& target) {
+  const ir::Shape& shape = stored.shape();
+  const layout::Layout rowMajor = layout::Layout::rowMajor(shape);
+  const std::vector<ArgRef> args = {val(0), val(1)};
+  if (stored.storage() == layout::Storage::Buffer) {
+    FBL_ASSIGN(LaunchSpec copy, unpack ? layoutCopy(tensor, stored, std::nullopt, dtype, rowMajor, target)
+                                       : layoutCopy(tensor, rowMajor, std::nullopt, dtype, stored, target));
+    copy.args = args;
+    copy.tag = unpack ? "unpack" : "pack";
+    return copy;
+  }
+  if (dtype != ir::DType::F32 || shape.empty())
+    return makeError("transfer of {}: images hold float tensors of rank 1 or more", tensor);
+  // The conversion template works on matrices: batch dims fold into rows.
+  const ir::Shape matrix{ir::numElements(shape) / shape.back(), shape.back()};
+  FBL_ASSIGN(layout::Layout image, stored.reshape(matrix));
+  const layout::Layout plain = layout::Layout::rowMajor(matrix);
+  auto kernel = unpack ? emitRTileConvert("{{NAME}}", image, false, plain) : emitRTileConvert("{{NAME}}", plain, false, image);
+  if (!kernel.ok()) return makeError("transfer of {}: {}", tensor, kernel.error().message);
+  LaunchSpec l{kernel->source, "", unpack ? "unpack" : "pack", args, {}, {}};
+  for (size_t x : kernel->global) l.global.push_back(static_cast<int64_t>(x));
+  for (size_t x : kernel->local) l.local.push_back(static_cast<int64_t>(x));
+  return l;
 }
 
 }  // namespace fbl::codegen

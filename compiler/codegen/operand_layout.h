@@ -54,11 +54,21 @@ struct NodeLayouts {
   bool trivial() const;  // every entry nullopt, nothing fused
 };
 
-// The ops whose emitters honour NodeLayouts: the elementwise family (incl. Expand, Where, Cast)
-// and float MatMul / Gemm without bias and with alpha 1 (the tiled template; the others keep the
+// The ops whose emitters honour NodeLayouts: the elementwise family (incl. Expand, Where, Cast),
+// the optimizer updates (fbl.AdamW, fbl.SGD: trainables and state updated in their layout),
+// Gather (its data, e.g. a tied embedding, and its indices through layouts) and
+// float MatMul / Gemm without bias and with alpha 1 (the tiled template; the others keep the
 // row-major naive kernel). `sign` is honoured by elementwise ops only; an epilogue by the tiled
 // MatMul only; inlined producers by float elementwise ops and reductions only.
 bool supportsOperandLayouts(const ir::Graph& g, const ir::Node& n);
+
+// Image storage (plan/layout_lowering.h, step 4). An OpenCL image is written a whole texel at a
+// time: only kernels that store 4 consecutive columns per texel write image outputs (the tiled
+// MatMul and its split-K sum). A read fetches whole texels only where the operand's 4
+// consecutive columns share one texel, directly or read transposed (the tiled MatMul's operands);
+// a gather reads any image of float data, one element's lane at a time.
+bool writesImageTexels(const ir::Graph& g, const ir::Node& n);
+bool readsImageTexels(const ir::Graph& g, const ir::Node& n, int slot, const layout::Layout& read);
 
 // emitNode with layouts; an error naming the node if it does not support them
 // (supportsOperandLayouts) and `layouts` is not trivial.
@@ -70,5 +80,12 @@ Result<NodeCode> emitNode(const ir::Graph& g, const ir::Node& n, const Target& t
 // destination, ScratchSpec{dtype, dst.shape()}).
 Result<NodeCode> emitLayoutCopy(const ir::Graph& g, const OperandLayout& src, ir::DType dtype,
                                 const layout::Layout& dst, const Target& target);
+
+// The runtime's transfer of a tensor stored as `stored` (plan Tensor::pack / unpack): pack copies
+// its row-major bytes from a staging buffer into the layout, unpack copies them back out. Args:
+// val(0) is the staging buffer, val(1) the tensor (pack) or the other way round (unpack); the
+// plan builder binds them. Images are written whole texels at a time (rtile_convert.cl).
+Result<LaunchSpec> emitTransfer(const std::string& tensor, const layout::Layout& stored, ir::DType dtype,
+                                bool unpack, const Target& target);
 
 }  // namespace fbl::codegen

@@ -93,38 +93,56 @@ std::string layoutParam(const Layout& l, const std::string& name, bool write) {
 
 namespace {
 
-// Do lanes i1..i1+3 of a texel (i1 a multiple of 4) lie at consecutive offsets? Substitutes
-// i1 = 4q + j and asks the simplifier whether offset - j is free of j (then one vload4/vstore4
-// serves the texel); a miss only costs the scalar path.
-bool texelContiguous(const layout::Expr& off, int colVar, int64_t cols) {
-  if (cols % layout::kLanes != 0) return false;
+// `e` with the column variable written i1 = 4q + j (j < 4 a fresh variable, index colVar + 1),
+// simplified: what one texel's lanes j = 0..3 see.
+layout::Expr perLane(const layout::Expr& e, int colVar, int64_t cols) {
   std::vector<layout::Expr> by;
   for (int v = 0; v <= colVar; ++v) by.push_back(layout::Expr());
   const int jVar = colVar + 1;
   const layout::Expr j = layout::Expr::var(jVar, layout::kLanes, "j_");
   // Identity for the other variables: rebuild them from the expression itself.
-  std::vector<bool> seen(static_cast<size_t>(colVar) + 1, false);
-  std::vector<layout::Expr> stack{off};
+  std::vector<layout::Expr> stack{e};
   while (!stack.empty()) {
-    layout::Expr e = stack.back();
+    layout::Expr x = stack.back();
     stack.pop_back();
-    switch (e.kind()) {
+    switch (x.kind()) {
       case layout::ExprKind::Var:
-        if (e.varIndex() <= colVar) by[static_cast<size_t>(e.varIndex())] = e, seen[static_cast<size_t>(e.varIndex())] = true;
+        if (x.varIndex() <= colVar) by[static_cast<size_t>(x.varIndex())] = x;
         break;
       case layout::ExprKind::Add:
-        for (const auto& t : e.terms()) stack.push_back(t);
+        for (const auto& t : x.terms()) stack.push_back(t);
         break;
       case layout::ExprKind::Mul:
       case layout::ExprKind::Div:
-      case layout::ExprKind::Mod: stack.push_back(e.operand()); break;
+      case layout::ExprKind::Mod: stack.push_back(x.operand()); break;
       default: break;
     }
   }
-  by[static_cast<size_t>(colVar)] = layout::Expr::var(colVar, cols / layout::kLanes, "q_") * layout::kLanes + j;
+  const int64_t texels = (cols + layout::kLanes - 1) / layout::kLanes;
+  by[static_cast<size_t>(colVar)] = layout::Expr::var(colVar, texels, "q_") * layout::kLanes + j;
   by.push_back(j);
-  const layout::Expr shifted = layout::simplify(layout::substitute(off, by) + j * -1);
-  return !layout::usesVar(shifted, jVar);
+  return layout::simplify(layout::substitute(e, by));
+}
+
+// Do lanes i1..i1+3 of a texel (i1 a multiple of 4) lie at consecutive offsets? Asks the
+// simplifier whether offset - j is free of j (then one vload4/vstore4 serves the texel); a miss
+// only costs the scalar path.
+bool texelContiguous(const layout::Expr& off, int colVar, int64_t cols) {
+  if (cols % layout::kLanes != 0) return false;
+  const int jVar = colVar + 1;
+  const layout::Expr j = layout::Expr::var(jVar, layout::kLanes, "j_");
+  return !layout::usesVar(layout::simplify(perLane(off, colVar, cols) + j * -1), jVar);
+}
+
+// Do lanes i1..i1+3 (i1 a multiple of 4) fill one texel of an image, lane j in RGBA lane j?
+bool texelAligned(const Layout& l) {
+  const int colVar = static_cast<int>(l.shape().size()) - 1;
+  const int64_t cols = colsOf(l);
+  const int jVar = colVar + 1;
+  const layout::Expr j = layout::Expr::var(jVar, layout::kLanes, "j_");
+  const auto& o = l.map().outputs();
+  return !layout::usesVar(perLane(o[0], colVar, cols), jVar) && !layout::usesVar(perLane(o[1], colVar, cols), jVar) &&
+         layout::simplify(perLane(o[2], colVar, cols) + j * -1).isConst(0);
 }
 
 // Access functions over the domain of `l`: (i0, i1), or (b, i0, i1) when `batched`.
@@ -134,6 +152,8 @@ Result<std::string> accessFunctions(const std::string& fn, const Layout& l, bool
   const std::string idx = batched ? "uint b, uint i0, uint i1" : "uint i0, uint i1";
   const std::string call = batched ? "b, i0, i1" : "i0, i1";
   if (l.storage() == Storage::Image2D) {
+    if (!texelAligned(l))
+      return makeError("rtile access {}: image layout {} does not keep a texel's 4 columns in its lanes", fn, l.str());
     FBL_ASSIGN(std::string x, layout::toOpenCL(outs[0]));
     FBL_ASSIGN(std::string y, layout::toOpenCL(outs[1]));
     const std::string coord = fmt::format("(int2)((int)({}), (int)({}))", x, y);
@@ -214,7 +234,8 @@ bool matmulFoldsBatch(const MatmulOperand& lhs, const MatmulOperand& rhs, const 
 }
 
 bool texelsContiguous(const Layout& l) {
-  if (l.storage() != Storage::Buffer || l.shape().empty()) return false;
+  if (l.shape().empty()) return false;
+  if (l.storage() == Storage::Image2D) return texelAligned(l);
   return texelContiguous(l.map().outputs()[0], static_cast<int>(l.shape().size()) - 1, colsOf(l));
 }
 

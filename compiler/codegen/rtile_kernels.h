@@ -130,7 +130,8 @@ Result<RTileKernel> emitRTileReduce(const std::string& name, ReduceOp op, int64_
 // (buffers) or land in the texel's padding (images).
 Result<std::string> layoutAccess(const std::string& fn, const layout::Layout& l, bool write);
 // Does a buffer layout hold every texel (4 consecutive last-dim elements, the first a multiple of
-// 4) at consecutive offsets, so that one vload4 reads it?
+// 4) at consecutive offsets, so that one vload4 reads it? Does an image layout put them in one
+// texel, element j in lane j, so that one read_imagef fetches it?
 bool texelsContiguous(const layout::Layout& l);
 
 // The kernel parameter declaring an operand of layout `l` ("__read_only image2d_t x", ...).

@@ -10,6 +10,7 @@
 #include "compiler/codegen/conv_emitters.h"
 #include "compiler/codegen/emit_util.h"
 #include "compiler/codegen/index_code.h"
+#include "compiler/codegen/operand_layout.h"
 
 namespace fbl::codegen {
 namespace {
@@ -161,7 +162,16 @@ Result<NodeCode> gatherGrad(const ir::Graph& g, const ir::Node& n, const Target&
 }
 
 Result<NodeCode> optimizer(const ir::Graph& g, const ir::Node& n, const Target& t) {
-  const int64_t count = ir::numElements(g.values[n.inputs[0]].shape);
+  return emitOptimizer(g, n, t, nullptr);
+}
+
+}  // namespace
+
+bool isOptimizerOp(std::string_view op) { return op == "fbl.AdamW" || op == "fbl.SGD"; }
+
+Result<NodeCode> emitOptimizer(const ir::Graph& g, const ir::Node& n, const Target& t, const NodeLayouts* layouts) {
+  const ir::Shape& shape = g.values[n.inputs[0]].shape;
+  const int64_t count = ir::numElements(shape);
   const bool adam = n.op == "fbl.AdamW";
   std::map<std::string, std::string> vars{
       {"N", str(count)},
@@ -170,28 +180,55 @@ Result<NodeCode> optimizer(const ir::Graph& g, const ir::Node& n, const Target& 
       {"BETA1", floatLiteral(n.attrFloat("beta1", 0.9f))},
       {"BETA2", floatLiteral(n.attrFloat("beta2", 0.999f))},
       {"EPS", floatLiteral(n.attrFloat("epsilon", 1e-8f))}};
+  // Element offsets: p, g and the state in their own layouts, each output where the input it
+  // updates lies (AdamW: p, g, m, v, step -> p, m, v; SGD: p, g[, buf] -> p[, buf]).
+  const std::vector<std::pair<const char*, int>> operands =
+      adam ? std::vector<std::pair<const char*, int>>{{"o_p", 0}, {"o_g", 1}, {"o_m", 2}, {"o_v", 3}}
+           : std::vector<std::pair<const char*, int>>{{"o_p", 0}, {"o_g", 1}, {"o_b", 2}};
+  const std::vector<int> updates = adam ? std::vector<int>{0, 2, 3} : std::vector<int>{0, 2};
+  std::vector<LayoutOperand> offsets;
   std::vector<ArgRef> args;
+  for (const auto& [var, slot] : operands) {
+    if (slot >= static_cast<int>(n.inputs.size()) || n.inputs[slot] == ir::kNoValue) continue;
+    const auto* ol = layouts && layouts->inputs[slot] ? &*layouts->inputs[slot] : nullptr;
+    if (ol && (ol->transposed || ol->sign)) return makeError("{}: optimizer operands are read as stored", ir::describeNode(g, n));
+    offsets.push_back({var, ol ? ol->layout : layout::Layout::rowMajor(shape), std::nullopt});
+  }
   for (ir::ValueId v : n.inputs) args.push_back(val(v));
-  for (ir::ValueId v : n.outputs) args.push_back(val(v));
+  for (size_t o = 0; o < n.outputs.size(); ++o) {
+    args.push_back(val(n.outputs[o]));
+    // An output not stored like the input it updates would need offsets of its own.
+    const auto* in = layouts && updates[o] < static_cast<int>(layouts->inputs.size()) && layouts->inputs[updates[o]]
+                         ? &layouts->inputs[updates[o]]->layout : nullptr;
+    const auto* out = layouts && o < layouts->outputs.size() && layouts->outputs[o] ? &*layouts->outputs[o] : nullptr;
+    const bool same = (in == nullptr && out == nullptr) || (in && out && *in == *out) ||
+                      (in == nullptr && out && *out == layout::Layout::rowMajor(shape)) ||
+                      (out == nullptr && in && *in == layout::Layout::rowMajor(shape));
+    if (!same)
+      return makeError("{}: output {} is not stored like the input it updates", ir::describeNode(g, n), o);
+  }
+  // Both kernels of the template are instantiated; the unused one gets row-major offsets.
+  FBL_ASSIGN(std::string index, emitLayoutOffsets(shape, "i", offsets));
+  const std::string unused = "  const uint o_p = i, o_g = i, o_m = i, o_v = i, o_b = i;";
+  vars["ADAM_INDEX"] = adam ? index : unused;
+  vars["SGD_INDEX"] = adam ? unused : index;
   if (adam) {
     vars["SGD_PARAMS"] = "__global const float* p, __global const float* g, __global float* p_out";
+    vars["SGD_BODY"] = "";
   } else if (n.input(2) != ir::kNoValue) {
     vars["SGD_PARAMS"] = "__global const float* p, __global const float* g, __global const float* buf, "
                          "__global float* p_out, __global float* buf_out";
-    vars["SGD_BODY"] = fmt::format("  const float b = {} * buf[i] + gi;\n  buf_out[i] = b;\n  p_out[i] = p[i] - {} * b;",
+    vars["SGD_BODY"] = fmt::format("  const float b = {} * buf[o_b] + gi;\n  buf_out[o_b] = b;\n  p_out[o_p] = p[o_p] - {} * b;",
                                    floatLiteral(n.attrFloat("momentum", 0.0f)), vars["LR"]);
   } else {
     vars["SGD_PARAMS"] = "__global const float* p, __global const float* g, __global float* p_out";
-    vars["SGD_BODY"] = fmt::format("  p_out[i] = p[i] - {} * gi;", vars["LR"]);
+    vars["SGD_BODY"] = fmt::format("  p_out[o_p] = p[o_p] - {} * gi;", vars["LR"]);
   }
-  if (adam) vars["SGD_BODY"] = fmt::format("  p_out[i] = p[i] - {} * gi;", vars["LR"]);
   NodeCode c;
   c.launches.push_back(launch("optimizer", vars, adam ? "adamw" : "sgd", std::move(args), grid1(count, t),
                               {t.workgroup}, adam ? "_adamw" : "_sgd"));
   return c;
 }
-
-}  // namespace
 
 std::vector<EmitterEntry> trainingEmitters() {
   // convEmitters()' "Conv" serves only once computeEmitters() no longer lists its group-1 Conv

@@ -1,5 +1,7 @@
 #include "compiler/layout/layout.h"
 
+#include <algorithm>
+
 #include "compiler/layout/simplify.h"
 
 namespace fbl::layout {
@@ -57,6 +59,60 @@ Layout Layout::image(const Shape& shape) {
   int64_t height = product(shape, 0, n - 1);
   return Layout(Storage::Image2D, IndexMap(shape, {floorDiv(c, kLanes), y, floorMod(c, kLanes)},
                                            {ceilDiv(shape[n - 1], kLanes), height, kLanes}));
+}
+
+Layout Layout::texture(const Shape& shape) {
+  FBL_ASSERT(!shape.empty());
+  std::vector<Expr> v = IndexMap::vars(shape);
+  const size_t n = shape.size();
+  const Expr c = v[n - 1];
+  const Expr w = n >= 2 ? v[n - 2] : Expr::constant(0);
+  const Expr h = n >= 3 ? v[n - 3] : Expr::constant(0);
+  const int64_t C = shape[n - 1], W = n >= 2 ? shape[n - 2] : 1, H = n >= 3 ? shape[n - 3] : 1;
+  const int64_t B = n >= 4 ? product(shape, 0, n - 3) : 1;
+  const Expr b = n >= 4 ? flatten(v, shape, 0, n - 3) : Expr::constant(0);
+  const int64_t slices = ceilDiv(C, kLanes);
+  return Layout(Storage::Image2D,
+                IndexMap(shape, {w * B + b, h * slices + floorDiv(c, kLanes), floorMod(c, kLanes)},
+                         {W * B, H * slices, kLanes})
+                    .simplified());
+}
+
+std::optional<ImageWrap> imageWrap(int64_t w, int64_t h, int64_t alignW, int64_t alignH, int64_t maxW, int64_t maxH) {
+  if (w <= maxW && h <= maxH) return std::nullopt;
+  auto tryWrap = [&](bool alongX) -> std::optional<ImageWrap> {
+    // Cut the long side into bands of the most aligned rows (columns) the limit allows.
+    const int64_t along = alongX ? h : w, across = alongX ? w : h;
+    const int64_t limitAlong = alongX ? maxH : maxW, limitAcross = alongX ? maxW : maxH;
+    const int64_t align = std::max<int64_t>(1, alongX ? alignH : alignW);
+    const int64_t band = limitAlong / align * align;
+    if (band <= 0) return std::nullopt;
+    const int64_t bands = ceilDiv(along, band);
+    if (across * bands > limitAcross) return std::nullopt;
+    ImageWrap wr{alongX, band, alongX ? w * bands : band, alongX ? band : h * bands};
+    return wr;
+  };
+  if (h > maxH) return tryWrap(true);
+  return tryWrap(false);
+}
+
+bool fitsImage(int64_t w, int64_t h, int64_t alignW, int64_t alignH, int64_t maxW, int64_t maxH) {
+  return (w <= maxW && h <= maxH) || imageWrap(w, h, alignW, alignH, maxW, maxH).has_value();
+}
+
+Result<Layout> Layout::fitImage(int64_t maxW, int64_t maxH, int64_t alignW, int64_t alignH) const {
+  if (storage_ != Storage::Image2D) return makeError("layout {}: only images have an extent to fit", str());
+  const int64_t w = imageWidth(), h = imageHeight();
+  if (w <= maxW && h <= maxH) return *this;
+  const std::optional<ImageWrap> wr = imageWrap(w, h, alignW, alignH, maxW, maxH);
+  if (!wr)
+    return makeError("image {}x{} of {} does not fit {}x{}, wrapped or not", w, h, ir::shapeToString(shape()), maxW,
+                     maxH);
+  const auto& o = map_.outputs();
+  std::vector<Expr> out;
+  if (wr->alongX) out = {o[0] + floorDiv(o[1], wr->band) * w, floorMod(o[1], wr->band), o[2]};
+  else out = {floorMod(o[0], wr->band), o[1] + floorDiv(o[0], wr->band) * h, o[2]};
+  return Layout(Storage::Image2D, IndexMap(shape(), std::move(out), {wr->width, wr->height, kLanes}).simplified());
 }
 
 Result<Layout> Layout::rtile(const Shape& shape, const TileSpec& spec, Storage storage) {

@@ -27,6 +27,7 @@
 // simplifier misses an identity; tests compare element by element as well).
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -54,6 +55,18 @@ struct TileSpec {
   std::string str() const;  // "32x64 strips", "32x64 blocks 8x16->2x16"
 };
 
+// How a W x H texel grid that exceeds the device's image extent still fits it: cut into bands
+// of `band` rows laid side by side along x (alongX), or of `band` columns stacked down y. Bands
+// are multiples of the alignment (an R-Tile's tile rectangle), so no tile straddles two bands.
+struct ImageWrap {
+  bool alongX = true;
+  int64_t band = 0;
+  int64_t width = 0, height = 0;  // the wrapped image
+};
+// nullopt when W x H fits as it is or cannot be made to fit.
+std::optional<ImageWrap> imageWrap(int64_t w, int64_t h, int64_t alignW, int64_t alignH, int64_t maxW, int64_t maxH);
+bool fitsImage(int64_t w, int64_t h, int64_t alignW, int64_t alignH, int64_t maxW, int64_t maxH);
+
 class Layout {
  public:
   static Layout rowMajor(const Shape& shape);
@@ -61,9 +74,16 @@ class Layout {
   static Result<Layout> permuted(const Shape& shape, const std::vector<int64_t>& perm);
   // A plain RGBA image: x = last dim / 4, y = all other dims flattened, lane = last dim % 4.
   static Layout image(const Shape& shape);
+  // TFLite's GPU delegate TEXTURE_2D over [..., H, W, C] (the dims before H flattened into B):
+  // x = w * B + b, y = h * ceil(C / 4) + c / 4, lane = c % 4. A matrix [W, C] is H = B = 1.
+  static Layout texture(const Shape& shape);
   // R-Tile on an image (storage Image2D) or tile-major in a buffer (storage Buffer: tiles in
   // the same grid order, each tile's elements row-major).
   static Result<Layout> rtile(const Shape& shape, const TileSpec& spec, Storage storage = Storage::Image2D);
+
+  // An Image2D layout on an image of at most maxW x maxH texels (imageWrap): itself when it
+  // fits, else its texel grid cut into bands that sit side by side; an error when no wrap fits.
+  Result<Layout> fitImage(int64_t maxW, int64_t maxH, int64_t alignW, int64_t alignH) const;
 
   Storage storage() const { return storage_; }
   const Shape& shape() const { return map_.domain(); }

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <tuple>
 
+#include "compiler/layout/layout.h"
+
 namespace fbl::layout {
 
 namespace {
@@ -56,9 +58,12 @@ CandidateVerdict judge(int64_t th, int64_t tw, const RTileProblem& prob,
   if (pad > opts.maxPaddingRatio)
     return fail(Constraint::kC3Padding, fmt::format("padding {:.1f}% exceeds {:.0f}%", pad * 100, opts.maxPaddingRatio * 100));
   RTileLayout l{prob.extent, g, chooseInterOrder(g, prob.extent, prob.uses)};
-  if (l.textureWidth() > p.image2dMaxWidth || l.textureHeight() > p.image2dMaxHeight)
-    return fail(Constraint::kImageLimits, fmt::format("texture {}x{} exceeds image2d limit {}x{}", l.textureWidth(),
-                                                      l.textureHeight(), p.image2dMaxWidth, p.image2dMaxHeight));
+  // A texture past the image limit still fits when its tile grid wraps into bands
+  // (layout::imageWrap); only one that fits neither way loses the candidate.
+  if (!fitsImage(l.textureWidth(), l.textureHeight(), g.rectW, g.rectH, p.image2dMaxWidth, p.image2dMaxHeight))
+    return fail(Constraint::kImageLimits, fmt::format("texture {}x{} exceeds image2d limit {}x{}, wrapped or not",
+                                                      l.textureWidth(), l.textureHeight(), p.image2dMaxWidth,
+                                                      p.image2dMaxHeight));
   return v;
 }
 

@@ -97,6 +97,74 @@ std::vector<ir::ValueId> valuesThatMustExist(const autodiff::TrainingGraph& tg) 
   return v;
 }
 
+Result<bool> useImages(const std::string& storage, const profile::HardwareProfile& hw) {
+  if (storage == "buffer") return false;
+  if (storage == "auto") return hw.imageStorage.supported && hw.imageStorage.textureCache;
+  if (storage != "image") return makeError("--storage must be buffer, image or auto, not '{}'", storage);
+  if (!hw.imageStorage.supported) return makeError("--storage image: profile '{}' says the device has no images", hw.name);
+  return true;
+}
+
+// What the runtime writes and reads from the host, and what the optimizer updates in place.
+static void hostValuesOf(const autodiff::TrainingGraph& tg, LoweringOptions& o) {
+  for (ir::ValueId v = 0; v < static_cast<ir::ValueId>(tg.graph.values.size()); ++v)
+    if (tg.graph.values[v].kind == ir::ValueKind::Initializer) o.hostValues.push_back(v);
+  for (const auto& t : tg.trainables) o.inPlaceUpdates.emplace_back(t.param, t.updated);
+  for (const auto& s : tg.state) o.inPlaceUpdates.emplace_back(s.current, s.updated);
+}
+
+// Does a MatMul or Gemm read `v`, directly or through movement ops (W^T, reshapes)?
+static bool readByMatmul(const ir::Graph& g, ir::ValueId v, int depth = 0) {
+  if (depth > 8) return false;
+  for (const ir::Node& n : g.nodes) {
+    if (n.dead || std::find(n.inputs.begin(), n.inputs.end(), v) == n.inputs.end()) continue;
+    if (n.op == "MatMul" || n.op == "Gemm") return true;
+    static const std::set<std::string> movement = {"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Flatten",
+                                                   "Identity", "Expand"};
+    if (movement.count(n.op) && !n.outputs.empty() && readByMatmul(g, n.outputs[0], depth + 1)) return true;
+  }
+  return false;
+}
+
+static nlohmann::json storageReport(const autodiff::TrainingGraph& tg, const Plan& plan, const BuildStats& stats) {
+  const ir::Graph& g = tg.graph;
+  std::set<ir::ValueId> trainables;
+  for (const auto& t : tg.trainables) trainables.insert(t.param);
+  int64_t weights = 0, weightsRTile = 0, images = 0, bufferBytes = 0;
+  nlohmann::json tiledTrainables = nlohmann::json::array(), untiledWeights = nlohmann::json::array();
+  for (const planfile::Tensor& t : plan.tensors) {
+    images += t.image();
+    bufferBytes += t.bytes;
+  }
+  for (ir::ValueId v = 0; v < static_cast<ir::ValueId>(g.values.size()); ++v) {
+    const ir::Value& val = g.values[v];
+    if (val.kind != ir::ValueKind::Initializer) continue;
+    auto it = stats.tensorOfValue.find(v);
+    if (it == stats.tensorOfValue.end()) continue;
+    const planfile::Tensor& t = plan.tensors[it->second];
+    const bool rtile = t.layout.rfind("rtile", 0) == 0;
+    if (trainables.count(v)) {
+      if (rtile) tiledTrainables.push_back(val.name);
+      continue;
+    }
+    if (!readByMatmul(g, v)) continue;
+    ++weights;
+    weightsRTile += rtile;
+    if (!rtile) untiledWeights.push_back(val.name);
+  }
+  return {{"matmul_weights", weights},
+          {"matmul_weights_rtile", weightsRTile},
+          {"matmul_weights_not_rtile", untiledWeights},
+          {"trainables", tg.trainables.size()},
+          {"trainables_rtile", tiledTrainables},
+          {"image_tensors", images},
+          {"image_objects", plan.imageSlots.size()},
+          {"image_bytes", plan.imageBytes()},
+          {"buffer_bytes", bufferBytes},
+          {"arena_bytes", plan.arenaBytes},
+          {"peak_bytes", plan.arenaBytes + plan.imageBytes()}};
+}
+
 Result<Compiled> compileModel(const CompileArgs& args) {
   const auto start = std::chrono::steady_clock::now();
   FBL_ASSIGN(Profile profile, loadProfile(args.profile));
@@ -121,12 +189,21 @@ Result<Compiled> compileModel(const CompileArgs& args) {
   LoweringOptions lowerOpts;
   lowerOpts.fuse = std::find(args.disabledPasses.begin(), args.disabledPasses.end(), kFusionPassName) ==
                    args.disabledPasses.end();
+  FBL_ASSIGN(profile::HardwareProfile hw, profile::loadProfile(args.profile));
+  FBL_ASSIGN(lowerOpts.storage.images, useImages(args.storage, hw));
+  lowerOpts.storage.maxImageWidth = hw.image2dMaxWidth;
+  lowerOpts.storage.maxImageHeight = hw.image2dMaxHeight;
+  lowerOpts.storage.blockW = hw.textureBlock.w;
+  lowerOpts.storage.blockH = hw.textureBlock.h;
+  hostValuesOf(tg, lowerOpts);
   FBL_ASSIGN(LayoutLowering lowering, lowerLayouts(tg.graph, assignment, valuesThatMustExist(tg), lowerOpts));
   c.lowering = lowering.counts;
   PlanInputs in = trainingInputs(tg, modelName(args.model), args.loraAlpha);
   in.lowering = &lowering;
   FBL_ASSIGN(c.plan, buildPlan(in, profile, &c.stats));
   c.plan.explain = analysis::explainSection(tg.graph, assignment);  // for `fblc explain`
+  for (const auto& [v, why] : lowering.storageWhy) c.plan.explain["storage_why"][tg.graph.values[v].name] = why;
+  c.storage = storageReport(tg, c.plan, c.stats);
   c.plan.optimizer["kind"] = args.optimizer;
   c.plan.optimizer["lr"] = args.lr;
   c.plan.optimizer["weight_decay"] = args.weightDecay;
@@ -193,9 +270,9 @@ int runCompile(const CompileArgs& args) {
                c->lowering.readsThrough, c->lowering.transposedReads, c->lowering.skippedNodes,
                c->lowering.rtileValues, c->lowering.rtileDemoted, c->lowering.fusedNodes, c->lowering.fusedMatmuls,
                c->lowering.fusedElementwise);
-  fmt::print("{}: {} kernels, {} launches, arena {} bytes ({} persistent), {:.2f} s\nweights: {}\n", args.output,
-             c->stats.kernels, c->stats.launches, c->plan.arenaBytes, c->stats.persistentBytes, c->seconds,
-             weightsNote);
+  fmt::print("{}: {} kernels, {} launches, arena {} bytes ({} persistent), {} images ({} bytes), {:.2f} s\nweights: {}\n",
+             args.output, c->stats.kernels, c->stats.launches, c->plan.arenaBytes, c->stats.persistentBytes,
+             c->plan.imageSlots.size(), c->plan.imageBytes(), c->seconds, weightsNote);
   if (!args.report.empty()) {
     nlohmann::json r{{"model", args.model},
                      {"profile", c->plan.profile},
@@ -209,6 +286,7 @@ int runCompile(const CompileArgs& args) {
                      {"plan_bytes", bytes.size()},
                      {"strategy", args.strategy},
                      {"transforms", c->transforms},
+                     {"storage", c->storage},
                      {"layout_pass_ms", c->passTimesMs},
                      {"lowering",
                       {{"movement_kernels", c->lowering.transformNodes},

@@ -11,6 +11,7 @@
 #include "compiler/autodiff/training_graph.h"
 #include "compiler/ir/tensor.h"
 #include "compiler/plan/plan_builder.h"
+#include "compiler/profile/profile.h"
 #include "compiler/support/result.h"
 
 namespace fbl::plan {
@@ -33,6 +34,10 @@ struct CompileArgs {
   // The layout pipeline (docs/layout-pipeline.md) and the strategy's lowering
   // (layout_lowering.h): what runs as kernels and what is read through maps.
   std::string strategy = "fblayout";        // fblayout | reuse | explicit
+  // Where tensors live (layout_lowering.h, step 4): "buffer" (the arena only), "image" (image2d
+  // objects where writer and readers take them), "auto" (images where the profile says image
+  // reads go through a texture cache).
+  std::string storage = "auto";
   std::vector<std::string> dumpAfter;       // pass names, or "all"
   std::vector<std::string> disabledPasses;  // ablation
   bool verifyPasses = false;
@@ -45,11 +50,17 @@ struct Compiled {
   nlohmann::json transforms;  // the layout pipeline's transform decisions (report's `transforms`)
   nlohmann::json passTimesMs;  // pass name -> milliseconds
   LoweringCounts lowering;     // what the strategy did to movement ops (layout_lowering.h)
+  // The report's `storage`: frozen MatMul weights and how many are R-Tiled, the trainables
+  // stored R-Tiled, image tensors and bytes, buffer bytes.
+  nlohmann::json storage;
 };
 
 // The globs compileModel trains: `args.trainable` if given, else the model's `fbl.trainable`
 // metadata, else "*lora_*".
 Result<std::vector<std::string>> trainableGlobs(const CompileArgs& args);
+// --storage resolved against the profile: true for image storage; an error for an unknown
+// value, or images on a device without them.
+Result<bool> useImages(const std::string& storage, const profile::HardwareProfile& hw);
 // Everything but the files: load, differentiate, build the plan.
 Result<Compiled> compileModel(const CompileArgs& args);
 // Writes the initializers the plan names (external data included) as safetensors.

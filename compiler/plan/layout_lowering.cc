@@ -60,7 +60,8 @@ class Lowerer {
     for (ValueId v : g_.outputs) keep[v] = true;
     const bool fuse = options.fuse && a_.strategy == Strategy::kFBLayout;
     if (fuse) planFusion(g_, keep, out, views_);
-    FBL_TRY(chooseStorage(out, keep));
+    out_ = &out;
+    FBL_TRY(chooseStorage(out, keep, options));
     if (fuse) FBL_TRY(finishFusion(g_, out));
     // 6: kinds and counts.
     for (NodeId id = 0; id < static_cast<NodeId>(g_.nodes.size()); ++id) {
@@ -107,7 +108,7 @@ class Lowerer {
         views_[{r.consumer, r.slot}] = r.view;
         const bool decided = r.decision == ReadThrough::Decision::kTileMap || r.decision == ReadThrough::Decision::kIndexMap;
         if (!decided && r.structural) continue;  // the chain runs op by op
-        const bool readable = codegen::supportsOperandLayouts(g_, n) && !(ol.sign && isMatmul(n));
+        const bool readable = codegen::supportsOperandLayouts(g_, n) && !(ol.sign && (isMatmul(n) || n.op == "Gather"));
         // A chain of views over a row-major source costs nothing as it is (the views alias its
         // bytes), so a consumer that cannot read maps reads it as written, not through a copy.
         const bool viewsOnly = std::all_of(r.chain.begin(), r.chain.end(),
@@ -153,61 +154,182 @@ class Lowerer {
   }
 
   // Step 4.
-  Status chooseStorage(LayoutLowering& out, const std::vector<bool>& keep) {
-    if (a_.strategy != Strategy::kFBLayout) return Status::success();
+  Status chooseStorage(LayoutLowering& out, const std::vector<bool>& keep, const LoweringOptions& options) {
     // Who reads each value, and how: plain slots, reads through a map, copies (slot -1). A fused
     // node's operands are read by the kernel it runs in, through its slots' layouts (finishFusion).
     const std::vector<std::vector<ValueRead>> reads = valueReads(g_, out);
+    std::vector<bool> host(g_.values.size(), false), updatedInPlace(g_.values.size(), false),
+        update(g_.values.size(), false);
+    for (ValueId v : options.hostValues) host[v] = true;
+    for (const auto& [current, updated] : options.inPlaceUpdates) {
+      updatedInPlace[current] = true;
+      if (updated != ir::kNoValue) update[updated] = true;
+    }
     for (ValueId v = 0; v < static_cast<ValueId>(g_.values.size()); ++v) {
-      if (v >= static_cast<ValueId>(a_.values.size()) || a_.values[v].kind != passes::ValueLayout::Kind::kRTile) continue;
       if (out.inKernelOnly[v]) continue;  // fused away: no buffer to lay out
-      const ir::Value& val = g_.values[v];
-      const NodeId p = producer(v);
-      bool ok = p != ir::kNoNode && !out.nodes[p].skip && codegen::supportsOperandLayouts(g_, g_.nodes[p]) &&
-                !keep[v] && val.dtype == ir::DType::F32 && val.shape.size() >= 2;
-      bool read = false;
-      for (const ValueRead& r : reads[v]) {
-        if (r.slot < 0) continue;  // a copy reads any layout
-        read = true;
-        ok = ok && codegen::supportsOperandLayouts(g_, g_.nodes[r.node]);
-      }
-      ok = ok && read;
-      const passes::RTileEntry* e = a_.rtileOf(v);
-      if (!ok || e == nullptr) {
-        ++out.counts.rtileDemoted;
-        continue;
-      }
-      auto tiled = layout::Layout::rtile(val.shape, e->spec(), layout::Storage::Buffer);
-      if (!tiled.ok()) {
-        ++out.counts.rtileDemoted;
-        continue;
-      }
+      if (update[v]) continue;            // stored like the value it updates (below)
+      FBL_ASSIGN(std::optional<StorageChoice> choice, chooseFor(v, out, reads[v], keep, host, updatedInPlace, options));
+      if (!choice) continue;
+      FBL_TRY(store(v, *choice, out, reads[v]));
+    }
+    // The optimizer writes an updated value where its current value lies (in place, or through a
+    // commit that copies bytes).
+    for (const auto& [current, updated] : options.inPlaceUpdates) {
+      auto it = out.storage.find(current);
+      if (it == out.storage.end() || updated == ir::kNoValue) continue;
+      const NodeId p = producer(updated);
+      if (p == ir::kNoNode || !codegen::supportsOperandLayouts(g_, g_.nodes[p]))
+        return makeError("layout lowering: {} is stored as {} but its update {} is not written through layouts",
+                         g_.values[current].name, out.storageNote.at(current), g_.values[updated].name);
       const ir::Node& pn = g_.nodes[p];
       for (size_t o = 0; o < pn.outputs.size(); ++o)
-        if (pn.outputs[o] == v) out.nodes[p].layouts.outputs[o] = *tiled;
-      for (const ValueRead& r : reads[v]) {
-        if (r.slot < 0) {
-          for (auto& [mv, from] : out.nodes[r.node].materialise) {
-            if (from.value != v) continue;
-            FBL_ASSIGN(from.layout, tiled->compose(materialise_.at(mv).view));
-          }
-          continue;
-        }
-        auto& in = out.nodes[r.node].layouts.inputs[r.slot];
-        if (!r.through) {
-          in = OperandLayout{v, *tiled, false, {}};
-          continue;
-        }
-        if (in->transposed) {
-          in->layout = *tiled;  // read as stored, through the MatMul's transposed path
-          continue;
-        }
-        FBL_ASSIGN(in->layout, tiled->compose(views_.at({r.node, r.slot})));
-      }
-      out.storage.emplace(v, *tiled);
-      out.storageNote[v] = "rtile " + e->spec().str();
-      ++out.counts.rtileValues;
+        if (pn.outputs[o] == updated) out.nodes[p].layouts.outputs[o] = it->second;
+      for (const ValueRead& r : valueReads(g_, out)[updated])
+        if (r.slot >= 0 && !r.through) out.nodes[r.node].layouts.inputs[r.slot] = OperandLayout{updated, it->second, false, {}};
+      out.storage.emplace(updated, it->second);
+      out.storageNote[updated] = out.storageNote.at(current);
     }
+    return Status::success();
+  }
+
+  struct StorageChoice {
+    layout::Layout layout;
+    std::string note;  // "rtile 16x64 strips", "image", "texture"
+  };
+
+  // The layout the strategy gives `v`, or nullopt for row-major; records why a layout the
+  // strategy wanted was not used.
+  Result<std::optional<StorageChoice>> chooseFor(ValueId v, LayoutLowering& out, const std::vector<ValueRead>& reads,
+                                                 const std::vector<bool>& keep, const std::vector<bool>& host,
+                                                 const std::vector<bool>& updatedInPlace,
+                                                 const LoweringOptions& options) {
+    const ir::Value& val = g_.values[v];
+    const passes::RTileEntry* entry = nullptr;
+    if (a_.strategy == Strategy::kFBLayout) {
+      if (v >= static_cast<ValueId>(a_.values.size()) || a_.values[v].kind != passes::ValueLayout::Kind::kRTile)
+        return std::optional<StorageChoice>();
+      entry = a_.rtileOf(v);
+      if (entry == nullptr) return std::optional<StorageChoice>();
+    } else if (!options.storage.images) {
+      return std::optional<StorageChoice>();  // the baselines keep buffers row-major
+    }
+    auto demote = [&](std::string why) -> Result<std::optional<StorageChoice>> {
+      if (entry) {
+        ++out.counts.rtileDemoted;
+        out.storageWhy[v] = std::move(why);
+      }
+      return std::optional<StorageChoice>();
+    };
+    const NodeId p = producer(v);
+    const bool hostWritten = p == ir::kNoNode && host[v];
+    if (val.dtype != ir::DType::F32 || val.shape.size() < 2) return demote("not a float matrix");
+    if (p == ir::kNoNode && !hostWritten) return demote("a constant of the plan, uploaded as it is");
+    if (p != ir::kNoNode && (out.nodes[p].skip || !codegen::supportsOperandLayouts(g_, g_.nodes[p])))
+      return demote(fmt::format("its producer {} writes row-major", g_.nodes[p].op));
+    if (keep[v] && !hostWritten) return demote("read back by the runtime");
+    bool read = false;
+    for (const ValueRead& r : reads) {
+      if (r.slot < 0) continue;  // a copy reads any buffer layout
+      read = true;
+      if (!codegen::supportsOperandLayouts(g_, g_.nodes[r.node]))
+        return demote(fmt::format("read by {}, which reads row-major", g_.nodes[r.node].op));
+    }
+    if (!read) return demote("no kernel reads it");
+    // Image storage: a writer of whole texels, readers that fetch texels, not updated in place.
+    if (options.storage.images && !updatedInPlace[v]) {
+      FBL_ASSIGN(std::optional<layout::Layout> image, imageLayoutFor(v, entry, options.storage));
+      if (image && writesTexels(v) && readsTexels(v, *image, reads))
+        return std::optional<StorageChoice>(StorageChoice{*image, entry ? "rtile " + entry->spec().str()
+                                                                          : (a_.strategy == Strategy::kReuse ? "image" : "texture")});
+    }
+    if (!entry) return std::optional<StorageChoice>();
+    auto tiled = layout::Layout::rtile(val.shape, entry->spec(), layout::Storage::Buffer);
+    if (!tiled.ok()) return demote(tiled.error().message);
+    return std::optional<StorageChoice>(StorageChoice{*tiled, "rtile " + entry->spec().str()});
+  }
+
+  // The strategy's image layout of `v`, fitted to the device's extent; nullopt if it cannot fit.
+  Result<std::optional<layout::Layout>> imageLayoutFor(ValueId v, const passes::RTileEntry* entry,
+                                                       const StorageOptions& so) {
+    const ir::Shape& shape = g_.values[v].shape;
+    std::optional<layout::Layout> image;
+    int64_t alignW = so.blockW, alignH = so.blockH;
+    if (entry) {
+      auto l = layout::Layout::rtile(shape, entry->spec(), layout::Storage::Image2D);
+      if (!l.ok()) return std::optional<layout::Layout>();
+      image = *l;
+      // Wrapped bands hold whole tiles.
+      alignW = entry->choice.layout.tile.rectW;
+      alignH = entry->choice.layout.tile.rectH;
+    } else {
+      image = a_.strategy == Strategy::kReuse ? layout::Layout::image(shape) : layout::Layout::texture(shape);
+    }
+    auto fitted = image->fitImage(so.maxImageWidth, so.maxImageHeight, alignW, alignH);
+    if (!fitted.ok()) return std::optional<layout::Layout>();
+    return std::optional<layout::Layout>(*fitted);
+  }
+
+  // Does the kernel that writes `v` write whole texels (the tiled MatMul, also when an epilogue's
+  // last step is what it stores), or does the runtime pack it?
+  bool writesTexels(ValueId v) const {
+    const NodeId p = producer(v);
+    if (p == ir::kNoNode) return true;  // a host value: the runtime's pack kernel writes it
+    const NodeId writer = out_->nodes[p].runs != ir::kNoNode ? out_->nodes[p].runs : p;
+    return codegen::writesImageTexels(g_, g_.nodes[writer]);
+  }
+
+  // Does every reader fetch `v`'s texels as `image` lays them out?
+  bool readsTexels(ValueId v, const layout::Layout& image, const std::vector<ValueRead>& reads) const {
+    for (const ValueRead& r : reads) {
+      if (r.slot < 0) return false;  // copies read buffers
+      const ir::Node& n = g_.nodes[r.node];
+      const auto& in = out_->nodes[r.node].layouts.inputs[r.slot];
+      layout::Layout seen = image;
+      if (r.through && !in->transposed) {
+        auto composed = image.compose(views_.at({r.node, r.slot}));
+        if (!composed.ok()) return false;
+        seen = *composed;
+      }
+      if (!codegen::readsImageTexels(g_, n, r.slot, seen)) return false;
+    }
+    (void)v;
+    return true;
+  }
+
+  // Stores `v` as `choice`: its producer writes through it, every read composes with it.
+  Status store(ValueId v, const StorageChoice& choice, LayoutLowering& out, const std::vector<ValueRead>& reads) {
+    const layout::Layout& l = choice.layout;
+    const NodeId p = producer(v);
+    if (p != ir::kNoNode) {
+      const ir::Node& pn = g_.nodes[p];
+      for (size_t o = 0; o < pn.outputs.size(); ++o)
+        if (pn.outputs[o] == v) out.nodes[p].layouts.outputs[o] = l;
+    } else {
+      ++out.counts.packedValues;
+    }
+    for (const ValueRead& r : reads) {
+      if (r.slot < 0) {
+        for (auto& [mv, from] : out.nodes[r.node].materialise) {
+          if (from.value != v) continue;
+          FBL_ASSIGN(from.layout, l.compose(materialise_.at(mv).view));
+        }
+        continue;
+      }
+      auto& in = out.nodes[r.node].layouts.inputs[r.slot];
+      if (!r.through) {
+        in = OperandLayout{v, l, false, {}};
+        continue;
+      }
+      if (in->transposed) {
+        in->layout = l;  // read as stored, through the MatMul's transposed path
+        continue;
+      }
+      FBL_ASSIGN(in->layout, l.compose(views_.at({r.node, r.slot})));
+    }
+    out.storage.emplace(v, l);
+    out.storageNote[v] = choice.note;
+    if (choice.note.rfind("rtile", 0) == 0) ++out.counts.rtileValues;
+    if (l.storage() == layout::Storage::Image2D) ++out.counts.imageValues;
     return Status::success();
   }
 
@@ -247,6 +369,7 @@ class Lowerer {
 
   const ir::Graph& g_;
   const passes::LayoutAssignment& a_;
+  const LayoutLowering* out_ = nullptr;  // the lowering being built (storage choice reads it)
   std::vector<bool> foldable_;
   // Values copied from a source (step 2): who copies first, from where, through which view.
   struct Materialise {

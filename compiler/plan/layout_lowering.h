@@ -24,15 +24,21 @@
 //   3. Liveness of movement ops, last node to first: a foldable node runs only if a running
 //      node reads its output directly, or its output must exist (graph outputs, gradients,
 //      values the plan keeps); a running node's plain inputs make their producers run.
-//   4. Storage (fblayout): a value the assignment gives an R-Tile is stored tile-major in the
-//      arena (layout::Layout::rtile, Storage::Buffer) when its producer and every kernel that
-//      reads it take layouts; the producer writes through it and every read composes with it.
-//      Otherwise, and for every value the plan reads back, it stays row-major.
+//   4. Storage: fblayout stores a value the assignment gives an R-Tile in that R-Tile when its
+//      writer and every kernel that reads it take layouts; the writer is its producer kernel, or
+//      for weights, trainables and optimizer state (no producer) the runtime, which packs them
+//      at load and unpacks them wherever bytes leave the device. The optimizer updates them in
+//      their layout. Under image storage (StorageOptions) a value goes to an image2d when its
+//      writer writes whole texels (the tiled MatMul, the runtime's pack kernel) and every reader
+//      fetches texels (the tiled MatMul): an R-Tile image under fblayout (its tile grid wrapped
+//      where it exceeds the device's extent), MNN's plain image under reuse, TFLite's texture
+//      under explicit; values updated in place stay in buffers. Everything else, and every
+//      other value the plan reads back, stays row-major in the arena.
 //   5. Fusion (fblayout, fusion.h): elementwise nodes run inside neighbouring MatMul kernels;
 //      planned between steps 3 and 4, completed after 4.
 //   6. Launch kinds: movement ops (FTI-D) run as kernels are "transform", copies "conversion".
-// Plans keep image2d out of the arena (one OpenCL buffer holds every tensor): R-Tile image2d
-// storage is exercised by the operator-level kernels (fbl-bench matmul).
+// Images are their own OpenCL objects beside the arena buffer; the plan builder pools those
+// whose lifetimes do not overlap (plan_builder.h).
 #pragma once
 
 #include <map>
@@ -67,20 +73,42 @@ struct LoweringCounts {
   int64_t transformNodes = 0;   // movement ops run as kernels
   int64_t rtileValues = 0;      // values stored as R-Tiles
   int64_t rtileDemoted = 0;     // R-Tile values kept row-major (a reader or writer without layouts)
+  int64_t imageValues = 0;      // values stored in image2d objects
+  int64_t packedValues = 0;     // host values (weights, trainables, state) stored in another layout
   int64_t fusedNodes = 0;       // elementwise nodes run inside a MatMul's kernel
   int64_t fusedMatmuls = 0;     // MatMuls running fused steps
   int64_t fusedElementwise = 0; // elementwise and reduction kernels computing fused producers
 };
 
+// Where tensors may live besides the arena buffer (step 4).
+struct StorageOptions {
+  // Put tensors in image2d objects where their writer and every reader take images: R-Tile
+  // images under fblayout, MNN's plain images under reuse (Layout::image), TFLite's TEXTURE_2D
+  // under explicit (Layout::texture). Off: every tensor lives in the arena buffer.
+  bool images = false;
+  int64_t maxImageWidth = 16384, maxImageHeight = 16384;  // texels; larger grids wrap (imageWrap)
+  int64_t blockW = 1, blockH = 1;  // the texture cache block: bands of wrapped plain images align to it
+};
+
 struct LoweringOptions {
   bool fuse = true;  // fusion.h (fblayout only)
+  StorageOptions storage;
+  // Values the runtime fills or reads from the host (weights, trainables, optimizer state):
+  // stored in another layout, the runtime packs them at load and unpacks them on read-back.
+  std::vector<ir::ValueId> hostValues;
+  // (current, updated) pairs the optimizer writes in place: `updated` is stored like `current`,
+  // and `current` stays in a buffer under image storage (an OpenCL 1.2 kernel cannot read and
+  // write one image).
+  std::vector<std::pair<ir::ValueId, ir::ValueId>> inPlaceUpdates;
 };
 
 struct LayoutLowering {
   passes::Strategy strategy = passes::Strategy::kFBLayout;
   std::vector<NodeLowering> nodes;  // by NodeId
   std::map<ir::ValueId, layout::Layout> storage;  // values not stored row-major
-  std::map<ir::ValueId, std::string> storageNote;  // "rtile 16x64 strips" for reports
+  std::map<ir::ValueId, std::string> storageNote;  // "rtile 16x64 strips", "image", "texture" for reports
+  // Values whose strategy layout (an R-Tile, or an image of a baseline) was not used, and why.
+  std::map<ir::ValueId, std::string> storageWhy;
   std::vector<bool> inKernelOnly;  // by value: lives only inside a fused kernel, never stored
   LoweringCounts counts;
 };

@@ -12,6 +12,8 @@
 //     updated values until its end, everything else from first to last use.
 #include "compiler/plan/plan_builder.h"
 
+#include <algorithm>
+#include <limits>
 #include <map>
 #include <regex>
 #include <set>
@@ -70,7 +72,8 @@ nlohmann::json adapterConfig(const ir::Graph& g, const PlanInputs& in) {
 // Kernels take the arena and one byte offset per tensor instead of one buffer per tensor:
 // every `__global T* name` parameter becomes `ulong fbl_oK` and a pointer into `fbl_arena`.
 // Overlapping sub-buffers (what per-tensor buffers over a reused arena would need) crashed
-// NVIDIA's OpenCL driver when released, and phone drivers restrict them too.
+// NVIDIA's OpenCL driver when released, and phone drivers restrict them too. Image parameters
+// stay as they are, in their place: the runtime binds the tensor's image object there.
 std::string arenaParams(std::string src) {
   for (size_t at = 0; (at = src.find("__kernel void ", at)) != std::string::npos; ++at) {
     if (at > 0 && src[at - 1] != '\n') continue;  // a mention in a comment, not a kernel
@@ -85,6 +88,11 @@ std::string arenaParams(std::string src) {
       if (comma == std::string::npos) comma = list.size();
       std::string decl = list.substr(p, comma - p);
       decl.erase(0, decl.find_first_not_of(" \n"));
+      p = comma + 1;
+      if (decl.find("image2d_t") != std::string::npos) {
+        params += ", " + decl.substr(0, decl.find_last_not_of(" \n") + 1);
+        continue;
+      }
       const size_t star = decl.rfind('*');
       FBL_ASSERT(decl.rfind("__global ", 0) == 0 && star != std::string::npos);
       const std::string type = decl.substr(0, star + 1);
@@ -92,7 +100,6 @@ std::string arenaParams(std::string src) {
       name.erase(name.find_last_not_of(" \n") + 1);
       params += fmt::format(", ulong fbl_o{}", k);
       prologue += fmt::format("\n  {} {} = ({})(fbl_arena + fbl_o{});", type, name.substr(name.find_first_not_of(' ')), type, k);
-      p = comma + 1;
     }
     src = src.substr(0, open + 1) + params + src.substr(close, body + 1 - close) + prologue + src.substr(body + 1);
   }
@@ -204,6 +211,7 @@ class Builder {
       if (s.updated != ir::kNoValue) addCommit(s.updated, s.current, &keep);
     }
     for (ir::ValueId v : in_.keep) keep.insert(tensorOf(v));
+    FBL_TRY(addTransfers(target));
     plan_.adapterConfig = adapterConfig(g_, in_);
     plan_.optimizer = {{"trainables", plan_.trainables.size()}, {"state_tensors", plan_.state.size()}};
     // 5: memory.
@@ -240,6 +248,34 @@ class Builder {
       pl.fused = fused;
       plan_.launches.push_back(std::move(pl));
     }
+  }
+
+  // Pack and unpack launches for every host tensor stored in another layout, through one
+  // row-major staging tensor as large as the largest of them.
+  Status addTransfers(const codegen::Target& target) {
+    if (packed_.empty()) return Status::success();
+    int64_t largest = 0;
+    for (const auto& [t, l] : packed_) largest = std::max(largest, planfile::logicalBytes(plan_.tensors[t]));
+    plan_.staging = addTensor("fbl.staging", ir::DType::U8, {largest}, Role::Scratch);
+    for (const auto& [t, l] : packed_) {
+      planfile::Tensor& pt = plan_.tensors[t];
+      const std::optional<ir::DType> dt = ir::dtypeFromName(pt.dtype);
+      FBL_ASSERT(dt.has_value());
+      for (const bool unpack : {false, true}) {
+        FBL_ASSIGN(codegen::LaunchSpec spec, codegen::emitTransfer(pt.name, l, *dt, unpack, target));
+        planfile::Launch pl;
+        pl.phase = unpack ? "unpack" : "pack";
+        pl.kernel = kernelFor(spec);
+        pl.args = unpack ? std::vector<int32_t>{t, plan_.staging} : std::vector<int32_t>{plan_.staging, t};
+        pl.global = spec.global;
+        pl.local = spec.local;
+        pl.node = pt.name + (unpack ? "/unpack" : "/pack");
+        pl.kind = "conversion";
+        (unpack ? plan_.tensors[t].unpack : plan_.tensors[t].pack) = static_cast<int32_t>(plan_.transfers.size());
+        plan_.transfers.push_back(std::move(pl));
+      }
+    }
+    return Status::success();
   }
 
   // Optimizer updates are elementwise (each work-item reads p[i], m[i], v[i] before writing
@@ -309,11 +345,20 @@ class Builder {
     planfile::Tensor& t = plan_.tensors[id];
     if (role == Role::Weight || role == Role::Trainable) t.source = val.name;
     if (in_.lowering) {
-      // Stored as an R-Tile: the padded tile-major buffer (layout_lowering.h, step 4).
+      // Stored in another layout (layout_lowering.h, step 4): the padded tile-major buffer, or
+      // an image object of its own extent.
       auto st = in_.lowering->storage.find(r);
       if (st != in_.lowering->storage.end()) {
-        t.bytes = st->second.bufferSize() * static_cast<int64_t>(ir::dtypeSize(val.dtype));
         t.layout = in_.lowering->storageNote.at(r);
+        if (st->second.storage() == layout::Storage::Image2D) {
+          t.storage = "image";
+          t.bytes = 0;
+          t.imageWidth = st->second.imageWidth();
+          t.imageHeight = st->second.imageHeight();
+        } else {
+          t.bytes = st->second.bufferSize() * static_cast<int64_t>(ir::dtypeSize(val.dtype));
+        }
+        if (role == Role::Weight || role == Role::Trainable || role == Role::State) packed_.emplace_back(id, st->second);
       }
     }
     if (role == Role::Constant && val.data) {
@@ -363,15 +408,49 @@ class Builder {
         iv[a].last = std::max(iv[a].last, li);
       }
     for (int32_t k : keep) iv[k].last = end;
+    // Transfers run between steps, when only persistent and kept tensors hold bytes.
+    if (plan_.staging >= 0) iv[plan_.staging].first = iv[plan_.staging].last = end;
     for (auto& t : iv)
       if (t.first > t.last) t.first = t.last = 0;
     const Placement pl = planMemory(iv, plan_.alignment);
-    for (size_t i = 0; i < iv.size(); ++i) plan_.tensors[i].offset = pl.offsets[i];
+    for (size_t i = 0; i < iv.size(); ++i) plan_.tensors[i].offset = plan_.tensors[i].image() ? 0 : pl.offsets[i];
     plan_.arenaBytes = pl.peakBytes;
+    const int64_t imageBytes = planImages(iv);
     if (stats) {
       stats->persistentBytes = pl.persistentBytes;
       stats->transientBytes = pl.peakBytes - pl.persistentBytes;
+      stats->imageBytes = imageBytes;
     }
+  }
+
+  // Image objects: no device here can put an image over the arena (cl_khr_image2d_from_buffer),
+  // so images are their own allocations. Tensors of equal extent whose lifetimes do not overlap
+  // share one (first fit in order of first use); persistent ones keep theirs. Returns the bytes
+  // of all image objects.
+  int64_t planImages(const std::vector<Interval>& iv) {
+    std::vector<int32_t> order;
+    for (size_t i = 0; i < plan_.tensors.size(); ++i)
+      if (plan_.tensors[i].image()) order.push_back(static_cast<int32_t>(i));
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return iv[a].first < iv[b].first; });
+    std::vector<int64_t> busyUntil;  // per slot: the last launch of its latest tensor (INT64_MAX: persistent)
+    for (int32_t t : order) {
+      planfile::Tensor& pt = plan_.tensors[t];
+      int32_t slot = -1;
+      for (size_t s = 0; s < plan_.imageSlots.size() && slot < 0 && !iv[t].persistent; ++s)
+        if (plan_.imageSlots[s][0] == pt.imageWidth && plan_.imageSlots[s][1] == pt.imageHeight &&
+            busyUntil[s] < iv[t].first)
+          slot = static_cast<int32_t>(s);
+      if (slot < 0) {
+        slot = static_cast<int32_t>(plan_.imageSlots.size());
+        plan_.imageSlots.push_back({pt.imageWidth, pt.imageHeight});
+        busyUntil.push_back(0);
+      }
+      busyUntil[slot] = iv[t].persistent ? std::numeric_limits<int64_t>::max() : iv[t].last;
+      pt.imageSlot = slot;
+    }
+    int64_t bytes = 0;
+    for (const auto& s : plan_.imageSlots) bytes += s[0] * s[1] * 16;
+    return bytes;
   }
 
   const PlanInputs& in_;
@@ -384,6 +463,7 @@ class Builder {
   std::map<std::string, std::string> kernelBase_;
   std::map<std::string, int32_t> entryIndex_;
   std::vector<std::string> kernelSources_;
+  std::vector<std::pair<int32_t, layout::Layout>> packed_;  // host tensors in another layout
 };
 
 }  // namespace

@@ -37,6 +37,7 @@ struct BuildStats {
   int64_t launches = 0;
   int64_t persistentBytes = 0;
   int64_t transientBytes = 0;  // the arena minus the persistent region
+  int64_t imageBytes = 0;      // image objects beside the arena (RGBA/FLOAT texels, 16 bytes each)
   // The plan tensor holding each graph value that has one (views and in-place updates share
   // their source's tensor).
   std::map<ir::ValueId, int32_t> tensorOfValue;

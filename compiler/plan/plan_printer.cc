@@ -17,7 +17,14 @@ std::string printPlan(const planfile::Plan& p) {
                      fmt::join(t.shape, ","), t.layout, t.storage, t.offset, t.bytes);
     if (!t.source.empty() && t.source != t.name) s += fmt::format(" from '{}'", t.source);
     if (t.constOffset >= 0) s += fmt::format(" blob@{}", t.constOffset);
+    if (t.image()) s += fmt::format(" image {}x{} #{}", t.imageWidth, t.imageHeight, t.imageSlot);
+    if (t.pack >= 0) s += fmt::format(" pack x{} unpack x{}", t.pack, t.unpack);
     s += "\n";
+  }
+  if (!p.imageSlots.empty()) {
+    s += "images:";
+    for (const auto& slot : p.imageSlots) s += fmt::format(" {}x{}", slot[0], slot[1]);
+    s += fmt::format(" ({} bytes)\n", p.imageBytes());
   }
   s += "\ntrainables:\n";
   for (const planfile::Trainable& t : p.trainables)
@@ -31,6 +38,12 @@ std::string printPlan(const planfile::Plan& p) {
                      fmt::join(l.global, ","));
     if (!l.local.empty()) s += fmt::format(" local [{}]", fmt::join(l.local, ","));
     s += fmt::format("  # {}\n", l.node);
+  }
+  if (!p.transfers.empty()) s += fmt::format("\ntransfers (through t{}):\n", p.staging);
+  for (size_t i = 0; i < p.transfers.size(); ++i) {
+    const planfile::Launch& l = p.transfers[i];
+    s += fmt::format("  x{} {} {}(t{}) global [{}] local [{}]  # {}\n", i, l.phase, p.kernelNames[l.kernel],
+                     fmt::join(l.args, ", t"), fmt::join(l.global, ","), fmt::join(l.local, ","), l.node);
   }
   s += fmt::format("\nadapter_config: {}\n", p.adapterConfig.dump());
   s += "\nprogram:\n" + p.program;

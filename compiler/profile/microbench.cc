@@ -321,6 +321,26 @@ Result<HardwareProfile> measureProfile(const MeasureOptions& opts) {
   p.image2dMaxWidth = static_cast<int64_t>(deviceValue<size_t>(d, CL_DEVICE_IMAGE2D_MAX_WIDTH));
   p.image2dMaxHeight = static_cast<int64_t>(deviceValue<size_t>(d, CL_DEVICE_IMAGE2D_MAX_HEIGHT));
   p.provenance["image2d_max"] = "queried: CL_DEVICE_IMAGE2D_MAX_WIDTH/HEIGHT";
+  {
+    // Images over buffers need the extension; its pitch alignment is then queryable (0x104A is
+    // CL_DEVICE_IMAGE_PITCH_ALIGNMENT, the same enum as the KHR name the 1.2 headers may lack).
+    const std::string extensions = clDeviceString(d, CL_DEVICE_EXTENSIONS);
+    p.imageStorage.supported = true;
+    p.imageStorage.fromBuffer = extensions.find("cl_khr_image2d_from_buffer") != std::string::npos;
+    p.imageStorage.pitchAlignmentPixels = 0;
+    if (p.imageStorage.fromBuffer) {
+      cl_uint pitch = 0;
+      if (clGetDeviceInfo(d, 0x104A, sizeof pitch, &pitch, nullptr) == CL_SUCCESS)
+        p.imageStorage.pitchAlignmentPixels = pitch;
+    }
+    p.imageStorage.textureCache = !isCpu;
+    p.provenance["image_storage"] = fmt::format(
+        "queried: CL_DEVICE_IMAGE_SUPPORT, cl_khr_image2d_from_buffer {} in CL_DEVICE_EXTENSIONS{}; texture_cache "
+        "derived from the device type ({})",
+        p.imageStorage.fromBuffer ? "listed" : "not listed",
+        p.imageStorage.fromBuffer ? ", CL_DEVICE_IMAGE_PITCH_ALIGNMENT" : "",
+        isCpu ? "a CPU samples images in software through its data caches" : "a GPU reads images through its texture units");
+  }
   p.cacheLineBytes = static_cast<int>(deviceValue<cl_uint>(d, CL_DEVICE_GLOBAL_MEM_CACHELINE_SIZE));
   p.provenance["cache_line_bytes"] = "queried: CL_DEVICE_GLOBAL_MEM_CACHELINE_SIZE";
   if (p.cacheLineBytes <= 0) {

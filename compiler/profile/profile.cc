@@ -18,7 +18,7 @@ const std::vector<std::string>& valueFields() {
   static const std::vector<std::string> f = {
       "wave_size",      "image2d_max",   "texel_formats",  "l1_texture_cache_bytes",
       "cache_line_bytes", "texture_block", "l2_cache_bytes", "compute_units",
-      "bandwidth_gbps", "peak_gflops",   "access_table"};
+      "bandwidth_gbps", "peak_gflops",   "access_table", "image_storage"};
   return f;
 }
 const std::set<std::string>& knownKeys() {
@@ -162,6 +162,8 @@ Status validateProfile(const HardwareProfile& p, const std::string& origin) {
   if (p.textureBlock.h <= 0 || p.textureBlock.w <= 0) return bad("texture_block", "must be positive");
   if (p.l2CacheBytes <= 0) return bad("l2_cache_bytes", "must be positive");
   if (p.computeUnits <= 0) return bad("compute_units", "must be positive");
+  if (!p.imageStorage.supported && (p.imageStorage.textureCache || p.imageStorage.fromBuffer))
+    return bad("image_storage", "a device without image support has no texture cache or images over buffers");
   if (p.accessTable) {
     const AccessTable& t = *p.accessTable;
     if (t.threads.empty()) return bad("access_table.threads", "must not be empty");
@@ -224,6 +226,20 @@ Result<HardwareProfile> profileFromJson(const json& j, const std::string& origin
   FBL_ASSIGN(p.l2CacheBytes, r.positiveInt(j, "l2_cache_bytes", "l2_cache_bytes"));
   FBL_ASSIGN(int64_t cus, r.positiveInt(j, "compute_units", "compute_units"));
   p.computeUnits = static_cast<int>(cus);
+  FBL_ASSIGN(const json* images, r.get(j, "image_storage", "image_storage"));
+  if (!images->is_object())
+    return r.bad("image_storage", "expected {\"supported\", \"texture_cache\", \"from_buffer\", \"pitch_alignment_pixels\"}");
+  for (const auto& [key, flag] : {std::pair<const char*, bool*>{"supported", &p.imageStorage.supported},
+                                  {"texture_cache", &p.imageStorage.textureCache},
+                                  {"from_buffer", &p.imageStorage.fromBuffer}}) {
+    FBL_ASSIGN(const json* v, r.get(*images, key, std::string("image_storage.") + key));
+    if (!v->is_boolean()) return r.bad(std::string("image_storage.") + key, "expected true or false");
+    *flag = v->get<bool>();
+  }
+  FBL_ASSIGN(const json* pitch, r.get(*images, "pitch_alignment_pixels", "image_storage.pitch_alignment_pixels"));
+  if (!pitch->is_number_integer() || pitch->get<int64_t>() < 0)
+    return r.bad("image_storage.pitch_alignment_pixels", "expected a non-negative integer (0: unknown)");
+  p.imageStorage.pitchAlignmentPixels = pitch->get<int64_t>();
   for (const char* key : {"bandwidth_gbps", "peak_gflops"}) {
     FBL_ASSIGN(const json* v, r.get(j, key, key));
     if (v->is_null()) continue;
@@ -260,6 +276,10 @@ json profileToJson(const HardwareProfile& p) {
   j["texture_block"] = {{"h", p.textureBlock.h}, {"w", p.textureBlock.w}};
   j["l2_cache_bytes"] = p.l2CacheBytes;
   j["compute_units"] = p.computeUnits;
+  j["image_storage"] = {{"supported", p.imageStorage.supported},
+                        {"texture_cache", p.imageStorage.textureCache},
+                        {"from_buffer", p.imageStorage.fromBuffer},
+                        {"pitch_alignment_pixels", p.imageStorage.pitchAlignmentPixels}};
   j["bandwidth_gbps"] = p.bandwidthGBs ? json(*p.bandwidthGBs) : json(nullptr);
   j["peak_gflops"] = p.peakGflops ? json(*p.peakGflops) : json(nullptr);
   j["access_table"] = p.accessTable ? accessTableToJson(*p.accessTable) : json(nullptr);

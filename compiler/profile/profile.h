@@ -53,6 +53,18 @@ struct TextureBlock {
 enum class SourceKind { kMeasured, kQueried, kPublic, kDerived, kEstimated, kPending };
 const char* sourceKindName(SourceKind k);  // "measured", "queried", "public", "derived", ...
 
+// Image (texture) storage for whole-model plans: whether the device has images at all
+// (CL_DEVICE_IMAGE_SUPPORT), whether its image reads go through a texture cache that buffer reads
+// bypass (what makes `--storage auto` choose images), whether an image can be created over a
+// buffer (cl_khr_image2d_from_buffer: images could then share the arena) and the row pitch that
+// needs, in pixels (CL_DEVICE_IMAGE_PITCH_ALIGNMENT).
+struct ImageStorage {
+  bool supported = false;
+  bool textureCache = false;
+  bool fromBuffer = false;
+  int64_t pitchAlignmentPixels = 0;  // 0: unknown or not applicable
+};
+
 struct HardwareProfile {
   std::string name;    // file stem, e.g. "adreno-830"
   std::string device;  // the device as its vendor or driver names it
@@ -67,6 +79,7 @@ struct HardwareProfile {
   TextureBlock textureBlock;
   int64_t l2CacheBytes = 0;
   int computeUnits = 0;
+  ImageStorage imageStorage;
   // Pending-measurement numbers are absent rather than invented.
   std::optional<double> bandwidthGBs;
   std::optional<double> peakGflops;

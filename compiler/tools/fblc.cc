@@ -135,6 +135,10 @@ void addCompile(CLI::App& app, int& rc) {
   cmd->add_option("--lora-alpha", args.loraAlpha, "LoRA alpha written to adapter_config.json")
       ->default_val(16.0);
   addLayoutPipelineOptions(cmd, args);
+  cmd->add_option("--storage", args.storage,
+                  "Where tensors live: buffer (the arena), image (image2d where kernels take them) or auto "
+                  "(images where the profile says reads go through a texture cache)")
+      ->check(CLI::IsMember({"buffer", "image", "auto"}));
   cmd->callback([&rc] { runWithShapes(shapes, args.shapes, rc, [] { return fbl::plan::runCompile(args); }); });
 }
 

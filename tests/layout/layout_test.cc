@@ -2,6 +2,7 @@
 // explicit loops (no index expressions involved) and every element is compared.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <map>
 #include <random>
 #include <set>
@@ -343,4 +344,65 @@ TEST_CASE("random movement chains match naive materialization element by element
   CHECK(stats.budgetExhausted == 0);
   CHECK(divmodSimplified < divmodRaw);
   WARN("random chains: " << chains << ", div/mod raw " << divmodRaw << " -> simplified " << divmodSimplified);
+}
+
+// Where every element of `l` lands, as (x, y, lane) triples; fails on a collision or an address
+// outside the image.
+static std::vector<std::array<int64_t, 3>> texelsOf(const Layout& l) {
+  std::vector<std::array<int64_t, 3>> at;
+  std::set<std::array<int64_t, 3>> seen;
+  for (int64_t f = 0; f < numel(l.shape()); ++f) {
+    const std::vector<int64_t> p = l.locate(unflatten(f, l.shape()));
+    REQUIRE(p.size() == 3);
+    REQUIRE((p[0] >= 0 && p[0] < l.imageWidth() && p[1] >= 0 && p[1] < l.imageHeight() && p[2] >= 0 && p[2] < 4));
+    REQUIRE(seen.insert({p[0], p[1], p[2]}).second);
+    at.push_back({p[0], p[1], p[2]});
+  }
+  return at;
+}
+
+TEST_CASE("TFLite textures: x walks width and batch, y height and channel slices", "[layout]") {
+  // [B=2, H=3, W=5, C=6]: 2 slices of 4 channels.
+  const Layout t = Layout::texture({2, 3, 5, 6});
+  CHECK(t.imageWidth() == 10);
+  CHECK(t.imageHeight() == 6);
+  const auto at = texelsOf(t);
+  for (int64_t f = 0; f < numel(t.shape()); ++f) {
+    const std::vector<int64_t> i = unflatten(f, t.shape());
+    const std::array<int64_t, 3> want{i[2] * 2 + i[0], i[1] * 2 + i[3] / 4, i[3] % 4};
+    CHECK(at[f] == want);
+  }
+  // A matrix [W, C]: one image row per 4 columns, one texel column per row.
+  const Layout m = Layout::texture({7, 9});
+  CHECK((m.imageWidth() == 7 && m.imageHeight() == 3));
+  CHECK(texelsOf(m)[9 + 5] == std::array<int64_t, 3>{1, 1, 1});
+}
+
+TEST_CASE("an image past the device's extent wraps into bands and keeps every element", "[layout]") {
+  // Tall: 2 x 8 tiles of [64 x 32] row strips stacked 16 tile rows high, limit 40 texels.
+  auto tall = Layout::rtile({256, 64}, TileSpec::rowStrips(16, 32));
+  REQUIRE(tall.ok());
+  REQUIRE((tall->imageWidth() == 16 && tall->imageHeight() == 256));
+  CHECK_FALSE(tall->fitImage(40, 40, 8, 16).ok());  // 16 texels x 7 bands of 48 > 40 wide
+  auto wrapped = tall->fitImage(64, 100, 8, 16);
+  REQUIRE(wrapped.ok());
+  // Bands of 96 rows (the most whole 16-row tiles under 100), three side by side.
+  CHECK((wrapped->imageWidth() == 48 && wrapped->imageHeight() == 96));
+  const auto before = texelsOf(*tall), after = texelsOf(*wrapped);
+  for (size_t f = 0; f < before.size(); ++f) {
+    const std::array<int64_t, 3> want{before[f][0] + before[f][1] / 96 * 16, before[f][1] % 96, before[f][2]};
+    REQUIRE(after[f] == want);
+  }
+  // Wide: a plain image of a [3 x 400] tensor (100 texels wide) under a 32-wide limit.
+  auto wide = Layout::image({3, 400}).fitImage(32, 64, 8, 1);
+  REQUIRE(wide.ok());
+  CHECK((wide->imageWidth() == 32 && wide->imageHeight() == 12));
+  texelsOf(*wide);
+  // An image that fits is left as it is.
+  const auto same = Layout::image({3, 400}).fitImage(128, 4, 1, 1);
+  REQUIRE(same.ok());
+  CHECK(same.value() == Layout::image({3, 400}));
+  CHECK(imageWrap(100, 3, 8, 1, 128, 4) == std::nullopt);
+  CHECK(fitsImage(100, 3, 8, 1, 32, 64));
+  CHECK_FALSE(fitsImage(100, 3, 8, 1, 32, 8));
 }

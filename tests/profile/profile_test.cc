@@ -35,7 +35,8 @@ HardwareProfile sampleProfile() {
   t.throughput[AccessPattern::kBlock8] = {1.55, 1.54, 1.36};
   p.accessTable = t;
   for (const char* f : {"wave_size", "image2d_max", "texel_formats", "l1_texture_cache_bytes", "cache_line_bytes",
-                        "texture_block", "l2_cache_bytes", "compute_units", "bandwidth_gbps", "access_table"})
+                        "texture_block", "l2_cache_bytes", "compute_units", "bandwidth_gbps", "access_table",
+                        "image_storage"})
     p.provenance[f] = "estimated: test";
   p.provenance["peak_gflops"] = "pending measurement";
   p.extra["opencl"] = {{"workgroup_size", 64}};
@@ -85,6 +86,15 @@ TEST_CASE("profile errors name the file and the field on one line", "[profile]")
   requireOneLineNaming(errorAfter([](json& j) { j["wave_size"] = -4; }), "wave_size");
   requireOneLineNaming(errorAfter([](json& j) { j["wave_size"] = "64"; }), "wave_size");
   requireOneLineNaming(errorAfter([](json& j) { j["image2d_max"]["height"] = 0; }), "image2d_max.height");
+  requireOneLineNaming(errorAfter([](json& j) { j["image_storage"]["texture_cache"] = 1; }),
+                       "image_storage.texture_cache");
+  requireOneLineNaming(errorAfter([](json& j) { j["image_storage"]["pitch_alignment_pixels"] = -4; }),
+                       "image_storage.pitch_alignment_pixels");
+  requireOneLineNaming(errorAfter([](json& j) {
+                         j["image_storage"]["supported"] = false;
+                         j["image_storage"]["texture_cache"] = true;
+                       }),
+                       "image_storage");
   requireOneLineNaming(errorAfter([](json& j) { j["texture_block"] = 8; }), "texture_block");
   requireOneLineNaming(errorAfter([](json& j) { j["access_table"]["row"] = {1.0}; }), "access_table.row");
   requireOneLineNaming(errorAfter([](json& j) { j["access_table"]["block4"][1] = -1; }), "access_table.block4[1]");

@@ -1,8 +1,10 @@
-// The three whole-model strategies (compiler/plan/layout_lowering.h) on PoCL: each compiles its
-// own plan from the same joint graph, and all three give PyTorch's first-step loss and LoRA
-// gradients on every tiny corpus model (llama-tiny-folded with its LoRA weights found by contents). The plans must really differ: fblayout executes fewer
-// movement ops than explicit and stores R-Tile tensors tile-major, and reuse reads MatMul
-// operands through the transposed path.
+// The three whole-model strategies (compiler/plan/layout_lowering.h) on PoCL, each with buffer and
+// with image storage: each compiles its own plan from the same joint graph, and all six give
+// PyTorch's first-step loss and LoRA gradients on every tiny corpus model (llama-tiny-folded with
+// its LoRA weights found by contents). The plans must really differ: fblayout executes fewer
+// movement ops than explicit and stores R-Tile tensors tile-major (weights packed at load
+// included), reuse reads MatMul operands through the transposed path, and image storage puts
+// tensors in image2d objects under every strategy.
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -20,21 +22,23 @@ namespace fs = std::filesystem;
 
 const char* const kModels[] = {"llama-tiny", "bert-tiny", "vit-tiny", "bert-tiny-torchscript", "llama-tiny-folded"};
 const char* const kStrategies[] = {"fblayout", "reuse", "explicit"};
+const char* const kStorages[] = {"buffer", "image"};
 
 struct StepResult {
   plan::LoweringCounts counts;
-  int64_t transformLaunches = 0, conversionLaunches = 0, launches = 0;
+  int64_t transformLaunches = 0, conversionLaunches = 0, launches = 0, imageTensors = 0, packedTensors = 0;
   float loss = 0.0f;
   std::map<std::string, ir::Tensor> grads;  // by PyTorch name
 };
 
-StepResult firstStep(const std::string& model, const std::string& strategy) {
+StepResult firstStep(const std::string& model, const std::string& strategy, const std::string& storage) {
   plan::CompileArgs a;
   a.model = std::string(FBL_TEST_DATA_DIR) + "/" + model + "/model.onnx";
   a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
-  a.output = tempDir() + "/" + model + "." + strategy + ".fbp";
+  a.output = tempDir() + "/" + model + "." + strategy + "." + storage + ".fbp";
   a.weights = tempDir() + "/" + model + ".safetensors";
   a.strategy = strategy;
+  a.storage = storage;
   a.trainable = trainablesOf(model);
   auto c = plan::compileModel(a);
   INFO((c.ok() ? std::string() : c.error().message));
@@ -47,7 +51,11 @@ StepResult firstStep(const std::string& model, const std::string& strategy) {
     r.conversionLaunches += l.kind == "conversion";
   }
   r.launches = static_cast<int64_t>(c->plan.launches.size());
-  auto s = openPlan(c->plan, model + "-" + strategy);
+  for (const planfile::Tensor& t : c->plan.tensors) {
+    r.imageTensors += t.image();
+    r.packedTensors += t.pack >= 0;
+  }
+  auto s = openPlan(c->plan, model + "-" + strategy + "-" + storage);
   REQUIRE(s->loadWeights(a.weights) == "");
   const std::string dir = std::string(FBL_TEST_DATA_DIR) + "/" + model + "/test_data_set_0";
   for (size_t i = 0; i < c->plan.inputs.size(); ++i) {
@@ -85,9 +93,10 @@ TEST_CASE("fblayout, reuse and explicit plans give PyTorch's loss and gradients"
       torch[g->name] = g->tensor;
     }
     std::map<std::string, StepResult> results;
-    for (const char* strategy : kStrategies) {
-      INFO(strategy);
-      StepResult r = firstStep(model, strategy);
+    for (const char* strategy : kStrategies)
+    for (const char* storage : kStorages) {
+      INFO(strategy << " / " << storage);
+      StepResult r = firstStep(model, strategy, storage);
       CHECK(std::fabs(r.loss - expected->tensor.at(0)) <= 1e-4 * std::max(1.0, std::fabs(expected->tensor.at(0))));
       double worst = 0.0;
       for (const auto& [name, want] : torch) {
@@ -97,15 +106,20 @@ TEST_CASE("fblayout, reuse and explicit plans give PyTorch's loss and gradients"
         CHECK(err <= 1e-4);
         worst = std::max(worst, err);
       }
-      std::printf("%s %-8s: %3lld launches (%3lld movement, %2lld conversions), %3lld reads through maps "
-                  "(%lld transposed), loss %.7f, worst gradient error %.2e\n",
-                  model, strategy, static_cast<long long>(r.launches), static_cast<long long>(r.transformLaunches),
-                  static_cast<long long>(r.conversionLaunches), static_cast<long long>(r.counts.readsThrough),
-                  static_cast<long long>(r.counts.transposedReads), r.loss, worst);
-      results[strategy] = std::move(r);
+      std::printf("%s %-8s %-6s: %3lld launches (%3lld movement, %2lld conversions), %3lld reads through maps "
+                  "(%lld transposed), %2lld packed, %2lld images, loss %.7f, worst gradient error %.2e\n",
+                  model, strategy, storage, static_cast<long long>(r.launches),
+                  static_cast<long long>(r.transformLaunches), static_cast<long long>(r.conversionLaunches),
+                  static_cast<long long>(r.counts.readsThrough), static_cast<long long>(r.counts.transposedReads),
+                  static_cast<long long>(r.packedTensors), static_cast<long long>(r.imageTensors), r.loss, worst);
+      if (std::string(storage) == "buffer") CHECK(r.imageTensors == 0);
+      else CHECK(r.imageTensors > 0);
+      results[std::string(strategy) + "/" + storage] = std::move(r);
     }
     // The plans differ the way the strategies say.
-    const StepResult &fb = results["fblayout"], &re = results["reuse"], &ex = results["explicit"];
+    const StepResult &fb = results["fblayout/buffer"], &re = results["reuse/buffer"], &ex = results["explicit/buffer"];
+    CHECK(fb.packedTensors > 0);  // weights and trainables in their R-Tile, packed at load
+    CHECK(re.packedTensors == 0);
     CHECK(ex.counts.readsThrough == 0);
     CHECK(ex.counts.skippedNodes == 0);
     CHECK(fb.transformLaunches + fb.conversionLaunches < ex.transformLaunches);

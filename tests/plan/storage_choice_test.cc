@@ -1,0 +1,86 @@
+// Storage choice (compiler/plan/layout_lowering.h, step 4) on whole training graphs, compile only:
+//  - Llama-3.2-1B (tests/data/llama-full, no weights needed) for Adreno 830: every frozen weight
+//    a MatMul reads is stored in its R-Tile, the 128,256 x 2,048 lm_head included (read by the
+//    embedding's Gather as well; its tile grid wraps to fit 16384 x 16384 texels), and so are
+//    the LoRA A matrices, which the optimizer then updates in place in their layout;
+//  - under image storage every image fits the device, no trainable is an image (an OpenCL 1.2
+//    kernel cannot read and write one image), and the images are planned memory: tensors of equal
+//    extent whose lifetimes do not overlap share an image object;
+//  - the baselines keep row-major buffers unless images are asked for, then MNN's plain images
+//    (reuse) and TFLite's textures (explicit).
+// That such plans still train exactly as PyTorch does is tests/runtime/strategies_test.cc's job.
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include "compiler/plan/compile_command.h"
+
+namespace fbl::plan {
+namespace {
+
+Compiled compile(const std::string& model, const std::string& profile, const std::string& strategy,
+                 const std::string& storage) {
+  CompileArgs a;
+  a.model = std::string(FBL_TEST_DATA_DIR) + "/" + model + "/model.onnx";
+  a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/" + profile + ".json";
+  a.strategy = strategy;
+  a.storage = storage;
+  auto c = compileModel(a);
+  if (!c.ok()) FAIL(c.error().message);
+  return std::move(*c);
+}
+
+}  // namespace
+
+TEST_CASE("Llama-3.2-1B stores every frozen MatMul weight in its R-Tile, lm_head included", "[plan][storage]") {
+  for (const char* storage : {"buffer", "image"}) {
+    INFO(storage);
+    const Compiled c = compile("llama-full", "adreno-830", "fblayout", storage);
+    const nlohmann::json& s = c.storage;
+    INFO(s.dump());
+    CHECK(s.at("matmul_weights").get<int64_t>() == 113);  // 16 layers x 7 projections + lm_head
+    CHECK(s.at("matmul_weights_rtile") == s.at("matmul_weights"));
+    CHECK(s.at("trainables_rtile").size() == 112);  // every lora_A
+    for (const auto& name : s.at("trainables_rtile")) CHECK(name.get<std::string>().find("lora_A") != std::string::npos);
+    const int32_t lmHead = c.plan.findTensor("m.base_model.model.lm_head.weight");
+    REQUIRE(lmHead >= 0);
+    const planfile::Tensor& t = c.plan.tensors[lmHead];
+    CHECK(t.layout.rfind("rtile", 0) == 0);
+    CHECK(t.pack >= 0);
+    CHECK(t.unpack >= 0);
+    if (std::string(storage) == "buffer") {
+      CHECK(s.at("image_tensors") == 0);
+      CHECK(c.plan.imageSlots.empty());
+      continue;
+    }
+    CHECK(t.image());
+    CHECK((t.imageWidth <= 16384 && t.imageHeight <= 16384));
+    CHECK(t.imageWidth * t.imageHeight * 4 >= 128256LL * 2048);  // every element has a lane
+    for (const auto& slot : c.plan.imageSlots) CHECK((slot[0] <= 16384 && slot[1] <= 16384));
+    for (const planfile::Trainable& tr : c.plan.trainables) CHECK_FALSE(c.plan.tensors[tr.param].image());
+    // Intermediates share image objects; peak bytes count them.
+    CHECK(s.at("image_tensors").get<int64_t>() > static_cast<int64_t>(c.plan.imageSlots.size()));
+    CHECK(s.at("peak_bytes").get<int64_t>() == c.plan.arenaBytes + c.plan.imageBytes());
+  }
+}
+
+TEST_CASE("baselines store images the way MNN and TFLite do, only when images are asked for", "[plan][storage]") {
+  for (const char* strategy : {"reuse", "explicit"}) {
+    INFO(strategy);
+    const Compiled buffers = compile("llama-tiny", "adreno-830", strategy, "buffer");
+    for (const planfile::Tensor& t : buffers.plan.tensors) {
+      CHECK(t.layout == "row_major");
+      CHECK_FALSE(t.image());
+    }
+    const Compiled images = compile("llama-tiny", "adreno-830", strategy, "image");
+    std::set<std::string> layouts;
+    for (const planfile::Tensor& t : images.plan.tensors)
+      if (t.image()) layouts.insert(t.layout);
+    CHECK(layouts == std::set<std::string>{std::string(strategy) == "reuse" ? "image" : "texture"});
+  }
+  // auto follows the profile: images where reads go through a texture cache.
+  CHECK_FALSE(compile("llama-tiny", "adreno-830", "fblayout", "auto").plan.imageSlots.empty());
+  CHECK(compile("llama-tiny", "pocl-cpu", "fblayout", "auto").plan.imageSlots.empty());
+}
+
+}  // namespace fbl::plan
