@@ -113,12 +113,14 @@ static void hostValuesOf(const autodiff::TrainingGraph& tg, LoweringOptions& o) 
   for (const auto& s : tg.state) o.inPlaceUpdates.emplace_back(s.current, s.updated);
 }
 
-// Does a MatMul or Gemm read `v`, directly or through movement ops (W^T, reshapes)?
+// Does a MatMul or Gemm read `v` as one of its two matrices (not a Gemm's bias), directly or
+// through movement ops (W^T, reshapes)?
 static bool readByMatmul(const ir::Graph& g, ir::ValueId v, int depth = 0) {
   if (depth > 8) return false;
   for (const ir::Node& n : g.nodes) {
     if (n.dead || std::find(n.inputs.begin(), n.inputs.end(), v) == n.inputs.end()) continue;
-    if (n.op == "MatMul" || n.op == "Gemm") return true;
+    if ((n.op == "MatMul" || n.op == "Gemm") && (n.inputs[0] == v || (n.inputs.size() > 1 && n.inputs[1] == v)))
+      return true;
     static const std::set<std::string> movement = {"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Flatten",
                                                    "Identity", "Expand"};
     if (movement.count(n.op) && !n.outputs.empty() && readByMatmul(g, n.outputs[0], depth + 1)) return true;

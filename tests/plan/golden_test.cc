@@ -8,6 +8,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
 #include "compiler/plan/compile_command.h"
 #include "compiler/plan/plan_printer.h"
 
@@ -72,9 +74,22 @@ TEST_CASE("a plan file round-trips and refuses other versions and corruption", "
   planfile::Plan back;
   REQUIRE(planfile::parse(bytes, &back) == "");
   CHECK(planfile::serialize(back) == bytes);
-  std::string v2 = bytes;
-  v2[8] = 2;
-  CHECK_THAT(planfile::parse(v2, &back), Catch::Contains("version 2 is not supported"));
+  for (const uint32_t version : {planfile::kVersion - 1, planfile::kVersion + 1}) {
+    std::string other = bytes;
+    other[8] = static_cast<char>(version);
+    CHECK_THAT(planfile::parse(other, &back), Catch::Contains(fmt::format("version {} is not supported", version)));
+  }
+  // Image storage, packed tensors and their transfers round-trip too.
+  CompileArgs images = argsFor("bert-tiny");
+  images.storage = "image";
+  auto ci = compileModel(images);
+  REQUIRE(ci.ok());
+  REQUIRE_FALSE(ci->plan.imageSlots.empty());
+  REQUIRE_FALSE(ci->plan.transfers.empty());
+  const std::string imageBytes = planfile::serialize(ci->plan);
+  planfile::Plan imageBack;
+  REQUIRE(planfile::parse(imageBytes, &imageBack) == "");
+  CHECK(planfile::serialize(imageBack) == imageBytes);
   std::string flipped = bytes;
   flipped[bytes.size() / 2] ^= 0x20;
   CHECK_THAT(planfile::parse(flipped, &back), Catch::Contains("checksum"));
