@@ -51,6 +51,7 @@ struct Context {
 // Runs every launch of the plan at `planPath`, phase by phase, and pairs the records with them.
 std::string simulatePlan(Context& cx, const std::string& planPath, const ir::Graph* g, SimulatedRun* run) {
   rt::OpenOptions oo;
+  oo.cacheDir = cx.device.folder();  // Oclgrind's programs are built with its own options: never reuse them
   std::string err;
   auto s = rt::Session::open(planPath, oo, &err);
   if (!s) return err;

@@ -37,6 +37,12 @@ Result<OclgrindDevice> OclgrindDevice::useOclgrind() {
   setenv("OCLGRIND_PLUGINS", plugin.c_str(), 1);
   setenv("FBL_CACHE_SIM_OUT", d.records_.c_str(), 1);
   setenv("FBL_CACHE_SIM_MODEL", d.model_.c_str(), 1);
+  // Oclgrind 21.10 cannot run llvm.experimental.noalias.scope.decl, which its Clang emits at -Oz
+  // when it inlines a helper with `restrict` parameters (fbl's layout accessors): creating such
+  // a kernel fails with CL_INVALID_KERNEL_NAME (-46). Without `restrict` the kernels are the same
+  // code minus the aliasing promise (which may let a compiler keep a few more loads in registers).
+  const char* opts = std::getenv("OCLGRIND_BUILD_OPTIONS");
+  setenv("OCLGRIND_BUILD_OPTIONS", (std::string(opts ? opts : "") + " -Drestrict=").c_str(), 1);
   return d;
 }
 

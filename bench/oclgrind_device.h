@@ -3,7 +3,8 @@
 //
 //  1. useOclgrind() points the ICD loader at Oclgrind alone (OCL_ICD_VENDORS: a folder holding
 //     one .icd file) and Oclgrind at the plugin (OCLGRIND_PLUGINS). ocl-icd reads the vendors
-//     once, at the process's first OpenCL call, so it must run before any.
+//     once, at the process's first OpenCL call, so it must run before any. It also defines
+//     `restrict` away in Oclgrind's builds (the -46 CL_INVALID_KERNEL_NAME of plans, see .cc).
 //  2. setModel() writes the memory model the next OpenCL context's plugin simulates.
 //  3. take() returns the launches recorded since the last call, in execution order.
 #pragma once
