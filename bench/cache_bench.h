@@ -19,7 +19,7 @@ struct CacheBenchOptions {
   std::vector<std::string> strategies;  // all | fblayout | reuse | explicit; empty: all
   int64_t scale = 4;                    // matmul: divides Figure 16's M, K, N
   int64_t seq = 32, heads = 4, hidden = 128;  // transforms
-  int rows = 64;                        // patterns: rows of each thread's band
+  int rows = 512;                       // patterns: rows of each thread's band (fblc profile's)
   std::vector<int> threads;             // patterns: thread counts; empty: 1, 2, 4 ... 64
   uint64_t seed = 0;
   std::string json, svg;                // output paths ("-": stdout for JSON)

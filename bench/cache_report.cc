@@ -114,6 +114,10 @@ std::string figure15Svg(const std::string& title, const std::vector<SimulatedRun
       x += 28;
     }
     s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x - runs.size() * 14.0, y0 + 16, metrics[m].name);
+    // A metric the base run has none of (buffers only on a GPU whose buffers skip L1) has no ratio.
+    if (ref && metrics[m].of(*ref) == 0)
+      s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\" fill=\"#888\">none in {}</text>\n",
+                       x - runs.size() * 14.0, y0 - 10, xmlEscape(ref->strategy));
     x += 30;
   }
   for (size_t r = 0; r < runs.size(); ++r)

@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
     cache->add_option("--seq", cb.seq, "transforms: tokens")->default_val(32);
     cache->add_option("--heads", cb.heads, "transforms: attention heads")->default_val(4);
     cache->add_option("--hidden", cb.hidden, "transforms: model width")->default_val(128);
-    cache->add_option("--rows", cb.rows, "patterns: rows of each thread's 64-texel band")->default_val(64);
+    cache->add_option("--rows", cb.rows, "patterns: rows of each thread's 64-texel band (fblc profile's 512)")->default_val(512);
     cache->add_option("--threads", cb.threads, "patterns: thread counts (repeatable; default 1, 2, 4 ... 64)");
     cache->add_option("--seed", cb.seed, "Seed of synthetic inputs and matrices")->default_val(0);
     cache->add_option("--json", cb.json, "Write the JSON report here ('-': stdout)");
