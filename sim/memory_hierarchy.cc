@@ -66,7 +66,8 @@ void MemoryHierarchy::issue(int cu, const LaneAccess* lanes, size_t count) {
   const uint64_t l2Line = static_cast<uint64_t>(model_.l2.lineBytes);
   const uint64_t texLine = static_cast<uint64_t>(model_.textureL1.lineBytes);
   const uint64_t bufLine = static_cast<uint64_t>(model_.bufferL1 ? model_.bufferL1->lineBytes : model_.l2.lineBytes);
-  // Texture lines, buffer lines (L1 or L2 size), store L2 lines: each its own pass.
+  // Three passes over the lanes: image loads (texture L1 lines), buffer loads (buffer L1 lines,
+  // or L2 lines where buffers skip L1), stores (L2 lines). Each pass requests distinct lines.
   std::vector<uint64_t>& lines = scratch_;
   for (int pass = 0; pass < 3; ++pass) {
     lines.clear();
@@ -84,16 +85,21 @@ void MemoryHierarchy::issue(int cu, const LaneAccess* lanes, size_t count) {
     }
     distinct(&lines);
     for (uint64_t line : lines) {
-      if (pass == 0) {
-        if (textureL1_[cu].access(line, false).hit) ++c_.l1TextureHits;
-        else ++c_.l1TextureMisses, l2Load(line * texLine / l2Line, static_cast<int64_t>(texLine / l2Line));
-      } else if (pass == 1 && model_.bufferL1) {
-        if (bufferL1_[cu].access(line, false).hit) ++c_.l1BufferHits;
-        else ++c_.l1BufferMisses, l2Load(line * bufLine / l2Line, static_cast<int64_t>(bufLine / l2Line));
-      } else if (pass == 1) {
+      if (pass == 2) {
+        l2Store(line);
+      } else if (pass == 1 && !model_.bufferL1) {
         l2Load(line, 1);
       } else {
-        l2Store(line);
+        // An L1 request; a miss fetches the L1 line's bytes from L2.
+        const bool texture = pass == 0;
+        const uint64_t l1Line = texture ? texLine : bufLine;
+        SetAssocCache& l1 = texture ? textureL1_[cu] : bufferL1_[cu];
+        if (l1.access(line, false).hit) {
+          ++(texture ? c_.l1TextureHits : c_.l1BufferHits);
+        } else {
+          ++(texture ? c_.l1TextureMisses : c_.l1BufferMisses);
+          l2Load(line * l1Line / l2Line, static_cast<int64_t>(l1Line / l2Line));
+        }
       }
     }
   }
