@@ -1,19 +1,20 @@
 // `fbl-bench cache`, see cache_bench.h.
 //
-//  1. Point this process's OpenCL at Oclgrind with the plugin (bench/oclgrind_device.h) and write
-//     the profile's memory model for it.
-//  2. Run the work once: a plan's launches phase by phase (Session::runPhases, so every launch
-//     runs whatever the loss), the MatMul plans of compiler/strategy, or the pattern kernels.
-//  3. Pair the plugin's records with the launches in order, sum per phase and strategy, and
-//     report (bench/cache_report.h).
+//  1. Point this process's OpenCL at Oclgrind with the plugin (bench/oclgrind_device.h).
+//  2. Group the profiles by the work they run: a plan (or MatMul plan) compiled for each
+//     profile; profiles whose plans are identical share one Oclgrind execution, the plugin
+//     feeding the same accesses to each one's memory model.
+//  3. Per group: write the group's models, run the work once (a plan's launches phase by phase
+//     through Session::runPhases, so every launch runs whatever the loss; the MatMul plans of
+//     compiler/strategy; the pattern kernels), and pair the plugin's records with what ran.
+//  4. Sum per phase and strategy per profile and report (bench/cache_report.h).
 // Values do not change the simulated traffic of these kernels (no data-dependent addresses but
 // token ids, which come from the synthetic inputs), so plans run on whatever weights they hold.
 #include "bench/cache_bench.h"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <random>
 
 #include <fmt/format.h>
@@ -43,13 +44,44 @@ using Clock = std::chrono::steady_clock;
 
 struct Context {
   const CacheBenchOptions& o;
-  sim::MemoryModel model;
   OclgrindDevice device;
+  ProfileRuns all;
   nlohmann::json report;
+
+  Status begin(const std::vector<size_t>& group, const std::string& name) {
+    return device.setModels(all.begin(group, name));
+  }
+  void add(const std::vector<size_t>& group, const SimulatedLaunch& l, const std::vector<sim::AccessCounters>& counters) {
+    all.add(group, l, counters);
+  }
 };
 
-// Runs every launch of the plan at `planPath`, phase by phase, and pairs the records with them.
-std::string simulatePlan(Context& cx, const std::string& planPath, const ir::Graph* g, SimulatedRun* run) {
+// Profiles grouped by `key` (equal keys: the same work), in first-seen order.
+std::vector<std::vector<size_t>> groupBy(const std::vector<std::string>& keys) {
+  std::vector<std::vector<size_t>> groups;
+  std::map<std::string, size_t> index;
+  for (size_t p = 0; p < keys.size(); ++p) {
+    auto [it, fresh] = index.emplace(keys[p], groups.size());
+    if (fresh) groups.emplace_back();
+    groups[it->second].push_back(p);
+  }
+  return groups;
+}
+
+// What the simulator runs of a plan: its program and its launches.
+std::string planKey(const planfile::Plan& p) {
+  std::string k = p.program;
+  for (const planfile::Launch& l : p.launches) {
+    k += fmt::format("|{} {} {}", l.phase, p.kernelNames[l.kernel], l.kind);
+    for (int64_t x : l.global) k += fmt::format(" g{}", x);
+    for (int64_t x : l.local) k += fmt::format(" l{}", x);
+    for (int32_t a : l.args) k += fmt::format(" a{}:{}", p.tensors[a].offset, p.tensors[a].bytes);
+  }
+  return k;
+}
+
+// Runs every launch of the plan at `planPath`, phase by phase, for the profiles of `group`.
+std::string simulatePlan(Context& cx, const std::string& planPath, const ir::Graph* g, const std::vector<size_t>& group) {
   rt::OpenOptions oo;
   oo.cacheDir = cx.device.folder();  // Oclgrind's programs are built with its own options: never reuse them
   std::string err;
@@ -78,41 +110,49 @@ std::string simulatePlan(Context& cx, const std::string& planPath, const ir::Gra
       return fmt::format("phase {}: {} launches but the simulator saw {}", phase, mine.size(), recs->size());
     for (size_t k = 0; k < mine.size(); ++k) {
       const planfile::Launch& l = p.launches[mine[k]];
-      run->add({l.phase, l.kind, l.node, p.kernelNames[l.kernel], (*recs)[k].counters,
-                sim::estimatedMs((*recs)[k].counters, cx.model)});
+      cx.add(group, {l.phase, l.kind, l.node, p.kernelNames[l.kernel], {}, 0}, (*recs)[k].counters);
     }
   }
   return "";
 }
 
-std::string simulateModel(Context& cx, const std::string& model, std::vector<SimulatedRun>* runs) {
+std::string simulateModel(Context& cx, const std::string& model) {
   const CacheBenchOptions& o = cx.o;
+  std::vector<size_t> every(cx.all.models.size());
+  for (size_t p = 0; p < every.size(); ++p) every[p] = p;
   if (model.size() > 4 && model.substr(model.size() - 4) == ".fbp") {
-    runs->push_back({});
-    runs->back().strategy = "plan";
-    return simulatePlan(cx, model, nullptr, &runs->back());
+    if (!fs::exists(model)) return fmt::format("{}: no such plan", model);
+    if (Status st = cx.begin(every, "plan"); !st.ok()) return st.error().message;
+    return simulatePlan(cx, model, nullptr, every);
   }
   std::vector<std::string> strategies;
   if (auto e = expandStrategies(o.strategies, &strategies); !e.empty()) return e;
   auto g = onnx::loadModel(model);
   if (!g.ok()) return g.error().message;
   for (const std::string& st : strategies) {
-    plan::CompileArgs ca;
-    ca.model = model;
-    ca.profile = o.profile;
-    ca.strategy = st;
-    auto c = plan::compileModel(ca);
-    if (!c.ok()) return fmt::format("strategy {}: {}", st, c.error().message);
-    const std::string path = cx.device.folder() + "/" + st + ".fbp";
-    if (auto e = safetensors::writeFileAtomic(path, planfile::serialize(c->plan)); !e.empty()) return e;
-    runs->push_back({});
-    runs->back().strategy = st;
-    if (auto e = simulatePlan(cx, path, &g.value(), &runs->back()); !e.empty()) return fmt::format("strategy {}: {}", st, e);
+    std::vector<planfile::Plan> plans;
+    std::vector<std::string> keys;
+    for (const std::string& prof : o.profiles) {
+      plan::CompileArgs ca;
+      ca.model = model;
+      ca.profile = prof;
+      ca.strategy = st;
+      auto c = plan::compileModel(ca);
+      if (!c.ok()) return fmt::format("strategy {}: {}", st, c.error().message);
+      keys.push_back(planKey(c->plan));
+      plans.push_back(std::move(c->plan));
+    }
+    for (const std::vector<size_t>& group : groupBy(keys)) {
+      const std::string path = cx.device.folder() + "/" + st + ".fbp";
+      if (auto e = safetensors::writeFileAtomic(path, planfile::serialize(plans[group[0]])); !e.empty()) return e;
+      if (Status s = cx.begin(group, st); !s.ok()) return s.error().message;
+      if (auto e = simulatePlan(cx, path, &g.value(), group); !e.empty()) return fmt::format("strategy {}: {}", st, e);
+    }
   }
   return "";
 }
 
-std::string simulateTransforms(Context& cx, std::vector<SimulatedRun>* runs) {
+std::string simulateTransforms(Context& cx) {
   const CacheBenchOptions& o = cx.o;
   zoo::ZooOptions zo;
   zo.tiny = true;  // random weights inside the file; the sizes below override the tiny ones
@@ -122,21 +162,18 @@ std::string simulateTransforms(Context& cx, std::vector<SimulatedRun>* runs) {
   const std::string model = cx.device.folder() + "/attention.onnx";
   if (Status st = (*b)->write(model); !st.ok()) return st.error().message;
   cx.report["seq"] = o.seq, cx.report["heads"] = o.heads, cx.report["hidden"] = o.hidden;
-  return simulateModel(cx, model, runs);
+  return simulateModel(cx, model);
 }
 
 // Figure 16 on Oclgrind: each strategy's forward, dA and dB products (explicit's conversions in
-// the pass they precede) with the GPU tiling, one execution. Uploads and downloads are not counted.
-std::string simulateMatmul(Context& cx, std::vector<SimulatedRun>* runs) {
+// the pass they precede) with the GPU tiling, one execution. Uploads and downloads are not
+// counted; the products find their inputs in L2 as the uploads left them.
+std::string simulateMatmul(Context& cx) {
   using namespace fbl::strategy;
   const CacheBenchOptions& o = cx.o;
   if (o.scale < 1 || 512 % o.scale || 2048 % o.scale || 8192 % o.scale)
     return fmt::format("--scale {} must divide M=512, K=2048 and N=8192", o.scale);
   const MatmulShape shape{512 / o.scale, 2048 / o.scale, 8192 / o.scale};
-  auto prof = profile::loadProfile(o.profile);
-  if (!prof.ok()) return prof.error().message;
-  auto session = ClSession::open(-1);
-  if (!session.ok()) return session.error().message;
   const codegen::MatmulTiling tiling = codegen::matmulTiling(codegen::DeviceClass::kGpu);
   std::mt19937 rng(static_cast<unsigned>(o.seed));
   std::uniform_real_distribution<float> d(-1.0f, 1.0f);
@@ -145,48 +182,65 @@ std::string simulateMatmul(Context& cx, std::vector<SimulatedRun>* runs) {
     for (float& x : v) x = d(rng);
     return v;
   };
-  MatmulData data{random(shape.m * shape.k), random(shape.k * shape.n), random(shape.m * shape.n), {}, {}, {}};
+  const MatmulData data{random(shape.m * shape.k), random(shape.k * shape.n), random(shape.m * shape.n), {}, {}, {}};
   cx.report["M"] = shape.m, cx.report["K"] = shape.k, cx.report["N"] = shape.n;
   cx.report["tiling"] = fmt::format("{}x{}x{}/{}x{}", tiling.tm, tiling.tn, tiling.tk, tiling.rm, tiling.rn);
+  std::vector<profile::HardwareProfile> profiles;
+  for (const std::string& path : o.profiles) {
+    auto prof = profile::loadProfile(path);
+    if (!prof.ok()) return prof.error().message;
+    profiles.push_back(*prof);
+  }
   std::vector<std::string> names;
   if (auto e = expandStrategies(o.strategies, &names); !e.empty()) return e;
   for (const std::string& name : names) {
     auto st = parseStrategy(name);
     if (!st.ok()) return st.error().message;
-    auto plan = planMatmul(*st, shape, *prof);
-    if (!plan.ok()) return fmt::format("{}: {}", name, plan.error().message);
-    if (auto r = cx.device.take(); !r.ok()) return r.error().message;
-    auto ran = runMatmulPlan(**session, *plan, tiling, data, /*repeats=*/0);
-    if (!ran.ok()) return fmt::format("{}: {}", name, ran.error().message);
-    auto recs = cx.device.take();
-    if (!recs.ok()) return recs.error().message;
-    // Kernel names say the pass: matmul_<pass>, splitk_<pass>; convert_* run before the
-    // product of the pass they serve; fbl_upload/fbl_download are the harness's own.
-    runs->push_back({});
-    SimulatedRun& run = runs->back();
-    run.strategy = name;
-    std::vector<SimulatedLaunch> pendingConversions;
-    for (const LaunchRecord& r : *recs) {
-      SimulatedLaunch l{"", "compute", "", r.kernel, r.counters, sim::estimatedMs(r.counters, cx.model)};
-      if (r.kernel.rfind("fbl_upload", 0) == 0 || r.kernel.rfind("fbl_download", 0) == 0) continue;
-      if (r.kernel.rfind("convert_", 0) == 0) {
-        l.kind = "conversion";
-        pendingConversions.push_back(l);
-        continue;
-      }
-      const size_t us = r.kernel.find('_');
-      l.phase = us == std::string::npos ? r.kernel : r.kernel.substr(us + 1);
-      l.node = r.kernel;
-      for (SimulatedLaunch c : pendingConversions) {
-        c.phase = l.phase;
-        run.add(c);
-      }
-      pendingConversions.clear();
-      run.add(l);
+    std::vector<MatmulPlan> plans;
+    std::vector<std::string> keys;
+    for (const profile::HardwareProfile& prof : profiles) {
+      auto plan = planMatmul(*st, shape, prof);
+      if (!plan.ok()) return fmt::format("{}: {}", name, plan.error().message);
+      std::string key;
+      for (const auto& [t, pl] : plan->tensors) key += t + "=" + pl.layout.str() + ";";
+      keys.push_back(key);
+      plans.push_back(std::move(*plan));
     }
-    if (!pendingConversions.empty()) return fmt::format("{}: a conversion ran after the last product", name);
+    for (const std::vector<size_t>& group : groupBy(keys)) {
+      if (Status s = cx.begin(group, name); !s.ok()) return s.error().message;
+      auto session = ClSession::open(-1);  // a context of its own: the plugin reads the group's models
+      if (!session.ok()) return session.error().message;
+      if (auto r = cx.device.take(); !r.ok()) return r.error().message;
+      auto ran = runMatmulPlan(**session, plans[group[0]], tiling, data, /*repeats=*/0);
+      if (!ran.ok()) return fmt::format("{}: {}", name, ran.error().message);
+      auto recs = cx.device.take();
+      if (!recs.ok()) return recs.error().message;
+      // Kernel names say the pass: matmul_<pass>, splitk_<pass>; convert_* run before the
+      // product of the pass they serve; fbl_upload/fbl_download are the harness's own.
+      std::vector<const LaunchRecord*> conversions;
+      for (const LaunchRecord& r : *recs) {
+        if (r.kernel.rfind("fbl_upload", 0) == 0 || r.kernel.rfind("fbl_download", 0) == 0) continue;
+        if (r.kernel.rfind("convert_", 0) == 0) {
+          conversions.push_back(&r);
+          continue;
+        }
+        const size_t us = r.kernel.find('_');
+        const std::string pass = us == std::string::npos ? r.kernel : r.kernel.substr(us + 1);
+        for (const LaunchRecord* c : conversions) cx.add(group, {pass, "conversion", c->kernel, c->kernel, {}, 0}, c->counters);
+        conversions.clear();
+        cx.add(group, {pass, "compute", r.kernel, r.kernel, {}, 0}, r.counters);
+      }
+      if (!conversions.empty()) return fmt::format("{}: a conversion ran after the last product", name);
+    }
   }
   return "";
+}
+
+// `path` with "-<profile>" before its extension, when several profiles share one --svg.
+std::string perProfilePath(const std::string& path, const std::string& profile, bool several) {
+  if (!several) return path;
+  const fs::path p(path);
+  return (p.parent_path() / (p.stem().string() + "-" + profile + p.extension().string())).string();
 }
 
 }  // namespace
@@ -196,56 +250,72 @@ int runCacheBench(const CacheBenchOptions& o) {
     fmt::print(stderr, "error: {}\n", e);
     return 1;
   };
-  auto model = sim::loadMemoryModel(o.profile);
-  if (!model.ok()) return fail(model.error().message);
+  if (o.profiles.empty()) return fail("give at least one --profile");
+  std::vector<sim::MemoryModel> models;
+  for (const std::string& path : o.profiles) {
+    auto m = sim::loadMemoryModel(path);
+    if (!m.ok()) return fail(m.error().message);
+    models.push_back(*m);
+  }
   auto dev = OclgrindDevice::useOclgrind();
   if (!dev.ok()) return fail(dev.error().message);
-  Context cx{o, model.value(), std::move(dev.value()), nlohmann::json::object()};
+  Context cx{o, std::move(dev.value()), {models, std::vector<std::vector<SimulatedRun>>(models.size()), 0, 0},
+             nlohmann::json::object()};
   struct Cleanup {
     std::string dir;
     ~Cleanup() { std::error_code ec; fs::remove_all(dir, ec); }
   } cleanup{cx.device.folder()};
-  if (Status st = cx.device.setModel(cx.model); !st.ok()) return fail(st.error().message);
 
-  std::vector<SimulatedRun> runs;
   const auto t0 = Clock::now();
   std::string err;
-  if (o.form == "model") err = simulateModel(cx, o.input, &runs);
-  else if (o.form == "transforms") err = simulateTransforms(cx, &runs);
-  else if (o.form == "matmul") err = simulateMatmul(cx, &runs);
-  else if (o.form == "patterns") err = simulatePatterns(o, cx.model, cx.device, &runs, &cx.report);
+  if (o.form == "model") err = simulateModel(cx, o.input);
+  else if (o.form == "transforms") err = simulateTransforms(cx);
+  else if (o.form == "matmul") err = simulateMatmul(cx);
+  else if (o.form == "patterns") err = simulatePatterns(o, cx.device, &cx.all, &cx.report);
   else err = fmt::format("unknown form '{}'", o.form);
   if (!err.empty()) return fail(err);
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  const int64_t workItems = cx.all.workItems, instructions = cx.all.instructions;
+  const auto& runs = cx.all.runs;
 
-  sim::AccessCounters all;
-  for (const SimulatedRun& r : runs) all += r.total;
   nlohmann::json& j = cx.report;
   j["command"] = "cache";
   j["form"] = o.form;
   if (o.form == "model") j["model"] = o.input;
-  j["profile"] = o.profile;
-  j["memory_model"] = sim::memoryModelToJson(cx.model);
+  j["profile"] = models.front().profile;
+  j["profiles"] = nlohmann::json::array();
+  for (const sim::MemoryModel& m : models) j["profiles"].push_back(m.profile);
+  j["memory_model"] = sim::memoryModelToJson(models.front());
+  j["memory_models"] = nlohmann::json::object();
+  for (const sim::MemoryModel& m : models) j["memory_models"][m.profile] = sim::memoryModelToJson(m);
   j["estimate"] = "roofline per launch: max(FLOPs / peak_gflops, DRAM bytes / bandwidth_gbps, L2 request bytes / "
-                  "l2_bandwidth_gbps), summed over launches; no scheduler, compiler or driver effects";
+                  "l2_bandwidth_gbps), summed over launches; no latency, scheduler, compiler or driver effects";
   j["simulator"] = {{"wall_s", wall},
-                    {"work_items", all.workItems},
-                    {"instructions", all.instructions},
-                    {"work_items_per_s", wall > 0 ? all.workItems / wall : 0.0},
-                    {"instructions_per_s", wall > 0 ? all.instructions / wall : 0.0}};
+                    {"work_items", workItems},
+                    {"instructions", instructions},
+                    {"work_items_per_s", wall > 0 ? workItems / wall : 0.0},
+                    {"instructions_per_s", wall > 0 ? instructions / wall : 0.0}};
   j["results"] = nlohmann::json::array();
-  for (const SimulatedRun& r : runs) j["results"].push_back(resultJson(r, o.launches));
+  for (size_t p = 0; p < runs.size(); ++p)
+    for (const SimulatedRun& r : runs[p]) {
+      nlohmann::json e = resultJson(r, o.launches);
+      e["profile"] = models[p].profile;
+      j["results"].push_back(e);
+    }
 
-  const std::string title = fmt::format("fbl-bench cache {} on {} (simulated on Oclgrind: {} work-items in {:.1f} s)",
-                                        o.form == "model" ? o.input : o.form, cx.model.profile, all.workItems, wall);
-  if (o.json != "-") printRuns(title, runs);
+  const bool several = models.size() > 1;
+  for (size_t p = 0; p < runs.size(); ++p) {
+    const std::string title = fmt::format("fbl-bench cache {} on {} (simulated on Oclgrind: {} work-items in {:.1f} s)",
+                                          o.form == "model" ? o.input : o.form, models[p].profile, workItems, wall);
+    if (o.json != "-") printRuns(title, runs[p]);
+    if (!o.svg.empty()) {
+      const std::string svg = o.form == "patterns" ? patternsSvg(title, runs[p]) : figure15Svg(title, runs[p], "fblayout");
+      if (auto e = writeTextFile(perProfilePath(o.svg, models[p].profile, several), svg); !e.empty()) return fail(e);
+    }
+  }
   if (o.json == "-") fmt::print("{}\n", j.dump(1));
   else if (!o.json.empty())
     if (auto e = writeTextFile(o.json, j.dump(1) + "\n"); !e.empty()) return fail(e);
-  if (!o.svg.empty()) {
-    const std::string svg = o.form == "patterns" ? patternsSvg(title, runs) : figure15Svg(title, runs, "fblayout");
-    if (auto e = writeTextFile(o.svg, svg); !e.empty()) return fail(e);
-  }
   return 0;
 }
 

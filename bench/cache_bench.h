@@ -15,7 +15,9 @@ namespace fbl::bench {
 struct CacheBenchOptions {
   std::string form;                     // "model", "matmul", "transforms", "patterns"
   std::string input;                    // model form: MODEL.onnx or PLAN.fbp
-  std::string profile;                  // the phone profile whose memory model is simulated
+  // The phone profiles whose memory models are simulated; profiles whose work is identical
+  // (the same plan) share one Oclgrind execution.
+  std::vector<std::string> profiles;
   std::vector<std::string> strategies;  // all | fblayout | reuse | explicit; empty: all
   int64_t scale = 4;                    // matmul: divides Figure 16's M, K, N
   int64_t seq = 32, heads = 4, hidden = 128;  // transforms

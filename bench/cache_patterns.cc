@@ -126,39 +126,46 @@ std::string runOne(Cl& cl, const Pattern& p, int threads, int rows) {
   return e == CL_SUCCESS ? "" : clErr(p.kernel, e);
 }
 
+// Throughput over column-major's at the same thread count: every pattern reads the same bytes
+// there, so it is the inverse ratio of the estimated times.
+nlohmann::json relativeThroughput(const std::vector<SimulatedRun>& runs) {
+  std::map<int, double> columnMs;
+  for (const SimulatedRun& r : runs)
+    if (r.strategy == "column") columnMs[r.threads] = r.estimatedMs;
+  nlohmann::json rel = nlohmann::json::object();
+  for (const SimulatedRun& r : runs)
+    rel[r.strategy][std::to_string(r.threads)] = r.estimatedMs > 0 ? columnMs[r.threads] / r.estimatedMs : 0.0;
+  return rel;
+}
+
 }  // namespace
 
-std::string simulatePatterns(const CacheBenchOptions& o, const sim::MemoryModel& m, OclgrindDevice& device,
-                             std::vector<SimulatedRun>* runs, nlohmann::json* report) {
+std::string simulatePatterns(const CacheBenchOptions& o, OclgrindDevice& device, ProfileRuns* all, nlohmann::json* report) {
   std::vector<int> threads = o.threads;
   if (threads.empty())
     for (int t = 1; t <= 64; t *= 2) threads.push_back(t);
   for (int t : threads)
     if (t < 1 || t > 256) return fmt::format("--threads {}: must be 1..256", t);
   if (o.rows < 1) return "--rows must be positive";
+  // The kernels do not depend on the profile: one execution serves every profile.
+  std::vector<size_t> every(all->models.size());
+  for (size_t p = 0; p < every.size(); ++p) every[p] = p;
+  if (Status st = device.setModels(all->models); !st.ok()) return st.error().message;
   Cl cl;
   if (auto e = openCl(&cl); !e.empty()) return e;
   if (auto r = device.take(); !r.ok()) return r.error().message;
   for (const Pattern& p : kPatterns)
     for (int t : threads) {
+      all->begin(every, p.name, t);
       if (auto e = runOne(cl, p, t, o.rows); !e.empty()) return fmt::format("{} x{}: {}", p.name, t, e);
       auto recs = device.take();
       if (!recs.ok()) return recs.error().message;
       if (recs->size() != 1) return fmt::format("{} x{}: the simulator saw {} launches, not 1", p.name, t, recs->size());
-      SimulatedRun run;
-      run.strategy = p.name;
-      run.threads = t;
-      run.add({"", "compute", p.name, (*recs)[0].kernel, (*recs)[0].counters, sim::estimatedMs((*recs)[0].counters, m)});
-      runs->push_back(std::move(run));
+      all->add(every, {"", "compute", p.name, (*recs)[0].kernel, {}, 0}, (*recs)[0].counters);
     }
-  // Relative throughput: the same bytes are read by every pattern at one thread count, so the
-  // ratio of throughputs is the inverse ratio of estimated times.
-  std::map<int, double> columnMs;
-  for (const SimulatedRun& r : *runs)
-    if (r.strategy == std::string("column")) columnMs[r.threads] = r.estimatedMs;
   nlohmann::json rel = nlohmann::json::object();
-  for (const SimulatedRun& r : *runs) rel[r.strategy][std::to_string(r.threads)] = r.estimatedMs > 0 ? columnMs[r.threads] / r.estimatedMs : 0.0;
-  (*report)["relative_throughput"] = rel;
+  for (size_t p = 0; p < all->models.size(); ++p) rel[all->models[p].profile] = relativeThroughput(all->runs[p]);
+  (*report)["relative_throughput"] = all->models.size() == 1 ? rel.begin().value() : rel;
   (*report)["band_texels"] = kPatternBandTexels;
   (*report)["rows"] = o.rows;
   return "";

@@ -16,14 +16,13 @@
 #include "bench/cache_bench.h"
 #include "bench/cache_report.h"
 #include "bench/oclgrind_device.h"
-#include "sim/memory_model.h"
 
 namespace fbl::bench {
 
 inline constexpr int kPatternBandTexels = 64;
 
-std::string simulatePatterns(const CacheBenchOptions& o, const sim::MemoryModel& m, OclgrindDevice& device,
-                             std::vector<SimulatedRun>* runs, nlohmann::json* report);
+// With several profiles, `relative_throughput` in the report is keyed by profile first.
+std::string simulatePatterns(const CacheBenchOptions& o, OclgrindDevice& device, ProfileRuns* all, nlohmann::json* report);
 // Relative throughput against the thread count, one line per pattern.
 std::string patternsSvg(const std::string& title, const std::vector<SimulatedRun>& runs);
 

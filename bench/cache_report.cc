@@ -20,6 +20,27 @@ void SimulatedRun::add(SimulatedLaunch l) {
   launches.push_back(std::move(l));
 }
 
+std::vector<sim::MemoryModel> ProfileRuns::begin(const std::vector<size_t>& group, const std::string& name, int threads) {
+  std::vector<sim::MemoryModel> ms;
+  for (size_t p : group) {
+    runs[p].push_back({});
+    runs[p].back().strategy = name;
+    runs[p].back().threads = threads;
+    ms.push_back(models[p]);
+  }
+  return ms;
+}
+
+void ProfileRuns::add(const std::vector<size_t>& group, SimulatedLaunch l, const std::vector<sim::AccessCounters>& counters) {
+  workItems += counters.front().workItems;
+  instructions += counters.front().instructions;
+  for (size_t i = 0; i < group.size(); ++i) {
+    l.counters = counters[i];
+    l.estimatedMs = sim::estimatedMs(counters[i], models[group[i]]);
+    runs[group[i]].back().add(l);
+  }
+}
+
 namespace {
 
 nlohmann::json summary(const sim::AccessCounters& c, double ms) {

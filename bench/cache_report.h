@@ -35,6 +35,20 @@ struct SimulatedRun {
   void add(SimulatedLaunch l);
 };
 
+// Every profile's runs, filled one Oclgrind execution at a time; an execution serves a group
+// of profiles (indices into `models`) whose work is identical.
+struct ProfileRuns {
+  std::vector<sim::MemoryModel> models;         // one per profile
+  std::vector<std::vector<SimulatedRun>> runs;  // per profile
+  int64_t workItems = 0, instructions = 0;      // what Oclgrind executed, once per execution
+
+  // Starts run `name` (threads: patterns) for each profile of `group`; returns their models,
+  // for the plugin of the next OpenCL context.
+  std::vector<sim::MemoryModel> begin(const std::vector<size_t>& group, const std::string& name, int threads = 0);
+  // One launch of the execution: `counters` holds one entry per profile of `group`.
+  void add(const std::vector<size_t>& group, SimulatedLaunch l, const std::vector<sim::AccessCounters>& counters);
+};
+
 // One `results` entry: the keys first, then every counter.
 nlohmann::json resultJson(const SimulatedRun& r, bool withLaunches);
 void printRuns(const std::string& title, const std::vector<SimulatedRun>& runs);

@@ -152,7 +152,7 @@ int main(int argc, char** argv) {
         "cache", "Simulated phone memory system (Oclgrind + the profile's cache model): a model's step per strategy, "
                  "or matmul (Figure 16), transforms (Figure 17), patterns (Figure 4)");
     cache->add_option("what", cacheWhat, "MODEL.onnx, PLAN.fbp, matmul, transforms or patterns")->required();
-    cache->add_option("--profile", cb.profile, "Phone profile with a memory_model block")->default_val("profiles/adreno-830.json");
+    cache->add_option("--profile", cb.profiles, "Phone profile with a memory_model block (repeatable; default profiles/adreno-830.json)");
     cache->add_option("--strategy", cb.strategies, "all, fblayout, reuse, explicit (repeatable; default all)");
     cache->add_option("--scale", cb.scale, "matmul: divide Figure 16's M=512, K=2048, N=8192 by this")->default_val(4);
     cache->add_option("--seq", cb.seq, "transforms: tokens")->default_val(32);
@@ -171,6 +171,7 @@ int main(int argc, char** argv) {
         cb.form = "model";
         cb.input = cacheWhat;
       }
+      if (cb.profiles.empty()) cb.profiles.push_back("profiles/adreno-830.json");
       rc = fbl::bench::runCacheBench(cb);
     });
 

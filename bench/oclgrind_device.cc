@@ -46,9 +46,12 @@ Result<OclgrindDevice> OclgrindDevice::useOclgrind() {
   return d;
 }
 
-Status OclgrindDevice::setModel(const sim::MemoryModel& m) {
+Status OclgrindDevice::setModels(const std::vector<sim::MemoryModel>& models) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const sim::MemoryModel& m : models) list.push_back(sim::memoryModelToJson(m));
+  models_ = models.size();
   std::ofstream out(model_);
-  out << sim::memoryModelToJson(m).dump() << "\n";
+  out << list.dump() << "\n";
   if (!out) return makeError("cannot write {}", model_);
   return Status::success();
 }
@@ -64,8 +67,14 @@ Result<std::vector<LaunchRecord>> OclgrindDevice::take() {
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded()) return makeError("{}: a launch record is not JSON", records_);
     if (j.contains("error")) return makeError("cache simulator: {}", j["error"].get<std::string>());
-    FBL_ASSIGN(sim::AccessCounters c, sim::countersFromJson(j, records_));
-    out.push_back({j.value("kernel", std::string()), c});
+    if (!j.contains("models") || !j["models"].is_array() || j["models"].size() != models_)
+      return makeError("{}: a launch record without one counter set per model", records_);
+    LaunchRecord r{j.value("kernel", std::string()), {}};
+    for (const nlohmann::json& m : j["models"]) {
+      FBL_ASSIGN(sim::AccessCounters c, sim::countersFromJson(m, records_));
+      r.counters.push_back(c);
+    }
+    out.push_back(std::move(r));
   }
   return out;
 }

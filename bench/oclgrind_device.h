@@ -5,8 +5,10 @@
 //     one .icd file) and Oclgrind at the plugin (OCLGRIND_PLUGINS). ocl-icd reads the vendors
 //     once, at the process's first OpenCL call, so it must run before any. It also defines
 //     `restrict` away in Oclgrind's builds (the -46 CL_INVALID_KERNEL_NAME of plans, see .cc).
-//  2. setModel() writes the memory model the next OpenCL context's plugin simulates.
-//  3. take() returns the launches recorded since the last call, in execution order.
+//  2. setModels() writes the memory models the next OpenCL context's plugin simulates, all
+//     from the same accesses.
+//  3. take() returns the launches recorded since the last call, in execution order, with one
+//     set of counters per model.
 #pragma once
 
 #include <string>
@@ -20,19 +22,20 @@ namespace fbl::bench {
 
 struct LaunchRecord {
   std::string kernel;
-  sim::AccessCounters counters;
+  std::vector<sim::AccessCounters> counters;  // per model, in setModels' order
 };
 
 class OclgrindDevice {
  public:
   static Result<OclgrindDevice> useOclgrind();
-  Status setModel(const sim::MemoryModel& m);
+  Status setModels(const std::vector<sim::MemoryModel>& models);
   Result<std::vector<LaunchRecord>> take();
   const std::string& folder() const { return dir_; }
 
  private:
   std::string dir_, records_, model_;
   size_t consumed_ = 0;  // bytes of the records file already returned
+  size_t models_ = 0;
 };
 
 }  // namespace fbl::bench

@@ -1,9 +1,10 @@
 // The Oclgrind plugin of `fbl-bench cache`: it hands every global-memory access of every
 // work-item to sim::LaunchSimulator and appends one JSON line per launch to a file.
 //
-//  1. FBL_CACHE_SIM_MODEL names the resolved memory model (sim/memory_model.h, flat JSON);
-//     FBL_CACHE_SIM_OUT the file that gets a line per kernel launch (appended, so several
-//     contexts and processes can share it).
+//  1. FBL_CACHE_SIM_MODEL names a JSON list of resolved memory models (sim/memory_model.h):
+//     one run feeds the same accesses to each, so several GPUs cost one Oclgrind execution.
+//     FBL_CACHE_SIM_OUT names the file that gets a line per kernel launch, with one counter
+//     object per model (appended, so several contexts and processes can share it).
 //  2. Buffers get flat addresses of their own (Oclgrind's addresses are a buffer index in the
 //     top bits plus an offset); image arguments are found at kernelBegin from the kernel's
 //     argument values and classified by address range.
@@ -70,12 +71,19 @@ class CacheSimPlugin : public oclgrind::Plugin {
     }
     std::ifstream in(model);
     nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-    auto m = fbl::sim::memoryModelFromJson(j, model);
-    if (!m.ok()) {
-      error_ = m.error().message;
+    if (!j.is_array() || j.empty()) {
+      error_ = std::string(model) + ": not a JSON list of memory models";
       return;
     }
-    sim_ = std::make_unique<fbl::sim::LaunchSimulator>(m.value());
+    for (const nlohmann::json& one : j) {
+      auto m = fbl::sim::memoryModelFromJson(one, model);
+      if (!m.ok()) {
+        error_ = m.error().message;
+        sims_.clear();
+        return;
+      }
+      sims_.push_back(std::make_unique<fbl::sim::LaunchSimulator>(m.value()));
+    }
   }
 
   bool isThreadSafe() const override { return false; }
@@ -89,7 +97,7 @@ class CacheSimPlugin : public oclgrind::Plugin {
   }
 
   void kernelBegin(const oclgrind::KernelInvocation* inv) override {
-    if (!sim_) return;
+    if (sims_.empty()) return;
     const oclgrind::Kernel* k = inv->getKernel();
     std::vector<fbl::sim::ImageArgument> images;
     for (auto it = k->values_begin(); it != k->values_end(); ++it) {
@@ -101,7 +109,7 @@ class CacheSimPlugin : public oclgrind::Plugin {
                         static_cast<int64_t>(std::max<size_t>(1, img->desc.image_height)),
                         channelCount(img->format.image_channel_order) * channelBytes(img->format.image_channel_data_type)});
     }
-    sim_->beginLaunch(images);
+    for (auto& s : sims_) s->beginLaunch(images);
     const oclgrind::Size3 l = inv->getLocalSize();
     localX_ = l.x, localY_ = l.y;
     groupItems_ = l.x * l.y * l.z;
@@ -111,16 +119,16 @@ class CacheSimPlugin : public oclgrind::Plugin {
   }
 
   void workGroupBegin(const oclgrind::WorkGroup* g) override {
-    if (sim_) sim_->beginGroup(g->getGroupIndex(), groupItems_);
+    for (auto& s : sims_) s->beginGroup(g->getGroupIndex(), groupItems_);
   }
   void workGroupBarrier(const oclgrind::WorkGroup*, uint32_t) override {
-    if (sim_) sim_->barrier();
+    for (auto& s : sims_) s->barrier();
   }
   void workGroupComplete(const oclgrind::WorkGroup*) override {
-    if (sim_) sim_->endGroup();
+    for (auto& s : sims_) s->endGroup();
   }
   void workItemBegin(const oclgrind::WorkItem*) override {
-    if (sim_) ++sim_->counters().workItems;
+    ++workItems_;
   }
 
   void memoryLoad(const oclgrind::Memory* m, const oclgrind::WorkItem* wi, size_t address, size_t size) override {
@@ -141,16 +149,14 @@ class CacheSimPlugin : public oclgrind::Plugin {
 
   void instructionExecuted(const oclgrind::WorkItem*, const llvm::Instruction* ins,
                            const oclgrind::TypedValue& result) override {
-    if (!sim_) return;
-    fbl::sim::AccessCounters& c = sim_->counters();
-    ++c.instructions;
+    ++instructions_;
     switch (ins->getOpcode()) {
       case llvm::Instruction::FAdd: case llvm::Instruction::FSub: case llvm::Instruction::FMul:
       case llvm::Instruction::FDiv:
-        c.flops += result.num;
+        flops_ += result.num;
         break;
       case llvm::Instruction::Call:
-        c.flops += 2 * result.num * fusedMultiplyAdd(llvm::cast<llvm::CallInst>(ins));
+        flops_ += 2 * result.num * fusedMultiplyAdd(llvm::cast<llvm::CallInst>(ins));
         break;
       default:
         break;
@@ -159,15 +165,19 @@ class CacheSimPlugin : public oclgrind::Plugin {
 
   void kernelEnd(const oclgrind::KernelInvocation*) override {
     nlohmann::json line;
-    if (!sim_) {
-      line = {{"error", error_}};
+    if (sims_.empty()) {
+      line = {{"error", error_.empty() ? "no memory model" : error_}};
     } else {
-      fbl::sim::AccessCounters c = sim_->endLaunch();
-      line = fbl::sim::countersToJson(c);
-      line["kernel"] = kernel_;
-      line["global"] = {global_.x, global_.y, global_.z};
-      line["local"] = {local_.x, local_.y, local_.z};
-      line["estimated_ms"] = fbl::sim::estimatedMs(c, sim_->model());
+      line = {{"kernel", kernel_}, {"global", {global_.x, global_.y, global_.z}},
+              {"local", {local_.x, local_.y, local_.z}}, {"models", nlohmann::json::array()}};
+      for (auto& s : sims_) {
+        // What Oclgrind executed is the same for every model; the plugin counts it once.
+        s->counters().workItems += workItems_;
+        s->counters().instructions += instructions_;
+        s->counters().flops += flops_;
+        line["models"].push_back(fbl::sim::countersToJson(s->endLaunch()));
+      }
+      workItems_ = instructions_ = flops_ = 0;
     }
     if (out_.empty()) return;
     if (FILE* f = std::fopen(out_.c_str(), "a")) {
@@ -198,17 +208,19 @@ class CacheSimPlugin : public oclgrind::Plugin {
   }
 
   void record(const oclgrind::Memory* m, const oclgrind::WorkItem* wi, size_t address, size_t size, bool store) {
-    if (!sim_ || m->getAddressSpace() != oclgrind::AddrSpaceGlobal) return;
+    if (sims_.empty() || m->getAddressSpace() != oclgrind::AddrSpaceGlobal) return;
     const oclgrind::Size3 id = wi->getLocalID();
     LaneAccess a;
     a.address = flat(address);
     a.bytes = static_cast<uint32_t>(size);
     a.store = store;
-    a.image = sim_->imageAt(a.address);
-    sim_->access(id.x + localX_ * (id.y + localY_ * id.z), a);
+    a.image = sims_.front()->imageAt(a.address);  // every model has the same images
+    const size_t lane = id.x + localX_ * (id.y + localY_ * id.z);
+    for (auto& s : sims_) s->access(lane, a);
   }
 
-  std::unique_ptr<fbl::sim::LaunchSimulator> sim_;
+  std::vector<std::unique_ptr<fbl::sim::LaunchSimulator>> sims_;
+  int64_t workItems_ = 0, instructions_ = 0, flops_ = 0;  // this launch's, for every model
   std::string error_, out_, kernel_;
   std::unordered_map<size_t, uint64_t> base_;  // Oclgrind buffer index -> flat base
   uint64_t next_ = kBufferAlign;
