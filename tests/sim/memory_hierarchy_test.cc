@@ -80,7 +80,7 @@ TEST_CASE("set-associative cache: LRU keeps the recently used line, FIFO the rec
   }
 }
 
-TEST_CASE("set-associative cache: lines map to sets by their low bits; dirty lines come back once", "[sim]") {
+TEST_CASE("set-associative cache: lines map to sets by their low bits, and dirty lines come back once", "[sim]") {
   SetAssocCache c({4 * 64, 64, 1, Replacement::kLru});  // 4 sets of 1 way
   c.access(0, true);
   c.access(1, false);
