@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/cache_bench.h"
 #include "bench/matmul_bench.h"
 #include "bench/step_bench.h"
 #include "bench/transforms_bench.h"
@@ -146,6 +147,35 @@ int main(int argc, char** argv) {
       }
       if (given == 3) tb.configs.push_back(ac);
       rc = fbl::bench::runTransformsBench(tb);
+    });
+
+    fbl::bench::CacheBenchOptions cb;
+    std::string cacheWhat;
+    auto* cache = app.add_subcommand(
+        "cache", "Simulated phone memory system (Oclgrind + the profile's cache model): a model's step per strategy, "
+                 "or matmul (Figure 16), transforms (Figure 17), patterns (Figure 4)");
+    cache->add_option("what", cacheWhat, "MODEL.onnx, PLAN.fbp, matmul, transforms or patterns")->required();
+    cache->add_option("--profile", cb.profiles, "Phone profile with a memory_model block (repeatable; default profiles/adreno-830.json)");
+    cache->add_option("--strategy", cb.strategies, "all, fblayout, reuse, explicit (repeatable; default all)");
+    cache->add_option("--scale", cb.scale, "matmul: divide Figure 16's M=512, K=2048, N=8192 by this")->default_val(4);
+    cache->add_option("--seq", cb.seq, "transforms: tokens")->default_val(32);
+    cache->add_option("--heads", cb.heads, "transforms: attention heads")->default_val(4);
+    cache->add_option("--hidden", cb.hidden, "transforms: model width")->default_val(128);
+    cache->add_option("--rows", cb.rows, "patterns: rows of each thread's 64-texel band (fblc profile's 512)")->default_val(512);
+    cache->add_option("--threads", cb.threads, "patterns: thread counts (repeatable; default 1, 2, 4 ... 64)");
+    cache->add_option("--seed", cb.seed, "Seed of synthetic inputs and matrices")->default_val(0);
+    cache->add_option("--json", cb.json, "Write the JSON report here ('-': stdout)");
+    cache->add_option("--svg", cb.svg, "Write the Figure-15 chart (patterns: the Figure-4 chart) here");
+    cache->add_flag("--launches", cb.launches, "List every launch in the JSON");
+    cache->callback([&] {
+      if (cacheWhat == "matmul" || cacheWhat == "transforms" || cacheWhat == "patterns") {
+        cb.form = cacheWhat;
+      } else {
+        cb.form = "model";
+        cb.input = cacheWhat;
+      }
+      if (cb.profiles.empty()) cb.profiles.push_back("profiles/adreno-830.json");
+      rc = fbl::bench::runCacheBench(cb);
     });
 
     CLI11_PARSE(app, argc, argv);

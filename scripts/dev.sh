@@ -9,7 +9,8 @@ cd "$root"
 packages=(cmake ninja-build g++ libonnx-dev libprotobuf-dev protobuf-compiler llvm-15-dev
   clang-15 libclang-15-dev libfmt-dev libcli11-dev nlohmann-json3-dev catch2 libbenchmark-dev
   ocl-icd-opencl-dev opencl-headers opencl-clhpp-headers pocl-opencl-icd clinfo
-  chromium-headless-shell)  # tests/scripts/explain_html.sh renders `fblc explain --html`
+  chromium-headless-shell  # tests/scripts/explain_html.sh renders `fblc explain --html`
+  oclgrind liboclgrind-dev llvm-14-dev)  # `fbl-bench cache` (docs/cache.md); Oclgrind's headers need LLVM 14's
 
 install_missing() {
   local missing=()
