@@ -137,6 +137,7 @@ std::string simulateModel(Context& cx, const std::string& model) {
       ca.model = model;
       ca.profile = prof;
       ca.strategy = st;
+      ca.storage = o.storage;
       auto c = plan::compileModel(ca);
       if (!c.ok()) return fmt::format("strategy {}: {}", st, c.error().message);
       keys.push_back(planKey(c->plan));

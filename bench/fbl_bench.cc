@@ -157,6 +157,8 @@ int main(int argc, char** argv) {
     cache->add_option("what", cacheWhat, "MODEL.onnx, PLAN.fbp, matmul, transforms or patterns")->required();
     cache->add_option("--profile", cb.profiles, "Phone profile with a memory_model block (repeatable; default profiles/adreno-830.json)");
     cache->add_option("--strategy", cb.strategies, "all, fblayout, reuse, explicit (repeatable; default all)");
+    cache->add_option("--storage", cb.storage, "MODEL: buffer, image or auto (the profile's choice; default)")
+        ->check(CLI::IsMember({"buffer", "image", "auto"}));
     cache->add_option("--scale", cb.scale, "matmul: divide Figure 16's M=512, K=2048, N=8192 by this")->default_val(4);
     cache->add_option("--seq", cb.seq, "transforms: tokens")->default_val(32);
     cache->add_option("--heads", cb.heads, "transforms: attention heads")->default_val(4);
