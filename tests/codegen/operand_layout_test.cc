@@ -2,7 +2,8 @@
 // random operand layouts (row-major, permuted, tile-major R-Tile buffers, and read-throughs built
 // from random chains of Transpose/Reshape/Slice/Expand over those), random output layouts, for
 // elementwise ops (broadcast, sign, Where, Cast, Expand, variadic Sum), batched MatMul (plain,
-// transposed, broadcast batch, split-K) and the generic layout copy. Every expected value is read
+// transposed, broadcast batch, split-K), Gather (its table in R-Tile buffers and images, wrapped
+// ones, MNN images, TFLite textures) and the generic layout copy. Every expected value is read
 // on the host through the layout's index map, the definition the kernels must agree with.
 #include <catch2/catch.hpp>
 
@@ -316,6 +317,74 @@ TEST_CASE("a MatMul operand read through a transposing map takes the template's 
   CHECK(src.find("#define R_T 1") != std::string::npos);
   CHECK(src.find("#define L_T 0") != std::string::npos);
   CHECK_FALSE(texelsContiguous(*view));
+}
+
+}  // namespace fbl::codegen
+
+namespace fbl::codegen {
+
+TEST_CASE("Gather reads its table through buffer and image layouts", "[operand-layout]") {
+  // A tied embedding [V, D] stored as an R-Tile buffer, an R-Tile image (wrapped past a small
+  // extent), MNN's plain image and TFLite's texture; ids [2, 3] with negative ones wrapping.
+  const int64_t V = 40, D = 24;
+  auto session = openSession();
+  std::mt19937 rng(11);
+  std::vector<Layout> layouts = {
+      must(Layout::rtile({V, D}, TileSpec::rowStrips(8, 8), layout::Storage::Buffer)),
+      must(Layout::rtile({V, D}, TileSpec::blocks(8, 8, 4, 4, 1, 4), layout::Storage::Image2D)),
+      must(must(Layout::rtile({V, D}, TileSpec::rowStrips(8, 8), layout::Storage::Image2D)).fitImage(24, 16, 2, 8)),
+      Layout::image({V, D}), Layout::texture({V, D})};
+  std::vector<float> table(V * D);
+  for (float& x : table) x = std::uniform_real_distribution<float>(-2, 2)(rng);
+  const std::vector<int64_t> ids = {0, 39, -1, 7, 21, -40};
+  for (const Layout& l : layouts) {
+    INFO(l.str());
+    testing::GraphBuilder b;
+    const ir::ValueId data = b.input("data", ir::DType::F32, {V, D}), idx = b.input("idx", ir::DType::I64, {2, 3});
+    harness::typedOp(b, "Gather", {data, idx}, {2, 3, D});
+    NodeLayouts nl;
+    nl.inputs = {OperandLayout{data, l, false, std::nullopt}, std::nullopt};
+    nl.outputs = {std::nullopt};
+    REQUIRE(supportsOperandLayouts(b.g, b.g.nodes.back()));
+    CHECK(readsImageTexels(b.g, b.g.nodes.back(), 0, l));
+    auto code = emitNode(b.g, b.g.nodes.back(), Target{}, nl);
+    if (!code.ok()) FAIL(code.error().message);
+    REQUIRE(code->launches.size() == 1);
+    auto dm = session->allocate(l.storage() == layout::Storage::Image2D ? l : Layout::rowMajor({l.bufferSize()}));
+    REQUIRE(dm.ok());
+    if (l.storage() == layout::Storage::Image2D) {
+      REQUIRE(session->upload(*dm, l, table).ok());
+    } else {
+      std::vector<float> stored(static_cast<size_t>(l.bufferSize()), 0.0f);
+      for (int64_t r = 0; r < V; ++r)
+        for (int64_t c = 0; c < D; ++c) stored[l.locate(std::vector<int64_t>{r, c})[0]] = table[r * D + c];
+      auto m = session->buffer(stored.size(), stored.data());
+      REQUIRE(m.ok());
+      session->release(*dm);
+      dm = m;
+    }
+    auto im = session->buffer(ids.size() * 2, reinterpret_cast<const float*>(ids.data()));
+    auto om = session->buffer(2 * 3 * D);
+    REQUIRE((im.ok() && om.ok()));
+    const LaunchSpec& ls = code->launches[0];
+    RTileKernel k;
+    k.name = "gather_test";
+    k.source = ls.source;
+    for (size_t p; (p = k.source.find("{{NAME}}")) != std::string::npos;) k.source.replace(p, 8, k.name);
+    for (int64_t g : ls.global) k.global.push_back(static_cast<size_t>(g));
+    for (int64_t g : ls.local) k.local.push_back(static_cast<size_t>(g));
+    k.args = {"data", "idx", "out"};
+    auto run = session->run(k, {*dm, *im, *om});
+    INFO(k.source);
+    if (!run.ok()) FAIL(run.error().message);
+    auto out = session->readBuffer(*om, 2 * 3 * D);
+    REQUIRE(out.ok());
+    for (size_t t = 0; t < ids.size(); ++t) {
+      const int64_t row = ids[t] < 0 ? ids[t] + V : ids[t];
+      for (int64_t c = 0; c < D; ++c) REQUIRE((*out)[t * D + c] == table[row * D + c]);
+    }
+    for (cl_mem m : {*dm, *im, *om}) session->release(m);
+  }
 }
 
 }  // namespace fbl::codegen
