@@ -1,9 +1,10 @@
 // Ops with a template of their own. Each emitter reads the node's static shapes and attributes
 // and fills the holes of one kernels_cl/ template:
-//  - float MatMul and Gemm without bias (alpha 1): the tiled rtile_matmul.cl (rtile_kernels.h),
-//    each operand read through its layout (row-major unless the plan's layout lowering says
-//    otherwise), tiling and split-K from the Target; other Gemms and integer products:
-//    matmul.cl, batch dims broadcast through stride-0 offsets, transposes as strides;
+//  - float MatMul and Gemm: the tiled rtile_matmul.cl (rtile_kernels.h), each operand read
+//    through its layout (row-major unless the plan's layout lowering says otherwise), tiling and
+//    split-K from the Target, Gemm's alpha and bias (rank <= 2) in the store (gemmTerm); integer
+//    products and Gemms with a bias of higher rank: matmul.cl, batch dims broadcast through
+//    stride-0 offsets, transposes as strides;
 //  - Reduce*: reduce.cl, kept dims indexed by the output, reduced dims by the loop counter;
 //  - Softmax/LogSoftmax: softmax.cl along one axis; LayerNormalization: layernorm.cl;
 //  - Gather/GatherElements: gather.cl; SoftmaxCrossEntropyLoss: sce_loss.cl (rows, then sum).
@@ -251,7 +252,8 @@ Result<NodeCode> gather(const ir::Graph& g, const ir::Node& n, const Target& t) 
 
 }  // namespace
 
-// Gather along `axis` with the data and index tensors each read through its layout: every
+// Gather along `axis` with the data and index tensors each read through its layout, and the
+// output written through its own: every
 // work-item peels its output index into coordinates, reads the index tensor at its coordinates
 // (through an offset function printed from the layout's map), and fetches the data element at
 // (out[:axis], index, out[axis+q:]) the same way; for an image, the element's lane of its texel.
@@ -268,8 +270,10 @@ Result<NodeCode> emitGather(const ir::Graph& g, const ir::Node& n, const Target&
     if (ol.transposed || ol.sign) return makeError("{}: gather operands are read as stored", ir::describeNode(g, n));
     return ol.layout;
   };
-  if (layouts && !layouts->outputs.empty() && layouts->outputs[0])
-    return makeError("{}: a gather writes its output row-major", ir::describeNode(g, n));
+  const layout::Layout outL = layouts && !layouts->outputs.empty() && layouts->outputs[0]
+                                  ? *layouts->outputs[0] : layout::Layout::rowMajor(g.values[n.outputs[0]].shape);
+  if (outL.storage() != layout::Storage::Buffer)
+    return makeError("{}: a gather writes its output to a buffer", ir::describeNode(g, n));
   FBL_ASSIGN(layout::Layout dataL, layoutOf(0));
   FBL_ASSIGN(layout::Layout idxL, layoutOf(1));
   if (idxL.storage() != layout::Storage::Buffer)
@@ -295,6 +299,7 @@ Result<NodeCode> emitGather(const ir::Graph& g, const ir::Node& n, const Target&
   };
   FBL_TRY(offsetFn("gather_data", dataL));
   FBL_TRY(offsetFn("gather_idx", idxL));
+  FBL_TRY(offsetFn("gather_out", outL));
   // Output coordinates c0..c{r-1}, row-major over the output shape.
   std::string index;
   const ir::Shape& os = out.shape;
@@ -316,14 +321,15 @@ Result<NodeCode> emitGather(const ir::Graph& g, const ir::Node& n, const Target&
   dataCoords.push_back("(uint)t_");
   for (size_t d = axis + 1; d < rank; ++d) dataCoords.push_back(coord[d + q - 1]);
   std::string body;
+  const std::string outAt = call("gather_out", coord);
   if (image) {
     body = fmt::format("  const float4 texel_ = read_imagef(data, kGatherSmp, {});\n"
                        "  const uint lane_ = {};\n"
-                       "  out[i] = lane_ == 0u ? texel_.x : lane_ == 1u ? texel_.y : lane_ == 2u ? texel_.z : texel_.w;",
-                       call("gather_data_xy", dataCoords), call("gather_data_lane", dataCoords));
+                       "  out[{}] = lane_ == 0u ? texel_.x : lane_ == 1u ? texel_.y : lane_ == 2u ? texel_.z : texel_.w;",
+                       call("gather_data_xy", dataCoords), call("gather_data_lane", dataCoords), outAt);
     helpers = "__constant sampler_t kGatherSmp = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_NONE | CLK_FILTER_NEAREST;\n" + helpers;
   } else {
-    body = fmt::format("  out[i] = data[{}];", call("gather_data", dataCoords));
+    body = fmt::format("  out[{}] = data[{}];", outAt, call("gather_data", dataCoords));
   }
   const std::string ty(clType(data.dtype));
   if (image && data.dtype != ir::DType::F32) return makeError("{}: images hold float data", ir::describeNode(g, n));
@@ -371,9 +377,55 @@ bool usesTiledMatmul(const ir::Graph& g, const ir::Node& n) {
   for (ir::ValueId v : {n.inputs[0], n.inputs[1], n.outputs[0]})
     if (g.values[v].dtype != ir::DType::F32) return false;
   if (n.op == "MatMul") return true;
+  // Gemm: alpha and a float bias of rank <= 2 run in the product's store (gemmTerm).
   const bool bias = n.input(2) != ir::kNoValue && n.attrFloat("beta", 1.0f) != 0.0f;
-  return !bias && n.attrFloat("alpha", 1.0f) == 1.0f;
+  return !bias || (g.values[n.inputs[2]].dtype == ir::DType::F32 && g.values[n.inputs[2]].shape.size() <= 2);
 }
+
+namespace {
+
+// Gemm's alpha * (A B) + beta * C (C broadcast to [M, N], read through its operand layout) as
+// GEMM_TERM(v, b, r, c) on the float4 of outputs (r, c..c+3), with its kernel parameter and
+// argument; nullopt for alpha 1 and no bias.
+Result<std::optional<EpilogueCode>> gemmTerm(const ir::Graph& g, const ir::Node& n, const NodeLayouts* layouts,
+                                             int64_t cols) {
+  const double alpha = n.attrFloat("alpha", 1.0f), beta = n.attrFloat("beta", 1.0f);
+  const bool bias = n.input(2) != ir::kNoValue && beta != 0.0;
+  if (!bias && alpha == 1.0) return std::optional<EpilogueCode>();
+  EpilogueCode e;
+  std::string term = alpha == 1.0 ? "(v)" : fmt::format("(v) * {}", floatLiteral(alpha));
+  if (bias) {
+    const ir::Value& c = g.values[n.inputs[2]];
+    const OperandLayout* ol = layouts && layouts->inputs.size() > 2 && layouts->inputs[2] ? &*layouts->inputs[2] : nullptr;
+    const layout::Layout l = ol ? ol->layout : layout::Layout::rowMajor(c.shape);
+    if ((ol && (ol->transposed || ol->sign)) || l.storage() != layout::Storage::Buffer)
+      return makeError("{}: the bias is read as stored, from a buffer", ir::describeNode(g, n));
+    std::string params;
+    for (size_t d = 0; d < c.shape.size(); ++d) params += fmt::format("{}uint i{}", d ? ", " : "", d);
+    FBL_ASSIGN(std::string off, layout::toOpenCL(l.map().outputs()[0]));
+    // C's own index of output (r, c): right-aligned, broadcast where C has extent 1.
+    std::vector<std::string> at;
+    if (c.shape.size() == 2) at.push_back(c.shape[0] == 1 ? "0u" : "r");
+    if (!c.shape.empty()) at.push_back(c.shape.back() == 1 ? "0u" : "c");
+    std::string call = "gemm_c_off(";
+    for (size_t k = 0; k < at.size(); ++k) call += (k ? ", " : "") + at[k];
+    call += ")";
+    e.kernel.code = fmt::format("inline uint gemm_c_off({}) {{ return {}; }}\n", params.empty() ? "void" : params, off);
+    e.kernel.code += "inline float gemm_c_at(__global const float* p, uint r, uint c) { return p[" + call + "]; }\n";
+    e.kernel.code += fmt::format(
+        "inline float4 gemm_bias(__global const float* p, uint r, uint c) {{\n"
+        "  return (float4)(gemm_c_at(p, r, c), c + 1u < {0}u ? gemm_c_at(p, r, c + 1u) : 0.0f,\n"
+        "                  c + 2u < {0}u ? gemm_c_at(p, r, c + 2u) : 0.0f, c + 3u < {0}u ? gemm_c_at(p, r, c + 3u) : 0.0f);\n}}\n",
+        cols);
+    term += fmt::format(" + {} * gemm_bias(gemm_c, r, c)", floatLiteral(beta));
+    e.kernel.params = ", __global const float* restrict gemm_c";
+    e.args.push_back(val(ol ? ol->value : n.inputs[2]));
+  }
+  e.kernel.code += "#define GEMM_TERM(v, b, r, c) (" + term + ")\n";
+  return std::optional<EpilogueCode>(std::move(e));
+}
+
+}  // namespace
 
 // The operands as the template reads them: 1-D operands become a one-row lhs / one-column rhs
 // (and the output gets those unit dims back), Gemm's transA/transB and the lowering's transposed
@@ -425,6 +477,24 @@ Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Ta
   std::optional<EpilogueCode> epi;
   if (fused) {
     FBL_ASSIGN(epi, emitMatmulEpilogue(g, layouts->epilogue, out.shape));
+  }
+  if (gemmOp) {
+    // alpha and the bias come first, then any fused step: EPILOGUE(GEMM_TERM(v)).
+    FBL_ASSIGN(std::optional<EpilogueCode> term, gemmTerm(g, n, layouts, N));
+    if (term) {
+      if (epi) {
+        std::string fusedCode = epi->kernel.code;
+        const size_t at = fusedCode.find("#define EPILOGUE(");
+        FBL_ASSERT(at != std::string::npos);
+        fusedCode.replace(at, 17, "#define FUSED_EPILOGUE(");
+        term->kernel.code += fusedCode + "#define EPILOGUE(v, b, r, c) FUSED_EPILOGUE(GEMM_TERM(v, b, r, c), b, r, c)\n";
+        term->kernel.params += epi->kernel.params;
+        term->args.insert(term->args.end(), epi->args.begin(), epi->args.end());
+      } else {
+        term->kernel.code += "#define EPILOGUE(v, b, r, c) GEMM_TERM(v, b, r, c)\n";
+      }
+      epi = std::move(term);
+    }
   }
   ir::Shape full;
   for (int s = 0; s < 2; ++s) {

@@ -39,8 +39,9 @@ int64_t normAxis(int64_t axis, size_t rank);
 LaunchSpec launch(std::string_view tmpl, const std::map<std::string, std::string>& vars,
                   std::string_view tag, std::vector<ArgRef> args, std::vector<int64_t> global,
                   std::vector<int64_t> local, std::string_view entry = "");
-// Float MatMul / Gemm without bias and alpha 1: the tiled rtile_matmul.cl, operands read through
-// `layouts` (nullptr: row-major); compute_emitters.cc.
+// Float MatMul / Gemm (alpha and a bias of rank <= 2 applied in the product's store, before any
+// fused step): the tiled rtile_matmul.cl, operands read through `layouts` (nullptr: row-major);
+// compute_emitters.cc.
 struct NodeLayouts;
 bool usesTiledMatmul(const ir::Graph& g, const ir::Node& n);
 Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Target& t, const NodeLayouts* layouts);

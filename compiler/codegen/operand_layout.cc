@@ -3,7 +3,7 @@
 //     layout-parameterised template);
 //  2. the elementwise family: each operand's offset is its layout composed with the broadcast
 //     view from the output index (index_code.h, emitLayoutOffsets), the output written through
-//     its layout, `sign` applied on load; MatMul / Gemm without bias: emitTiledMatmul with the
+//     its layout, `sign` applied on load; MatMul / Gemm: emitTiledMatmul with the
 //     operands' layouts and transposed reads;
 //  3. emitLayoutCopy: elementwise.cl as an N-D copy, source and destination both through their
 //     layouts (affine ones as strides with merged dims, others composed and simplified).

@@ -13,6 +13,7 @@
 #include <map>
 #include <random>
 
+#include "compiler/codegen/emit_util.h"
 #include "compiler/codegen/operand_layout.h"
 #include "compiler/strategy/cl_exec.h"
 #include "tests/codegen/layout_kernel_harness.h"
@@ -385,6 +386,51 @@ TEST_CASE("Gather reads its table through buffer and image layouts", "[operand-l
     }
     for (cl_mem m : {*dm, *im, *om}) session->release(m);
   }
+}
+
+}  // namespace fbl::codegen
+
+namespace fbl::codegen {
+
+TEST_CASE("Gemm's alpha and bias run in the tiled product's store", "[operand-layout]") {
+  // out = alpha * op(A) op(B) + beta * C, C of shape [N], [1, N], [M, 1], [M, N] or a scalar,
+  // against a host loop.
+  const int64_t M = 9, K = 7, N = 10;
+  auto session = openSession();
+  std::mt19937 rng(5);
+  const Shape biases[] = {{N}, {1, N}, {M, 1}, {M, N}, {}};
+  for (const Shape& cs : biases)
+    for (const int64_t transB : {0, 1}) {
+      INFO("bias " << ir::shapeToString(cs) << " transB " << transB);
+      testing::GraphBuilder b;
+      const ir::ValueId a = b.input("a", ir::DType::F32, {M, K});
+      const ir::ValueId w = b.input("w", ir::DType::F32, transB ? Shape{N, K} : Shape{K, N});
+      const ir::ValueId c = b.input("c", ir::DType::F32, cs);
+      const ir::ValueId y = b.op("Gemm", {a, w, c}, {{"alpha", ir::AttrValue(0.5f)}, {"beta", ir::AttrValue(2.0f)},
+                                                    {"transB", ir::AttrValue(transB)}});
+      b.g.values[y].shape = {M, N};
+      b.g.values[y].dtype = ir::DType::F32;
+      REQUIRE(usesTiledMatmul(b.g, b.g.nodes.back()));
+      auto code = emitNode(b.g, b.g.nodes.back(), Target{});
+      if (!code.ok()) FAIL(code.error().message);
+      std::map<ir::ValueId, Buffer> bufs;
+      for (ir::ValueId v : {a, w, c}) {
+        Buffer x = Buffer::make(ir::DType::F32, std::max<int64_t>(1, ir::numElements(b.g.values[v].shape)));
+        for (float& f : x.words) f = std::uniform_real_distribution<float>(-1, 1)(rng);
+        bufs[v] = x;
+      }
+      bufs[y] = Buffer::make(ir::DType::F32, M * N);
+      runCode(*session, *code, bufs);
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          double acc = 0;
+          for (int64_t k = 0; k < K; ++k)
+            acc += bufs[a].words[i * K + k] * bufs[w].words[transB ? j * K + k : k * N + j];
+          const int64_t ci = cs.empty() ? 0 : cs.size() == 1 ? j : (cs[0] == 1 ? 0 : i) * cs[1] + (cs[1] == 1 ? 0 : j);
+          const double want = 0.5 * acc + 2.0 * bufs[c].words[ci];
+          REQUIRE(std::fabs(bufs[y].words[i * N + j] - want) <= 1e-5 * std::max(1.0, std::fabs(want)));
+        }
+    }
 }
 
 }  // namespace fbl::codegen
