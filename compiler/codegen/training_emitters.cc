@@ -198,13 +198,12 @@ Result<NodeCode> emitOptimizer(const ir::Graph& g, const ir::Node& n, const Targ
   for (size_t o = 0; o < n.outputs.size(); ++o) {
     args.push_back(val(n.outputs[o]));
     // An output not stored like the input it updates would need offsets of its own.
-    const auto* in = layouts && updates[o] < static_cast<int>(layouts->inputs.size()) && layouts->inputs[updates[o]]
-                         ? &layouts->inputs[updates[o]]->layout : nullptr;
-    const auto* out = layouts && o < layouts->outputs.size() && layouts->outputs[o] ? &*layouts->outputs[o] : nullptr;
-    const bool same = (in == nullptr && out == nullptr) || (in && out && *in == *out) ||
-                      (in == nullptr && out && *out == layout::Layout::rowMajor(shape)) ||
-                      (out == nullptr && in && *in == layout::Layout::rowMajor(shape));
-    if (!same)
+    const layout::Layout rowMajor = layout::Layout::rowMajor(shape);
+    const bool inLaid = layouts && updates[o] < static_cast<int>(layouts->inputs.size()) && layouts->inputs[updates[o]];
+    const bool outLaid = layouts && o < layouts->outputs.size() && layouts->outputs[o];
+    const layout::Layout& in = inLaid ? layouts->inputs[updates[o]]->layout : rowMajor;
+    const layout::Layout& out = outLaid ? *layouts->outputs[o] : rowMajor;
+    if (!(in == out))
       return makeError("{}: output {} is not stored like the input it updates", ir::describeNode(g, n), o);
   }
   // Both kernels of the template are instantiated; the unused one gets row-major offsets.

@@ -60,7 +60,6 @@ class Lowerer {
     for (ValueId v : g_.outputs) keep[v] = true;
     const bool fuse = options.fuse && a_.strategy == Strategy::kFBLayout;
     if (fuse) planFusion(g_, keep, out, views_);
-    out_ = &out;
     FBL_TRY(chooseStorage(out, keep, options));
     if (fuse) FBL_TRY(finishFusion(g_, out));
     // 6: kinds and counts.
@@ -184,7 +183,7 @@ class Lowerer {
       const ir::Node& pn = g_.nodes[p];
       for (size_t o = 0; o < pn.outputs.size(); ++o)
         if (pn.outputs[o] == updated) out.nodes[p].layouts.outputs[o] = it->second;
-      for (const ValueRead& r : valueReads(g_, out)[updated])
+      for (const ValueRead& r : reads[updated])
         if (r.slot >= 0 && !r.through) out.nodes[r.node].layouts.inputs[r.slot] = OperandLayout{updated, it->second, false, {}};
       out.storage.emplace(updated, it->second);
       out.storageNote[updated] = out.storageNote.at(current);
@@ -238,7 +237,7 @@ class Lowerer {
     // Image storage: a writer of whole texels, readers that fetch texels, not updated in place.
     if (options.storage.images && !updatedInPlace[v]) {
       FBL_ASSIGN(std::optional<layout::Layout> image, imageLayoutFor(v, entry, options.storage));
-      if (image && writesTexels(v) && readsTexels(v, *image, reads))
+      if (image && writesTexels(v, out) && readsTexels(*image, reads, out))
         return std::optional<StorageChoice>(StorageChoice{*image, entry ? "rtile " + entry->spec().str()
                                                                           : (a_.strategy == Strategy::kReuse ? "image" : "texture")});
     }
@@ -271,19 +270,19 @@ class Lowerer {
 
   // Does the kernel that writes `v` write whole texels (the tiled MatMul, also when an epilogue's
   // last step is what it stores), or does the runtime pack it?
-  bool writesTexels(ValueId v) const {
+  bool writesTexels(ValueId v, const LayoutLowering& out) const {
     const NodeId p = producer(v);
     if (p == ir::kNoNode) return true;  // a host value: the runtime's pack kernel writes it
-    const NodeId writer = out_->nodes[p].runs != ir::kNoNode ? out_->nodes[p].runs : p;
+    const NodeId writer = out.nodes[p].runs != ir::kNoNode ? out.nodes[p].runs : p;
     return codegen::writesImageTexels(g_, g_.nodes[writer]);
   }
 
   // Does every reader fetch `v`'s texels as `image` lays them out?
-  bool readsTexels(ValueId v, const layout::Layout& image, const std::vector<ValueRead>& reads) const {
+  bool readsTexels(const layout::Layout& image, const std::vector<ValueRead>& reads, const LayoutLowering& out) const {
     for (const ValueRead& r : reads) {
       if (r.slot < 0) return false;  // copies read buffers
       const ir::Node& n = g_.nodes[r.node];
-      const auto& in = out_->nodes[r.node].layouts.inputs[r.slot];
+      const auto& in = out.nodes[r.node].layouts.inputs[r.slot];
       layout::Layout seen = image;
       if (r.through && !in->transposed) {
         auto composed = image.compose(views_.at({r.node, r.slot}));
@@ -292,7 +291,6 @@ class Lowerer {
       }
       if (!codegen::readsImageTexels(g_, n, r.slot, seen)) return false;
     }
-    (void)v;
     return true;
   }
 
@@ -369,7 +367,6 @@ class Lowerer {
 
   const ir::Graph& g_;
   const passes::LayoutAssignment& a_;
-  const LayoutLowering* out_ = nullptr;  // the lowering being built (storage choice reads it)
   std::vector<bool> foldable_;
   // Values copied from a source (step 2): who copies first, from where, through which view.
   struct Materialise {
