@@ -212,7 +212,7 @@ std::string simulateMatmul(Context& cx) {
       auto session = ClSession::open(-1);  // a context of its own: the plugin reads the group's models
       if (!session.ok()) return session.error().message;
       if (auto r = cx.device.take(); !r.ok()) return r.error().message;
-      auto ran = runMatmulPlan(**session, plans[group[0]], tiling, data, /*repeats=*/0);
+      auto ran = runMatmulPlan(**session, plans[group[0]], strategy::fixedTiling(tiling, (*session)->computeUnits()), data, /*repeats=*/0);
       if (!ran.ok()) return fmt::format("{}: {}", name, ran.error().message);
       auto recs = cx.device.take();
       if (!recs.ok()) return recs.error().message;

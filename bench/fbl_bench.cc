@@ -15,6 +15,7 @@
 
 #include "bench/cache_bench.h"
 #include "bench/matmul_bench.h"
+#include "bench/matmul_sweep.h"
 #include "bench/step_bench.h"
 #include "bench/transforms_bench.h"
 #include "compiler/onnx/importer.h"
@@ -104,9 +105,23 @@ int main(int argc, char** argv) {
     matmul->add_option("--device", mm.device, "OpenCL device index (default: first GPU, else first device)");
     matmul->add_option("--profile", mm.profile, "Hardware profile for the traffic model (default: by device)");
     matmul->add_option("--rtile-profile", mm.rtileProfile, "Profile R-Tile selects tiles with (default: --profile)");
-    matmul->add_option("--tile", mm.tiling, "Work-group tiling TMxTNxTK/RMxRN (default: by device class)");
+    matmul->add_option("--tile", mm.tiles,
+                       "Work-group tiling TMxTNxTK/RMxRN[:pipeline] (default: the profile's cost model; with --sweep: "
+                       "extra candidates, repeatable)");
     matmul->add_flag("--json", mm.json, "JSON output");
-    matmul->callback([&] { rc = fbl::bench::runMatmulBench(mm); });
+    bool sweep = false;
+    fbl::bench::MatmulSweepOptions sw;
+    matmul->add_flag("--sweep", sweep, "Time every candidate tiling on the products of a LoRA step (matmul_sweep.h)");
+    matmul->add_option("--storage", sw.storage, "--sweep: operands in row-major buffers or plain images")->default_val("buffer");
+    matmul->add_option("--rank", sw.rank, "--sweep: LoRA rank of the narrow products")->default_val(8);
+    matmul->add_option("--sweep-json", sw.json, "--sweep: write the JSON report here");
+    matmul->add_option("--only", sw.only, "--sweep: only the products whose name contains this (fig16, lm_head, lora)");
+    matmul->callback([&] {
+      if (!sweep) return void(rc = fbl::bench::runMatmulBench(mm));
+      sw.device = mm.device, sw.profile = mm.profile, sw.tiles = mm.tiles, sw.runs = mm.runs;
+      sw.scale = mm.scale > 0 ? static_cast<int>(mm.scale) : 1;
+      rc = fbl::bench::runMatmulSweep(sw);
+    });
 
     fbl::bench::StepBenchOptions sb;
     auto* step = app.add_subcommand("step", "Training steps of a model per layout strategy (OpenCL): samples/s, phases, launches, bytes");

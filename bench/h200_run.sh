@@ -63,6 +63,30 @@ s)
       STEP_TIMEOUT=280 step $m-storage /tmp/zoo/$m.onnx 3 --strategy all --storage buffer --storage image
   done
   ;;
+k)  # kernels: the tiling sweep (buffers, then images), Figure 16 with the profile's choice, cuBLAS,
+    # PyTorch eager steps at full depth, and a 2-layer Llama step with every node's time
+  FBL_CL_OPTIONS=-cl-nv-verbose FBL_CL_BUILD_LOG=1 timeout 200 $B/fbl-bench matmul --sweep --device ${dev:-0} --profile $P \
+    --runs 5 ${TILES:-} --sweep-json $OUT/sweep-buffer.json > $OUT/sweep-buffer.txt 2> $OUT/sweep-buffer-build.log
+  tail -60 $OUT/sweep-buffer.txt
+  timeout 150 $B/fbl-bench matmul --sweep --device ${dev:-0} --profile $P --runs 5 --storage image \
+    --sweep-json $OUT/sweep-image.json > $OUT/sweep-image.txt 2>&1
+  timeout 60 $B/fbl-bench matmul --device ${dev:-0} --profile $P --runs 10 2>&1 | tee $OUT/matmul-h200.txt
+  timeout 60 python3 bench/torch_matmul_reference.py 2>&1 | tee $OUT/cublas.json
+  for m in llama3.2-1b qwen2.5-1.5b gemma2-2b; do
+    timeout 100 python3 bench/torch_lora_step.py --model $m --steps 10 2>&1 | tail -1 | tee $OUT/torch-$m.json
+  done
+  $B/fblc zoo llama3.2-1b --layers 2 -o /tmp/zoo/llama3.2-1b.onnx > /dev/null &&
+    step llama3.2-1b-2layers /tmp/zoo/llama3.2-1b.onnx 3 --strategy fblayout
+  ;;
+k2)  # kernels, second look: the sweep on the large products with more candidates, then steps
+  timeout 200 $B/fbl-bench matmul --sweep --device ${dev:-0} --profile $P --runs 5 --storage image --only ${ONLY:-fig16} \
+    ${TILES:-} --sweep-json $OUT/sweep2-image.json > $OUT/sweep2-image.txt 2>&1
+  grep -E "model picks|fastest| 3 " $OUT/sweep2-image.txt | head -80
+  $B/fblc zoo llama3.2-1b --layers 2 -o /tmp/zoo/llama3.2-1b-2.onnx > /dev/null &&
+    step llama3.2-1b-2layers /tmp/zoo/llama3.2-1b-2.onnx 3 --strategy fblayout
+  $B/fblc zoo llama3.2-1b -o /tmp/zoo/llama3.2-1b.onnx > /dev/null &&
+    step llama3.2-1b-full /tmp/zoo/llama3.2-1b.onnx 3 --strategy fblayout
+  ;;
 sd)
   $B/fblc zoo stable-diffusion-1.5 --layers 1 -o /tmp/zoo/sd.onnx > /dev/null && step stable-diffusion-1.5 /tmp/zoo/sd.onnx 2
   ;;

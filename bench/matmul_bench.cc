@@ -13,6 +13,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "compiler/codegen/matmul_tiling.h"
+#include "compiler/plan/profile.h"
 #include "compiler/profile/profile.h"
 #include "compiler/strategy/cl_exec.h"
 #include "compiler/strategy/traffic.h"
@@ -100,12 +102,29 @@ int runMatmulBench(const MatmulBenchOptions& o) {
     fmt::print(stderr, "error: {}\n", (!prof.ok() ? prof : rprof).error().message);
     return 1;
   }
-  codegen::MatmulTiling tiling = codegen::matmulTiling(s.deviceClass());
-  if (!o.tiling.empty() && std::sscanf(o.tiling.c_str(), "%ldx%ldx%ld/%ldx%ld", &tiling.tm, &tiling.tn, &tiling.tk,
-                                       &tiling.rm, &tiling.rn) != 5) {
-    fmt::print(stderr, "error: --tile '{}' is not TMxTNxTK/RMxRN\n", o.tiling);
-    return 2;
+  // Each product's tiling: the profile's cost model (codegen/matmul_tiling.h), or one --tile.
+  auto planProf = plan::loadProfile(profPath);
+  if (!planProf.ok()) return fmt::print(stderr, "error: {}\n", planProf.error().message), 1;
+  codegen::MatmulCostModel model = planProf->matmul;
+  if (model.computeUnits <= 0) model.computeUnits = s.computeUnits();
+  TilingFor tilingFor = [&](int64_t m, int64_t n, int64_t k) {
+    return codegen::chooseMatmulTiling(model, s.deviceClass(), m, n, k);
+  };
+  if (!o.tiles.empty()) {
+    const std::string& spec = o.tiles.front();
+    const size_t colon = spec.find(':');
+    auto t = codegen::parseTile(spec.substr(0, colon),
+                                colon == std::string::npos ? codegen::matmulTiling(s.deviceClass()).pipeline
+                                                           : std::stoll(spec.substr(colon + 1)));
+    if (!t.ok()) return fmt::print(stderr, "error: --tile: {}\n", t.error().message), 2;
+    codegen::MatmulTiling fixed = *t;
+    fixed.splitK = 0;
+    tilingFor = fixedTiling(fixed, s.computeUnits());
   }
+  auto describe = [&](int64_t m, int64_t n, int64_t k) {
+    const codegen::MatmulTiling t = tilingFor(m, n, k);
+    return fmt::format("{} p{} split {}", codegen::tileString(t), t.pipeline, t.splitK);
+  };
   MatmulData data;
   data.a = randomMatrix(shape.m * shape.k, 1);
   data.b = randomMatrix(shape.k * shape.n, 2);
@@ -115,17 +134,16 @@ int runMatmulBench(const MatmulBenchOptions& o) {
   nlohmann::json jout{{"device", s.deviceName()}, {"profile", profPath},
                       {"rtile_profile", o.rtileProfile.empty() ? profPath : o.rtileProfile},
                       {"M", shape.m}, {"K", shape.k}, {"N", shape.n}, {"runs", o.runs},
-                      {"tiling", fmt::format("{}x{}x{}/{}x{}", tiling.tm, tiling.tn, tiling.tk, tiling.rm, tiling.rn)},
-                      {"split_k", {{"forward", codegen::chooseSplitK(shape.m, shape.n, shape.k, tiling, s.computeUnits())},
-                                   {"dA", codegen::chooseSplitK(shape.m, shape.k, shape.n, tiling, s.computeUnits())},
-                                   {"dB", codegen::chooseSplitK(shape.k, shape.n, shape.m, tiling, s.computeUnits())}}},
+                      {"tiling", {{"forward", describe(shape.m, shape.n, shape.k)},
+                                  {"dA", describe(shape.m, shape.k, shape.n)},
+                                  {"dB", describe(shape.k, shape.n, shape.m)}}},
                       {"strategies", nlohmann::json::array()}};
   if (!o.json)
     fmt::print("matmul (Figure 16) on {}: forward M={} K={} N={}, backward dA (K={}, N={}) and dB; "
-               "{} runs, tiles {}, split-K forward/dA/dB {}/{}/{}; profile {}\n",
-               s.deviceName(), shape.m, shape.k, shape.n, shape.n, shape.k, o.runs, jout["tiling"].get<std::string>(),
-               jout["split_k"]["forward"].get<int64_t>(), jout["split_k"]["dA"].get<int64_t>(),
-               jout["split_k"]["dB"].get<int64_t>(), profPath);
+               "{} runs, tiling forward {}, dA {}, dB {}; profile {}\n",
+               s.deviceName(), shape.m, shape.k, shape.n, shape.n, shape.k, o.runs,
+               jout["tiling"]["forward"].get<std::string>(), jout["tiling"]["dA"].get<std::string>(),
+               jout["tiling"]["dB"].get<std::string>(), profPath);
   std::vector<float> ref;
   for (Strategy st : strategies) {
     auto plan = planMatmul(st, shape, *rprof);
@@ -133,13 +151,18 @@ int runMatmulBench(const MatmulBenchOptions& o) {
       fmt::print(stderr, "error: {}: {}\n", strategyName(st), plan.error().message);
       return 1;
     }
-    auto run = runMatmulPlan(s, *plan, tiling, data, o.runs);
+    auto run = runMatmulPlan(s, *plan, tilingFor, data, o.runs);
     if (!run.ok()) {
       fmt::print(stderr, "error: {}: {}\n", strategyName(st), run.error().message);
       return 1;
     }
     std::map<MatmulPass, PassTraffic> traffic;
-    for (const MatmulStep& step : plan->steps) traffic[step.pass] = modelPassTraffic(*plan, step, tiling, *prof, s.computeUnits());
+    for (const MatmulStep& step : plan->steps) {
+      int64_t m = shape.m, k = shape.k, n = shape.n;
+      if (step.pass == MatmulPass::kGradA) k = shape.n, n = shape.k;
+      if (step.pass == MatmulPass::kGradB) m = shape.k, k = shape.m;
+      traffic[step.pass] = modelPassTraffic(*plan, step, tilingFor(m, n, k), *prof, s.computeUnits());
+    }
     struct Row {
       const char* name;
       std::vector<MatmulPass> passes;

@@ -17,7 +17,7 @@ struct MatmulBenchOptions {
   int device = -1;                      // OpenCL device index; -1: first GPU, else first device
   std::string profile;                  // texture block and cache line for the traffic model
   std::string rtileProfile;             // R-Tile selection (default: profile)
-  std::string tiling;                   // "TMxTNxTK/RMxRN"; empty: codegen::matmulTiling of the device
+  std::vector<std::string> tiles;       // "TMxTNxTK/RMxRN[:pipeline]" (the first); empty: the profile's cost model
   bool json = false;
 };
 

@@ -286,6 +286,7 @@ nlohmann::json toJson(const StrategyRun& r) {
     nlohmann::json top = nlohmann::json::array();
     for (size_t i = 0; i < nodes.size() && i < 12; ++i) top.push_back({{"node", nodes[i].second}, {"device_s", nodes[i].first}});
     j["slowest_nodes"] = top;
+    j["device_s_by_node"] = r.deviceSByNode;
   }
   if (!r.variant.empty()) j["variant"] = r.variant;
   if (!r.disabledPasses.empty()) j["disabled_passes"] = r.disabledPasses;

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""PyTorch eager fp32 reference for one LoRA training step of the zoo's Llama-3.2-1B graph.
+"""PyTorch eager fp32 reference for one LoRA training step of the zoo's decoder graphs.
 
 Runs on the lent H200 machine (torch is installed there, transformers and peft are not), so the
 model is written out here with plain torch, following compiler/zoo/zoo_llama.cc: embedding
 Gather, per layer RMSNorm, q/k/v/o LoRA linears (r=8, alpha=16), RoPE with rotate_half, GQA by
 repeating K/V heads, causal softmax attention, SwiGLU MLP with LoRA on gate/up/down, final
-RMSNorm, lm_head, cross-entropy on the ids shifted left. Base weights are frozen random values;
+RMSNorm, lm_head, cross-entropy on the ids shifted left. --model picks the zoo config:
+llama3.2-1b, qwen2.5-1.5b (q/k/v bias) or gemma2-2b (GeGLU, sandwich norms with 1 + w scales,
+embeddings scaled by sqrt(hidden), attention softcap 50 applied before the mask, final logit
+softcap 30, query_pre_attn_scalar 256), as compiler/zoo/zoo.cc builds them. Base weights are frozen random values;
 only the LoRA factors train, with AdamW. TF32 is off (fp32 like the OpenCL kernels).
 
 Prints one JSON object: median milliseconds per step (forward + loss + backward + AdamW) over
@@ -24,25 +27,28 @@ import torch.nn.functional as F
 
 
 class LoraLinear(nn.Module):
-    def __init__(self, n_in, n_out, r, alpha):
+    def __init__(self, n_in, n_out, r, alpha, bias=False):
         super().__init__()
         self.weight = nn.Parameter(torch.randn(n_out, n_in) / math.sqrt(n_in), requires_grad=False)
+        self.bias = nn.Parameter(torch.zeros(n_out), requires_grad=False) if bias else None
         self.lora_A = nn.Parameter(torch.randn(r, n_in) / math.sqrt(n_in))
         self.lora_B = nn.Parameter(torch.zeros(n_out, r))
         self.scale = alpha / r
 
     def forward(self, x):
-        return F.linear(x, self.weight) + F.linear(F.linear(x, self.lora_A), self.lora_B) * self.scale
+        return F.linear(x, self.weight, self.bias) + F.linear(F.linear(x, self.lora_A), self.lora_B) * self.scale
 
 
 class RmsNorm(nn.Module):
-    def __init__(self, n, eps):
+    def __init__(self, n, eps, offset=False):
         super().__init__()
-        self.weight = nn.Parameter(torch.ones(n), requires_grad=False)
+        self.weight = nn.Parameter(torch.zeros(n) if offset else torch.ones(n), requires_grad=False)
         self.eps = eps
+        self.offset = offset  # Gemma scales by 1 + w
 
     def forward(self, x):
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+        w = 1.0 + self.weight if self.offset else self.weight
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * w
 
 
 def rotate_half(x):
@@ -55,10 +61,14 @@ class Layer(nn.Module):
         super().__init__()
         h, d = c["hidden"], c["head_dim"]
         self.c = c
-        self.norm1, self.norm2 = RmsNorm(h, c["eps"]), RmsNorm(h, c["eps"])
-        self.q = LoraLinear(h, c["heads"] * d, r, alpha)
-        self.k = LoraLinear(h, c["kv_heads"] * d, r, alpha)
-        self.v = LoraLinear(h, c["kv_heads"] * d, r, alpha)
+        g = c.get("gemma", False)
+        self.norm1, self.norm2 = RmsNorm(h, c["eps"], g), RmsNorm(h, c["eps"], g)
+        if g:  # sandwich norms: after attention and after the MLP, before each residual add
+            self.post_attn, self.post_ffn = RmsNorm(h, c["eps"], g), RmsNorm(h, c["eps"], g)
+        bias = c.get("qkv_bias", False)
+        self.q = LoraLinear(h, c["heads"] * d, r, alpha, bias)
+        self.k = LoraLinear(h, c["kv_heads"] * d, r, alpha, bias)
+        self.v = LoraLinear(h, c["kv_heads"] * d, r, alpha, bias)
         self.o = LoraLinear(c["heads"] * d, h, r, alpha)
         self.gate = LoraLinear(h, c["ffn"], r, alpha)
         self.up = LoraLinear(h, c["ffn"], r, alpha)
@@ -76,9 +86,17 @@ class Layer(nn.Module):
         k = k * cos + rotate_half(k) * sin
         k = k.repeat_interleave(nh // nkv, dim=1)
         v = v.repeat_interleave(nh // nkv, dim=1)
-        scores = q @ k.transpose(-1, -2) / math.sqrt(d) + mask
+        scores = q @ k.transpose(-1, -2) / math.sqrt(c.get("query_scalar", d))
+        if c.get("attn_softcap"):
+            scores = torch.tanh(scores / c["attn_softcap"]) * c["attn_softcap"]
+        scores = scores + mask
         a = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, s, nh * d)
-        x = x + self.o(a)
+        a = self.o(a)
+        if c.get("gemma"):
+            x = x + self.post_attn(a)
+            h = self.norm2(x)
+            return x + self.post_ffn(self.down(F.gelu(self.gate(h), approximate="tanh") * self.up(h)))
+        x = x + a
         h = self.norm2(x)
         return x + self.down(F.silu(self.gate(h)) * self.up(h))
 
@@ -89,7 +107,7 @@ class Llama(nn.Module):
         self.c = c
         self.embed = nn.Parameter(torch.randn(c["vocab"], c["hidden"]) * 0.02, requires_grad=False)
         self.layers = nn.ModuleList(Layer(c, r, alpha) for _ in range(layers))
-        self.norm = RmsNorm(c["hidden"], c["eps"])
+        self.norm = RmsNorm(c["hidden"], c["eps"], c.get("gemma", False))
 
     def forward(self, ids):
         c = self.c
@@ -100,20 +118,31 @@ class Llama(nn.Module):
         cos, sin = ang.cos()[None, None], ang.sin()[None, None]
         mask = torch.full((s, s), float("-inf"), device=ids.device).triu(1)
         x = F.embedding(ids, self.embed)
+        if c.get("gemma"):
+            x = x * math.sqrt(c["hidden"])
         for layer in self.layers:
             x = layer(x, cos, sin, mask)
-        logits = F.linear(self.norm(x), self.embed)  # tied lm_head, as Llama 3.2 1B
+        logits = F.linear(self.norm(x), self.embed)  # tied lm_head, as all three configs
+        if c.get("final_softcap"):
+            logits = torch.tanh(logits / c["final_softcap"]) * c["final_softcap"]
         labels = F.pad(ids[:, 1:], (0, 1), value=-100)
         return F.cross_entropy(logits.view(-1, c["vocab"]), labels.reshape(-1), ignore_index=-100)
 
 
 LLAMA_3_2_1B = {"hidden": 2048, "heads": 32, "kv_heads": 8, "head_dim": 64, "ffn": 8192,
-                "vocab": 128256, "eps": 1e-5, "theta": 500000.0}
+                "vocab": 128256, "eps": 1e-5, "theta": 500000.0, "layers": 16}
+QWEN_2_5_1_5B = {"hidden": 1536, "heads": 12, "kv_heads": 2, "head_dim": 128, "ffn": 8960,
+                 "vocab": 151936, "eps": 1e-6, "theta": 1000000.0, "qkv_bias": True, "layers": 28}
+GEMMA_2_2B = {"hidden": 2304, "heads": 8, "kv_heads": 4, "head_dim": 256, "ffn": 9216,
+              "vocab": 256000, "eps": 1e-6, "theta": 10000.0, "gemma": True, "attn_softcap": 50.0,
+              "final_softcap": 30.0, "query_scalar": 256.0, "layers": 26}
+CONFIGS = {"llama3.2-1b": LLAMA_3_2_1B, "qwen2.5-1.5b": QWEN_2_5_1_5B, "gemma2-2b": GEMMA_2_2B}
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--layers", type=int, default=16)
+    ap.add_argument("--model", choices=sorted(CONFIGS), default="llama3.2-1b")
+    ap.add_argument("--layers", type=int, default=0, help="0: the model's full depth")
     ap.add_argument("--seq", type=int, default=512)
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--rank", type=int, default=8)
@@ -124,10 +153,12 @@ def main():
     torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(0)
     dev = "cuda"
-    model = Llama(LLAMA_3_2_1B, a.layers, a.rank, 2 * a.rank).to(dev)
+    cfg = CONFIGS[a.model]
+    layers = a.layers or cfg["layers"]
+    model = Llama(cfg, layers, a.rank, 2 * a.rank).to(dev)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=1e-3, weight_decay=0.0)
-    ids = torch.randint(0, LLAMA_3_2_1B["vocab"], (a.batch, a.seq), device=dev)
+    ids = torch.randint(0, cfg["vocab"], (a.batch, a.seq), device=dev)
     times = []
     for i in range(a.warmup + a.steps):
         torch.cuda.synchronize()
@@ -139,7 +170,7 @@ def main():
         torch.cuda.synchronize()
         if i >= a.warmup:
             times.append(time.perf_counter() - t0)
-    print(json.dumps({"model": "llama3.2-1b (plain torch, LoRA q,k,v,o,gate,up,down)", "layers": a.layers,
+    print(json.dumps({"model": a.model + " (plain torch, LoRA q,k,v,o,gate,up,down)", "layers": layers,
                       "seq": a.seq, "batch": a.batch, "lora_rank": a.rank, "dtype": "float32, TF32 off",
                       "torch": torch.__version__, "device": torch.cuda.get_device_name(0),
                       "trainable_params": sum(p.numel() for p in params),

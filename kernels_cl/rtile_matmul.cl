@@ -28,6 +28,7 @@
 #define SPLIT {{SPLIT}}u
 #define KS {{KS}}u
 #define PIPE {{PIPE}}
+#define NBUF (PIPE >= 2 ? 2 : 1)
 #define RN4 {{RN4}}
 #define WGX (TN / (4u * RN4))
 #define WGY (TM / RM)
@@ -55,8 +56,10 @@
 // the kernel's name, and finds kernels by their plain "kernel void" prefix.
 #define WG_SIZE __attribute__((reqd_work_group_size(WGX, WGY, 1)))
 __kernel void WG_SIZE {{NAME}}({{PARAMS}}) {
-  __local float ls[TK][TM + 4];       // L tile, k-major, float4-aligned rows
-  __local float rs[TK][TN + 4];       // R tile, k-major, float4-aligned rows
+  // PIPE >= 2 keeps two copies of each local tile: tile i+1 is scattered into one while tile i is
+  // multiplied out of the other, so a K step needs one barrier instead of two.
+  __local float ls[NBUF][TK][TM + 4];  // L tile, k-major, float4-aligned rows
+  __local float rs[NBUF][TK][TN + 4];  // R tile, k-major, float4-aligned rows
   const uint tx = get_local_id(0), ty = get_local_id(1);
   const uint tid = ty * WGX + tx;
   const uint m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN;
@@ -64,7 +67,7 @@ __kernel void WG_SIZE {{NAME}}({{PARAMS}}) {
   for (int i = 0; i < RM; ++i)
     for (int j = 0; j < RN4; ++j) acc[i][j] = (float4)(0.0f);
 
-  // PIPE = 1 (GPUs): software pipelining, the next tile's texels are read into registers (LPT +
+  // PIPE >= 1 (GPUs): software pipelining, the next tile's texels are read into registers (LPT +
   // RPT per work-item) while the current tile is multiplied out of local memory. PIPE = 0 (CPUs:
   // PoCL keeps every value live across a barrier in memory, so the prefetch costs a round trip).
   float4 lv[LPT], rv[RPT];
@@ -79,49 +82,100 @@ __kernel void WG_SIZE {{NAME}}({{PARAMS}}) {
       rv[p] = MASKED_B(loadR, rhs, bat, (R_T ? n0 : (kk)) + r, (R_T ? (kk) : n0) + c, R_ROWS, R_COLS); \
     }                                                                                          \
   } while (0)
+  // Scatter the fetched stored regions into the k-major local tiles of buffer `q` (transposed
+  // reads land transposed, so the inner loop is the same for every operand orientation).
+#define SCATTER(q)                                                                             \
+  do {                                                                                         \
+    for (uint p = 0; p < LPT; ++p) {                                                           \
+      const uint t = tid + p * NT, r = t / L_SC, c = (t % L_SC) * 4u;                          \
+      const float4 v = lv[p];                                                                  \
+      if (L_T) {                                                                               \
+        vstore4(v, 0, &ls[q][r][c]);                                                           \
+      } else {                                                                                 \
+        ls[q][c][r] = v.x; ls[q][c + 1][r] = v.y; ls[q][c + 2][r] = v.z; ls[q][c + 3][r] = v.w; \
+      }                                                                                        \
+    }                                                                                          \
+    for (uint p = 0; p < RPT; ++p) {                                                           \
+      const uint t = tid + p * NT, r = t / R_SC, c = (t % R_SC) * 4u;                          \
+      const float4 v = rv[p];                                                                  \
+      if (R_T) {                                                                               \
+        rs[q][c][r] = v.x; rs[q][c + 1][r] = v.y; rs[q][c + 2][r] = v.z; rs[q][c + 3][r] = v.w; \
+      } else {                                                                                 \
+        vstore4(v, 0, &rs[q][r][c]);                                                           \
+      }                                                                                        \
+    }                                                                                          \
+  } while (0)
+  // RM x RN outer products of one K tile out of local buffer `q`. PIPE = 3 also double-buffers the
+  // fragments: row k + 1's a and b are read from local memory while row k's products run, so the
+  // local-memory latency hides behind the FMAs of the same work-item.
+#define LOAD_FRAG(q, k, a, b)                                                                  \
+  do {                                                                                         \
+    for (int i = 0; i < RM4; ++i) a[i] = vload4(0, &ls[q][k][ty * RM + 4u * i]);              \
+    for (int j = 0; j < RN4; ++j) b[j] = vload4(0, &rs[q][k][(j * WGX + tx) * 4u]);            \
+  } while (0)
+#define OUTER(a, b)                                                                            \
+  do {                                                                                         \
+    for (int i = 0; i < RM4; ++i)                                                              \
+      for (int j = 0; j < RN4; ++j) {                                                          \
+        acc[4 * i][j] = mad((float4)(a[i].x), b[j], acc[4 * i][j]);                            \
+        acc[4 * i + 1][j] = mad((float4)(a[i].y), b[j], acc[4 * i + 1][j]);                    \
+        acc[4 * i + 2][j] = mad((float4)(a[i].z), b[j], acc[4 * i + 2][j]);                    \
+        acc[4 * i + 3][j] = mad((float4)(a[i].w), b[j], acc[4 * i + 3][j]);                    \
+      }                                                                                        \
+  } while (0)
+#if PIPE == 3
+#define MULTIPLY(q)                                                                            \
+  do {                                                                                         \
+    float4 a0[RM4], b0[RN4], a1[RM4], b1[RN4];                                                 \
+    LOAD_FRAG(q, 0u, a0, b0);                                                                  \
+    _Pragma("unroll")                                                                          \
+    for (uint k = 0; k < TK; k += 2u) {                                                        \
+      LOAD_FRAG(q, k + 1u, a1, b1);                                                            \
+      OUTER(a0, b0);                                                                           \
+      if (k + 2u < TK) LOAD_FRAG(q, k + 2u, a0, b0);                                           \
+      OUTER(a1, b1);                                                                           \
+    }                                                                                          \
+  } while (0)
+#else
+#define MULTIPLY(q)                                                                            \
+  do {                                                                                         \
+    for (uint k = 0; k < TK; ++k) {                                                            \
+      float4 a[RM4];                                                                           \
+      float4 b[RN4];                                                                           \
+      LOAD_FRAG(q, k, a, b);                                                                   \
+      OUTER(a, b);                                                                             \
+    }                                                                                          \
+  } while (0)
+#endif
 
   const uint bat = get_group_id(2) / SPLIT, slice = get_group_id(2) % SPLIT;
   const uint kBegin = slice * KS, kEnd = min(K, kBegin + KS);
+#if PIPE >= 2
+  // Tile i is multiplied out of buffer i % 2 while tile i + 1 is fetched and scattered into the
+  // other: the barrier that ends step i - 1 is also the one that frees buffer (i + 1) % 2.
+  FETCH(kBegin);
+  SCATTER(0);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  uint q = 0;
+  for (uint k0 = kBegin; k0 < kEnd; k0 += TK) {
+    const bool more = k0 + TK < kEnd;
+    if (more) FETCH(k0 + TK);
+    MULTIPLY(q);
+    if (more) SCATTER(q ^ 1u);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    q ^= 1u;
+  }
+#else
   if (PIPE) FETCH(kBegin);
   for (uint k0 = kBegin; k0 < kEnd; k0 += TK) {
     if (!PIPE) FETCH(k0);
-    // Scatter the fetched stored regions into the k-major local tiles (transposed reads land
-    // transposed, so the inner loop is the same for every operand orientation).
-    for (uint p = 0; p < LPT; ++p) {
-      const uint t = tid + p * NT, r = t / L_SC, c = (t % L_SC) * 4u;
-      const float4 v = lv[p];
-      if (L_T) {
-        vstore4(v, 0, &ls[r][c]);
-      } else {
-        ls[c][r] = v.x; ls[c + 1][r] = v.y; ls[c + 2][r] = v.z; ls[c + 3][r] = v.w;
-      }
-    }
-    for (uint p = 0; p < RPT; ++p) {
-      const uint t = tid + p * NT, r = t / R_SC, c = (t % R_SC) * 4u;
-      const float4 v = rv[p];
-      if (R_T) {
-        rs[c][r] = v.x; rs[c + 1][r] = v.y; rs[c + 2][r] = v.z; rs[c + 3][r] = v.w;
-      } else {
-        vstore4(v, 0, &rs[r][c]);
-      }
-    }
+    SCATTER(0);
     barrier(CLK_LOCAL_MEM_FENCE);
     if (PIPE && k0 + TK < kEnd) FETCH(k0 + TK);
-    for (uint k = 0; k < TK; ++k) {
-      float4 a[RM4];
-      float4 b[RN4];
-      for (int i = 0; i < RM4; ++i) a[i] = vload4(0, &ls[k][ty * RM + 4u * i]);
-      for (int j = 0; j < RN4; ++j) b[j] = vload4(0, &rs[k][(j * WGX + tx) * 4u]);
-      for (int i = 0; i < RM4; ++i)
-        for (int j = 0; j < RN4; ++j) {
-          acc[4 * i][j] = mad((float4)(a[i].x), b[j], acc[4 * i][j]);
-          acc[4 * i + 1][j] = mad((float4)(a[i].y), b[j], acc[4 * i + 1][j]);
-          acc[4 * i + 2][j] = mad((float4)(a[i].z), b[j], acc[4 * i + 2][j]);
-          acc[4 * i + 3][j] = mad((float4)(a[i].w), b[j], acc[4 * i + 3][j]);
-        }
-    }
+    MULTIPLY(0);
     barrier(CLK_LOCAL_MEM_FENCE);
   }
+#endif
 
   for (int i = 0; i < RM; ++i) {
     const uint m = m0 + ty * RM + i;

@@ -519,8 +519,9 @@ Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Ta
   const bool fold = matmulFoldsBatch(ops[0], ops[1], outL);
   const int64_t batch = ir::numElements(ir::Shape(full.begin(), full.end() - 2));
   const int64_t mEff = fold ? batch * M : M, bEff = fold ? 1 : batch;
-  MatmulTiling tiling = matmulTilingFor(t.deviceClass, mEff, N);
-  tiling.splitK = chooseSplitK(mEff, N, K, tiling, t.computeUnits, bEff);
+  MatmulCostModel model = t.matmul;
+  if (model.computeUnits <= 0) model.computeUnits = t.computeUnits;
+  const MatmulTiling tiling = chooseMatmulTiling(model, t.deviceClass, mEff, N, K, bEff);
   const bool split = tiling.splitK > 1;
   auto kernel = emitRTileMatmul("{{NAME}}", M, K, N, ops[0], ops[1], outL, tiling, epi && !split ? &epi->kernel : nullptr);
   if (!kernel.ok()) return makeError("{}: {}", ir::describeNode(g, n), kernel.error().message);

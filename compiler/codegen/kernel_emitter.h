@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler/codegen/matmul_tiling.h"
 #include "compiler/ir/graph.h"
 #include "compiler/support/result.h"
 
@@ -40,9 +41,6 @@ struct NodeCode {
   ir::ValueId aliasOf = ir::kNoValue;
 };
 
-// CPUs (PoCL: a work-group is a loop nest on one core) and GPUs want different matmul tilings
-// (rtile_kernels.h, matmulTiling).
-enum class DeviceClass { kCpu, kGpu };
 
 struct Target {
   int64_t workgroup = 64;  // work-items per group for 1-D launches (from the profile)
@@ -50,6 +48,8 @@ struct Target {
   // tests run on; plans for GPUs set them from the profile.
   DeviceClass deviceClass = DeviceClass::kCpu;
   int64_t computeUnits = 2;
+  // The profile's MatMul tilings and cost model; without candidates, matmulTiling(deviceClass).
+  MatmulCostModel matmul;
 };
 
 // The launches computing node `n`; an error naming the node when no template fits.

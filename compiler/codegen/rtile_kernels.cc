@@ -72,19 +72,6 @@ std::string epilogueCode(const MatmulEpilogue* epi) {
 
 }  // namespace
 
-MatmulTiling matmulTiling(DeviceClass d) {
-  if (d == DeviceClass::kGpu) return {128, 128, 16, 8, 8, 0, true};
-  return {64, 64, 16, 4, 4, 0, false};
-}
-
-MatmulTiling matmulTilingFor(DeviceClass d, int64_t m, int64_t n) {
-  // Smaller tiles for small M/N were measured faster per kernel on PoCL but slower per training
-  // step (docs/kernels.md, "Small products"); until that is explained, every product keeps the
-  // device's tuned tiling.
-  (void)m, (void)n;
-  return matmulTiling(d);
-}
-
 std::string layoutParam(const Layout& l, const std::string& name, bool write) {
   if (l.storage() == Storage::Image2D)
     return fmt::format("{} image2d_t {}", write ? "__write_only" : "__read_only", name);
@@ -266,7 +253,7 @@ Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t 
   FBL_TRY(expect(lhs.stored, lhs.transposed ? k : m, lhs.transposed ? m : k, "lhs"));
   FBL_TRY(expect(rhs.stored, rhs.transposed ? n : k, rhs.transposed ? k : n, "rhs"));
   FBL_TRY(expect(out, m, n, "out"));
-  if (t.rn % 4 != 0 || t.rm % 4 != 0 || t.splitK < 1 || t.tm % t.rm != 0 || t.tn % t.rn != 0 || t.tk % 4 != 0 || t.tm % 4 != 0 || t.tn % 4 != 0)
+  if (t.pipeline < 0 || t.pipeline > 3 || t.rn % 4 != 0 || t.rm % 4 != 0 || t.splitK < 1 || t.tm % t.rm != 0 || t.tn % t.rn != 0 || t.tk % 4 != 0 || t.tm % 4 != 0 || t.tn % 4 != 0)
     return makeError("rtile matmul {}: tiling {}x{}x{} / {}x{} is not texel aligned", name, t.tm, t.tn, t.tk, t.rm,
                      t.rn);
   if ((t.tm * t.tk / 4) % (t.wgX() * t.wgY()) != 0 || (t.tn * t.tk / 4) % (t.wgX() * t.wgY()) != 0)
@@ -289,7 +276,7 @@ Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t 
       {"TM", std::to_string(t.tm)}, {"TN", std::to_string(t.tn)}, {"TK", std::to_string(t.tk)},
       {"RM", std::to_string(t.rm)}, {"RN4", std::to_string(t.rn / 4)},
       {"L_T", lhs.transposed ? "1" : "0"}, {"R_T", rhs.transposed ? "1" : "0"},
-      {"SPLIT", std::to_string(t.splitK)}, {"KS", std::to_string(kSlice)}, {"PIPE", t.pipeline ? "1" : "0"},
+      {"SPLIT", std::to_string(t.splitK)}, {"KS", std::to_string(kSlice)}, {"PIPE", std::to_string(t.pipeline)},
       {"ACCESS", prelude({&lhs.stored, &rhs.stored, &out}) + loadL + loadR + store + epilogueCode(epi)},
       {"PARAMS", layoutParam(lhs.stored, "lhs", false) + ", " + layoutParam(rhs.stored, "rhs", false) + ", " +
                      (split ? std::string("__global float* restrict out") : layoutParam(out, "out", true)) +
@@ -303,13 +290,6 @@ Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t 
   kernel.global = {up(n, t.tn) * kernel.local[0], up(m, t.tm) * kernel.local[1],
                    static_cast<size_t>(batchCount) * up(k, kSlice)};
   return kernel;
-}
-
-int64_t chooseSplitK(int64_t m, int64_t n, int64_t k, const MatmulTiling& t, int64_t computeUnits, int64_t batch) {
-  const int64_t groups = batch * ((m + t.tm - 1) / t.tm) * ((n + t.tn - 1) / t.tn);
-  int64_t split = 1;
-  while (groups * split < kMinGroupsPerComputeUnit * computeUnits && k / (split * 2) >= kMinSplitSlice) split *= 2;
-  return split;
 }
 
 Result<RTileKernel> emitRTileSplitKSum(const std::string& name, int64_t m, int64_t n, int64_t splitK,

@@ -15,43 +15,12 @@
 #include <string>
 #include <vector>
 
-#include "compiler/codegen/kernel_emitter.h"  // DeviceClass
+#include "compiler/codegen/kernel_emitter.h"
+#include "compiler/codegen/matmul_tiling.h"
 #include "compiler/layout/layout.h"
 #include "compiler/support/result.h"
 
 namespace fbl::codegen {
-
-// Work-group tiling of rtile_matmul.cl: a TM x TN output tile per work-group, K walked TK at a
-// time, RM x RN outputs per work-item (both multiples of 4); splitK > 1 splits K into that many
-// slices summed by a second kernel (emitRTileSplitKSum); 0 means "choose" (chooseSplitK), which
-// the caller resolves before emitting.
-struct MatmulTiling {
-  int64_t tm = 64, tn = 64, tk = 16, rm = 4, rn = 4;
-  int64_t splitK = 1;
-  bool pipeline = false;  // prefetch the next K tile into registers during the current one
-  int64_t wgX() const { return tn / rn; }
-  int64_t wgY() const { return tm / rm; }
-};
-
-// The tuned set (splitK 0: per product, chooseSplitK): GPUs (hundreds of lanes per CU, 32+ KB
-// local memory) get 128x128x16 tiles with 8x8 per work-item (256 work-items, 16.5 KB local) and
-// register prefetch; CPUs (PoCL: a work-group is a loop nest on one core, values live across a
-// barrier go through memory) get 64x64x16 with 4x4 per work-item and no prefetch.
-MatmulTiling matmulTiling(DeviceClass d);
-// The tiling for one M x N product (the hook for size-dependent tilings; today matmulTiling,
-// see docs/kernels.md, "Small products", for the measurements).
-MatmulTiling matmulTilingFor(DeviceClass d, int64_t m, int64_t n);
-
-// Split-K for an M x N output over K: a product with fewer output tiles than
-// kMinGroupsPerComputeUnit per compute unit leaves compute units idle (Figure 16's dA: 512 x 2048
-// outputs are 64 tiles of 128 x 128 for 132 SMs), so K is halved until there are enough
-// work-groups, keeping every slice at least kMinSplitSlice long (the partial planes cost
-// SPLIT x M x N floats written and read once).
-inline constexpr int64_t kMinGroupsPerComputeUnit = 1;
-inline constexpr int64_t kMinSplitSlice = 512;
-// `batch` products of M x N count together.
-int64_t chooseSplitK(int64_t m, int64_t n, int64_t k, const MatmulTiling& t, int64_t computeUnits,
-                     int64_t batch = 1);
 
 struct MatmulOperand {
   layout::Layout stored;     // how the tensor lies in memory

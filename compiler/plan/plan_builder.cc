@@ -150,6 +150,7 @@ class Builder {
     target.workgroup = profile_.workgroupSize;
     target.deviceClass = profile_.cpu ? codegen::DeviceClass::kCpu : codegen::DeviceClass::kGpu;
     target.computeUnits = profile_.computeUnits;
+    target.matmul = profile_.matmul;
     // 1-3: launches and kernels.
     for (ir::NodeId id = 0; id < static_cast<ir::NodeId>(g_.nodes.size()); ++id) {
       if (g_.nodes[id].dead) continue;

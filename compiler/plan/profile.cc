@@ -24,6 +24,7 @@ Result<Profile> loadProfile(const std::string& path) {
     return makeError("{}: opencl.workgroup_size must be in [1, 1024]", path);
   if (p.bufferAlignment <= 0 || (p.bufferAlignment & (p.bufferAlignment - 1)) != 0)
     return makeError("{}: opencl.buffer_alignment_bytes must be a power of two", path);
+  FBL_ASSIGN(p.matmul, codegen::parseMatmulCostModel(j, path));
   return p;
 }
 

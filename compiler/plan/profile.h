@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "compiler/codegen/matmul_tiling.h"
 #include "compiler/support/result.h"
 
 namespace fbl::plan {
@@ -17,6 +18,8 @@ struct Profile {
   // A CPU device (PoCL): kernels pick CPU tilings. Profiles name the device as its driver does;
   // PoCL's CPU devices are "pthread-..." or "cpu-...".
   bool cpu = false;
+  // MatMul tilings and the cost model that picks one per product (codegen/matmul_tiling.h).
+  codegen::MatmulCostModel matmul;
 };
 
 Result<Profile> loadProfile(const std::string& path);

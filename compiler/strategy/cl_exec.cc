@@ -5,6 +5,9 @@
 //  4. runMatmulPlan: per pass, explicit's conversions, then the product; event times per kernel.
 #include "compiler/strategy/cl_exec.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include <optional>
 
 #include <fmt/format.h>
@@ -105,7 +108,18 @@ Result<cl_kernel> ClSession::kernel(const RTileKernel& k) {
   cl_int err = CL_SUCCESS;
   cl_program prog = clCreateProgramWithSource(ctx_, 1, &src, nullptr, &err);
   if (err != CL_SUCCESS) return clError("clCreateProgramWithSource", err);
-  err = clBuildProgram(prog, 1, &dev_, "-cl-std=CL1.2", nullptr, nullptr);
+  // FBL_CL_OPTIONS adds build options (-cl-nv-verbose on NVIDIA reports registers and spills);
+  // FBL_CL_BUILD_LOG=1 prints every build log to stderr. Benchmarks only: plans never read them.
+  const char* extra = std::getenv("FBL_CL_OPTIONS");
+  const std::string options = std::string("-cl-std=CL1.2") + (extra ? std::string(" ") + extra : "");
+  err = clBuildProgram(prog, 1, &dev_, options.c_str(), nullptr, nullptr);
+  if (err == CL_SUCCESS && std::getenv("FBL_CL_BUILD_LOG")) {
+    size_t n = 0;
+    clGetProgramBuildInfo(prog, dev_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
+    std::string log(n, '\0');
+    clGetProgramBuildInfo(prog, dev_, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
+    std::fprintf(stderr, "build log of '%s':\n%s\n", k.name.c_str(), log.c_str());
+  }
   if (err != CL_SUCCESS) {
     size_t n = 0;
     clGetProgramBuildInfo(prog, dev_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
@@ -172,7 +186,15 @@ Result<std::vector<float>> ClSession::download(cl_mem src, const Layout& l) {
   return out;
 }
 
-Result<MatmulRun> runMatmulPlan(ClSession& s, const MatmulPlan& plan, const codegen::MatmulTiling& tiling,
+TilingFor fixedTiling(const codegen::MatmulTiling& tiling, int64_t computeUnits) {
+  return [tiling, computeUnits](int64_t m, int64_t n, int64_t k) {
+    codegen::MatmulTiling t = tiling;
+    if (t.splitK == 0) t.splitK = codegen::chooseSplitK(m, n, k, t, computeUnits);
+    return t;
+  };
+}
+
+Result<MatmulRun> runMatmulPlan(ClSession& s, const MatmulPlan& plan, const TilingFor& tilingFor,
                                 MatmulData data, int repeats) {
   std::map<std::string, cl_mem> mem;
   for (const auto& [name, pl] : plan.tensors) {
@@ -204,8 +226,7 @@ Result<MatmulRun> runMatmulPlan(ClSession& s, const MatmulPlan& plan, const code
     int64_t m = sh.m, k = sh.k, n = sh.n;
     if (st.pass == MatmulPass::kGradA) k = sh.n, n = sh.k;          // dA[M,K] = dC[M,N] B^T
     if (st.pass == MatmulPass::kGradB) m = sh.k, k = sh.m;          // dB[K,N] = A^T[K,M] dC
-    codegen::MatmulTiling t = tiling;
-    if (t.splitK == 0) t.splitK = codegen::chooseSplitK(m, n, k, t, s.computeUnits());
+    const codegen::MatmulTiling t = tilingFor(m, n, k);
     const Layout& outLayout = plan.tensors.at(st.out).layout;
     FBL_ASSIGN(step.product,
                codegen::emitRTileMatmul(fmt::format("matmul_{}", matmulPassName(st.pass)), m, k, n,

@@ -218,7 +218,7 @@ TEST_CASE("rtile strategies: fblayout, reuse and explicit give the same C, dA, d
     for (Strategy st : kAllStrategies) {
       auto plan = planMatmul(st, sh, *prof);
       REQUIRE(plan.ok());
-      auto run = runMatmulPlan(*s, *plan, fbl::codegen::matmulTiling(s->deviceClass()), data, 1);
+      auto run = runMatmulPlan(*s, *plan, fixedTiling(fbl::codegen::matmulTiling(s->deviceClass()), s->computeUnits()), data, 1);
       if (!run.ok()) FAIL(run.error().message);
       const std::string what = std::string(strategyName(st)) + " " + std::to_string(sh.m) + "x" +
                                std::to_string(sh.k) + "x" + std::to_string(sh.n);

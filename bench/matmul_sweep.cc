@@ -1,0 +1,238 @@
+// See matmul_sweep.h.
+#include "bench/matmul_sweep.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <random>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "compiler/codegen/matmul_tiling.h"
+#include "compiler/codegen/rtile_kernels.h"
+#include "compiler/plan/profile.h"
+#include "compiler/strategy/cl_exec.h"
+
+namespace fbl::bench {
+
+namespace {
+
+using codegen::MatmulCandidate;
+using codegen::MatmulTiling;
+using layout::Layout;
+
+struct Product {
+  std::string name;
+  int64_t m, k, n;
+  bool lhsT, rhsT;
+};
+
+std::vector<Product> products(int64_t r, int64_t sc) {
+  std::vector<Product> v = {{"fig16 forward A*B", 512, 2048, 8192, false, false},
+          {"fig16 dA = dC*B^T", 512, 8192, 2048, false, true},
+          {"fig16 dB = A^T*dC", 2048, 512, 8192, true, false},
+          {"lm_head x*W^T", 512, 2048, 128256, false, true},
+          {"lm_head dx = dy*W", 512, 128256, 2048, false, false},
+          {"lora x*A^T", 512, 2048, r, false, true},
+          {"lora h*B^T", 512, r, 2048, false, true},
+          {"lora dh = dy*B", 512, 2048, r, false, false},
+          {"lora dB = dy^T*h", 2048, 512, r, true, false},
+          {"lora dA = dh^T*x", r, 512, 2048, true, false},
+          {"lora dx = dh*A", 512, r, 2048, false, false}};
+  for (Product& p : v)  // --scale shrinks every extent but the rank
+    for (int64_t* d : {&p.m, &p.k, &p.n})
+      if (*d != r) *d = std::max<int64_t>(1, *d / sc);
+  return v;
+}
+
+std::string findProfile(const std::string& stem) {
+  for (const std::string& dir : {std::string("profiles"), std::string(FBL_SOURCE_DIR) + "/profiles"}) {
+    std::string p = dir + "/" + stem + ".json";
+    if (std::ifstream(p).good()) return p;
+  }
+  return "profiles/" + stem + ".json";
+}
+
+Result<Layout> operandLayout(const std::string& storage, int64_t rows, int64_t cols) {
+  if (storage == "buffer") return Layout::rowMajor({rows, cols});
+  return Layout::image({rows, cols}).fitImage(32768, 32768, 1, 1);
+}
+
+struct Operands {
+  std::vector<float> lhs, rhs;  // stored row-major: lhs [M x K] or [K x M], rhs [K x N] or [N x K]
+  cl_mem l = nullptr, r = nullptr, out = nullptr, partial = nullptr;
+  Layout outLayout = Layout::rowMajor({1, 1});
+  size_t partialFloats = 0;
+};
+
+float lhsAt(const Product& p, const Operands& o, int64_t i, int64_t kk) {
+  return p.lhsT ? o.lhs[static_cast<size_t>(kk * p.m + i)] : o.lhs[static_cast<size_t>(i * p.k + kk)];
+}
+float rhsAt(const Product& p, const Operands& o, int64_t kk, int64_t j) {
+  return p.rhsT ? o.rhs[static_cast<size_t>(j * p.k + kk)] : o.rhs[static_cast<size_t>(kk * p.n + j)];
+}
+
+}  // namespace
+
+int runMatmulSweep(const MatmulSweepOptions& o) {
+  auto session = strategy::ClSession::open(o.device);
+  if (!session.ok()) return fmt::print(stderr, "error: {}\n", session.error().message), 1;
+  strategy::ClSession& s = **session;
+  const std::string profPath = !o.profile.empty() ? o.profile
+                               : s.deviceName().find("H200") != std::string::npos ? findProfile("nvidia-h200")
+                               : findProfile("pocl-cpu");
+  auto prof = plan::loadProfile(profPath);
+  if (!prof.ok()) return fmt::print(stderr, "error: {}\n", prof.error().message), 1;
+  if (o.storage != "buffer" && o.storage != "image")
+    return fmt::print(stderr, "error: --storage must be buffer or image, not '{}'\n", o.storage), 2;
+  codegen::MatmulCostModel model = prof->matmul;
+  if (model.computeUnits <= 0) model.computeUnits = s.computeUnits();
+  for (const std::string& spec : o.tiles) {
+    const size_t colon = spec.find(':');
+    auto t = codegen::parseTile(spec.substr(0, colon), colon == std::string::npos ? 1 : std::stoll(spec.substr(colon + 1)));
+    if (!t.ok()) return fmt::print(stderr, "error: --tile: {}\n", t.error().message), 2;
+    model.candidates.push_back({*t, 0.5, 1});
+  }
+  if (model.candidates.empty())
+    return fmt::print(stderr, "error: {} has no matmul.tilings and no --tile was given\n", profPath), 2;
+  if (model.peakGflops <= 0 || model.bandwidthGbps <= 0)
+    return fmt::print(stderr, "error: {} needs peak_gflops and bandwidth_gbps for the cost model\n", profPath), 2;
+
+  fmt::print("matmul sweep on {} ({} storage, profile {}), {} candidates, {} runs each, times in us\n", s.deviceName(),
+             o.storage, profPath, model.candidates.size(), o.runs);
+  nlohmann::json report{{"device", s.deviceName()}, {"profile", profPath}, {"storage", o.storage},
+                        {"runs", o.runs}, {"products", nlohmann::json::array()}};
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (const Product& p : products(o.rank, std::max(1, o.scale))) {
+    if (!o.only.empty() && p.name.find(o.only) == std::string::npos) continue;
+    Operands ops;
+    const int64_t lr = p.lhsT ? p.k : p.m, lc = p.lhsT ? p.m : p.k;
+    const int64_t rr = p.rhsT ? p.n : p.k, rc = p.rhsT ? p.k : p.n;
+    ops.lhs.resize(static_cast<size_t>(lr * lc));
+    ops.rhs.resize(static_cast<size_t>(rr * rc));
+    for (float& x : ops.lhs) x = dist(rng);
+    for (float& x : ops.rhs) x = dist(rng);
+    auto ll = operandLayout(o.storage, lr, lc), rl = operandLayout(o.storage, rr, rc);
+    auto ol = operandLayout(o.storage, p.m, p.n);
+    if (!ll.ok() || !rl.ok() || !ol.ok()) return fmt::print(stderr, "error: {}: no image fits\n", p.name), 1;
+    auto lm = s.allocate(*ll), rm = s.allocate(*rl), om = s.allocate(*ol);
+    if (!lm.ok() || !rm.ok() || !om.ok()) return fmt::print(stderr, "error: {}: allocation failed\n", p.name), 1;
+    if (auto st = s.upload(*lm, *ll, ops.lhs); !st.ok()) return fmt::print(stderr, "error: {}\n", st.error().message), 1;
+    if (auto st = s.upload(*rm, *rl, ops.rhs); !st.ok()) return fmt::print(stderr, "error: {}\n", st.error().message), 1;
+    // Sampled reference entries, summed in double.
+    std::vector<std::pair<int64_t, int64_t>> probes;
+    std::vector<double> want;
+    std::uniform_int_distribution<int64_t> pi(0, p.m - 1), pj(0, p.n - 1);
+    for (int q = 0; q < 64; ++q) {
+      const int64_t i = pi(rng), j = pj(rng);
+      double acc = 0;
+      for (int64_t kk = 0; kk < p.k; ++kk) acc += static_cast<double>(lhsAt(p, ops, i, kk)) * rhsAt(p, ops, kk, j);
+      probes.push_back({i, j});
+      want.push_back(acc);
+    }
+    codegen::MatmulEstimate chosenE;
+    const MatmulTiling chosen = codegen::chooseMatmulTiling(model, s.deviceClass(), p.m, p.n, p.k, 1, &chosenE);
+    fmt::print("\n{} [{} x {}] x [{} x {}]{}{}: model picks {} p{} split {} (est {:.1f})\n", p.name, p.m, p.k, p.k, p.n,
+               p.lhsT ? ", lhs^T" : "", p.rhsT ? ", rhs^T" : "", codegen::tileString(chosen), chosen.pipeline,
+               chosen.splitK, chosenE.us);
+    fmt::print("  {:<16} {:>2} {:>5} {:>10} {:>10} {:>8} {:>9} {:>10}\n", "tile", "p", "split", "measured", "estimate",
+               "GFLOP/s", "implied", "max relerr");
+    nlohmann::json jp{{"name", p.name}, {"m", p.m}, {"k", p.k}, {"n", p.n}, {"lhs_t", p.lhsT}, {"rhs_t", p.rhsT},
+                      {"chosen", {{"tile", codegen::tileString(chosen)}, {"pipeline", chosen.pipeline},
+                                  {"split", chosen.splitK}, {"estimate_us", chosenE.us}}},
+                      {"runs", nlohmann::json::array()}};
+    double bestUs = 1e300, chosenUs = -1;
+    for (const MatmulCandidate& c : model.candidates) {
+      if (model.localMemoryBytes > 0 && codegen::matmulLocalBytes(c.tiling) > model.localMemoryBytes) continue;
+      codegen::MatmulCostModel one = model;
+      one.candidates = {c};
+      const MatmulTiling own = codegen::chooseMatmulTiling(one, s.deviceClass(), p.m, p.n, p.k);
+      std::vector<int64_t> splits{1};
+      if (own.splitK != 1) splits.push_back(own.splitK);
+      if (chosen.tm == c.tiling.tm && chosen.tn == c.tiling.tn && chosen.tk == c.tiling.tk && chosen.rm == c.tiling.rm &&
+          chosen.rn == c.tiling.rn && chosen.pipeline == c.tiling.pipeline &&
+          std::find(splits.begin(), splits.end(), chosen.splitK) == splits.end())
+        splits.push_back(chosen.splitK);
+      for (int64_t split : splits) {
+        MatmulTiling t = c.tiling;
+        t.splitK = split;
+        auto k = codegen::emitRTileMatmul("sweep_matmul", p.m, p.k, p.n, {*ll, p.lhsT}, {*rl, p.rhsT}, *ol, t);
+        if (!k.ok()) {
+          fmt::print("  {:<16} {:>2} {:>5} {}\n", codegen::tileString(t), t.pipeline, split, k.error().message);
+          continue;
+        }
+        cl_mem partial = nullptr;
+        std::optional<codegen::RTileKernel> sum;
+        if (split > 1) {
+          auto pb = s.buffer(static_cast<size_t>(split * p.m * p.n));
+          if (!pb.ok()) return fmt::print(stderr, "error: {}\n", pb.error().message), 1;
+          partial = *pb;
+          auto sk = codegen::emitRTileSplitKSum("sweep_splitk", p.m, p.n, split, *ol);
+          if (!sk.ok()) return fmt::print(stderr, "error: {}\n", sk.error().message), 1;
+          sum = *sk;
+        }
+        std::vector<double> times;
+        std::string failure;
+        for (int r = -1; r < o.runs && failure.empty(); ++r) {
+          auto ms = s.run(*k, {*lm, *rm, partial ? partial : *om});
+          double t1 = 0;
+          if (ms.ok() && sum) {
+            auto ms2 = s.run(*sum, {partial, *om});
+            if (!ms2.ok()) failure = ms2.error().message;
+            else t1 = *ms2;
+          }
+          if (!ms.ok()) failure = ms.error().message;
+          else if (r >= 0) times.push_back((*ms + t1) * 1e3);
+        }
+        if (partial) s.release(partial);
+        if (!failure.empty()) {
+          fmt::print("  {:<16} {:>2} {:>5} failed: {}\n", codegen::tileString(t), t.pipeline, split, failure);
+          continue;
+        }
+        std::sort(times.begin(), times.end());
+        auto got = s.download(*om, *ol);
+        if (!got.ok()) return fmt::print(stderr, "error: {}\n", got.error().message), 1;
+        double worst = 0;
+        for (size_t q = 0; q < probes.size(); ++q) {
+          const double v = (*got)[static_cast<size_t>(probes[q].first * p.n + probes[q].second)];
+          worst = std::max(worst, std::fabs(v - want[q]) / std::max(1.0, std::fabs(want[q])));
+        }
+        const codegen::MatmulEstimate e = codegen::estimateMatmul(model, c, p.m, p.n, p.k, 1, split);
+        const double us = times.front();
+        // The efficiency that would make the compute term equal the measurement.
+        const double implied = e.computeUs > 0 ? c.efficiency * e.computeUs / std::max(1e-9, us - e.sumUs) : 0;
+        const double gflops = 2.0 * static_cast<double>(p.m * p.k * p.n) / (us * 1e-6) * 1e-9;
+        fmt::print("  {:<16} {:>2} {:>5} {:>10.1f} {:>10.1f} {:>8.0f} {:>9.3f} {:>10.2g}{}\n", codegen::tileString(t),
+                   t.pipeline, split, us, e.us, gflops, implied, worst, worst > 1e-3 ? "  WRONG" : "");
+        const bool isChosen = t.tm == chosen.tm && t.tn == chosen.tn && t.tk == chosen.tk && t.rm == chosen.rm &&
+                              t.rn == chosen.rn && t.pipeline == chosen.pipeline && split == chosen.splitK;
+        if (isChosen) chosenUs = us;
+        if (worst <= 1e-3) bestUs = std::min(bestUs, us);
+        jp["runs"].push_back({{"tile", codegen::tileString(t)}, {"pipeline", t.pipeline}, {"split", split},
+                              {"min_us", us}, {"median_us", times[times.size() / 2]}, {"estimate_us", e.us},
+                              {"implied_efficiency", implied}, {"max_rel_err", worst}, {"gflops", gflops}});
+      }
+    }
+    const double bytes = 4.0 * static_cast<double>(p.m * p.k + p.k * p.n + p.m * p.n);
+    const double boundUs = bytes / model.bandwidthGbps * 1e-3;
+    fmt::print("  fastest {:.1f} us, model's pick {:.1f} us ({:.2f}x the fastest); bandwidth bound {:.1f} us\n", bestUs,
+               chosenUs, chosenUs > 0 ? chosenUs / bestUs : 0.0, boundUs);
+    jp["fastest_us"] = bestUs;
+    jp["chosen_us"] = chosenUs;
+    jp["bandwidth_bound_us"] = boundUs;
+    report["products"].push_back(jp);
+    s.release(*lm);
+    s.release(*rm);
+    s.release(*om);
+  }
+  if (!o.json.empty()) {
+    std::ofstream out(o.json);
+    out << report.dump(1) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace fbl::bench

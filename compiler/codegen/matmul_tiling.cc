@@ -1,0 +1,159 @@
+#include "compiler/codegen/matmul_tiling.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace fbl::codegen {
+
+namespace {
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// rtile_matmul.cl's divisibility rules (emitRTileMatmul checks the same).
+bool tilingValid(const MatmulTiling& t) {
+  if (t.tm <= 0 || t.tn <= 0 || t.tk <= 0 || t.rm <= 0 || t.rn <= 0) return false;
+  if (t.rm % 4 || t.rn % 4 || t.tk % 4 || t.tm % t.rm || t.tn % t.rn) return false;
+  const int64_t threads = t.wgX() * t.wgY();
+  return (t.tm * t.tk / 4) % threads == 0 && (t.tn * t.tk / 4) % threads == 0 && t.pipeline >= 0 && t.pipeline <= 3;
+}
+
+}  // namespace
+
+MatmulTiling matmulTiling(DeviceClass d) {
+  if (d == DeviceClass::kGpu) return {128, 128, 16, 8, 8, 0, 1};
+  return {64, 64, 16, 4, 4, 0, 0};
+}
+
+int64_t chooseSplitK(int64_t m, int64_t n, int64_t k, const MatmulTiling& t, int64_t computeUnits, int64_t batch) {
+  const int64_t groups = batch * ((m + t.tm - 1) / t.tm) * ((n + t.tn - 1) / t.tn);
+  int64_t split = 1;
+  while (groups * split < kMinGroupsPerComputeUnit * computeUnits && k / (split * 2) >= kMinSplitSlice) split *= 2;
+  return split;
+}
+
+int64_t matmulLocalBytes(const MatmulTiling& t) {
+  return (t.pipeline >= 2 ? 2 : 1) * t.tk * (t.tm + 4 + t.tn + 4) * 4;
+}
+
+bool splitFits(int64_t k, int64_t split, const MatmulTiling& t) {
+  if (split < 1) return false;
+  const int64_t slice = ceilDiv(ceilDiv(k, split), t.tk) * t.tk;
+  return ceilDiv(k, slice) == split;
+}
+
+MatmulEstimate estimateMatmul(const MatmulCostModel& model, const MatmulCandidate& c, int64_t m, int64_t n,
+                              int64_t k, int64_t batch, int64_t split) {
+  const MatmulTiling& t = c.tiling;
+  MatmulEstimate e;
+  const int64_t slice = ceilDiv(ceilDiv(k, split), t.tk) * t.tk;
+  e.groups = batch * ceilDiv(m, t.tm) * ceilDiv(n, t.tn) * split;
+  const int64_t slots = std::max<int64_t>(1, model.computeUnits * c.groupsPerUnit);
+  e.waves = ceilDiv(e.groups, slots);
+  // GFLOP/s per compute unit at this efficiency, shared by the groups resident on it.
+  const double unitGflops = model.peakGflops / static_cast<double>(std::max<int64_t>(1, model.computeUnits)) *
+                            std::max(1e-6, c.efficiency);
+  const double groupFlop = 2.0 * static_cast<double>(t.tm * t.tn * slice);
+  e.computeUs = static_cast<double>(e.waves) * groupFlop * static_cast<double>(c.groupsPerUnit) / unitGflops * 1e-3;
+  const double mn = static_cast<double>(batch * m * n);
+  const double bytes = 4.0 * (static_cast<double>(batch) * static_cast<double>(m * k + k * n) + mn * split);
+  const double bw = std::max(1.0, model.bandwidthGbps);
+  e.memoryUs = bytes / bw * 1e-3;
+  if (split > 1) e.sumUs = model.launchUs + 4.0 * mn * static_cast<double>(2 * split + 1) / bw * 1e-3;
+  e.us = std::max(e.computeUs, e.memoryUs) + e.sumUs;
+  return e;
+}
+
+MatmulTiling chooseMatmulTiling(const MatmulCostModel& model, DeviceClass d, int64_t m, int64_t n, int64_t k,
+                                int64_t batch, MatmulEstimate* estimate) {
+  if (model.candidates.empty() || model.peakGflops <= 0 || model.bandwidthGbps <= 0) {
+    MatmulTiling t = matmulTiling(d);
+    t.splitK = chooseSplitK(m, n, k, t, model.computeUnits, batch);
+    if (estimate) *estimate = {};
+    return t;
+  }
+  MatmulTiling best;
+  MatmulEstimate bestE;
+  bool found = false;
+  for (const MatmulCandidate& c : model.candidates) {
+    if (model.localMemoryBytes > 0 && matmulLocalBytes(c.tiling) > model.localMemoryBytes) continue;
+    for (int64_t split = 1; split <= model.maxSplit; split *= 2) {
+      if (!splitFits(k, split, c.tiling)) break;
+      const MatmulEstimate e = estimateMatmul(model, c, m, n, k, batch, split);
+      if (!found || e.us < bestE.us) {
+        best = c.tiling;
+        best.splitK = split;
+        bestE = e;
+        found = true;
+      }
+    }
+  }
+  if (!found) {  // every candidate needs more local memory than the device has
+    MatmulCostModel none = model;
+    none.candidates.clear();
+    return chooseMatmulTiling(none, d, m, n, k, batch, estimate);
+  }
+  if (estimate) *estimate = bestE;
+  return best;
+}
+
+Result<MatmulTiling> parseTile(const std::string& text, int64_t pipeline) {
+  MatmulTiling t;
+  char tail = 0;
+  long long v[5];
+  if (std::sscanf(text.c_str(), "%lldx%lldx%lld/%lldx%lld%c", &v[0], &v[1], &v[2], &v[3], &v[4], &tail) != 5)
+    return makeError("tile '{}' is not TMxTNxTK/RMxRN", text);
+  t.tm = v[0], t.tn = v[1], t.tk = v[2], t.rm = v[3], t.rn = v[4];
+  t.pipeline = static_cast<int>(pipeline);
+  t.splitK = 1;
+  if (!tilingValid(t))
+    return makeError("tile '{}' (pipeline {}) breaks rtile_matmul.cl's rules: RM, RN, TK multiples of 4, TM % RM = "
+                     "TN % RN = 0, each tile's texels a multiple of the (TM/RM)*(TN/RN) work-items, pipeline 0-3",
+                     text, pipeline);
+  return t;
+}
+
+std::string tileString(const MatmulTiling& t) {
+  return fmt::format("{}x{}x{}/{}x{}", t.tm, t.tn, t.tk, t.rm, t.rn);
+}
+
+Result<MatmulCostModel> parseMatmulCostModel(const nlohmann::json& j, const std::string& path) {
+  MatmulCostModel m;
+  m.computeUnits = j.value("compute_units", int64_t{0});
+  m.peakGflops = j.value("peak_gflops", 0.0);
+  m.bandwidthGbps = j.value("bandwidth_gbps", 0.0);
+  if (!j.contains("matmul")) return m;
+  const nlohmann::json& b = j["matmul"];
+  if (!b.is_object()) return makeError("{}: \"matmul\" must be an object", path);
+  m.launchUs = b.value("launch_us", 0.0);
+  m.localMemoryBytes = b.value("local_memory_bytes", int64_t{0});
+  m.maxSplit = b.value("max_split", m.maxSplit);
+  if (!b.contains("provenance") || !b["provenance"].is_string() || b["provenance"].get<std::string>().empty())
+    return makeError("{}: matmul.provenance must say where the efficiencies come from", path);
+  if (m.launchUs < 0 || m.localMemoryBytes < 0 || m.maxSplit < 1)
+    return makeError("{}: matmul.launch_us and local_memory_bytes must be >= 0, max_split >= 1", path);
+  const nlohmann::json& list = b.value("tilings", nlohmann::json::array());
+  if (!list.is_array()) return makeError("{}: matmul.tilings must be an array", path);
+  for (size_t i = 0; i < list.size(); ++i) {
+    const nlohmann::json& e = list[i];
+    if (!e.is_object() || !e.contains("tile") || !e["tile"].is_string())
+      return makeError("{}: matmul.tilings[{}] needs a \"tile\" string", path, i);
+    auto t = parseTile(e["tile"].get<std::string>(), e.value("pipeline", int64_t{0}));
+    if (!t.ok()) return makeError("{}: matmul.tilings[{}]: {}", path, i, t.error().message);
+    MatmulCandidate c;
+    c.tiling = *t;
+    c.efficiency = e.value("efficiency", 0.0);
+    c.groupsPerUnit = e.value("groups_per_unit", int64_t{1});
+    if (c.efficiency <= 0 || c.efficiency > 1 || c.groupsPerUnit < 1)
+      return makeError("{}: matmul.tilings[{}] ({}): efficiency must be in (0, 1], groups_per_unit >= 1", path, i,
+                       e["tile"].get<std::string>());
+    m.candidates.push_back(c);
+  }
+  if (!m.candidates.empty() && (m.peakGflops <= 0 || m.bandwidthGbps <= 0 || m.computeUnits <= 0))
+    return makeError("{}: matmul.tilings need the profile's compute_units, peak_gflops and bandwidth_gbps", path);
+  return m;
+}
+
+}  // namespace fbl::codegen

@@ -1,0 +1,106 @@
+// How a MatMul is tiled on a device: the profile lists candidate tilings of rtile_matmul.cl, each
+// with the efficiency it was measured to reach (`fbl-bench matmul --sweep`), and a cost model
+// picks, per product, the candidate and split-K with the least estimated time. Narrow products
+// (LoRA's rank-8 sides) then get narrow tiles instead of 128 x 128 tiles that are 94% padding, and
+// products with too few tiles to fill the device get split along K.
+//
+// The estimate, per candidate c and split s of an [M x K] x [K x N] product (batch B):
+//   groups  = B * ceil(M / TM) * ceil(N / TN) * s
+//   waves   = ceil(groups / (computeUnits * c.groupsPerUnit))
+//   compute = waves * 2 TM TN Kslice * c.groupsPerUnit / (peak / computeUnits * c.efficiency)
+//   memory  = (B (MK + KN) + s B M N) * 4 bytes / bandwidth          (each operand read once)
+//   sum     = s > 1 ? launch + (2 s + 1) B M N * 4 bytes / bandwidth : 0
+//   time    = max(compute, memory) + sum
+// Padding is paid in full (a tile computes TM x TN outputs whatever is real), which is what makes
+// narrow tiles win on narrow products. Profiles without a "matmul" block keep the device class's
+// built-in tiling and the split-K rule of chooseSplitK.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "compiler/support/result.h"
+
+namespace fbl::codegen {
+
+// CPUs (PoCL: a work-group is a loop nest on one core) and GPUs want different matmul tilings.
+enum class DeviceClass { kCpu, kGpu };
+
+// Work-group tiling of rtile_matmul.cl: a TM x TN output tile per work-group, K walked TK at a
+// time, RM x RN outputs per work-item (both multiples of 4); splitK > 1 splits K into that many
+// slices summed by a second kernel (emitRTileSplitKSum); 0 means "choose" (chooseSplitK), which
+// the caller resolves before emitting.
+struct MatmulTiling {
+  int64_t tm = 64, tn = 64, tk = 16, rm = 4, rn = 4;
+  int64_t splitK = 1;
+  // 0: none; 1: prefetch the next K tile into registers during the current one; 2: that, and two
+  // local buffers so a K step needs one barrier; 3: that, and the next k's fragments read from
+  // local memory during the current k's FMAs.
+  int pipeline = 0;
+  int64_t wgX() const { return tn / rn; }
+  int64_t wgY() const { return tm / rm; }
+};
+
+// The tuned set (splitK 0: per product, chooseSplitK): GPUs (hundreds of lanes per CU, 32+ KB
+// local memory) get 128x128x16 tiles with 8x8 per work-item (256 work-items, 16.5 KB local) and
+// register prefetch; CPUs (PoCL: a work-group is a loop nest on one core, values live across a
+// barrier go through memory) get 64x64x16 with 4x4 per work-item and no prefetch.
+MatmulTiling matmulTiling(DeviceClass d);
+
+// Split-K for an M x N output over K: a product with fewer output tiles than
+// kMinGroupsPerComputeUnit per compute unit leaves compute units idle (Figure 16's dA: 512 x 2048
+// outputs are 64 tiles of 128 x 128 for 132 SMs), so K is halved until there are enough
+// work-groups, keeping every slice at least kMinSplitSlice long (the partial planes cost
+// SPLIT x M x N floats written and read once).
+inline constexpr int64_t kMinGroupsPerComputeUnit = 1;
+inline constexpr int64_t kMinSplitSlice = 512;
+// `batch` products of M x N count together.
+int64_t chooseSplitK(int64_t m, int64_t n, int64_t k, const MatmulTiling& t, int64_t computeUnits,
+                     int64_t batch = 1);
+
+struct MatmulCandidate {
+  MatmulTiling tiling;         // splitK unused: the cost model chooses it per product
+  double efficiency = 1.0;     // fraction of peak FMA throughput a full wave of these tiles reaches
+  int64_t groupsPerUnit = 1;   // work-groups resident on one compute unit at once
+};
+
+struct MatmulCostModel {
+  std::vector<MatmulCandidate> candidates;  // empty: the device class's built-in tiling
+  int64_t computeUnits = 0;
+  double peakGflops = 0, bandwidthGbps = 0;
+  double launchUs = 0;          // fixed cost of one launch (a split-K sum is one more)
+  int64_t localMemoryBytes = 0; // 0: unknown (no candidate is excluded for its local tiles)
+  int64_t maxSplit = 32;
+};
+
+struct MatmulEstimate {
+  double us = 0, computeUs = 0, memoryUs = 0, sumUs = 0;
+  int64_t groups = 0, waves = 0;
+};
+
+// Local memory one work-group of `t` uses (both tiles, both buffers when t.pipeline >= 2).
+int64_t matmulLocalBytes(const MatmulTiling& t);
+// Can `t` run K = k in `split` slices of whole TK steps, none empty?
+bool splitFits(int64_t k, int64_t split, const MatmulTiling& t);
+
+MatmulEstimate estimateMatmul(const MatmulCostModel& model, const MatmulCandidate& c, int64_t m, int64_t n,
+                              int64_t k, int64_t batch, int64_t split);
+
+// The tiling (with splitK set) for one product: the cheapest candidate and split by
+// estimateMatmul, ties to the earlier candidate and the smaller split. Without candidates (or
+// without peak/bandwidth figures): matmulTiling(d) and chooseSplitK.
+MatmulTiling chooseMatmulTiling(const MatmulCostModel& model, DeviceClass d, int64_t m, int64_t n, int64_t k,
+                                int64_t batch = 1, MatmulEstimate* estimate = nullptr);
+
+// "TMxTNxTK/RMxRN" (and the pipeline depth) <-> MatmulTiling; parse errors name the text.
+Result<MatmulTiling> parseTile(const std::string& text, int64_t pipeline);
+std::string tileString(const MatmulTiling& t);
+
+// The profile's "matmul" block (absent: an empty model); compute units, peak and bandwidth from
+// the profile's top level. Errors name `path` and the field.
+Result<MatmulCostModel> parseMatmulCostModel(const nlohmann::json& profile, const std::string& path);
+
+}  // namespace fbl::codegen
