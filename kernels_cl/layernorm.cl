@@ -1,17 +1,22 @@
-// LayerNormalization over the trailing elements of each row: one work-item per row. Also
-// writes the row's mean and 1/stddev when the graph asks for them (the backward pass does).
+// LayerNormalization over the trailing elements of each row: one work-group per row, the mean
+// and variance trees (row_tree.cl). Also writes the row's mean and 1/stddev when the graph asks
+// for them (the backward pass does).
+#define WG {{WG}}u
+{{ROW_TREE}}
 __kernel void {{NAME}}({{PARAMS}}) {
-  const uint r = get_global_id(0);
-  if (r >= {{ROWS}}u) return;
+  __local float part[WG];
+  const uint r = get_group_id(0), l = get_local_id(0);
   const uint base = r * {{L}}u;
   float mean = 0.0f;
-  for (uint j = 0; j < {{L}}u; ++j) mean += x[base + j];
-  mean /= {{L}}.0f;
+  for (uint j = l; j < {{L}}u; j += WG) mean += x[base + j];
+  mean = rowSum(mean, part) / {{L}}.0f;
   float var = 0.0f;
-  for (uint j = 0; j < {{L}}u; ++j) { const float d = x[base + j] - mean; var += d * d; }
-  var /= {{L}}.0f;
+  for (uint j = l; j < {{L}}u; j += WG) { const float d = x[base + j] - mean; var += d * d; }
+  var = rowSum(var, part) / {{L}}.0f;
   const float inv = 1.0f / sqrt(var + {{EPS}});
-  for (uint j = 0; j < {{L}}u; ++j)
+  for (uint j = l; j < {{L}}u; j += WG)
     y[base + j] = (x[base + j] - mean) * inv * scale[j]{{BIAS}};
+  if (l == 0u) {
 {{STATS}}
+  }
 }

@@ -1,31 +1,35 @@
-// fbl.LayerNormGrad in two kernels. rows: one work-item per row recomputes the row's statistics
+// fbl.LayerNormGrad in two kernels. rows: one work-group per row (trees, row_tree.cl) recomputes the row's statistics
 // and writes dx = inv * (g - mean(g) - xhat * mean(g * xhat)), g = dy * scale. cols: one
 // work-item per normalized element sums dy * xhat (dScale) and dy (dBias) over the rows in order,
 // reading the statistics the rows kernel saved.
+#define WG {{WG}}u
+{{ROW_TREE}}
 __kernel void {{NAME}}_rows(__global const float* dy, __global const float* x,
                             __global const float* scale, __global float* dx,
                             __global float* row_mean, __global float* row_inv) {
-  const uint r = get_global_id(0);
-  if (r >= {{ROWS}}u) return;
+  __local float part[WG];
+  const uint r = get_group_id(0), l = get_local_id(0);
   const uint base = r * {{L}}u;
   float mean = 0.0f;
-  for (uint j = 0; j < {{L}}u; ++j) mean += x[base + j];
-  mean /= {{L}}.0f;
+  for (uint j = l; j < {{L}}u; j += WG) mean += x[base + j];
+  mean = rowSum(mean, part) / {{L}}.0f;
   float var = 0.0f;
-  for (uint j = 0; j < {{L}}u; ++j) { const float d = x[base + j] - mean; var += d * d; }
-  var /= {{L}}.0f;
+  for (uint j = l; j < {{L}}u; j += WG) { const float d = x[base + j] - mean; var += d * d; }
+  var = rowSum(var, part) / {{L}}.0f;
   const float inv = 1.0f / sqrt(var + {{EPS}});
-  row_mean[r] = mean;
-  row_inv[r] = inv;
+  if (l == 0u) {
+    row_mean[r] = mean;
+    row_inv[r] = inv;
+  }
   float mg = 0.0f, mgx = 0.0f;
-  for (uint j = 0; j < {{L}}u; ++j) {
+  for (uint j = l; j < {{L}}u; j += WG) {
     const float g = dy[base + j] * scale[j];
     mg += g;
     mgx += g * (x[base + j] - mean) * inv;
   }
-  mg /= {{L}}.0f;
-  mgx /= {{L}}.0f;
-  for (uint j = 0; j < {{L}}u; ++j) {
+  mg = rowSum(mg, part) / {{L}}.0f;
+  mgx = rowSum(mgx, part) / {{L}}.0f;
+  for (uint j = l; j < {{L}}u; j += WG) {
     const float xhat = (x[base + j] - mean) * inv;
     dx[base + j] = inv * (dy[base + j] * scale[j] - mg - xhat * mgx);
   }

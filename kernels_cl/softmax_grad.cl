@@ -1,11 +1,15 @@
-// fbl.SoftmaxGrad: dx = y * (dy - sum(dy * y)) along one axis; one work-item per row.
+// fbl.SoftmaxGrad: dx = y * (dy - sum(dy * y)) along one axis; one work-group per row, the sum a
+// tree (row_tree.cl).
+#define WG {{WG}}u
+{{ROW_TREE}}
 __kernel void {{NAME}}(__global const float* dy, __global const float* y, __global float* dx) {
-  const uint r = get_global_id(0);
-  if (r >= {{ROWS}}u) return;
+  __local float part[WG];
+  const uint r = get_group_id(0), l = get_local_id(0);
   const uint base = (r / {{INNER}}u) * {{L}}u * {{INNER}}u + r % {{INNER}}u;
   float dot = 0.0f;
-  for (uint j = 0; j < {{L}}u; ++j) dot += dy[base + j * {{INNER}}u] * y[base + j * {{INNER}}u];
-  for (uint j = 0; j < {{L}}u; ++j) {
+  for (uint j = l; j < {{L}}u; j += WG) dot += dy[base + j * {{INNER}}u] * y[base + j * {{INNER}}u];
+  dot = rowSum(dot, part);
+  for (uint j = l; j < {{L}}u; j += WG) {
     const uint o = base + j * {{INNER}}u;
     dx[o] = y[o] * (dy[o] - dot);
   }

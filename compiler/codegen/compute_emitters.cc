@@ -16,6 +16,7 @@
 #include "compiler/codegen/fused_elementwise.h"
 #include "compiler/codegen/operand_layout.h"
 #include "compiler/codegen/rtile_kernels.h"
+#include "compiler/codegen/templates.h"
 
 namespace fbl::codegen {
 namespace {
@@ -120,16 +121,26 @@ Result<NodeCode> emitReduceKernel(const ir::Graph& g, const ir::Node& n, const T
     args.push_back(val(n.outputs[0]));
   }
   const int64_t count = ir::numElements(out.shape);
+  const int64_t wg = reduceGroupSize(ir::numElements(r.red), t);
   NodeCode c;
   c.launches.push_back(launch(
       "reduce",
-      {{"T", T}, {"ACC_T", r.accT}, {"N", str(count)}, {"R", str(ir::numElements(r.red))},
+      {{"T", T}, {"ACC_T", r.accT}, {"WG", str(wg)}, {"R", str(ir::numElements(r.red))}, {"MERGE", r.merge},
        {"INDEX", emitOffsets(r.kept, "i", {{"o_src", r.keptStr, 0}})},
        {"RINDEX", emitOffsets(r.red, "j", {{"o_red", r.redStr, 0}}, "    ")},
        {"INIT", r.init}, {"COMBINE", r.combine}, {"FINISH", r.finish},
        {"PARAMS", params}, {"FUSED", fused}, {"LOAD", load}},
-      r.tag, std::move(args), grid1(count, t), {t.workgroup}));
+      r.tag, std::move(args), {count * wg}, {wg}));
   return c;
+}
+
+std::string rowTree() { return instantiate(kernelTemplate("row_tree"), {}); }
+
+int64_t reduceGroupSize(int64_t reduced, const Target& t) {
+  if (reduced < 16) return 1;
+  int64_t wg = 1;
+  while (wg * 2 <= reduced / 8 && wg * 2 <= t.workgroup) wg *= 2;
+  return wg;
 }
 
 Result<NodeCode> emitReduce(const ir::Graph& g, const ir::Node& n, const Target& t, const std::vector<FusedOp>* inlined) {
@@ -153,10 +164,10 @@ Result<NodeCode> emitReduce(const ir::Graph& g, const ir::Node& n, const Target&
   }
   const int64_t R = ir::numElements(r.red);
   if (n.op == "ReduceMean") r.finish = fmt::format("acc / {}.0f", R);
-  if (n.op == "ReduceMax") r.init = "-INFINITY", r.combine = "fmax(acc, x)";
-  if (n.op == "ReduceMin") r.init = "INFINITY", r.combine = "fmin(acc, x)";
+  if (n.op == "ReduceMax") r.init = "-INFINITY", r.combine = r.merge = "fmax(acc, x)";
+  if (n.op == "ReduceMin") r.init = "INFINITY", r.combine = r.merge = "fmin(acc, x)";
   if (n.op == "ReduceSumSquare") r.combine = "acc + x * x";
-  if (n.op == "ReduceProd") r.init = "1.0f", r.combine = "acc * x";
+  if (n.op == "ReduceProd") r.init = "1.0f", r.combine = r.merge = "acc * x";
   if (!ir::isFloat(out.dtype) && n.op != "ReduceSum")
     return makeError("{}: integer {} is not supported", ir::describeNode(g, n), n.op);
   if (!ir::isFloat(out.dtype)) r.accT = std::string(clType(out.dtype)), r.init = "0";
@@ -172,12 +183,12 @@ Result<NodeCode> softmax(const ir::Graph& g, const ir::Node& n, const Target& t)
   int64_t inner = 1;
   for (size_t d = axis + 1; d < s.size(); ++d) inner *= s[d];
   const int64_t rows = ir::numElements(s) / std::max<int64_t>(1, L);
+  const int64_t wg = reduceGroupSize(L, t);
   NodeCode c;
   c.launches.push_back(launch("softmax",
-                              {{"L", str(L)}, {"INNER", str(inner)}, {"ROWS", str(rows)},
+                              {{"L", str(L)}, {"INNER", str(inner)}, {"WG", str(wg)}, {"ROW_TREE", rowTree()},
                                {"LOG", n.op == "LogSoftmax" ? "1" : "0"}},
-                              lowerTag(n.op), {val(n.inputs[0]), val(n.outputs[0])}, grid1(rows, t),
-                              {t.workgroup}));
+                              lowerTag(n.op), {val(n.inputs[0]), val(n.outputs[0])}, {rows * wg}, {wg}));
   return c;
 }
 
@@ -203,19 +214,20 @@ Result<NodeCode> layerNorm(const ir::Graph& g, const ir::Node& n, const Target& 
   if (meanOut != ir::kNoValue) {
     params += ", __global float* mean_out";
     args.push_back(val(meanOut));
-    stats += "  mean_out[r] = mean;\n";
+    stats += "    mean_out[r] = mean;\n";
   }
   if (invOut != ir::kNoValue) {
     params += ", __global float* inv_out";
     args.push_back(val(invOut));
-    stats += "  inv_out[r] = inv;\n";
+    stats += "    inv_out[r] = inv;\n";
   }
+  const int64_t wg = reduceGroupSize(L, t);
   NodeCode c;
   c.launches.push_back(launch("layernorm",
-                              {{"PARAMS", params}, {"L", str(L)}, {"ROWS", str(rows)},
+                              {{"PARAMS", params}, {"L", str(L)}, {"WG", str(wg)}, {"ROW_TREE", rowTree()},
                                {"EPS", floatLiteral(n.attrFloat("epsilon", 1e-5f))},
                                {"BIAS", bias}, {"STATS", stats}},
-                              "layernorm", std::move(args), grid1(rows, t), {t.workgroup}));
+                              "layernorm", std::move(args), {rows * wg}, {wg}));
   return c;
 }
 

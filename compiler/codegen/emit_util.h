@@ -54,8 +54,14 @@ Result<NodeCode> emitReduce(const ir::Graph& g, const ir::Node& n, const Target&
 struct ReduceSpec {
   ir::Shape kept, red;
   std::vector<int64_t> keptStr, redStr;
-  std::string init = "0.0f", combine = "acc + x", finish = "acc", accT = "float", tag = "reduce";
+  // combine folds an element x into acc; merge folds another work-item's partial x (reduce.cl).
+  std::string init = "0.0f", combine = "acc + x", merge = "acc + x", finish = "acc", accT = "float", tag = "reduce";
 };
+// Work-items per output of a reduction over `reduced` elements (reduce.cl's WG): a power of two
+// with about 8 elements each, at most the target's work-group size; 1 below 16 elements.
+int64_t reduceGroupSize(int64_t reduced, const Target& t);
+// kernels_cl/row_tree.cl: rowSum/rowMax, the row templates' {{ROW_TREE}} hole.
+std::string rowTree();
 Result<NodeCode> emitReduceKernel(const ir::Graph& g, const ir::Node& n, const Target& t, const ReduceSpec& r,
                                   const std::vector<FusedOp>* inlined);
 Result<NodeCode> emitReduceSumTo(const ir::Graph& g, const ir::Node& n, const Target& t,

@@ -1,6 +1,7 @@
 #include "compiler/codegen/matmul_tiling.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -56,13 +57,26 @@ MatmulEstimate estimateMatmul(const MatmulCostModel& model, const MatmulCandidat
   const double unitGflops = model.peakGflops / static_cast<double>(std::max<int64_t>(1, model.computeUnits)) *
                             std::max(1e-6, c.efficiency);
   const double groupFlop = 2.0 * static_cast<double>(t.tm * t.tn * slice);
-  e.computeUs = static_cast<double>(e.waves) * groupFlop * static_cast<double>(c.groupsPerUnit) / unitGflops * 1e-3;
+  // A unit shares its throughput among the groups resident on it: a full wave holds
+  // groupsPerUnit of them, a lone partial wave fewer.
+  const int64_t cus = std::max<int64_t>(1, model.computeUnits);
+  const int64_t active = std::min(c.groupsPerUnit, ceilDiv(e.groups, cus));
+  // Fewer resident groups hide less latency: the unit reaches (active / groupsPerUnit)^exponent
+  // of its full-wave throughput.
+  const double occupancy = std::pow(static_cast<double>(active) / static_cast<double>(c.groupsPerUnit),
+                                    model.occupancyExponent);
+  // Each group also streams its TM x Kslice and Kslice x TN panels into local memory, at the
+  // unit's tile-load rate: what makes narrow tiles lose on wide products.
+  const double groupBytes = 4.0 * static_cast<double>((t.tm + t.tn) * slice);
+  const double loadGBs = model.tileLoadGbps > 0 ? model.tileLoadGbps : 1e12;
+  e.computeUs = static_cast<double>(e.waves) * static_cast<double>(active) / occupancy *
+                (groupFlop / unitGflops + groupBytes / loadGBs) * 1e-3;
   const double mn = static_cast<double>(batch * m * n);
   const double bytes = 4.0 * (static_cast<double>(batch) * static_cast<double>(m * k + k * n) + mn * split);
   const double bw = std::max(1.0, model.bandwidthGbps);
   e.memoryUs = bytes / bw * 1e-3;
   if (split > 1) e.sumUs = model.launchUs + 4.0 * mn * static_cast<double>(2 * split + 1) / bw * 1e-3;
-  e.us = std::max(e.computeUs, e.memoryUs) + e.sumUs;
+  e.us = model.launchUs + std::max(e.computeUs, e.memoryUs) + e.sumUs;
   return e;
 }
 
@@ -130,10 +144,14 @@ Result<MatmulCostModel> parseMatmulCostModel(const nlohmann::json& j, const std:
   m.launchUs = b.value("launch_us", 0.0);
   m.localMemoryBytes = b.value("local_memory_bytes", int64_t{0});
   m.maxSplit = b.value("max_split", m.maxSplit);
+  m.occupancyExponent = b.value("occupancy_exponent", m.occupancyExponent);
+  m.tileLoadGbps = b.value("tile_load_gbps", m.tileLoadGbps);
   if (!b.contains("provenance") || !b["provenance"].is_string() || b["provenance"].get<std::string>().empty())
     return makeError("{}: matmul.provenance must say where the efficiencies come from", path);
-  if (m.launchUs < 0 || m.localMemoryBytes < 0 || m.maxSplit < 1)
-    return makeError("{}: matmul.launch_us and local_memory_bytes must be >= 0, max_split >= 1", path);
+  if (m.launchUs < 0 || m.localMemoryBytes < 0 || m.maxSplit < 1 || m.occupancyExponent < 0 || m.occupancyExponent > 1 ||
+      m.tileLoadGbps < 0)
+    return makeError("{}: matmul.launch_us and local_memory_bytes must be >= 0, max_split >= 1, tile_load_gbps >= 0, "
+                     "occupancy_exponent in [0, 1]", path);
   const nlohmann::json& list = b.value("tilings", nlohmann::json::array());
   if (!list.is_array()) return makeError("{}: matmul.tilings must be an array", path);
   for (size_t i = 0; i < list.size(); ++i) {

@@ -7,10 +7,13 @@
 // The estimate, per candidate c and split s of an [M x K] x [K x N] product (batch B):
 //   groups  = B * ceil(M / TM) * ceil(N / TN) * s
 //   waves   = ceil(groups / (computeUnits * c.groupsPerUnit))
-//   compute = waves * 2 TM TN Kslice * c.groupsPerUnit / (peak / computeUnits * c.efficiency)
+//   active  = min(c.groupsPerUnit, ceil(groups / computeUnits))     (groups sharing one unit)
+//   compute = waves * active / occupancy * (2 TM TN Kslice / (peak / computeUnits * c.efficiency)
+//                                            + 4 (TM + TN) Kslice bytes / tileLoadGbps)
+//   occupancy = (active / c.groupsPerUnit)^occupancyExponent         (fewer groups hide less latency)
 //   memory  = (B (MK + KN) + s B M N) * 4 bytes / bandwidth          (each operand read once)
 //   sum     = s > 1 ? launch + (2 s + 1) B M N * 4 bytes / bandwidth : 0
-//   time    = max(compute, memory) + sum
+//   time    = launch + max(compute, memory) + sum
 // Padding is paid in full (a tile computes TM x TN outputs whatever is real), which is what makes
 // narrow tiles win on narrow products. Profiles without a "matmul" block keep the device class's
 // built-in tiling and the split-K rule of chooseSplitK.
@@ -74,6 +77,8 @@ struct MatmulCostModel {
   double launchUs = 0;          // fixed cost of one launch (a split-K sum is one more)
   int64_t localMemoryBytes = 0; // 0: unknown (no candidate is excluded for its local tiles)
   int64_t maxSplit = 32;
+  double occupancyExponent = 0.6;  // partial waves: throughput x (active / groupsPerUnit)^this
+  double tileLoadGbps = 0;         // per compute unit, global -> local tile loads; 0: not modelled
 };
 
 struct MatmulEstimate {

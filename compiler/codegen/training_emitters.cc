@@ -92,10 +92,12 @@ Result<NodeCode> softmaxGrad(const ir::Graph& g, const ir::Node& n, const Target
   int64_t inner = 1;
   for (size_t d = axis + 1; d < s.size(); ++d) inner *= s[d];
   const int64_t rows = ir::numElements(s) / std::max<int64_t>(1, s[axis]);
+  const int64_t wg = reduceGroupSize(s[axis], t);
   NodeCode c;
-  c.launches.push_back(launch("softmax_grad", {{"L", str(s[axis])}, {"INNER", str(inner)}, {"ROWS", str(rows)}},
-                              "softmaxgrad", {val(n.inputs[0]), val(n.inputs[1]), val(n.outputs[0])},
-                              grid1(rows, t), {t.workgroup}));
+  c.launches.push_back(launch("softmax_grad",
+                              {{"L", str(s[axis])}, {"INNER", str(inner)}, {"WG", str(wg)}, {"ROW_TREE", rowTree()}},
+                              "softmaxgrad", {val(n.inputs[0]), val(n.inputs[1]), val(n.outputs[0])}, {rows * wg},
+                              {wg}));
   return c;
 }
 
@@ -105,6 +107,7 @@ Result<NodeCode> layerNormGrad(const ir::Graph& g, const ir::Node& n, const Targ
   int64_t L = 1;
   for (size_t d = axis; d < s.size(); ++d) L *= s[d];
   const int64_t rows = ir::numElements(s) / std::max<int64_t>(1, L);
+  const int64_t wg = reduceGroupSize(L, t);
   auto out = [&](size_t i) { return i < n.outputs.size() ? n.outputs[i] : ir::kNoValue; };
   NodeCode c;
   c.scratch = {{ir::DType::F32, {rows}}, {ir::DType::F32, {rows}}};
@@ -126,10 +129,10 @@ Result<NodeCode> layerNormGrad(const ir::Graph& g, const ir::Node& n, const Targ
   }
   const std::map<std::string, std::string> vars{
       {"L", str(L)}, {"ROWS", str(rows)}, {"EPS", floatLiteral(n.attrFloat("epsilon", 1e-5f))},
-      {"COL_PARAMS", colParams}, {"COL_STORE", colStore}};
+      {"COL_PARAMS", colParams}, {"COL_STORE", colStore}, {"WG", str(wg)}, {"ROW_TREE", rowTree()}};
   c.launches.push_back(launch("layernorm_grad", vars, "layernormgrad",
                               {val(n.inputs[0]), val(n.inputs[1]), val(n.inputs[2]), dx, scratch(0), scratch(1)},
-                              grid1(rows, t), {t.workgroup}, "_rows"));
+                              {rows * wg}, {wg}, "_rows"));
   if (out(1) != ir::kNoValue || out(2) != ir::kNoValue)
     c.launches.push_back(launch("layernorm_grad", vars, "layernormgrad", colArgs, grid1(L, t), {t.workgroup}, "_cols"));
   return c;

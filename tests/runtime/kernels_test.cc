@@ -120,6 +120,29 @@ TEST_CASE("matmul, reductions and normalizations match the reference", "[runtime
     c.run(c.b.op("LayerNormalization", {x, s, bias}, {{"epsilon", 1e-5f}}));
   }
   {
+    // Long rows: a work-group per output with a tree over its partials (reduce.cl, row_tree.cl),
+    // contiguous and strided, row lengths that are not a multiple of the group size.
+    Case c;
+    auto x = c.in("x", DType::F32, {3, 517});
+    c.run(c.b.op("ReduceSum", {x, c.b.ints<int64_t>("ax", {-1})}));
+  }
+  for (const char* op : {"ReduceMax", "ReduceMean"}) {
+    Case c;
+    auto x = c.in("x", DType::F32, {301, 5}, -3, 3);
+    c.run(c.b.op(op, {x, c.b.ints<int64_t>("ax", {0})}));
+  }
+  for (int64_t axis : {-1, 0}) {
+    Case c;
+    auto x = c.in("x", DType::F32, {260, 3, 263}, -6, 6);
+    c.run(c.b.op(axis == 0 ? "LogSoftmax" : "Softmax", {x}, {{"axis", axis}}));
+  }
+  {
+    Case c;
+    auto x = c.in("x", DType::F32, {5, 700});
+    auto s = c.in("s", DType::F32, {700});
+    c.run(c.b.op("LayerNormalization", {x, s}, {{"epsilon", 1e-5f}}));
+  }
+  {
     Case c;
     auto x = c.in("x", DType::F32, {2, 3, 8, 8});
     auto w = c.in("w", DType::F32, {4, 3, 4, 4});

@@ -49,6 +49,19 @@ TEST_CASE("softmax, layer-norm and loss gradient kernels match the reference", "
     auto y = c.in("y", DType::F32, {2, 5, 7}, 0.0, 0.3);
     c.run(c.b.op("fbl.SoftmaxGrad", {dy, y}, {{"axis", axis}}));
   }
+  {  // rows long enough for a work-group per row (row_tree.cl)
+    Case c;
+    auto dy = c.in("dy", DType::F32, {4, 611});
+    auto y = c.in("y", DType::F32, {4, 611}, 0.0, 0.01);
+    c.run(c.b.op("fbl.SoftmaxGrad", {dy, y}, {{"axis", int64_t{-1}}}));
+  }
+  {
+    Case c;
+    auto dy = c.in("dy", DType::F32, {3, 530});
+    auto x = c.in("x", DType::F32, {3, 530}, -2, 2);
+    auto s = c.in("s", DType::F32, {530});
+    c.run(c.b.node("fbl.LayerNormGrad", {dy, x, s}, {{"axis", int64_t{-1}}, {"epsilon", 1e-5f}}, 3));
+  }
   {
     Case c;
     auto dy = c.in("dy", DType::F32, {2, 3, 16});

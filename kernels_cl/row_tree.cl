@@ -1,0 +1,28 @@
+// Work-group tree reductions over one row, shared by the row templates (softmax.cl,
+// softmax_grad.cl, layernorm.cl, layernorm_grad.cl): every work-item of the group passes its
+// partial and gets the row's total back, after log2(group size) barriers. The group size is a
+// power of two; `part` holds one float per work-item and is free again on return.
+inline float rowSum(float v, __local float* part) {
+  const uint l = get_local_id(0);
+  part[l] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint s = get_local_size(0) / 2u; s > 0u; s >>= 1) {
+    if (l < s) part[l] += part[l + s];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const float total = part[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return total;
+}
+inline float rowMax(float v, __local float* part) {
+  const uint l = get_local_id(0);
+  part[l] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint s = get_local_size(0) / 2u; s > 0u; s >>= 1) {
+    if (l < s) part[l] = fmax(part[l], part[l + s]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const float total = part[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return total;
+}

@@ -1,0 +1,110 @@
+// The MatMul cost model (compiler/codegen/matmul_tiling.h): the profile's candidates parse with
+// errors that name the field, and the choices it makes on the H200 profile are the ones the
+// sweep measured fastest for each kind of product (docs/kernels.md, "Choosing a tiling").
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "compiler/codegen/matmul_tiling.h"
+#include "compiler/plan/profile.h"
+
+namespace fbl::codegen {
+namespace {
+
+MatmulCostModel h200() {
+  auto p = plan::loadProfile(FBL_SOURCE_DIR "/profiles/nvidia-h200.json");
+  REQUIRE(p.ok());
+  REQUIRE_FALSE(p->matmul.candidates.empty());
+  return p->matmul;
+}
+
+nlohmann::json profileWith(nlohmann::json tilings) {
+  return {{"compute_units", 10}, {"peak_gflops", 1000.0}, {"bandwidth_gbps", 100.0},
+          {"matmul", {{"provenance", "measured: test"}, {"tilings", std::move(tilings)}}}};
+}
+
+std::string parseError(const nlohmann::json& j) {
+  auto m = parseMatmulCostModel(j, "p.json");
+  return m.ok() ? std::string() : m.error().message;
+}
+
+TEST_CASE("matmul cost model: the profile block parses and bad entries name their field", "[codegen][matmul-tiling]") {
+  auto ok = parseMatmulCostModel(profileWith({{{"tile", "64x64x16/4x4"}, {"pipeline", 3}, {"efficiency", 0.5}}}), "p.json");
+  REQUIRE(ok.ok());
+  REQUIRE(ok->candidates.size() == 1);
+  CHECK(ok->candidates[0].tiling.tm == 64);
+  CHECK(ok->candidates[0].tiling.pipeline == 3);
+  CHECK(parseError(profileWith({{{"tile", "64x64/4x4"}, {"efficiency", 0.5}}})).find("matmul.tilings[0]") != std::string::npos);
+  CHECK(parseError(profileWith({{{"tile", "64x64x16/4x6"}, {"efficiency", 0.5}}})).find("rules") != std::string::npos);
+  CHECK(parseError(profileWith({{{"tile", "64x64x16/4x4"}, {"efficiency", 1.5}}})).find("efficiency") != std::string::npos);
+  CHECK(parseError(profileWith({{{"tile", "64x64x16/4x4"}, {"pipeline", 4}, {"efficiency", 0.5}}})).find("pipeline") !=
+        std::string::npos);
+  nlohmann::json noProv = profileWith({{{"tile", "64x64x16/4x4"}, {"efficiency", 0.5}}});
+  noProv["matmul"].erase("provenance");
+  CHECK(parseError(noProv).find("matmul.provenance") != std::string::npos);
+  nlohmann::json noPeak = profileWith({{{"tile", "64x64x16/4x4"}, {"efficiency", 0.5}}});
+  noPeak.erase("peak_gflops");
+  CHECK(parseError(noPeak).find("peak_gflops") != std::string::npos);
+}
+
+TEST_CASE("matmul cost model: H200 choices follow the product's shape", "[codegen][matmul-tiling]") {
+  const MatmulCostModel m = h200();
+  // Figure 16's forward has 256 output tiles of 128 x 128 for 132 SMs: big tiles, no split.
+  const MatmulTiling fwd = chooseMatmulTiling(m, DeviceClass::kGpu, 512, 8192, 2048);
+  CHECK(fwd.tm * fwd.tn >= 128 * 128);
+  CHECK(fwd.splitK == 1);
+  // Its dA has 64 such tiles over K = 8192: K is split until the device is full.
+  const MatmulTiling dA = chooseMatmulTiling(m, DeviceClass::kGpu, 512, 2048, 8192);
+  CHECK(dA.splitK > 1);
+  CHECK((512 / dA.tm) * (2048 / dA.tn) * dA.splitK >= m.computeUnits);
+  // LoRA's rank-8 sides: a narrow tile on the narrow side, split along the long K.
+  const MatmulTiling xa = chooseMatmulTiling(m, DeviceClass::kGpu, 512, 8, 2048);
+  CHECK(xa.tn <= 16);
+  CHECK(xa.splitK > 1);
+  const MatmulTiling dAlora = chooseMatmulTiling(m, DeviceClass::kGpu, 8, 2048, 512);
+  CHECK(dAlora.tm <= 16);
+  // The estimate pays for padding: every split of the big tile costs more there than the pick.
+  MatmulEstimate picked;
+  chooseMatmulTiling(m, DeviceClass::kGpu, 512, 8, 2048, 1, &picked);
+  for (int64_t split = 1; split <= 32; split *= 2)
+    CHECK(estimateMatmul(m, m.candidates[0], 512, 8, 2048, 1, split).us > picked.us);
+  // And narrow tiles lose on wide products: their panels are re-read once per output column tile.
+  const MatmulCandidate* narrow = nullptr;
+  for (const MatmulCandidate& c : m.candidates)
+    if (c.tiling.tn <= 8) narrow = &c;
+  REQUIRE(narrow);
+  CHECK(estimateMatmul(m, *narrow, 512, 8192, 2048, 1, 1).us > 2 * estimateMatmul(m, m.candidates[0], 512, 8192, 2048, 1, 1).us);
+}
+
+TEST_CASE("matmul cost model: waves, split-K and local memory", "[codegen][matmul-tiling]") {
+  MatmulCostModel m = parseMatmulCostModel(profileWith({{{"tile", "64x64x16/4x4"}, {"efficiency", 0.5}}}), "p.json").value();
+  const MatmulCandidate& c = m.candidates[0];
+  // 10 units, one group each: 10 tiles are one wave, 11 are two.
+  CHECK(estimateMatmul(m, c, 64, 640, 256, 1, 1).waves == 1);
+  CHECK(estimateMatmul(m, c, 64, 704, 256, 1, 1).waves == 2);
+  // A split that would leave a slice empty is never chosen; K = 48 in steps of 16 splits at most 3 ways.
+  CHECK_FALSE(splitFits(48, 4, c.tiling));
+  CHECK(splitFits(48, 2, c.tiling));
+  for (int64_t k : {16, 48, 100, 4096}) {
+    const MatmulTiling t = chooseMatmulTiling(m, DeviceClass::kGpu, 64, 64, k);
+    CHECK(splitFits(k, t.splitK, t));
+  }
+  // A candidate whose local tiles exceed the device's local memory is skipped.
+  m.candidates.push_back({parseTile("128x128x16/8x8", 3).value(), 1.0, 1});
+  m.localMemoryBytes = matmulLocalBytes(m.candidates[1].tiling) - 1;
+  CHECK(chooseMatmulTiling(m, DeviceClass::kGpu, 4096, 4096, 4096).tm == 64);
+  m.localMemoryBytes = 0;
+  CHECK(chooseMatmulTiling(m, DeviceClass::kGpu, 4096, 4096, 4096).tm == 128);
+}
+
+TEST_CASE("matmul cost model: no candidates keeps the device class's tiling", "[codegen][matmul-tiling]") {
+  MatmulCostModel m;
+  m.computeUnits = 132;
+  const MatmulTiling t = chooseMatmulTiling(m, DeviceClass::kGpu, 512, 2048, 8192);
+  const MatmulTiling legacy = matmulTiling(DeviceClass::kGpu);
+  CHECK(t.tm == legacy.tm);
+  CHECK(t.pipeline == legacy.pipeline);
+  CHECK(t.splitK == chooseSplitK(512, 2048, 8192, legacy, 132));
+}
+
+}  // namespace
+}  // namespace fbl::codegen
