@@ -87,6 +87,20 @@ k2)  # kernels, second look: the sweep on the large products with more candidate
   $B/fblc zoo llama3.2-1b -o /tmp/zoo/llama3.2-1b.onnx > /dev/null &&
     step llama3.2-1b-full /tmp/zoo/llama3.2-1b.onnx 3 --strategy fblayout
   ;;
+speed)  # issue 16's figures in one run: the sweep, Figure 16 beside cuBLAS, full-depth steps beside
+        # PyTorch eager; bench/speed_report.py writes h200-speed.json from them
+  timeout 150 $B/fbl-bench matmul --sweep --device ${dev:-0} --profile $P --runs 5 --storage image \
+    --sweep-json $OUT/sweep-image.json > $OUT/sweep-image.txt 2>&1
+  grep -E "model picks|fastest" $OUT/sweep-image.txt
+  timeout 60 $B/fbl-bench matmul --device ${dev:-0} --profile $P --runs 10 2>&1 | tee $OUT/matmul-h200.txt
+  timeout 60 $B/fbl-bench matmul --device ${dev:-0} --profile $P --runs 10 --json > $OUT/matmul-h200.json 2>&1
+  timeout 60 python3 bench/torch_matmul_reference.py > $OUT/cublas.json 2>&1
+  for m in ${MODELS:-llama3.2-1b qwen2.5-1.5b gemma2-2b}; do
+    timeout 100 python3 bench/torch_lora_step.py --model $m --steps 10 2>&1 | tail -1 > $OUT/torch-$m.json
+    $B/fblc zoo $m -o /tmp/zoo/$m.onnx > /dev/null && STEP_TIMEOUT=200 step $m /tmp/zoo/$m.onnx 3 --strategy fblayout
+  done
+  python3 bench/speed_report.py $OUT $OUT/h200-speed.json && cat $OUT/h200-speed.json
+  ;;
 sd)
   $B/fblc zoo stable-diffusion-1.5 --layers 1 -o /tmp/zoo/sd.onnx > /dev/null && step stable-diffusion-1.5 /tmp/zoo/sd.onnx 2
   ;;
