@@ -87,11 +87,13 @@ k2)  # kernels, second look: the sweep on the large products with more candidate
   $B/fblc zoo llama3.2-1b -o /tmp/zoo/llama3.2-1b.onnx > /dev/null &&
     step llama3.2-1b-full /tmp/zoo/llama3.2-1b.onnx 3 --strategy fblayout
   ;;
-speed)  # issue 16's figures in one run: the sweep, Figure 16 beside cuBLAS, full-depth steps beside
-        # PyTorch eager; bench/speed_report.py writes h200-speed.json from them
-  timeout 150 $B/fbl-bench matmul --sweep --device ${dev:-0} --profile $P --runs 5 --storage image \
-    --sweep-json $OUT/sweep-image.json > $OUT/sweep-image.txt 2>&1
-  grep -E "model picks|fastest" $OUT/sweep-image.txt
+speed)  # issue 16's figures in one run: the sweep (SKIP_SWEEP=1: not), Figure 16 beside cuBLAS,
+        # full-depth steps beside PyTorch eager; bench/speed_report.py writes h200-speed.json from them
+  if [ -z "${SKIP_SWEEP:-}" ]; then
+    timeout 150 $B/fbl-bench matmul --sweep --device ${dev:-0} --profile $P --runs 5 --storage image \
+      --sweep-json $OUT/sweep-image.json > $OUT/sweep-image.txt 2>&1
+    grep -E "model picks|fastest" $OUT/sweep-image.txt
+  fi
   timeout 60 $B/fbl-bench matmul --device ${dev:-0} --profile $P --runs 10 2>&1 | tee $OUT/matmul-h200.txt
   timeout 60 $B/fbl-bench matmul --device ${dev:-0} --profile $P --runs 10 --json > $OUT/matmul-h200.json 2>&1
   timeout 60 python3 bench/torch_matmul_reference.py > $OUT/cublas.json 2>&1

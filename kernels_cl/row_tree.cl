@@ -1,7 +1,9 @@
 // Work-group tree reductions over one row, shared by the row templates (softmax.cl,
 // softmax_grad.cl, layernorm.cl, layernorm_grad.cl): every work-item of the group passes its
 // partial and gets the row's total back, after log2(group size) barriers. The group size is a
-// power of two; `part` holds one float per work-item and is free again on return.
+// power of two; `part` holds one float per work-item and is free again on return. With WG = 1
+// (short rows, one work-item each) a partial is already the total.
+#if WG > 1
 inline float rowSum(float v, __local float* part) {
   const uint l = get_local_id(0);
   part[l] = v;
@@ -26,3 +28,7 @@ inline float rowMax(float v, __local float* part) {
   barrier(CLK_LOCAL_MEM_FENCE);
   return total;
 }
+#else
+inline float rowSum(float v, __local float* part) { return v; }
+inline float rowMax(float v, __local float* part) { return v; }
+#endif

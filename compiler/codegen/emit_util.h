@@ -58,10 +58,14 @@ struct ReduceSpec {
   std::string init = "0.0f", combine = "acc + x", merge = "acc + x", finish = "acc", accT = "float", tag = "reduce";
 };
 // Work-items per output of a reduction over `reduced` elements (reduce.cl's WG): a power of two
-// with about 8 elements each, at most the target's work-group size; 1 below 16 elements.
+// with about 8 elements each, at most the target's work-group size; 1 below 16 elements and on
+// CPUs.
 int64_t reduceGroupSize(int64_t reduced, const Target& t);
 // kernels_cl/row_tree.cl: rowSum/rowMax, the row templates' {{ROW_TREE}} hole.
 std::string rowTree();
+// The global size of a row kernel: rows x wg work-items in groups of wg, or, with wg = 1, one
+// work-item per row in groups of the target's size (local size: wg > 1 ? wg : t.workgroup).
+std::vector<int64_t> rowGrid(int64_t rows, int64_t wg, const Target& t);
 Result<NodeCode> emitReduceKernel(const ir::Graph& g, const ir::Node& n, const Target& t, const ReduceSpec& r,
                                   const std::vector<FusedOp>* inlined);
 Result<NodeCode> emitReduceSumTo(const ir::Graph& g, const ir::Node& n, const Target& t,

@@ -95,9 +95,10 @@ Result<NodeCode> softmaxGrad(const ir::Graph& g, const ir::Node& n, const Target
   const int64_t wg = reduceGroupSize(s[axis], t);
   NodeCode c;
   c.launches.push_back(launch("softmax_grad",
-                              {{"L", str(s[axis])}, {"INNER", str(inner)}, {"WG", str(wg)}, {"ROW_TREE", rowTree()}},
-                              "softmaxgrad", {val(n.inputs[0]), val(n.inputs[1]), val(n.outputs[0])}, {rows * wg},
-                              {wg}));
+                              {{"L", str(s[axis])}, {"INNER", str(inner)}, {"WG", str(wg)}, {"ROW_TREE", rowTree()},
+                               {"ROWS", str(rows)}},
+                              "softmaxgrad", {val(n.inputs[0]), val(n.inputs[1]), val(n.outputs[0])},
+                              rowGrid(rows, wg, t), {wg > 1 ? wg : t.workgroup}));
   return c;
 }
 
@@ -132,7 +133,7 @@ Result<NodeCode> layerNormGrad(const ir::Graph& g, const ir::Node& n, const Targ
       {"COL_PARAMS", colParams}, {"COL_STORE", colStore}, {"WG", str(wg)}, {"ROW_TREE", rowTree()}};
   c.launches.push_back(launch("layernorm_grad", vars, "layernormgrad",
                               {val(n.inputs[0]), val(n.inputs[1]), val(n.inputs[2]), dx, scratch(0), scratch(1)},
-                              {rows * wg}, {wg}, "_rows"));
+                              rowGrid(rows, wg, t), {wg > 1 ? wg : t.workgroup}, "_rows"));
   if (out(1) != ir::kNoValue || out(2) != ir::kNoValue)
     c.launches.push_back(launch("layernorm_grad", vars, "layernormgrad", colArgs, grid1(L, t), {t.workgroup}, "_cols"));
   return c;
