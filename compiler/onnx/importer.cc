@@ -493,7 +493,9 @@ Result<ir::Graph> importModelFromBytes(const std::string& bytes, const std::stri
 
 Result<ir::Graph> importModel(const std::string& path, const ImportOptions& opts) {
   FBL_ASSIGN(std::string bytes, readWholeFile(path));
-  return importModelFromBytes(bytes, path, opts);
+  FBL_ASSIGN(ir::Graph g, importModelFromBytes(bytes, path, opts));
+  if (opts.loadExternalData) FBL_TRY(loadAvailableExternalData(g));
+  return g;
 }
 
 }  // namespace fbl::onnx
