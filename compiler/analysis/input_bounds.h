@@ -9,7 +9,8 @@
 //      negative indices count from the end); at SoftmaxCrossEntropyLoss labels (class count C),
 //      record a label bound [0, C) with the node's ignore_index;
 //   3. stop at any other op: ids that arithmetic changed (cumsum - 1, ids + offset) are bounded
-//      by nothing recorded here, and the kernels guard their reads themselves.
+//      by nothing recorded here, nor are GatherND / ScatterND index tuples (each position of a
+//      tuple has a bound of its own); the kernels guard those reads themselves.
 // Checking every element of the input against every bound is stricter than needed where a
 // Slice drops elements before the consumer; a dropped element is as likely a bug as a used one.
 #pragma once
