@@ -117,7 +117,7 @@ TEST_CASE("input checks: byte counts, dtypes and shapes", "[runtime][inputs]") {
   CHECK_THAT(rt::checkInput(p, 0, "i64", {2, 3}, bad.data(), 48), Catch::StartsWith("input 'ids' position 5 ([1, 2]): index 10"));
 }
 
-TEST_CASE("input checks survive the plan file; a check on no input is refused", "[runtime][inputs]") {
+TEST_CASE("input checks survive the plan file, and a check on no input is refused", "[runtime][inputs]") {
   planfile::Plan p = checkedPlan();
   p.arenaBytes = 4096;
   planfile::Plan back;
