@@ -1,5 +1,7 @@
 // fbl.GatherGrad (scatter-add without atomics): one work-item per element of the data-shaped
-// gradient sums, in index order, dy over every index position that picked its row.
+// gradient sums, in index order, dy over every index position that picked its row. Only `row`
+// (in [0, D)) is ever compared against an index, so an index outside [-D, D) adds to no row and
+// nothing outside dy, idx or dx is touched (the forward gather wrote 0 for it).
 __kernel void {{NAME}}(__global const float* dy, __global const {{TI}}* idx, __global float* dx) {
   const uint i = get_global_id(0);
   if (i >= {{N}}u) return;

@@ -6,6 +6,9 @@
 //   _sum   one work-item adds the rows in order (reduction mean or sum);
 //   _grad  fbl.SoftmaxCrossEntropyLossGrad: dx = dloss * (softmax(x) - onehot(label)) / count
 //          ("mean"; count = rows whose label is not ignore_index), zero on ignored rows.
+// A label outside [0, C) counts as ignored (VALID): x is read at a label only when it is valid,
+// so no label makes a read outside x. The runtime refuses such labels before any launch; this
+// guard is for labels it never saw. With every row ignored, "mean" is 0 / 0 = NaN, as in PyTorch.
 #define WG {{WG}}u
 #define NCLASS {{C}}u
 #define INNER {{INNER}}u

@@ -2,6 +2,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/include/fbl/fbl_runtime.h"
 #include "runtime/session.h"
@@ -12,9 +13,17 @@ struct fbl_session {
 
 namespace {
 thread_local std::string lastError;
-int result(const std::string& e) {
+std::string noTensor(const fbl_session* s, const char* name) {
+  return s->s->plan().findTensor(name) < 0 ? "the plan has no tensor '" + std::string(name) + "'" : "";
+}
+int result(const std::string& e, int code = FBL_ERROR) {
   lastError = e;
-  return e.empty() ? 0 : 1;
+  return e.empty() ? FBL_OK : code;
+}
+// FBL_ERROR_INPUT for what an input's check refuses; other tensors' writes fail as FBL_ERROR.
+int inputCode(const fbl_session* s, const char* name) {
+  const auto& p = s->s->plan();
+  return p.tensors[p.findTensor(name)].role == fbl::planfile::Role::Input ? FBL_ERROR_INPUT : FBL_ERROR;
 }
 }  // namespace
 
@@ -37,8 +46,21 @@ const char* fbl_last_error(void) { return lastError.c_str(); }
 
 int fbl_load_weights(fbl_session* s, const char* path) { return result(s->s->loadWeights(path)); }
 
+// The checks first, apart, so that a refused input gets its own code.
 int fbl_write_tensor(fbl_session* s, const char* name, const void* data, size_t bytes) {
+  if (!s || !name) return result("fbl_write_tensor: s and name must not be NULL");
+  if (int r = result(noTensor(s, name))) return r;
+  if (int r = result(s->s->checkInput(name, data, bytes), inputCode(s, name))) return r;
   return result(s->s->writeTensor(name, data, bytes));
+}
+
+int fbl_write_input(fbl_session* s, const char* name, const char* dtype, const int64_t* shape, size_t rank,
+                    const void* data, size_t bytes) {
+  if (!s || !name || !dtype || (!shape && rank > 0)) return result("fbl_write_input: s, name, dtype and shape must not be NULL");
+  if (int r = result(noTensor(s, name))) return r;
+  const std::vector<int64_t> dims(shape, shape + rank);
+  if (int r = result(s->s->checkInput(name, dtype, dims, data, bytes), inputCode(s, name))) return r;
+  return result(s->s->writeInput(name, dtype, dims, data, bytes));
 }
 
 int fbl_read_tensor(fbl_session* s, const char* name, void* data, size_t bytes) {

@@ -9,6 +9,7 @@
 // never weights: weights are named and loaded from a safetensors file.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -23,7 +24,9 @@ namespace fbl::planfile {
 inline constexpr char kMagic[8] = {'F', 'B', 'L', 'P', 'L', 'A', 'N', '\n'};
 // 2: image storage (Tensor::image*, Plan::imageSlots) and packed layouts (Tensor::pack/unpack,
 // Plan::transfers, Plan::staging).
-inline constexpr uint32_t kVersion = 2;
+// 3: Plan::inputChecks, and kernels that guard every index they read (a version-2 plan's
+// program does not, so it is refused rather than read without its checks).
+inline constexpr uint32_t kVersion = 3;
 
 inline uint64_t fnv1a64(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
   const auto* p = static_cast<const unsigned char*>(data);
@@ -95,6 +98,18 @@ struct Launch {
   std::vector<std::string> fused;
 };
 
+// What one consumer needs of an integer input's values (compiler/analysis/input_bounds.h); the
+// runtime checks every element the host writes against every check of that input.
+struct InputCheck {
+  int32_t input = -1;              // a tensor of Plan::inputs
+  std::string kind = "index";      // "index" (a Gather's indices) or "label" (a loss's labels)
+  int64_t lo = 0, hi = 0;          // lo <= v < hi
+  bool hasIgnore = false;          // "label": ignoreIndex is accepted too
+  int64_t ignoreIndex = 0;
+  std::string node;                // the consumer, for messages
+  std::string table;               // "index": the tensor it indexes
+};
+
 struct Trainable {
   int32_t param = -1;
   int32_t grad = -1;
@@ -118,6 +133,7 @@ struct Plan {
   std::vector<std::array<int64_t, 2>> imageSlots;  // the plan's image objects: width, height (texels)
   std::vector<std::array<int32_t, 2>> commits;  // copy [src, dst] after a step (updated -> param)
   std::vector<int32_t> inputs;     // the graph's run-time inputs in order (input_N), step excluded
+  std::vector<InputCheck> inputChecks;
   int32_t loss = -1;
   int32_t step = -1;
   std::vector<Trainable> trainables;
@@ -187,6 +203,14 @@ inline nlohmann::json toJson(const Plan& p) {
   j["image_slots"] = p.imageSlots;
   j["commits"] = p.commits;
   j["inputs"] = p.inputs;
+  json checks = json::array();
+  for (const InputCheck& c : p.inputChecks) {
+    json o{{"input", c.input}, {"kind", c.kind}, {"lo", c.lo}, {"hi", c.hi}, {"node", c.node}};
+    if (c.hasIgnore) o["ignore_index"] = c.ignoreIndex;
+    if (!c.table.empty()) o["table"] = c.table;
+    checks.push_back(std::move(o));
+  }
+  j["input_checks"] = std::move(checks);
   j["loss"] = p.loss;
   j["step"] = p.step;
   json tr = json::array();
@@ -300,6 +324,18 @@ inline std::string parse(const std::string& bytes, Plan* p) {
     p->imageSlots = j.at("image_slots").get<std::vector<std::array<int64_t, 2>>>();
     p->commits = j.at("commits").get<std::vector<std::array<int32_t, 2>>>();
     p->inputs = j.at("inputs").get<std::vector<int32_t>>();
+    for (const auto& o : j.at("input_checks")) {
+      InputCheck c;
+      c.input = o.at("input").get<int32_t>();
+      c.kind = o.at("kind").get<std::string>();
+      c.lo = o.at("lo").get<int64_t>();
+      c.hi = o.at("hi").get<int64_t>();
+      c.hasIgnore = o.contains("ignore_index");
+      if (c.hasIgnore) c.ignoreIndex = o.at("ignore_index").get<int64_t>();
+      c.node = o.at("node").get<std::string>();
+      c.table = o.value("table", std::string());
+      p->inputChecks.push_back(std::move(c));
+    }
     p->loss = j.at("loss").get<int32_t>();
     p->step = j.at("step").get<int32_t>();
     for (const auto& o : j.at("trainables"))
@@ -352,6 +388,10 @@ inline std::string parse(const std::string& bytes, Plan* p) {
   if (bad(p->loss) || bad(p->step)) return "plan has a bad loss or step tensor";
   for (int32_t i : p->inputs)
     if (i < 0 || i >= n) return "plan has a bad input tensor";
+  for (const InputCheck& c : p->inputChecks)
+    if (std::find(p->inputs.begin(), p->inputs.end(), c.input) == p->inputs.end() ||
+        (c.kind != "index" && c.kind != "label") || c.lo > c.hi)
+      return "plan has a bad input check (node '" + c.node + "')";
   for (const Trainable& t : p->trainables)
     if (t.param < 0 || t.param >= n || bad(t.grad)) return "plan has a bad trainable";
   for (int32_t s : p->state)

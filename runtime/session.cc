@@ -10,6 +10,8 @@
 // row-major (an R-Tile, an image) is written and read through the plan's transfer launches:
 // the host's row-major bytes go to the staging tensor, a pack launch lays them out, and an
 // unpack launch brings them back, so weights, checkpoints and adapters stay row-major.
+// Every input write is checked on the host first (runtime/input_check.h), so a launch only ever
+// sees inputs within the plan's bounds; a step refuses to start while an input was never written.
 // A step then only writes the step counter, enqueues the launches and copies the commits.
 // With OpenOptions::profileLaunches the queue profiles and every launch keeps its event until
 // the call's clFinish, when the events' start and end times become launchTimes().
@@ -20,6 +22,7 @@
 #include <fstream>
 #include <map>
 
+#include "runtime/input_check.h"
 #include "runtime/program_cache.h"
 #include "runtime/safetensors.h"
 
@@ -307,7 +310,20 @@ struct Session::Impl {
       if ((r == planfile::Role::Weight || r == planfile::Role::Trainable) && !loaded[t])
         return "weight '" + plan.tensors[t].source + "' was never loaded (call loadWeights with a file that has it)";
     }
+    return unwrittenInput();
+  }
+
+  // An input nobody wrote holds whatever the arena held: bytes no check has seen.
+  std::string unwrittenInput() const {
+    for (int32_t t : plan.inputs)
+      if (!loaded[t]) return "input '" + plan.tensors[t].name + "' was never written (write every input before a step)";
     return "";
+  }
+
+  // A tensor by name, or the error naming it.
+  std::string find(const std::string& name, int32_t* t) const {
+    *t = plan.findTensor(name);
+    return *t < 0 ? "the plan has no tensor '" + name + "'" : "";
   }
 };
 
@@ -356,12 +372,30 @@ std::string Session::loadWeights(const std::string& path) {
   return "";
 }
 
+std::string Session::checkInput(const std::string& name, const void* data, size_t bytes) const {
+  int32_t t = -1;
+  if (auto e = impl_->find(name, &t); !e.empty()) return e;
+  return rt::checkInput(impl_->plan, t, data, bytes);
+}
+
+std::string Session::checkInput(const std::string& name, const std::string& dtype, const std::vector<int64_t>& shape,
+                                const void* data, size_t bytes) const {
+  int32_t t = -1;
+  if (auto e = impl_->find(name, &t); !e.empty()) return e;
+  return rt::checkInput(impl_->plan, t, dtype, shape, data, bytes);
+}
+
 std::string Session::writeTensor(const std::string& name, const void* data, size_t bytes) {
+  if (auto e = checkInput(name, data, bytes); !e.empty()) return e;
   const int32_t t = impl_->plan.findTensor(name);
-  if (t < 0) return "the plan has no tensor '" + name + "'";
-  const int64_t want = planfile::logicalBytes(impl_->plan.tensors[t]);
-  if (static_cast<int64_t>(bytes) != want)
-    return "tensor '" + name + "' takes " + std::to_string(want) + " bytes, not " + std::to_string(bytes);
+  impl_->loaded[t] = true;
+  return impl_->write(t, data, bytes);
+}
+
+std::string Session::writeInput(const std::string& name, const std::string& dtype, const std::vector<int64_t>& shape,
+                                const void* data, size_t bytes) {
+  if (auto e = checkInput(name, dtype, shape, data, bytes); !e.empty()) return e;
+  const int32_t t = impl_->plan.findTensor(name);
   impl_->loaded[t] = true;
   return impl_->write(t, data, bytes);
 }
@@ -377,6 +411,7 @@ std::string Session::readTensor(int32_t t, std::vector<unsigned char>* out) { re
 std::string Session::runPhases(const std::vector<std::string>& phases) {
   Impl& m = *impl_;
   m.beginCall();
+  if (auto e = m.unwrittenInput(); !e.empty()) return e;
   for (size_t i = 0; i < m.plan.launches.size(); ++i) {
     bool run = false;
     for (const std::string& p : phases) run = run || p == m.plan.launches[i].phase;

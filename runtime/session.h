@@ -51,16 +51,29 @@ class Session {
 
   // Base weights and trainables' initial values from a safetensors file, by the plan's names.
   std::string loadWeights(const std::string& safetensorsPath);
-  // Raw bytes of a tensor, checked against its size.
+  // Raw row-major bytes of a tensor, checked against its size; an input's values are checked
+  // too (runtime/input_check.h: integer bounds from the plan, no NaN or infinity in floats),
+  // and nothing is written when they fail.
   std::string writeTensor(const std::string& name, const void* data, size_t bytes);
+  // A typed input write: the dtype ("i64", "f32", ...) and shape must be the plan's, then as
+  // writeTensor.
+  std::string writeInput(const std::string& name, const std::string& dtype, const std::vector<int64_t>& shape,
+                         const void* data, size_t bytes);
+  // What writeTensor / writeInput would refuse, without writing (an app can check a whole data
+  // set before the first step).
+  std::string checkInput(const std::string& name, const void* data, size_t bytes) const;
+  std::string checkInput(const std::string& name, const std::string& dtype, const std::vector<int64_t>& shape,
+                         const void* data, size_t bytes) const;
   std::string readTensor(const std::string& name, std::vector<unsigned char>* out);
   std::string readTensor(int32_t tensor, std::vector<unsigned char>* out);
 
   // One optimizer step: forward, backward, a check that the loss is finite, then the optimizer
   // and the commits of updated parameters and state. A non-finite loss returns an error naming
-  // the step and leaves trainables and state untouched.
+  // the step and leaves trainables and state untouched. Refused before any launch while a
+  // weight or an input was never written.
   std::string trainStep(float* loss);
-  // Runs the launches of the given phases only ("forward", ...) and nothing else (tests).
+  // Runs the launches of the given phases only ("forward", ...) and nothing else (tests,
+  // benchmarks); refused while an input was never written.
   std::string runPhases(const std::vector<std::string>& phases);
   int64_t step() const;
   // With OpenOptions::profileLaunches: the launches of the last successful trainStep or

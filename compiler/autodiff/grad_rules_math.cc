@@ -1,4 +1,5 @@
-// Gradient rules for arithmetic, reductions, Max/Min and the contractions (MatMul, Gemm, Conv).
+// Gradient rules for arithmetic, reductions, CumSum, Max/Min and the contractions (MatMul, Gemm,
+// Conv).
 //
 // Broadcasting is undone by one fbl.ReduceSumTo per operand that was broadcast; MatMul and Gemm
 // gradients are again MatMul and Gemm nodes on (possibly transposed) operands, so the layout
@@ -315,6 +316,18 @@ Result<Grads> convGrad(GradContext& c) {
   return g;
 }
 
+// A running sum's transpose is the running sum the other way, exclusive as it was:
+// y_i = sum_{j <= i} x_j gives dx_j = sum_{i >= j} dy_i.
+Result<Grads> cumSumGrad(GradContext& c) {
+  auto& b = c.b;
+  if (!ir::isFloat(b.dtype(c.in(0)))) return c.fail("an integer CumSum has no gradient");
+  Grads g = none(c);
+  g[0] = b.emit("CumSum", {c.dy[0], c.in(1)}, b.dtype(c.dy[0]), b.shape(c.dy[0]),
+                {{"exclusive", c.fwd.attrInt("exclusive", 0)},
+                 {"reverse", int64_t{c.fwd.attrInt("reverse", 0) == 0 ? 1 : 0}}});
+  return g;
+}
+
 }  // namespace
 
 std::vector<GradRule> mathGradRules() {
@@ -332,6 +345,7 @@ std::vector<GradRule> mathGradRules() {
       {"ReduceMean", reduceMeanGrad},
       {"ReduceSum", reduceSumGrad},
       {"ReduceMax", reduceMaxGrad},
+      {"CumSum", cumSumGrad},
       {"Max", extremumGrad},
       {"Min", extremumGrad},
       {"MatMul", matmulGrad},

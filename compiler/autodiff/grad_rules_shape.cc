@@ -1,5 +1,8 @@
 // Gradient rules for movement ops (each the inverse index map applied to dy), and for the ops
-// that select elements (Gather, Where, Slice, Concat, Pad), whose gradients scatter dy back.
+// that select or place elements (Gather, GatherND, ScatterND, Where, Slice, Concat, Pad), whose
+// gradients scatter dy back or gather it.
+#include <set>
+
 #include "compiler/autodiff/grad_rules.h"
 #include "compiler/autodiff/slice_params.h"
 
@@ -185,6 +188,48 @@ Result<Grads> gatherGrad(GradContext& c) {
   return g;
 }
 
+// data[idx[t]] = updates[t] (reduction none) or += (add): dy flows to the updates at their
+// tuples (GatherND) and to data everywhere else (none: ScatterND of zeros over dy) or everywhere
+// (add). Under none a tuple written twice keeps only its last update; constant indices with a
+// repeat are refused, since the earlier updates would get a gradient they do not have.
+Result<Grads> scatterNDGrad(GradContext& c) {
+  auto& b = c.b;
+  const std::string red = c.fwd.attrString("reduction", "none");
+  if (red != "none" && red != "add") return c.fail("ScatterND is differentiated for reduction none and add only");
+  ValueId dy = c.dy[0];
+  if (red == "none")
+    if (const ir::Tensor* idx = b.constData(c.in(1))) {
+      const std::vector<int64_t> v = idx->toInt64s();
+      const int64_t m = idx->shape().back();
+      const ir::Shape ds = b.shape(c.in(0));
+      std::set<std::vector<int64_t>> seen;
+      for (size_t t = 0; m > 0 && t < v.size() / static_cast<size_t>(m); ++t) {
+        std::vector<int64_t> tuple(v.begin() + static_cast<int64_t>(t) * m, v.begin() + static_cast<int64_t>(t + 1) * m);
+        for (int64_t k = 0; k < m; ++k)
+          if (tuple[k] < 0) tuple[k] += ds[k];
+        if (!seen.insert(tuple).second) return c.fail("ScatterND with a repeated index tuple is not differentiated");
+      }
+    }
+  Grads g = none(c);
+  if (c.wants[0])
+    g[0] = red == "add" ? dy
+                        : b.emit("ScatterND", {dy, c.in(1), b.expand(b.scalar(0.0, b.dtype(dy)), b.shape(c.in(2)))},
+                                 b.dtype(dy), b.shape(dy));
+  if (c.wants[2]) g[2] = b.emit("GatherND", {dy, c.in(1)}, b.dtype(dy), b.shape(c.in(2)));
+  return g;
+}
+
+// GatherND's transpose: dy scatter-added into zeros of the data's shape.
+Result<Grads> gatherNDGrad(GradContext& c) {
+  auto& b = c.b;
+  if (c.fwd.attrInt("batch_dims", 0) != 0) return c.fail("GatherND is differentiated for batch_dims 0 only");
+  Grads g = none(c);
+  const ir::Shape sx = b.shape(c.in(0));
+  g[0] = b.emit("ScatterND", {b.expand(b.scalar(0.0, b.dtype(c.dy[0])), sx), c.in(1), c.dy[0]}, b.dtype(c.dy[0]), sx,
+                {{"reduction", std::string("add")}});
+  return g;
+}
+
 Result<Grads> whereGrad(GradContext& c) {
   auto& b = c.b;
   ValueId dy = c.dy[0];
@@ -209,6 +254,7 @@ std::vector<GradRule> shapeGradRules() {
       {"CastLike", castGrad},       {"Dropout", dropoutGrad},     {"Transpose", transposeGrad},
       {"Expand", expandGrad},       {"Slice", sliceGrad},         {"Concat", concatGrad},
       {"Gather", gatherGrad},       {"Where", whereGrad},         {"Pad", padGrad},
+      {"ScatterND", scatterNDGrad}, {"GatherND", gatherNDGrad},
   };
 }
 

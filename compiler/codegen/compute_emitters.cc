@@ -7,7 +7,8 @@
 //    stride-0 offsets, transposes as strides;
 //  - Reduce*: reduce.cl, kept dims indexed by the output, reduced dims by the loop counter;
 //  - Softmax/LogSoftmax: softmax.cl along one axis; LayerNormalization: layernorm.cl;
-//  - Gather/GatherElements: gather.cl; SoftmaxCrossEntropyLoss: sce_loss.cl (rows, then sum).
+//  - Gather/GatherElements: gather.cl, an index outside the table writes 0 (indexGuard);
+//    SoftmaxCrossEntropyLoss: sce_loss.cl (rows, then sum).
 // Conv and its gradients live in conv_emitters.cc.
 #include <fmt/format.h>
 
@@ -240,6 +241,14 @@ Result<NodeCode> layerNorm(const ir::Graph& g, const ir::Node& n, const Target& 
   return c;
 }
 
+// Reads index `at` into t_, wraps a negative one (ONNX: -n counts from the end) and, for an index
+// still outside [0, n), writes 0 to out[`outAt`] and returns: no index can make a gather read outside
+// its table, even one the runtime's input checks never saw (a computed index, a bypassed check).
+std::string indexGuard(const std::string& at, int64_t n, const std::string& outAt, std::string_view type) {
+  return fmt::format("  long t_ = {};\n  if (t_ < 0) t_ += {};\n  if (t_ < 0 || t_ >= {}) {{ out[{}] = ({})0; return; }}\n",
+                     at, n, n, outAt, type);
+}
+
 Result<NodeCode> gather(const ir::Graph& g, const ir::Node& n, const Target& t) {
   const ir::Value& data = g.values[n.inputs[0]];
   const ir::Value& idx = g.values[n.inputs[1]];
@@ -259,7 +268,7 @@ Result<NodeCode> gather(const ir::Graph& g, const ir::Node& n, const Target& t) 
     for (size_t d = 0; d < rank; ++d) srcStr.push_back(static_cast<int64_t>(d) == axis ? 0 : ds[d]);
     index = emitOffsets(out.shape, "i", {{"o_base", srcStr, 0}, {"o_idx", is, 0}});
   }
-  index += fmt::format("  long t_ = idx[o_idx];\n  if (t_ < 0) t_ += {};\n", data.shape[axis]);
+  index += indexGuard("idx[o_idx]", data.shape[axis], "i", clType(data.dtype));
   index += fmt::format("  const uint o_src = o_base + (uint)t_ * {}u;", ds[axis]);
   const int64_t count = ir::numElements(out.shape);
   NodeCode c;
@@ -337,7 +346,8 @@ Result<NodeCode> emitGather(const ir::Graph& g, const ir::Node& n, const Target&
     return s + ")";
   };
   const std::vector<std::string> idxCoords(coord.begin() + axis, coord.begin() + axis + static_cast<int64_t>(q));
-  index += fmt::format("  long t_ = idx[{}];\n  if (t_ < 0) t_ += {};\n", call("gather_idx", idxCoords), data.shape[axis]);
+  index += indexGuard("idx[" + call("gather_idx", idxCoords) + "]", data.shape[axis], call("gather_out", coord),
+                      clType(data.dtype));
   std::vector<std::string> dataCoords(coord.begin(), coord.begin() + axis);
   dataCoords.push_back("(uint)t_");
   for (size_t d = axis + 1; d < rank; ++d) dataCoords.push_back(coord[d + q - 1]);

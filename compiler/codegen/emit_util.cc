@@ -14,6 +14,7 @@ EmitFn findSpecialEmitter(std::string_view op) {
     std::vector<EmitterEntry> all = movementEmitters();
     for (auto& e : computeEmitters()) all.push_back(e);
     for (auto& e : trainingEmitters()) all.push_back(e);
+    for (auto& e : indexEmitters()) all.push_back(e);
     return all;
   }();
   for (const auto& [name, fn] : table)

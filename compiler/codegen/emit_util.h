@@ -1,5 +1,6 @@
 // Helpers shared by the per-family kernel emitters, and the table of emitters for ops with their
-// own template (movement_emitters.cc, compute_emitters.cc, training_emitters.cc).
+// own template (movement_emitters.cc, compute_emitters.cc, training_emitters.cc,
+// index_emitters.cc).
 #pragma once
 
 #include <optional>
@@ -17,6 +18,7 @@ using EmitterEntry = std::pair<std::string_view, EmitFn>;
 std::vector<EmitterEntry> movementEmitters();
 std::vector<EmitterEntry> computeEmitters();
 std::vector<EmitterEntry> trainingEmitters();
+std::vector<EmitterEntry> indexEmitters();  // index_emitters.cc: CumSum, GatherND, ScatterND
 // nullptr when the op has no dedicated emitter.
 EmitFn findSpecialEmitter(std::string_view op);
 

@@ -5,7 +5,8 @@
 //     operand layouts (operand_layout.h) each offset comes from its layout instead;
 //  3. movement ops (Transpose, Slice, Concat, Pad, Split) are strided copies (strided_copy.cl);
 //  4. everything else has its own template (matmul, reduce, softmax, layernorm, gather, loss,
-//     conv2d) or comes from fbl's training ops (training_emitters.cc).
+//     conv2d, cumsum, gather_nd, scatter_nd) or comes from fbl's training ops
+//     (training_emitters.cc).
 #include "compiler/codegen/kernel_emitter.h"
 
 #include <algorithm>
@@ -243,7 +244,7 @@ Result<NodeCode> emitNode(const ir::Graph& g, const ir::Node& n, const Target& t
   if (auto expr = elementwiseExpr(g, n)) return emitElementwise(g, n, t, *expr, nullptr);
   if (auto* f = findSpecialEmitter(n.op)) return f(g, n, t);
   return makeError("{}: no OpenCL kernel for op '{}' (supported: elementwise, movement, MatMul, "
-                   "Gemm, reductions, Softmax, LayerNormalization, Gather*, Conv, fbl training ops)",
+                   "Gemm, reductions, Softmax, LayerNormalization, Gather*, ScatterND, CumSum, Conv, fbl training ops)",
                    ir::describeNode(g, n), n.op);
 }
 

@@ -138,4 +138,16 @@ Status loadAvailableExternalData(ir::Graph& g) {
   return {};
 }
 
+Status requireInitializerData(const ir::Graph& g) {
+  const std::vector<bool> live = g.liveValues();
+  for (ir::ValueId v = 0; v < static_cast<ir::ValueId>(g.values.size()); ++v) {
+    const ir::Value& val = g.values[v];
+    if (!live[v] || val.kind != ir::ValueKind::Initializer || val.data) continue;
+    if (!val.external) return makeError("{}: initializer '{}' has no data", g.sourcePath, val.name);
+    FBL_TRY(loadExternalTensor(g, v));  // fails, saying why (a file present was loaded at import)
+    return makeError("{}: initializer '{}': its external data was not loaded", g.sourcePath, val.name);
+  }
+  return Status::success();
+}
+
 }  // namespace fbl::onnx

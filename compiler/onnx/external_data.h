@@ -1,7 +1,9 @@
 // Initializer bytes kept outside the .onnx file (ONNX "external data": keys location, offset,
-// length). Import records where the bytes are and validates the path; the bytes are read only
-// when a stage asks for them, so a model whose data file is absent (llama-full ships without
-// its weights) still imports with every name and shape.
+// length). Import records where the bytes are and validates the path, then importModel reads
+// every initializer whose file exists (loadAvailableExternalData): the one loader every command
+// goes through. A model whose data file is absent (llama-full ships without its weights) still
+// imports with every name and shape; what needs the bytes says which file is missing
+// (requireInitializerData).
 #pragma once
 
 #include <string>
@@ -28,5 +30,9 @@ Result<ir::Tensor> loadExternalTensor(const ir::Graph& g, ir::ValueId v);
 // Loads every external initializer whose data file exists (their `data` is set, `external`
 // kept for reference); initializers whose file is absent are left as they are.
 Status loadAvailableExternalData(ir::Graph& g);
+
+// Every initializer a live node reads has its bytes; else the loader's reason for the first that
+// has none ("external data file 'D/model.onnx.data' is missing").
+Status requireInitializerData(const ir::Graph& g);
 
 }  // namespace fbl::onnx

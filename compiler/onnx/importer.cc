@@ -1,6 +1,7 @@
 // ONNX ModelProto -> ir::Graph.
 //
-// 1. Parse the protobuf; check the ai.onnx opset (13..20).
+// 1. Parse the protobuf; check the ai.onnx opset (13..20). Sequence ops are rewritten into
+//    tensor ops first (sequence_ops.h).
 // 2. Initializers become Initializer values: inline data is copied and checked against the
 //    shape; external data is recorded (location, offset, length) after its path is validated.
 // 3. Graph inputs that are not initializers become Input values; every dimension must be
@@ -21,6 +22,7 @@
 
 #include "compiler/onnx/external_data.h"
 #include "compiler/onnx/proto_tensor.h"
+#include "compiler/onnx/sequence_ops.h"
 #include "compiler/onnx/tensor_proto.h"
 #include "compiler/ops/op_schema.h"
 
@@ -488,12 +490,15 @@ Result<ir::Graph> importModelFromBytes(const std::string& bytes, const std::stri
   if (!m.ParseFromString(bytes))
     return makeError("{}: not a valid ONNX model (protobuf parse failed)", path);
   if (!m.has_graph()) return makeError("{}: not a valid ONNX model (it has no graph)", path);
+  FBL_TRY(rewriteSequenceOps(m.mutable_graph(), path));
   return Importer(m, path, opts).run();
 }
 
 Result<ir::Graph> importModel(const std::string& path, const ImportOptions& opts) {
   FBL_ASSIGN(std::string bytes, readWholeFile(path));
-  return importModelFromBytes(bytes, path, opts);
+  FBL_ASSIGN(ir::Graph g, importModelFromBytes(bytes, path, opts));
+  if (opts.loadExternalData) FBL_TRY(loadAvailableExternalData(g));
+  return g;
 }
 
 }  // namespace fbl::onnx

@@ -13,11 +13,17 @@ namespace fbl::onnx {
 
 struct ImportOptions {
   std::map<std::string, ir::Shape> shapeOverrides;
+  // importModel: read every external initializer whose data file exists
+  // (external_data.h, loadAvailableExternalData), the one place any command reads external
+  // data. So every command sees one graph: folding reads foldable initializers kept outside the
+  // file as it reads inline ones, and the reference executor and the weight writer find every
+  // weight in memory. An absent data file leaves its initializers shaped but empty (llama-full).
+  bool loadExternalData = true;
 };
 
 Result<ir::Graph> importModel(const std::string& path, const ImportOptions& opts = {});
 // Same, from bytes in memory (the fuzz target); `path` is used in messages and to resolve
-// external data.
+// external data, which is recorded but not read.
 Result<ir::Graph> importModelFromBytes(const std::string& bytes, const std::string& path,
                                        const ImportOptions& opts = {});
 

@@ -1,6 +1,6 @@
 // Shape rules of the constant and movement ops: Constant, ConstantOfShape, Shape, Reshape,
-// Transpose, (Un)Squeeze, Concat, Slice, Split, Pad, Expand, the Gathers, Range, CumSum and
-// Trilu. Targets given as inputs (Reshape's shape, Slice's starts, ...) must be compile-time
+// Transpose, (Un)Squeeze, Concat, Slice, Split, Pad, Expand, the Gathers, ScatterND, Range,
+// CumSum and Trilu. Targets given as inputs (Reshape's shape, Slice's starts, ...) must be compile-time
 // constants: fold_and_infer folds the chains that compute them before it reaches these nodes.
 #include <algorithm>
 #include <cmath>
@@ -361,6 +361,31 @@ Status gatherND(InferContext& c) {
   return Status::success();
 }
 
+// ScatterND: out = data; updates = indices.shape[:-1] + data.shape[k:], k = indices.shape[-1].
+Status scatterND(InferContext& c) {
+  FBL_TRY(expectOutputs(c, 1, 1));
+  FBL_TRY(expectDType(c, 1, DType::I64));
+  FBL_TRY(expectSameDType(c, 0, 2));
+  const Shape& data = c.in[0].shape;
+  const Shape& idx = c.in[1].shape;
+  const int64_t r = rankOf(c, 0), q = rankOf(c, 1);
+  if (r < 1 || q < 1) return c.fail("data and indices must have rank 1 or more");
+  const int64_t k = idx.back();
+  if (k < 1 || k > r)
+    return c.fail(fmt::format("indices {} index {} dimensions of data {}", ir::shapeToString(idx), k,
+                              ir::shapeToString(data)));
+  Shape upd(idx.begin(), idx.end() - 1);
+  upd.insert(upd.end(), data.begin() + k, data.end());
+  if (c.in[2].shape != upd)
+    return c.fail(fmt::format("updates {} must have shape {} (indices {}, data {})", ir::shapeToString(c.in[2].shape),
+                              ir::shapeToString(upd), ir::shapeToString(idx), ir::shapeToString(data)));
+  const std::string red = c.node.attrString("reduction", "none");
+  if (red != "none" && red != "add" && red != "mul" && red != "max" && red != "min")
+    return c.fail(fmt::format("reduction '{}' is not one of none, add, mul, max, min", red));
+  c.out[0] = c.in[0];
+  return Status::success();
+}
+
 Status range(InferContext& c) {
   FBL_TRY(expectOutputs(c, 1, 1));
   FBL_TRY(expectSameDType(c, 0, 1));
@@ -432,6 +457,7 @@ std::vector<OpSchema> shapeSchemas() {
       {"Gather", 2, 2, {"axis"}, gather},
       {"GatherElements", 2, 2, {"axis"}, gatherElements},
       {"GatherND", 2, 2, {"batch_dims"}, gatherND},
+      {"ScatterND", 3, 3, {"reduction"}, scatterND},
       {"Range", 3, 3, {}, range},
       {"CumSum", 2, 2, {"exclusive", "reverse"}, cumSum},
       {"Trilu", 1, 2, {"upper"}, trilu},

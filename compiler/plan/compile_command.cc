@@ -215,7 +215,8 @@ Result<Compiled> compileModel(const CompileArgs& args) {
 }
 
 Status writeWeights(const CompileArgs& args, const Plan& plan) {
-  // A raw import keeps every initializer under its ONNX name with its external-data record.
+  // A raw import keeps every initializer under its ONNX name; importModel read its external
+  // data, and for one whose file is absent loadExternalTensor says so.
   onnx::LoadOptions lo;
   lo.simplify = false;
   lo.shapeOverrides = args.shapes;

@@ -9,7 +9,9 @@
 //  4. update parameters and optimizer state in place; record commits (updated -> current)
 //     for any update that cannot be in place;
 //  5. plan memory by liveness: persistent tensors live for the whole step, loss, gradients and
-//     updated values until its end, everything else from first to last use.
+//     updated values until its end, everything else from first to last use;
+//  6. record, per integer input, the bounds its index and label consumers need (the runtime
+//     checks every input write against them).
 #include "compiler/plan/plan_builder.h"
 
 #include <algorithm>
@@ -20,6 +22,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/analysis/input_bounds.h"
 #include "compiler/codegen/kernel_emitter.h"
 #include "compiler/codegen/operand_layout.h"
 #include "compiler/plan/memory_planner.h"
@@ -193,7 +196,10 @@ class Builder {
       addLaunches(n, code, nl ? nl->kind : "compute", scratch, fusedOps, fusedNodes);
     }
     for (ir::ValueId v : g_.inputs)
-      if (v != in_.step) plan_.inputs.push_back(tensorOf(v));
+      if (v != in_.step) {
+        plan_.inputs.push_back(tensorOf(v));
+        addInputChecks(v);
+      }
     // 4: commits and the names the runtime needs.
     std::set<int32_t> keep;
     if (in_.loss != ir::kNoValue) keep.insert(plan_.loss = tensorOf(in_.loss));
@@ -248,6 +254,24 @@ class Builder {
       pl.kind = kind;
       pl.fused = fused;
       plan_.launches.push_back(std::move(pl));
+    }
+  }
+
+  // What the runtime checks of integer input `v` before any launch (analysis/input_bounds.h).
+  void addInputChecks(ir::ValueId v) {
+    const ir::DType dt = g_.values[v].dtype;
+    if (ir::isFloat(dt) || dt == ir::DType::Bool) return;
+    for (const analysis::InputBound& b : analysis::inputBounds(g_, v)) {
+      planfile::InputCheck c;
+      c.input = plan_.inputs.back();
+      c.kind = b.kind == analysis::InputBound::Kind::Index ? "index" : "label";
+      c.lo = b.lo;
+      c.hi = b.hi;
+      c.hasIgnore = b.ignoreIndex.has_value();
+      c.ignoreIndex = b.ignoreIndex.value_or(0);
+      c.node = b.node;
+      c.table = b.table;
+      plan_.inputChecks.push_back(std::move(c));
     }
   }
 

@@ -10,6 +10,12 @@ std::string printPlan(const planfile::Plan& p) {
   s += fmt::format("plan {} (format {}, profile {})\n", p.model, planfile::kVersion, p.profile);
   s += fmt::format("arena {} bytes, alignment {}, blob {} bytes\n", p.arenaBytes, p.alignment, p.blob.size());
   s += fmt::format("inputs t{}  loss t{}  step t{}\n", fmt::join(p.inputs, " t"), p.loss, p.step);
+  for (const planfile::InputCheck& c : p.inputChecks) {
+    s += fmt::format("  check t{} {} [{}, {})", c.input, c.kind, c.lo, c.hi);
+    if (c.hasIgnore) s += fmt::format(" or {}", c.ignoreIndex);
+    if (!c.table.empty()) s += fmt::format(" table '{}'", c.table);
+    s += fmt::format("  # {}\n", c.node);
+  }
   s += "\ntensors:\n";
   for (size_t i = 0; i < p.tensors.size(); ++i) {
     const planfile::Tensor& t = p.tensors[i];

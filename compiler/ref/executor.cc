@@ -99,7 +99,7 @@ Result<std::vector<Tensor>> Executor::run(const std::map<ValueId, Tensor>& feeds
         if (val.data) return val.data.get();
         return makeError("{}: {} '{}' has no data{}; load it or setValue() it", file,
                          val.kind == ValueKind::Initializer ? "initializer" : "constant", val.name,
-                         val.external ? " (external data is not loaded)" : "");
+                         val.external ? " (its external data file was absent at import)" : "");
       case ValueKind::Intermediate:
         if (val.producer == kNoNode) return makeError("{}: value '{}' has no producer", file, val.name);
         return makeError("{}: value '{}' is read before its producer ran (nodes out of order)", file,

@@ -1,6 +1,7 @@
-// Data-dependent indexing and the loss: Gather, GatherElements, GatherND,
+// Data-dependent indexing and the loss: Gather, GatherElements, GatherND, ScatterND,
 // SoftmaxCrossEntropyLoss. Every index is range-checked (negative ones wrap once, as ONNX
 // says) before it is used, and an out-of-range index is an error naming the node.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -116,6 +117,53 @@ Outputs gatherNDOp(const Node& n, const Inputs& in) {
   return single(std::move(y));
 }
 
+// out = data, then for each index tuple t in order: out[idx[t], ...] = updates[t, ...] (reduction
+// none: the last tuple naming a slice wins) or combined with it (add, mul, max, min).
+Outputs scatterNDOp(const Node& n, const Inputs& in) {
+  FBL_ASSIGN(const Tensor* data, input(n, in, 0));
+  FBL_ASSIGN(const Tensor* idxT, input(n, in, 1));
+  FBL_ASSIGN(const Tensor* upd, input(n, in, 2));
+  FBL_TRY(expectDType(n, *idxT, 1, {DType::I64}));
+  const int64_t r = data->rank(), q = idxT->rank();
+  if (q < 1 || r < 1) return nodeError(n, "data and indices must have rank 1 or more");
+  const int64_t m = idxT->shape().back();
+  if (m < 1 || m > r) return nodeError(n, "index tuples of length {} do not fit data rank {}", m, r);
+  Shape us(idxT->shape().begin(), idxT->shape().end() - 1);
+  us.insert(us.end(), data->shape().begin() + m, data->shape().end());
+  if (upd->shape() != us || upd->dtype() != data->dtype())
+    return nodeError(n, "updates {} {} do not match {} {}", ir::dtypeName(upd->dtype()), ir::shapeToString(upd->shape()),
+                     ir::dtypeName(data->dtype()), ir::shapeToString(us));
+  const std::string red = n.attrString("reduction", "none");
+  int64_t tuples = 1, sliceSize = 1;
+  for (int64_t d = 0; d < q - 1; ++d) tuples *= idxT->shape()[d];
+  for (int64_t d = m; d < r; ++d) sliceSize *= data->shape()[d];
+  const auto strides = ir::stridesOf(data->shape());
+  const std::vector<int64_t> idx = idxT->toInt64s();
+  return withNumeric(n, data->dtype(), [&](auto tag) -> Outputs {
+    using T = decltype(tag);
+    Tensor y = *data;
+    T* py = y.data<T>();
+    const T* pu = upd->data<T>();
+    for (int64_t t = 0; t < tuples; ++t) {
+      int64_t off = 0;
+      for (int64_t k = 0; k < m; ++k) {
+        FBL_ASSIGN(int64_t w, wrapIndex(n, idx[t * m + k], data->shape()[k], k));
+        off += w * strides[k];
+      }
+      for (int64_t s = 0; s < sliceSize; ++s) {
+        T& o = py[off + s];
+        const T u = pu[t * sliceSize + s];
+        if (red == "add") o = o + u;
+        else if (red == "mul") o = o * u;
+        else if (red == "max") o = std::max(o, u);
+        else if (red == "min") o = std::min(o, u);
+        else o = u;
+      }
+    }
+    return single(std::move(y));
+  });
+}
+
 // scores [N, C, d...], labels [N, d...]: loss_i = -w[l_i] * log_softmax(scores)_i[l_i], 0 where
 // l_i == ignore_index. 'mean' divides by the summed weights of the kept positions (their count
 // without weights), as PyTorch's cross_entropy does.
@@ -187,6 +235,7 @@ std::vector<KernelEntry> indexKernels() {
       {"Gather", gatherOp},
       {"GatherElements", gatherElementsOp},
       {"GatherND", gatherNDOp},
+      {"ScatterND", scatterNDOp},
       {"SoftmaxCrossEntropyLoss", softmaxCrossEntropyOp},
   };
 }

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/onnx/external_data.h"
 #include "compiler/onnx/load_model.h"
 #include "compiler/onnx/tensor_proto.h"
 
@@ -114,6 +115,7 @@ Status run(const RunRefArgs& args) {
   onnx::LoadOptions load;
   load.shapeOverrides = args.shapes;
   FBL_ASSIGN(ir::Graph forward, onnx::loadModel(args.model, load));
+  FBL_TRY(onnx::requireInitializerData(forward));  // external data: read at import, or say what is missing
   FBL_ASSIGN(Feeds batch, loadInputs(forward, args.dataDir));
   FBL_ASSIGN(autodiff::TrainingGraph tg, autodiff::buildTrainingGraph(forward, opts));
   auto trainer = RefTrainer::create(std::move(tg));

@@ -2,53 +2,15 @@
 
 #include <algorithm>
 #include <random>
-#include <set>
+
+#include "compiler/analysis/input_bounds.h"
 
 namespace fbl::zoo {
 
-namespace {
-
-// Ops that move integer ids around without changing their meaning.
-bool carriesIds(const std::string& op) {
-  static const std::set<std::string> ops = {"Reshape", "Slice", "Pad", "Squeeze", "Unsqueeze",
-                                            "Flatten", "Identity", "Transpose", "Expand",
-                                            "Concat", "Cast", "Gather", "GatherElements"};
-  return ops.count(op) > 0;
-}
-
-}  // namespace
-
 int64_t integerInputBound(const ir::Graph& g, ir::ValueId input) {
-  auto consumers = g.consumers();
   int64_t bound = -1;
-  std::vector<ir::ValueId> work{input};
-  std::set<ir::ValueId> seen{input};
-  while (!work.empty()) {
-    ir::ValueId v = work.back();
-    work.pop_back();
-    for (ir::NodeId nid : consumers[v]) {
-      const ir::Node& n = g.nodes[nid];
-      int64_t found = -1;
-      if (n.op == "Gather" && n.input(1) == v) {
-        const ir::Value& table = g.values[n.inputs[0]];
-        int64_t rank = static_cast<int64_t>(table.shape.size());
-        int64_t axis = n.attrInt("axis", 0);
-        if (axis < 0) axis += rank;
-        if (table.shapeKnown && axis >= 0 && axis < rank) found = table.shape[axis];
-      } else if (n.op == "SoftmaxCrossEntropyLoss" && n.input(1) == v) {
-        const ir::Value& scores = g.values[n.inputs[0]];
-        if (scores.shapeKnown && scores.shape.size() >= 2) found = scores.shape[1];
-      }
-      if (found > 0) {
-        bound = bound < 0 ? found : std::min(bound, found);
-        continue;
-      }
-      // A Gather's data input carries ids only when v is the table, not the index.
-      if (!carriesIds(n.op) || (n.op == "Gather" && n.input(0) != v)) continue;
-      for (ir::ValueId out : n.outputs)
-        if (out != ir::kNoValue && seen.insert(out).second) work.push_back(out);
-    }
-  }
+  for (const analysis::InputBound& b : analysis::inputBounds(g, input))
+    if (b.hi > 0) bound = bound < 0 ? b.hi : std::min(bound, b.hi);
   return bound > 0 ? bound : kDefaultIntegerBound;
 }
 

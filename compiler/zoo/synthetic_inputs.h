@@ -1,10 +1,9 @@
 // Synthetic training batches for a graph's inputs, so that a model trains without a data set
 // (`fbl-train` without --data): float inputs are standard-normal (images, audio features,
-// latents), integer inputs are uniform in [0, bound) where the bound is read from the graph:
-// the row count of the table an input indexes through Gather (the vocabulary), or the class
-// count of the SoftmaxCrossEntropyLoss it labels, following shape-only ops (Reshape, Slice,
-// Pad, ...) between them. An integer input with neither (a diffusion timestep) gets
-// kDefaultIntegerBound. Every draw comes from one fixed-seed generator.
+// latents), integer inputs are uniform in [0, bound) where the bound is the smallest of the
+// input's analysis::inputBounds (the rows of the table it indexes through Gather, the class
+// count of the SoftmaxCrossEntropyLoss it labels; the plan records the same bounds). An integer
+// input with neither (a diffusion timestep) gets kDefaultIntegerBound. Every draw comes from one fixed-seed generator.
 #pragma once
 
 #include <cstdint>

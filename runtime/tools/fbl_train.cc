@@ -21,7 +21,6 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "compiler/onnx/load_model.h"
 #include "compiler/onnx/tensor_proto.h"
@@ -94,6 +93,7 @@ std::string parseArgs(int argc, char** argv, Args* a) {
 // test_data_set_K/ folders that the steps cycle through.
 struct Batch {
   std::vector<fbl::ir::Tensor> inputs;
+  std::vector<std::string> files;  // where each input came from, for messages ("" if synthetic)
 };
 
 std::string readBatch(const fs::path& dir, size_t count, Batch* b) {
@@ -102,6 +102,7 @@ std::string readBatch(const fs::path& dir, size_t count, Batch* b) {
     auto t = fbl::onnx::readTensorProtoFile(p.string());
     if (!t.ok()) return t.error().message;
     b->inputs.push_back(std::move(t->tensor));
+    b->files.push_back(p.string());
   }
   return "";
 }
@@ -157,15 +158,18 @@ std::string syntheticBatch(const fbl::ir::Graph& g, int64_t step, Batch* b) {
   return "";
 }
 
-std::string feed(fbl::rt::Session& s, const Batch& b) {
+// Writes a batch through the runtime's typed input write, which checks dtype, shape and values
+// (runtime/input_check.h); with `checkOnly` it only checks. Errors name the file.
+std::string feed(fbl::rt::Session& s, const Batch& b, bool checkOnly = false) {
   const auto& plan = s.plan();
   for (size_t i = 0; i < plan.inputs.size(); ++i) {
     const auto& t = plan.tensors[plan.inputs[i]];
     const auto& x = b.inputs[i];
-    if (x.shape() != t.shape || std::string(fbl::ir::dtypeName(x.dtype())) != t.dtype)
-      return fmt::format("input_{}.pb is {}{} but the plan's input '{}' is {}[{}]", i, fbl::ir::dtypeName(x.dtype()),
-                         fbl::ir::shapeToString(x.shape()), t.name, t.dtype, fmt::join(t.shape, ","));
-    if (auto e = s.writeTensor(t.name, x.raw(), x.nbytes()); !e.empty()) return e;
+    const std::string dtype(fbl::ir::dtypeName(x.dtype()));
+    const std::vector<int64_t> shape(x.shape().begin(), x.shape().end());
+    std::string e = checkOnly ? s.checkInput(t.name, dtype, shape, x.raw(), x.nbytes())
+                              : s.writeInput(t.name, dtype, shape, x.raw(), x.nbytes());
+    if (!e.empty()) return i < b.files.size() && !b.files[i].empty() ? b.files[i] + ": " + e : e;
   }
   return "";
 }
@@ -236,6 +240,9 @@ int run(const Args& a) {
   } else if (auto e = readData(a.data, s->plan().inputs.size(), &batches); !e.empty()) {
     return fmt::print(stderr, "error: {}\n", e), 1;
   }
+  // Every batch is checked before the first step, so a bad one stops the run before it trains.
+  for (const Batch& b : batches)
+    if (auto e = feed(*s, b, /*checkOnly=*/true); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
   if (a.resume) {
     if (fs::exists(a.checkpoint)) {
       if (auto e = s->loadCheckpoint(a.checkpoint); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;

@@ -308,6 +308,58 @@ TEST_CASE("gradcheck: movement ops", "[autodiff][gradcheck]") {
   checkGradients(t);
 }
 
+TEST_CASE("gradcheck: CumSum, every direction", "[autodiff][gradcheck]") {
+  for (const int64_t exclusive : {0, 1})
+    for (const int64_t reverse : {0, 1})
+      DYNAMIC_SECTION("exclusive " << exclusive << " reverse " << reverse) {
+        TestGraph t;
+        ValueId x = t.param("px", {2, 5, 3});
+        ValueId axis = t.constant(ir::Tensor::scalar<int64_t>(-2));
+        t.weightedSumLoss(t.node("CumSum", {x, axis}, {{"exclusive", exclusive}, {"reverse", reverse}}));
+        checkGradients(t);
+      }
+}
+
+TEST_CASE("gradcheck: ScatterND and GatherND", "[autodiff][gradcheck]") {
+  for (const std::string red : {"none", "add"})
+    DYNAMIC_SECTION("ScatterND rows, reduction " << red) {
+      TestGraph t;
+      ValueId data = t.param("pd", {5, 3});
+      ValueId upd = t.param("pu", {3, 3});
+      ValueId idx = t.constant(ir::Tensor::fromVector<int64_t>({3, 1}, {4, 0, -3}));
+      t.weightedSumLoss(t.node("ScatterND", {data, idx, upd}, {{"reduction", red}}));
+      checkGradients(t);
+    }
+  SECTION("ScatterND add, a repeated element tuple") {
+    TestGraph t;
+    ValueId data = t.param("pd", {3, 4});
+    ValueId upd = t.param("pu", {3});
+    ValueId idx = t.constant(ir::Tensor::fromVector<int64_t>({3, 2}, {1, 2, 0, 3, 1, 2}));
+    t.weightedSumLoss(t.node("ScatterND", {data, idx, upd}, {{"reduction", std::string("add")}}));
+    checkGradients(t);
+  }
+  SECTION("GatherND pairs, a repeated tuple") {
+    TestGraph t;
+    ValueId data = t.param("pd", {4, 3, 2});
+    ValueId idx = t.constant(ir::Tensor::fromVector<int64_t>({2, 2, 2}, {0, 1, 3, -1, 0, 1, 2, 0}));
+    t.weightedSumLoss(t.node("GatherND", {data, idx}));
+    checkGradients(t);
+  }
+}
+
+TEST_CASE("autodiff: ScatterND with a repeated tuple under reduction none is refused", "[autodiff][gradcheck]") {
+  TestGraph t;
+  ValueId data = t.param("pd", {4, 2});
+  ValueId upd = t.param("pu", {2, 2});
+  ValueId idx = t.constant(ir::Tensor::fromVector<int64_t>({2, 1}, {1, -3}));  // -3 is row 1 again
+  t.weightedSumLoss(t.node("ScatterND", {data, idx, upd}));
+  autodiff::TrainingOptions opts;
+  opts.trainableGlobs = {"p*"};
+  auto tg = autodiff::buildTrainingGraph(t.g, opts);
+  REQUIRE_FALSE(tg.ok());
+  CHECK_THAT(tg.error().message, Catch::Contains("repeated index tuple"));
+}
+
 TEST_CASE("gradcheck: SoftmaxCrossEntropyLoss", "[autodiff][gradcheck]") {
   for (std::string reduction : {"mean", "sum"}) {
     DYNAMIC_SECTION("[N, C, d] scores, ignore_index, " << reduction) {

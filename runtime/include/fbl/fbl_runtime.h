@@ -1,6 +1,8 @@
 /* fbl runtime: the C API an app links (C89-compatible; the library itself is C++17 over the
- * OpenCL ICD loader). Every function returning int returns 0 on success; on failure,
- * fbl_last_error() gives one line naming the file, tensor, kernel or step at fault. */
+ * OpenCL ICD loader). Every function returning int returns FBL_OK (0) on success; on failure,
+ * FBL_ERROR_INPUT when an input's values, dtype or shape are refused (the session is unchanged:
+ * an app may skip the batch and go on), FBL_ERROR otherwise, and fbl_last_error() gives one line
+ * naming the file, tensor, kernel or step at fault. */
 #ifndef FBL_RUNTIME_H_
 #define FBL_RUNTIME_H_
 
@@ -10,6 +12,10 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+#define FBL_OK 0
+#define FBL_ERROR 1
+#define FBL_ERROR_INPUT 2
 
 typedef struct fbl_session fbl_session;
 
@@ -22,8 +28,14 @@ const char* fbl_last_error(void);
 
 /* Base weights and initial trainables, by name, from a safetensors file. */
 int fbl_load_weights(fbl_session* s, const char* safetensors_path);
-/* Raw bytes of a tensor (inputs before a step; any tensor for inspection). */
+/* Raw row-major bytes of a tensor (inputs before a step; any tensor for inspection). An input's
+ * values are checked before anything is written: integers against the bounds the plan records
+ * (a Gather's table rows, a loss's classes and ignore_index), floats for NaN and infinity. */
 int fbl_write_tensor(fbl_session* s, const char* name, const void* data, size_t bytes);
+/* An input with its dtype ("i64", "i32", "f32", ...) and shape (rank dims), which must be the
+ * plan's; then as fbl_write_tensor. */
+int fbl_write_input(fbl_session* s, const char* name, const char* dtype, const int64_t* shape, size_t rank,
+                    const void* data, size_t bytes);
 int fbl_read_tensor(fbl_session* s, const char* name, void* data, size_t bytes);
 /* One optimizer step; *loss receives the step's loss. */
 int fbl_train_step(fbl_session* s, float* loss);

@@ -1,0 +1,164 @@
+// A hand-built ONNX training graph with the ops issue 15 found in users' exports, compiled by
+// `fblc compile`'s pipeline and trained on PoCL against the reference executor running the same
+// joint graph (run-ref's trainer): position ids from the padding mask (integer CumSum), a
+// torch.split of the hidden state into a GLU (SplitToSequence + SequenceAt), and a ScatterND on
+// the float path to the loss (gradients to both its data and its updates).
+#include <filesystem>
+
+#include "compiler/onnx/load_model.h"
+#include "compiler/plan/compile_command.h"
+#include "compiler/train/ref_trainer.h"
+#include "tests/onnx/onnx_test_util.h"
+#include "tests/runtime/runtime_test_util.h"
+
+namespace fbl::testing {
+namespace {
+
+constexpr int64_t kSeq = 6, kVocab = 10, kHidden = 8, kPositions = 8;
+
+void intConst(::onnx::GraphProto* g, const std::string& name, const std::vector<int64_t>& v, bool scalar = false) {
+  auto* a = addNode(g, "Constant", name, {}, {name})->add_attribute();
+  a->set_name("value");
+  a->set_type(::onnx::AttributeProto::TENSOR);
+  auto* t = a->mutable_t();
+  t->set_data_type(::onnx::TensorProto::INT64);
+  if (!scalar) t->add_dims(static_cast<int64_t>(v.size()));
+  for (int64_t x : v) t->add_int64_data(x);
+}
+
+void intAttr(::onnx::NodeProto* n, const std::string& name, int64_t v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+std::vector<float> randomFloats(size_t n, std::mt19937& rng) {
+  std::vector<float> v(n);
+  for (float& x : v) x = std::uniform_real_distribution<float>(-1, 1)(rng);
+  return v;
+}
+
+std::string writeModel(const std::string& path) {
+  ::onnx::ModelProto m;
+  m.set_ir_version(9);
+  auto* op = m.add_opset_import();
+  op->set_domain("");
+  op->set_version(20);
+  auto* g = m.mutable_graph();
+  g->set_name("new-ops");
+  addInput(g, "input_ids", ::onnx::TensorProto::INT64, {1, kSeq});
+  addInput(g, "attention_mask", ::onnx::TensorProto::INT64, {1, kSeq});
+  addInput(g, "labels", ::onnx::TensorProto::INT64, {1, kSeq});
+  std::mt19937 rng(21);
+  addF32Initializer(g, "tok.lora_B.weight", {kVocab, kHidden}, randomFloats(kVocab * kHidden, rng));
+  addF32Initializer(g, "pos.weight", {kPositions, kHidden}, randomFloats(kPositions * kHidden, rng));
+  addF32Initializer(g, "head.lora_A.weight", {kHidden / 2, kVocab}, randomFloats(kHidden / 2 * kVocab, rng));
+  // Position ids as HF's create_position_ids_from_input_ids: cumsum(mask) * mask + 1.
+  intConst(g, "one_axis", {1}, true);
+  intConst(g, "one", {1}, true);
+  addNode(g, "CumSum", "node_cumsum", {"attention_mask", "one_axis"}, {"cumsum"});
+  addNode(g, "Mul", "node_mask", {"cumsum", "attention_mask"}, {"masked"});
+  addNode(g, "Add", "node_pos_ids", {"masked", "one"}, {"pos_ids"});
+  addNode(g, "Gather", "node_embedding", {"tok.lora_B.weight", "input_ids"}, {"tok"});
+  addNode(g, "Gather", "node_pos_embedding", {"pos.weight", "pos_ids"}, {"pos"});
+  addNode(g, "Add", "node_add", {"tok", "pos"}, {"h"});
+  // torch.split(h, 4, dim=2) into a GLU.
+  intConst(g, "half", {kHidden / 2}, true);
+  intAttr(addNode(g, "SplitToSequence", "node_split", {"h", "half"}, {"halves"}), "axis", 2);
+  intConst(g, "i0", {0}, true);
+  intConst(g, "i1", {1}, true);
+  addNode(g, "SequenceAt", "node_getitem", {"halves", "i0"}, {"a"});
+  addNode(g, "SequenceAt", "node_getitem_1", {"halves", "i1"}, {"b"});
+  addNode(g, "Sigmoid", "node_sigmoid", {"b"}, {"gate"});
+  addNode(g, "Mul", "node_glu", {"a", "gate"}, {"glu"});
+  addNode(g, "MatMul", "node_head", {"glu", "head.lora_A.weight"}, {"logits"});
+  // logits[0, 5] = 2 * logits[0, 0]: a ScatterND whose updates depend on the trainable too.
+  intConst(g, "s0", {0, 0, 0});
+  intConst(g, "s1", {1, 1, kVocab});
+  addNode(g, "Slice", "node_first", {"logits", "s0", "s1"}, {"first"});
+  intConst(g, "upd_shape", {1, kVocab});
+  addNode(g, "Reshape", "node_first_flat", {"first", "upd_shape"}, {"first_flat"});
+  addNode(g, "Add", "node_double", {"first_flat", "first_flat"}, {"upd"});
+  intConst(g, "where", {0, 5});
+  intConst(g, "idx_shape", {1, 2});
+  addNode(g, "Reshape", "node_where", {"where", "idx_shape"}, {"idx"});
+  addNode(g, "ScatterND", "node_scatter", {"logits", "idx", "upd"}, {"scattered"});
+  auto* tr = addNode(g, "Transpose", "node_transpose", {"scattered"}, {"scores"});
+  auto* perm = tr->add_attribute();
+  perm->set_name("perm");
+  perm->set_type(::onnx::AttributeProto::INTS);
+  for (int64_t p : {0, 2, 1}) perm->add_ints(p);
+  auto* loss = addNode(g, "SoftmaxCrossEntropyLoss", "node_loss", {"scores", "labels"}, {"loss"});
+  intAttr(loss, "ignore_index", -100);
+  g->add_output()->set_name("loss");
+  writeFile(path, bytesOf(m));
+  return path;
+}
+
+TEST_CASE("a model with CumSum, a sequence split and ScatterND trains on PoCL as on the reference",
+          "[runtime][train][index]") {
+  const std::string model = writeModel(tempDir() + "/new-ops.onnx");
+  plan::CompileArgs a;
+  a.model = model;
+  a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
+  a.weights = tempDir() + "/new-ops.safetensors";
+  a.lr = 1e-2f;
+  auto c = plan::compileModel(a);
+  INFO((c.ok() ? std::string() : c.error().message));
+  REQUIRE(c.ok());
+  REQUIRE(c->plan.trainables.size() == 2);  // the head, and the token table through split and GLU
+  REQUIRE(plan::writeWeights(a, c->plan).ok());
+  auto s = openPlan(c->plan, "new-ops");
+  REQUIRE(s->loadWeights(a.weights) == "");
+  const ir::Tensor ids = ir::Tensor::fromVector<int64_t>({1, kSeq}, {3, 9, 0, 4, 1, 1});
+  const ir::Tensor mask = ir::Tensor::fromVector<int64_t>({1, kSeq}, {1, 1, 1, 1, 0, 0});
+  const ir::Tensor labels = ir::Tensor::fromVector<int64_t>({1, kSeq}, {9, 0, 4, 1, -100, -100});
+  const std::vector<ir::Tensor> batch = {ids, mask, labels};
+  for (size_t i = 0; i < batch.size(); ++i)
+    REQUIRE(s->writeTensor(c->plan.tensors[c->plan.inputs[i]].name, batch[i].raw(), batch[i].nbytes()) == "");
+
+  // The reference: run-ref's trainer on the same model and batch, AdamW at the same rate.
+  auto forward = onnx::loadModel(model);
+  REQUIRE(forward.ok());
+  train::RunRefArgs ra;
+  ra.lr = a.lr;
+  auto opts = train::trainingOptions(ra);
+  REQUIRE(opts.ok());
+  auto tg = autodiff::buildTrainingGraph(*forward, *opts);
+  INFO((tg.ok() ? std::string() : tg.error().message));
+  REQUIRE(tg.ok());
+  auto trainer = train::RefTrainer::create(std::move(tg.value()));
+  std::map<ir::ValueId, ir::Tensor> feeds;
+  for (size_t i = 0; i < batch.size(); ++i) feeds[forward->inputs[i]] = batch[i];
+  for (int step = 1; step <= 3; ++step) {
+    auto want = trainer->step(feeds);
+    REQUIRE(want.ok());
+    float loss = 0.0f;
+    REQUIRE(s->trainStep(&loss) == "");
+    INFO("step " << step << ": device " << loss << ", reference " << want->loss);
+    CHECK(std::fabs(loss - want->loss) <= 1e-5 * std::max(1.0f, std::fabs(want->loss)));
+    if (step == 1)
+      for (size_t t = 0; t < c->plan.trainables.size(); ++t) {
+        const planfile::Trainable& pt = c->plan.trainables[t];
+        size_t k = 0;  // the reference's trainable of the same name
+        while (k < trainer->training().trainables.size() &&
+               trainer->training().graph.values[trainer->training().trainables[k].param].name != c->plan.tensors[pt.param].name)
+          ++k;
+        REQUIRE(k < want->grads.size());
+        std::vector<unsigned char> bytes;
+        REQUIRE(s->readTensor(pt.grad, &bytes) == "");
+        ir::Tensor grad(ir::DType::F32, want->grads[k].shape());
+        REQUIRE(bytes.size() == grad.nbytes());
+        std::memcpy(grad.raw(), bytes.data(), bytes.size());
+        INFO("gradient of " << c->plan.tensors[pt.param].name);
+        CHECK(relativeToMaxAbs(grad, want->grads[k]) <= 1e-5);
+        double scale = 0.0;
+        for (int64_t i = 0; i < grad.numel(); ++i) scale = std::max(scale, std::fabs(want->grads[k].at(i)));
+        CHECK(scale > 0.0);
+      }
+  }
+}
+
+}  // namespace
+}  // namespace fbl::testing
