@@ -13,8 +13,12 @@ model=$src/tests/data/llama-tiny
 steps=90
 
 "$bin/fblc" compile "$model/model.onnx" --profile "$src/profiles/pocl-cpu.json" -o "$work/m.fbp" >/dev/null
+# `exec`: every call runs in a subshell (`$(...)` or `&`), and without it `kill -9 $!` killed
+# only that subshell, leaving fbl-train running on as an orphan that kept writing the checkpoint
+# under the next attempt (under load the final run then read its checkpoint, or found it at the
+# last step).
 train() {  # extra args...
-  "$bin/fbl-train" "$work/m.fbp" --weights "$work/m.safetensors" --data "$model/test_data_set_0" \
+  exec "$bin/fbl-train" "$work/m.fbp" --weights "$work/m.safetensors" --data "$model/test_data_set_0" \
     --steps $steps --checkpoint-every 3 --cache-dir "$work/cache" "$@"
 }
 
