@@ -20,7 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* const kModels[] = {"llama-tiny", "bert-tiny", "vit-tiny", "bert-tiny-torchscript", "llama-tiny-folded"};
 const char* const kStrategies[] = {"fblayout", "reuse", "explicit"};
 const char* const kStorages[] = {"buffer", "image"};
 
@@ -81,8 +80,11 @@ StepResult firstStep(const std::string& model, const std::string& strategy, cons
   return r;
 }
 
-TEST_CASE("fblayout, reuse and explicit plans give PyTorch's loss and gradients", "[runtime][strategies]") {
-  for (const char* model : kModels) {
+// Every strategy and storage of one model against PyTorch's loss and gradients, and the plans'
+// differences. The models are split over test cases so that ctest runs them in parallel, each
+// well inside its per-test timeout.
+void checkStrategies(const std::vector<const char*>& models) {
+  for (const char* model : models) {
     INFO(model);
     auto expected = onnx::readTensorProtoFile(std::string(FBL_TEST_DATA_DIR) + "/" + model + "/test_data_set_0/output_0.pb");
     REQUIRE(expected.ok());
@@ -131,6 +133,18 @@ TEST_CASE("fblayout, reuse and explicit plans give PyTorch's loss and gradients"
       CHECK(re.transformLaunches < ex.transformLaunches);
     }
   }
+}
+
+TEST_CASE("fblayout, reuse and explicit plans give PyTorch's loss and gradients: the Llama models", "[runtime][strategies]") {
+  checkStrategies({"llama-tiny", "llama-tiny-folded"});
+}
+
+TEST_CASE("fblayout, reuse and explicit plans give PyTorch's loss and gradients: the BERT exports", "[runtime][strategies]") {
+  checkStrategies({"bert-tiny", "bert-tiny-torchscript"});
+}
+
+TEST_CASE("fblayout, reuse and explicit plans give PyTorch's loss and gradients: vit-tiny", "[runtime][strategies]") {
+  checkStrategies({"vit-tiny"});
 }
 
 }  // namespace
