@@ -79,15 +79,40 @@ inline ::onnx::NodeProto* addNode(::onnx::GraphProto* g, const std::string& op,
   return n;
 }
 
-// x f32[2,3] -> MatMul(x, w f32[3,4]) -> y -> Relu -> z (the graph output), opset 20.
-inline ::onnx::ModelProto tinyModel() {
+// A Constant node `name` holding int64 `v` (a scalar when `scalar`, else 1-D).
+inline void addInt64Constant(::onnx::GraphProto* g, const std::string& name, const std::vector<int64_t>& v,
+                             bool scalar = false) {
+  auto* a = addNode(g, "Constant", name, {}, {name})->add_attribute();
+  a->set_name("value");
+  a->set_type(::onnx::AttributeProto::TENSOR);
+  auto* t = a->mutable_t();
+  t->set_data_type(::onnx::TensorProto::INT64);
+  if (!scalar) t->add_dims(static_cast<int64_t>(v.size()));
+  for (int64_t x : v) t->add_int64_data(x);
+}
+
+inline void addIntAttr(::onnx::NodeProto* n, const std::string& name, int64_t v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+// An empty IR-9, opset-20 model whose graph is called `graphName`.
+inline ::onnx::ModelProto opset20Model(const std::string& graphName) {
   ::onnx::ModelProto m;
   m.set_ir_version(9);
   auto* op = m.add_opset_import();
   op->set_domain("");
   op->set_version(20);
+  m.mutable_graph()->set_name(graphName);
+  return m;
+}
+
+// x f32[2,3] -> MatMul(x, w f32[3,4]) -> y -> Relu -> z (the graph output), opset 20.
+inline ::onnx::ModelProto tinyModel() {
+  ::onnx::ModelProto m = opset20Model("tiny");
   auto* g = m.mutable_graph();
-  g->set_name("tiny");
   addInput(g, "x", ::onnx::TensorProto::FLOAT, {2, 3});
   std::vector<float> w(12);
   for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i) * 0.5f;

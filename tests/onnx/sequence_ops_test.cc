@@ -20,32 +20,9 @@ using testing::bytesOf;
 
 // A model of opset 20 with input x f32[R, C] and the nodes `build` adds.
 ::onnx::ModelProto model(int64_t rows, int64_t cols) {
-  ::onnx::ModelProto m;
-  m.set_ir_version(9);
-  auto* op = m.add_opset_import();
-  op->set_domain("");
-  op->set_version(20);
-  m.mutable_graph()->set_name("seq");
+  ::onnx::ModelProto m = testing::opset20Model("seq");
   addInput(m.mutable_graph(), "x", ::onnx::TensorProto::FLOAT, {rows, cols});
   return m;
-}
-
-void intConstant(::onnx::GraphProto* g, const std::string& name, const std::vector<int64_t>& v, bool scalar) {
-  auto* n = addNode(g, "Constant", name, {}, {name});
-  auto* a = n->add_attribute();
-  a->set_name("value");
-  a->set_type(::onnx::AttributeProto::TENSOR);
-  auto* t = a->mutable_t();
-  t->set_data_type(::onnx::TensorProto::INT64);
-  if (!scalar) t->add_dims(static_cast<int64_t>(v.size()));
-  for (int64_t x : v) t->add_int64_data(x);
-}
-
-void intAttr(::onnx::NodeProto* n, const std::string& name, int64_t v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INT);
-  a->set_i(v);
 }
 
 // Imports, loads (fold and infer) and runs the model on a random x; returns x and the outputs.
@@ -86,11 +63,11 @@ void checkEqual(const ir::Tensor& got, const ir::Tensor& want) {
 TEST_CASE("sequence ops: a scalar split indexed from the front (GPT-2's qkv)", "[onnx][sequence]") {
   auto m = model(2, 7);
   auto* g = m.mutable_graph();
-  intConstant(g, "size", {3}, true);
+  testing::addInt64Constant(g, "size", {3}, true);
   auto* split = addNode(g, "SplitToSequence", "node_split", {"x", "size"}, {"parts"});
-  intAttr(split, "axis", 1);
+  testing::addIntAttr(split, "axis", 1);
   for (int p = 0; p < 3; ++p) {
-    intConstant(g, "p" + std::to_string(p), {p}, true);
+    testing::addInt64Constant(g, "p" + std::to_string(p), {p}, true);
     addNode(g, "SequenceAt", "node_getitem_" + std::to_string(p), {"parts", "p" + std::to_string(p)},
             {"part" + std::to_string(p)});
   }
@@ -105,9 +82,9 @@ TEST_CASE("sequence ops: listed sizes, negative positions, unbind and joins", "[
   SECTION("a 1-D split indexed from the end") {
     auto m = model(2, 7);
     auto* g = m.mutable_graph();
-    intConstant(g, "sizes", {2, 5}, false);
-    intAttr(addNode(g, "SplitToSequence", "split", {"x", "sizes"}, {"parts"}), "axis", -1);
-    intConstant(g, "last", {-1}, true);
+    testing::addInt64Constant(g, "sizes", {2, 5}, false);
+    testing::addIntAttr(addNode(g, "SplitToSequence", "split", {"x", "sizes"}, {"parts"}), "axis", -1);
+    testing::addInt64Constant(g, "last", {-1}, true);
     addNode(g, "SequenceAt", "at", {"parts", "last"}, {"y"});
     auto [x, out] = run(m, {"y"});
     checkEqual(out[0], slice(x, 1, 2, 7));
@@ -116,13 +93,13 @@ TEST_CASE("sequence ops: listed sizes, negative positions, unbind and joins", "[
     auto m = model(3, 4);
     auto* g = m.mutable_graph();
     auto* s = addNode(g, "SplitToSequence", "unbind", {"x"}, {"rows"});
-    intAttr(s, "axis", 0);
-    intAttr(s, "keepdims", 0);
-    intConstant(g, "one", {1}, true);
+    testing::addIntAttr(s, "axis", 0);
+    testing::addIntAttr(s, "keepdims", 0);
+    testing::addInt64Constant(g, "one", {1}, true);
     addNode(g, "SequenceAt", "at", {"rows", "one"}, {"row1"});
     auto* c = addNode(g, "ConcatFromSequence", "stack", {"rows"}, {"again"});
-    intAttr(c, "axis", 0);
-    intAttr(c, "new_axis", 1);
+    testing::addIntAttr(c, "axis", 0);
+    testing::addIntAttr(c, "new_axis", 1);
     auto [x, out] = run(m, {"row1", "again"});
     CHECK(out[0].shape() == ir::Shape{4});
     checkEqual(out[0], slice(x, 0, 1, 2));
@@ -131,9 +108,9 @@ TEST_CASE("sequence ops: listed sizes, negative positions, unbind and joins", "[
   SECTION("a split joined along another axis") {
     auto m = model(4, 6);
     auto* g = m.mutable_graph();
-    intConstant(g, "sizes", {3, 3}, false);
-    intAttr(addNode(g, "SplitToSequence", "split", {"x", "sizes"}, {"halves"}), "axis", 1);
-    intAttr(addNode(g, "ConcatFromSequence", "cat", {"halves"}, {"tall"}), "axis", 0);
+    testing::addInt64Constant(g, "sizes", {3, 3}, false);
+    testing::addIntAttr(addNode(g, "SplitToSequence", "split", {"x", "sizes"}, {"halves"}), "axis", 1);
+    testing::addIntAttr(addNode(g, "ConcatFromSequence", "cat", {"halves"}, {"tall"}), "axis", 0);
     auto [x, out] = run(m, {"tall"});
     CHECK(out[0].shape() == ir::Shape{8, 3});
     ir::Tensor want(ir::DType::F32, {8, 3});
@@ -150,9 +127,9 @@ TEST_CASE("sequence ops: listed sizes, negative positions, unbind and joins", "[
     addNode(g, "Neg", "neg", {"x"}, {"nx"});
     addNode(g, "SequenceConstruct", "pair", {"x", "nx"}, {"seq"});
     auto* c = addNode(g, "ConcatFromSequence", "stack", {"seq"}, {"stacked"});
-    intAttr(c, "axis", 1);
-    intAttr(c, "new_axis", 1);
-    intConstant(g, "last", {-1}, true);
+    testing::addIntAttr(c, "axis", 1);
+    testing::addIntAttr(c, "new_axis", 1);
+    testing::addInt64Constant(g, "last", {-1}, true);
     addNode(g, "SequenceAt", "at", {"seq", "last"}, {"second"});
     addNode(g, "SequenceLength", "len", {"seq"}, {"n"});
     auto [x, out] = run(m, {"stacked", "second", "n"});
@@ -170,9 +147,9 @@ TEST_CASE("sequence ops: listed sizes, negative positions, unbind and joins", "[
 TEST_CASE("sequence ops: the rewritten node keeps its name, output and exporter metadata", "[onnx][sequence]") {
   auto m = model(2, 4);
   auto* g = m.mutable_graph();
-  intConstant(g, "size", {2}, true);
-  intAttr(addNode(g, "SplitToSequence", "split", {"x", "size"}, {"parts"}), "axis", 1);
-  intConstant(g, "zero", {0}, true);
+  testing::addInt64Constant(g, "size", {2}, true);
+  testing::addIntAttr(addNode(g, "SplitToSequence", "split", {"x", "size"}, {"parts"}), "axis", 1);
+  testing::addInt64Constant(g, "zero", {0}, true);
   auto* at = addNode(g, "SequenceAt", "node_getitem", {"parts", "zero"}, {"q"});
   // NodeProto.metadata_props (field 9) is newer than ONNX 1.12's protos: an unknown field here.
   at->GetReflection()->MutableUnknownFields(at)->AddLengthDelimited(9, "pkg.torch.onnx.fx_node");
@@ -197,11 +174,11 @@ std::string importError(::onnx::ModelProto m, const std::vector<std::string>& ou
 
 TEST_CASE("sequence ops: what cannot be rewritten is one line naming the node", "[onnx][sequence]") {
   auto base = model(2, 7);
-  intConstant(base.mutable_graph(), "size", {3}, true);
-  intAttr(addNode(base.mutable_graph(), "SplitToSequence", "split", {"x", "size"}, {"parts"}), "axis", 1);
+  testing::addInt64Constant(base.mutable_graph(), "size", {3}, true);
+  testing::addIntAttr(addNode(base.mutable_graph(), "SplitToSequence", "split", {"x", "size"}, {"parts"}), "axis", 1);
   SECTION("a negative position into a scalar split") {
     auto m = base;
-    intConstant(m.mutable_graph(), "last", {-1}, true);
+    testing::addInt64Constant(m.mutable_graph(), "last", {-1}, true);
     addNode(m.mutable_graph(), "SequenceAt", "at", {"parts", "last"}, {"y"});
     CHECK_THAT(importError(m, {"y"}), Catch::Contains("node 'at' (SequenceAt): position -1 counts from the end"));
   }

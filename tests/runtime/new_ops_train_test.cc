@@ -16,23 +16,6 @@ namespace {
 
 constexpr int64_t kSeq = 6, kVocab = 10, kHidden = 8, kPositions = 8;
 
-void intConst(::onnx::GraphProto* g, const std::string& name, const std::vector<int64_t>& v, bool scalar = false) {
-  auto* a = addNode(g, "Constant", name, {}, {name})->add_attribute();
-  a->set_name("value");
-  a->set_type(::onnx::AttributeProto::TENSOR);
-  auto* t = a->mutable_t();
-  t->set_data_type(::onnx::TensorProto::INT64);
-  if (!scalar) t->add_dims(static_cast<int64_t>(v.size()));
-  for (int64_t x : v) t->add_int64_data(x);
-}
-
-void intAttr(::onnx::NodeProto* n, const std::string& name, int64_t v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-
 std::vector<float> randomFloats(size_t n, std::mt19937& rng) {
   std::vector<float> v(n);
   for (float& x : v) x = std::uniform_real_distribution<float>(-1, 1)(rng);
@@ -40,13 +23,8 @@ std::vector<float> randomFloats(size_t n, std::mt19937& rng) {
 }
 
 std::string writeModel(const std::string& path) {
-  ::onnx::ModelProto m;
-  m.set_ir_version(9);
-  auto* op = m.add_opset_import();
-  op->set_domain("");
-  op->set_version(20);
+  ::onnx::ModelProto m = opset20Model("new-ops");
   auto* g = m.mutable_graph();
-  g->set_name("new-ops");
   addInput(g, "input_ids", ::onnx::TensorProto::INT64, {1, kSeq});
   addInput(g, "attention_mask", ::onnx::TensorProto::INT64, {1, kSeq});
   addInput(g, "labels", ::onnx::TensorProto::INT64, {1, kSeq});
@@ -55,8 +33,8 @@ std::string writeModel(const std::string& path) {
   addF32Initializer(g, "pos.weight", {kPositions, kHidden}, randomFloats(kPositions * kHidden, rng));
   addF32Initializer(g, "head.lora_A.weight", {kHidden / 2, kVocab}, randomFloats(kHidden / 2 * kVocab, rng));
   // Position ids as HF's create_position_ids_from_input_ids: cumsum(mask) * mask + 1.
-  intConst(g, "one_axis", {1}, true);
-  intConst(g, "one", {1}, true);
+  addInt64Constant(g, "one_axis", {1}, true);
+  addInt64Constant(g, "one", {1}, true);
   addNode(g, "CumSum", "node_cumsum", {"attention_mask", "one_axis"}, {"cumsum"});
   addNode(g, "Mul", "node_mask", {"cumsum", "attention_mask"}, {"masked"});
   addNode(g, "Add", "node_pos_ids", {"masked", "one"}, {"pos_ids"});
@@ -64,24 +42,24 @@ std::string writeModel(const std::string& path) {
   addNode(g, "Gather", "node_pos_embedding", {"pos.weight", "pos_ids"}, {"pos"});
   addNode(g, "Add", "node_add", {"tok", "pos"}, {"h"});
   // torch.split(h, 4, dim=2) into a GLU.
-  intConst(g, "half", {kHidden / 2}, true);
-  intAttr(addNode(g, "SplitToSequence", "node_split", {"h", "half"}, {"halves"}), "axis", 2);
-  intConst(g, "i0", {0}, true);
-  intConst(g, "i1", {1}, true);
+  addInt64Constant(g, "half", {kHidden / 2}, true);
+  addIntAttr(addNode(g, "SplitToSequence", "node_split", {"h", "half"}, {"halves"}), "axis", 2);
+  addInt64Constant(g, "i0", {0}, true);
+  addInt64Constant(g, "i1", {1}, true);
   addNode(g, "SequenceAt", "node_getitem", {"halves", "i0"}, {"a"});
   addNode(g, "SequenceAt", "node_getitem_1", {"halves", "i1"}, {"b"});
   addNode(g, "Sigmoid", "node_sigmoid", {"b"}, {"gate"});
   addNode(g, "Mul", "node_glu", {"a", "gate"}, {"glu"});
   addNode(g, "MatMul", "node_head", {"glu", "head.lora_A.weight"}, {"logits"});
   // logits[0, 5] = 2 * logits[0, 0]: a ScatterND whose updates depend on the trainable too.
-  intConst(g, "s0", {0, 0, 0});
-  intConst(g, "s1", {1, 1, kVocab});
+  addInt64Constant(g, "s0", {0, 0, 0});
+  addInt64Constant(g, "s1", {1, 1, kVocab});
   addNode(g, "Slice", "node_first", {"logits", "s0", "s1"}, {"first"});
-  intConst(g, "upd_shape", {1, kVocab});
+  addInt64Constant(g, "upd_shape", {1, kVocab});
   addNode(g, "Reshape", "node_first_flat", {"first", "upd_shape"}, {"first_flat"});
   addNode(g, "Add", "node_double", {"first_flat", "first_flat"}, {"upd"});
-  intConst(g, "where", {0, 5});
-  intConst(g, "idx_shape", {1, 2});
+  addInt64Constant(g, "where", {0, 5});
+  addInt64Constant(g, "idx_shape", {1, 2});
   addNode(g, "Reshape", "node_where", {"where", "idx_shape"}, {"idx"});
   addNode(g, "ScatterND", "node_scatter", {"logits", "idx", "upd"}, {"scattered"});
   auto* tr = addNode(g, "Transpose", "node_transpose", {"scattered"}, {"scores"});
@@ -90,7 +68,7 @@ std::string writeModel(const std::string& path) {
   perm->set_type(::onnx::AttributeProto::INTS);
   for (int64_t p : {0, 2, 1}) perm->add_ints(p);
   auto* loss = addNode(g, "SoftmaxCrossEntropyLoss", "node_loss", {"scores", "labels"}, {"loss"});
-  intAttr(loss, "ignore_index", -100);
+  addIntAttr(loss, "ignore_index", -100);
   g->add_output()->set_name("loss");
   writeFile(path, bytesOf(m));
   return path;
