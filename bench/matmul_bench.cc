@@ -105,6 +105,7 @@ int runMatmulBench(const MatmulBenchOptions& o) {
   // Each product's tiling: the profile's cost model (codegen/matmul_tiling.h), or one --tile.
   auto planProf = plan::loadProfile(profPath);
   if (!planProf.ok()) return fmt::print(stderr, "error: {}\n", planProf.error().message), 1;
+  s.setBuildOptions(planProf->buildOptions);
   codegen::MatmulCostModel model = planProf->matmul;
   if (model.computeUnits <= 0) model.computeUnits = s.computeUnits();
   TilingFor tilingFor = [&](int64_t m, int64_t n, int64_t k) {

@@ -85,6 +85,7 @@ int runMatmulSweep(const MatmulSweepOptions& o) {
                                : findProfile("pocl-cpu");
   auto prof = plan::loadProfile(profPath);
   if (!prof.ok()) return fmt::print(stderr, "error: {}\n", prof.error().message), 1;
+  s.setBuildOptions(prof->buildOptions);
   if (o.storage != "buffer" && o.storage != "image")
     return fmt::print(stderr, "error: --storage must be buffer or image, not '{}'\n", o.storage), 2;
   codegen::MatmulCostModel model = prof->matmul;

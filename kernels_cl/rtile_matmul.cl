@@ -53,13 +53,19 @@
 {{ACCESS}}
 
 // The attribute sits behind a macro: the plan builder rewrites the parameter list that follows
-// the kernel's name, and finds kernels by their plain "kernel void" prefix.
+// the kernel's name, and finds kernels by their plain "kernel void" prefix. A profile's build
+// options may drop it so that a register cap holds (docs/kernels.md, "Registers").
+#ifdef FBL_NO_REQD_WORK_GROUP_SIZE
+#define WG_SIZE
+#else
 #define WG_SIZE __attribute__((reqd_work_group_size(WGX, WGY, 1)))
+#endif
 __kernel void WG_SIZE {{NAME}}({{PARAMS}}) {
   // PIPE >= 2 keeps two copies of each local tile: tile i+1 is scattered into one while tile i is
   // multiplied out of the other, so a K step needs one barrier instead of two.
-  __local float ls[NBUF][TK][TM + 4];  // L tile, k-major, float4-aligned rows
-  __local float rs[NBUF][TK][TN + 4];  // R tile, k-major, float4-aligned rows
+  // k-major tiles, rows float4-aligned; the alignment is stated for the compiler (docs/kernels.md).
+  __local float ls[NBUF][TK][TM + 4] __attribute__((aligned(16)));  // L tile
+  __local float rs[NBUF][TK][TN + 4] __attribute__((aligned(16)));  // R tile
   const uint tx = get_local_id(0), ty = get_local_id(1);
   const uint tid = ty * WGX + tx;
   const uint m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN;

@@ -149,6 +149,7 @@ class Builder {
     plan_.model = in_.model;
     plan_.profile = profile_.name;
     plan_.alignment = profile_.bufferAlignment;
+    if (!profile_.buildOptions.empty()) plan_.buildOptions += " " + profile_.buildOptions;
     codegen::Target target;
     target.workgroup = profile_.workgroupSize;
     target.deviceClass = profile_.cpu ? codegen::DeviceClass::kCpu : codegen::DeviceClass::kGpu;

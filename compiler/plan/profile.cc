@@ -20,6 +20,9 @@ Result<Profile> loadProfile(const std::string& path) {
   const nlohmann::json& cl = j.value("opencl", nlohmann::json::object());
   p.workgroupSize = cl.value("workgroup_size", p.workgroupSize);
   p.bufferAlignment = cl.value("buffer_alignment_bytes", p.bufferAlignment);
+  if (cl.contains("build_options") && !cl["build_options"].is_string())
+    return makeError("{}: opencl.build_options must be a string", path);
+  p.buildOptions = cl.value("build_options", std::string());
   if (p.workgroupSize <= 0 || p.workgroupSize > 1024)
     return makeError("{}: opencl.workgroup_size must be in [1, 1024]", path);
   if (p.bufferAlignment <= 0 || (p.bufferAlignment & (p.bufferAlignment - 1)) != 0)

@@ -18,6 +18,10 @@ struct Profile {
   // A CPU device (PoCL): kernels pick CPU tilings. Profiles name the device as its driver does;
   // PoCL's CPU devices are "pthread-..." or "cpu-...".
   bool cpu = false;
+  // Options the driver's OpenCL compiler gets for the plan's program, after -cl-std=CL1.2
+  // (profile "opencl.build_options"). Vendor-specific by nature, hence in the per-GPU profile:
+  // the H200's caps registers so that two MatMul work-groups share a multiprocessor.
+  std::string buildOptions;
   // MatMul tilings and the cost model that picks one per product (codegen/matmul_tiling.h).
   codegen::MatmulCostModel matmul;
 };

@@ -101,6 +101,22 @@ void ClSession::release(cl_mem m) {
   clReleaseMemObject(m);
 }
 
+// FBL_CL_DUMP_DIR=DIR writes each built program's binary to DIR/NAME.bin (PTX on NVIDIA): what
+// the driver's compiler made of a kernel (vector local loads, fused multiply-adds) can be read
+// without the vendor's tools. Benchmarks only, like FBL_CL_BUILD_LOG.
+static void dumpProgramBinary(cl_program prog, const char* dir, const std::string& name) {
+  size_t size = 0;
+  if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, nullptr) != CL_SUCCESS || size == 0) return;
+  std::string binary(size, '\0');
+  unsigned char* data = reinterpret_cast<unsigned char*>(binary.data());
+  if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof(data), &data, nullptr) != CL_SUCCESS) return;
+  const std::string path = fmt::format("{}/{}.bin", dir, name);
+  if (std::FILE* f = std::fopen(path.c_str(), "wb")) {
+    std::fwrite(binary.data(), 1, binary.size(), f);
+    std::fclose(f);
+  }
+}
+
 Result<cl_kernel> ClSession::kernel(const RTileKernel& k) {
   auto it = built_.find(k.source);
   if (it != built_.end()) return it->second.second;
@@ -111,8 +127,11 @@ Result<cl_kernel> ClSession::kernel(const RTileKernel& k) {
   // FBL_CL_OPTIONS adds build options (-cl-nv-verbose on NVIDIA reports registers and spills);
   // FBL_CL_BUILD_LOG=1 prints every build log to stderr. Benchmarks only: plans never read them.
   const char* extra = std::getenv("FBL_CL_OPTIONS");
-  const std::string options = std::string("-cl-std=CL1.2") + (extra ? std::string(" ") + extra : "");
+  std::string options = "-cl-std=CL1.2";
+  for (const char* more : {buildOptions_.c_str(), extra})
+    if (more && *more) options += std::string(" ") + more;
   err = clBuildProgram(prog, 1, &dev_, options.c_str(), nullptr, nullptr);
+  if (const char* dir = std::getenv("FBL_CL_DUMP_DIR"); err == CL_SUCCESS && dir) dumpProgramBinary(prog, dir, k.name);
   if (err == CL_SUCCESS && std::getenv("FBL_CL_BUILD_LOG")) {
     size_t n = 0;
     clGetProgramBuildInfo(prog, dev_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);

@@ -32,6 +32,9 @@ class ClSession {
   const std::string& deviceName() const { return name_; }
   codegen::DeviceClass deviceClass() const { return class_; }
   int64_t computeUnits() const { return computeUnits_; }
+  // Options every later build gets after -cl-std=CL1.2: a plan's profile's (Profile::buildOptions),
+  // so benchmarks build kernels as the runtime builds the plan's program.
+  void setBuildOptions(std::string options) { buildOptions_ = std::move(options); }
 
   // Storage for `l`: an RGBA/FLOAT image or a float buffer; owned by the session.
   Result<cl_mem> allocate(const layout::Layout& l);
@@ -52,6 +55,7 @@ class ClSession {
   cl_device_id dev_ = nullptr;
   cl_command_queue queue_ = nullptr;
   std::string name_;
+  std::string buildOptions_;
   codegen::DeviceClass class_ = codegen::DeviceClass::kCpu;
   int64_t computeUnits_ = 1;
   std::map<std::string, std::pair<cl_program, cl_kernel>> built_;
