@@ -132,7 +132,8 @@ int runStepBench(const StepBenchOptions& o) {
   nlohmann::json j{{"model", o.model}, {"profile", o.profile}, {"device", device},         {"steps", o.steps},
                    {"seed", o.seed},   {o.ablation ? "variants" : "strategies", requested},
                    {"ablation", o.ablation}, {"plans_identical", identical}, {"note", note},
-                   {"timing", "step_s: wall clock of trainStep with launch profiling on; device_s and "
+                   {"timing", "step_s: wall clock of trainStep with launch profiling on; unprofiled_step_s "
+                              "(the table's app ms): the same steps in a session without it; device_s and "
                               "layout_time_s: sums of OpenCL launch device times per step"}};
   j["results"] = nlohmann::json::array();
   for (size_t i = 0; i < results.size(); ++i) {
@@ -148,15 +149,15 @@ int runStepBench(const StepBenchOptions& o) {
   fmt::print("{} on {} ({} steps; device times from OpenCL launch profiling, per step)\n", o.model, device, o.steps);
   if (!note.empty()) fmt::print("note: {}\n", note);
   const int w = o.ablation ? 19 : 9;
-  fmt::print("  {:<{}} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>8} {:>7} {:>12} {:>11}", o.ablation ? "variant" : "strategy",
-             w, "samples/s", "step ms", "fwd ms", "bwd ms", "opt ms", "device ms", "layout ms", "launches", "layout",
+  fmt::print("  {:<{}} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>8} {:>7} {:>12} {:>11}",
+             o.ablation ? "variant" : "strategy", w, "samples/s", "step ms", "app ms", "fwd ms", "bwd ms", "opt ms", "device ms", "layout ms", "launches", "layout",
              "bytes moved", "peak bytes");
   fmt::print("{}\n", o.ablation ? fmt::format(" {:>9} {:>9}  {}", "step x", "device x", "same plan as") : "");
   for (size_t i = 0; i < results.size(); ++i) {
     const StrategyRun& m = results[i];
     auto ph = [&](const char* k) { return m.phaseS.count(k) ? m.phaseS.at(k) * 1e3 : 0.0; };
-    fmt::print("  {:<{}} {:>9.1f} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>9.2f} {:>9.3f} {:>8} {:>7} {:>12} {:>11}",
-               label(m), w, m.samplesPerS, m.stepS * 1e3, ph("forward"), ph("backward"), ph("optimizer"),
+    fmt::print("  {:<{}} {:>9.1f} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>9.2f} {:>9.3f} {:>8} {:>7} {:>12} {:>11}",
+               label(m), w, m.samplesPerS, m.stepS * 1e3, m.unprofiledStepS * 1e3, ph("forward"), ph("backward"), ph("optimizer"),
                m.deviceS * 1e3, m.layoutS * 1e3, m.launchesPerStep, m.layoutLaunches, m.bytesMoved, m.peakBytes);
     if (o.ablation)
       fmt::print(" {:>9.2f} {:>9.2f}  {}", ratio(results[0].stepS, m.stepS), ratio(results[0].deviceS, m.deviceS),

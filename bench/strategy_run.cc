@@ -17,6 +17,8 @@
 //      argument of a launch read or written once, at its planned size), the transform and
 //      conversion launches and their bytes, the planned peak (the arena), and a digest of the
 //      program and launch list so that identical plans are recognised.
+//   6. With unprofiled: the same N steps in a second session without launch profiling, timed by
+//      wall clock (a profiling queue costs the driver time per launch: this is an app's step).
 //
 // Device times come from CL_PROFILING_COMMAND_START/END of each launch's event; they exclude
 // the host's enqueue cost and the gaps between launches, which the wall-clock step time keeps.
@@ -169,6 +171,43 @@ void scaleTimes(double by, StrategyRun* r) {
     for (auto& [k, v] : *m) v *= by;
 }
 
+// Step 4: each phase alone, N-1 rounds, wall clock between idle queues.
+std::string timePhases(rt::Session& s, const ir::Graph& g, const RunOptions& o, StrategyRun* r) {
+  std::map<std::string, std::vector<double>> phases;
+  for (int k = 0; k < std::max(1, o.steps - 1); ++k) {
+    if (auto e = feed(s, g, o.seed, k); !e.empty()) return e;
+    for (const char* ph : {"forward", "backward", "optimizer"}) {
+      const auto t0 = Clock::now();
+      if (auto e = s.runPhases({ph}); !e.empty()) return e;
+      phases[ph].push_back(secondsSince(t0));
+    }
+  }
+  for (const auto& [ph, v] : phases) r->phaseS[ph] = median(v);
+  return "";
+}
+
+// Step 6: the same steps on a session without launch profiling, timed by wall clock; the median
+// of steps 2..N (or step 1 alone) is what an app sees.
+std::string timeUnprofiled(const RunOptions& o, const ir::Graph& g, const std::string& planPath,
+                           const std::string& weights, StrategyRun* r) {
+  rt::OpenOptions oo;
+  oo.device = o.device;
+  std::string err;
+  auto s = rt::Session::open(planPath, oo, &err);
+  if (!s) return err;
+  if (auto e = s->loadWeights(weights); !e.empty()) return e;
+  std::vector<double> times;
+  for (int k = 0; k < o.steps; ++k) {
+    if (auto e = feed(*s, g, o.seed, k); !e.empty()) return e;
+    const auto t0 = Clock::now();
+    float loss = 0;
+    if (auto e = s->trainStep(&loss); !e.empty()) return e;
+    if (k > 0 || o.steps == 1) times.push_back(secondsSince(t0));
+  }
+  r->unprofiledStepS = median(times);
+  return "";
+}
+
 }  // namespace
 
 std::string expandStrategies(const std::vector<std::string>& requested, std::vector<std::string>* out) {
@@ -234,18 +273,12 @@ std::string runStrategy(const RunOptions& o, const ir::Graph& g, StrategyRun* r)
   r->stepS = stepTimes.empty() ? r->firstStepS : median(stepTimes);
   r->samplesPerS = r->stepS > 0 ? static_cast<double>(std::max<int64_t>(1, batch)) / r->stepS : 0.0;
 
-  if (!o.phaseRounds) return "";
-  std::map<std::string, std::vector<double>> phases;
-  for (int k = 0; k < std::max(1, o.steps - 1); ++k) {
-    if (auto e = feed(*s, g, o.seed, k); !e.empty()) return e;
-    for (const char* ph : {"forward", "backward", "optimizer"}) {
-      const auto t0 = Clock::now();
-      if (auto e = s->runPhases({ph}); !e.empty()) return e;
-      phases[ph].push_back(secondsSince(t0));
-    }
+  if (o.phaseRounds) {
+    if (auto e = timePhases(*s, g, o, r); !e.empty()) return e;
   }
-  for (const auto& [ph, v] : phases) r->phaseS[ph] = median(v);
-  return "";
+  if (!o.unprofiled) return "";
+  s.reset();  // one arena at a time on the device
+  return timeUnprofiled(o, g, planPath, ca.weights, r);
 }
 
 nlohmann::json toJson(const StrategyRun& r) {
@@ -253,6 +286,7 @@ nlohmann::json toJson(const StrategyRun& r) {
                    {"compile_s", r.compileS},
                    {"first_step_s", r.firstStepS},
                    {"step_s", r.stepS},
+                   {"unprofiled_step_s", r.unprofiledStepS},
                    {"samples_per_s", r.samplesPerS},
                    {"timed_steps", r.timedSteps},
                    {"device_s", r.deviceS},

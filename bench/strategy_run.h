@@ -34,6 +34,7 @@ struct RunOptions {
   std::string variant;                      // the ablation's name for this run; "" otherwise
   std::string storage = "auto";             // plan::CompileArgs::storage
   bool labelStorage = false;                // name runs "<strategy>/<storage>" (several storages asked)
+  bool unprofiled = true;                   // also time the steps in a session without launch profiling
 };
 
 struct StrategyRun {
@@ -44,6 +45,9 @@ struct StrategyRun {
   bool labelStorage = false;                // RunOptions::labelStorage
   int64_t imageTensors = 0, imageBytes = 0; // from the plan
   double compileS = 0, firstStepS = 0, stepS = 0, samplesPerS = 0;
+  // The median wall time of the same steps in a second session without launch profiling, as an
+  // app runs them (NVIDIA's driver serialises profiled launches); 0 when not measured.
+  double unprofiledStepS = 0;
   std::map<std::string, double> phaseS;  // wall-clock runPhases({phase}) medians (phaseRounds)
 
   // From the plan.

@@ -81,6 +81,7 @@ std::string runConfig(const TransformsBenchOptions& o, const std::string& profil
   for (const std::string& s : strategies) {
     out->runs.emplace_back();
     RunOptions ro{model, profile, s, o.steps, o.device, o.seed, /*phaseRounds=*/false};
+    ro.unprofiled = false;  // Figure 17 compares device times
     if (auto e = runStrategy(ro, g.value(), &out->runs.back()); !e.empty()) return fmt::format("strategy {}: {}", s, e);
   }
   out->note = planComparison(out->runs, &out->identical);
