@@ -5,6 +5,7 @@
 // counted by the hardware.
 #include "bench/matmul_bench.h"
 
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/profile_paths.h"
 #include "compiler/codegen/matmul_tiling.h"
 #include "compiler/plan/profile.h"
 #include "compiler/profile/profile.h"
@@ -24,14 +26,6 @@ namespace fbl::bench {
 using namespace fbl::strategy;
 
 namespace {
-
-std::string findProfile(const std::string& stem) {
-  for (const std::string& dir : {std::string("profiles"), std::string(FBL_SOURCE_DIR) + "/profiles"}) {
-    std::string p = dir + "/" + stem + ".json";
-    if (std::filesystem::exists(p)) return p;
-  }
-  return "profiles/" + stem + ".json";
-}
 
 // The committed profile of the device, by its OpenCL name.
 std::string defaultProfile(const ClSession& s) {
@@ -112,11 +106,7 @@ int runMatmulBench(const MatmulBenchOptions& o) {
     return codegen::chooseMatmulTiling(model, s.deviceClass(), m, n, k);
   };
   if (!o.tiles.empty()) {
-    const std::string& spec = o.tiles.front();
-    const size_t colon = spec.find(':');
-    auto t = codegen::parseTile(spec.substr(0, colon),
-                                colon == std::string::npos ? codegen::matmulTiling(s.deviceClass()).pipeline
-                                                           : std::stoll(spec.substr(colon + 1)));
+    auto t = codegen::parseTileSpec(o.tiles.front(), codegen::matmulTiling(s.deviceClass()).pipeline);
     if (!t.ok()) return fmt::print(stderr, "error: --tile: {}\n", t.error().message), 2;
     codegen::MatmulTiling fixed = *t;
     fixed.splitK = 0;

@@ -1,6 +1,7 @@
 // See matmul_sweep.h.
 #include "bench/matmul_sweep.h"
 
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/profile_paths.h"
 #include "compiler/codegen/matmul_tiling.h"
 #include "compiler/codegen/rtile_kernels.h"
 #include "compiler/plan/profile.h"
@@ -45,14 +47,6 @@ std::vector<Product> products(int64_t r, int64_t sc) {
     for (int64_t* d : {&p.m, &p.k, &p.n})
       if (*d != r) *d = std::max<int64_t>(1, *d / sc);
   return v;
-}
-
-std::string findProfile(const std::string& stem) {
-  for (const std::string& dir : {std::string("profiles"), std::string(FBL_SOURCE_DIR) + "/profiles"}) {
-    std::string p = dir + "/" + stem + ".json";
-    if (std::ifstream(p).good()) return p;
-  }
-  return "profiles/" + stem + ".json";
 }
 
 Result<Layout> operandLayout(const std::string& storage, int64_t rows, int64_t cols) {
@@ -91,8 +85,7 @@ int runMatmulSweep(const MatmulSweepOptions& o) {
   codegen::MatmulCostModel model = prof->matmul;
   if (model.computeUnits <= 0) model.computeUnits = s.computeUnits();
   for (const std::string& spec : o.tiles) {
-    const size_t colon = spec.find(':');
-    auto t = codegen::parseTile(spec.substr(0, colon), colon == std::string::npos ? 1 : std::stoll(spec.substr(colon + 1)));
+    auto t = codegen::parseTileSpec(spec, 1);
     if (!t.ok()) return fmt::print(stderr, "error: --tile: {}\n", t.error().message), 2;
     model.candidates.push_back({*t, 0.5, 1});
   }

@@ -14,6 +14,7 @@
 // both are printed.
 #include "bench/transforms_bench.h"
 
+
 #include <unistd.h>
 
 #include <filesystem>
@@ -21,6 +22,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/profile_paths.h"
 #include "bench/strategy_run.h"
 #include "compiler/onnx/load_model.h"
 #include "compiler/zoo/zoo.h"
@@ -31,14 +33,6 @@ namespace fbl::bench {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string findProfile(const std::string& stem) {
-  for (const std::string& dir : {std::string("profiles"), std::string(FBL_SOURCE_DIR) + "/profiles"}) {
-    std::string p = dir + "/" + stem + ".json";
-    if (fs::exists(p)) return p;
-  }
-  return "profiles/" + stem + ".json";
-}
 
 // The committed profile of the device the runtime will pick (Session::open's rule).
 std::string defaultProfile(int device) {
@@ -80,8 +74,10 @@ std::string runConfig(const TransformsBenchOptions& o, const std::string& profil
   if (!g.ok()) return g.error().message;
   for (const std::string& s : strategies) {
     out->runs.emplace_back();
-    RunOptions ro{model, profile, s, o.steps, o.device, o.seed, /*phaseRounds=*/false};
-    ro.unprofiled = false;  // Figure 17 compares device times
+    RunOptions ro;
+    ro.model = model, ro.profile = profile, ro.strategy = s;
+    ro.steps = o.steps, ro.device = o.device, ro.seed = o.seed;
+    ro.phaseRounds = false, ro.unprofiled = false;  // Figure 17 compares device times
     if (auto e = runStrategy(ro, g.value(), &out->runs.back()); !e.empty()) return fmt::format("strategy {}: {}", s, e);
   }
   out->note = planComparison(out->runs, &out->identical);

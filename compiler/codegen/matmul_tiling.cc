@@ -129,6 +129,15 @@ Result<MatmulTiling> parseTile(const std::string& text, int64_t pipeline) {
   return t;
 }
 
+Result<MatmulTiling> parseTileSpec(const std::string& spec, int64_t defaultPipeline) {
+  const size_t colon = spec.find(':');
+  if (colon == std::string::npos) return parseTile(spec, defaultPipeline);
+  const std::string depth = spec.substr(colon + 1);
+  if (depth.size() != 1 || depth[0] < '0' || depth[0] > '9')
+    return makeError("tile '{}': the pipeline depth after ':' must be one digit", spec);
+  return parseTile(spec.substr(0, colon), depth[0] - '0');
+}
+
 std::string tileString(const MatmulTiling& t) {
   return fmt::format("{}x{}x{}/{}x{}", t.tm, t.tn, t.tk, t.rm, t.rn);
 }

@@ -102,6 +102,8 @@ MatmulTiling chooseMatmulTiling(const MatmulCostModel& model, DeviceClass d, int
 
 // "TMxTNxTK/RMxRN" (and the pipeline depth) <-> MatmulTiling; parse errors name the text.
 Result<MatmulTiling> parseTile(const std::string& text, int64_t pipeline);
+// "TMxTNxTK/RMxRN[:PIPE]", as fbl-bench's --tile takes it: without ":PIPE", `defaultPipeline`.
+Result<MatmulTiling> parseTileSpec(const std::string& spec, int64_t defaultPipeline);
 std::string tileString(const MatmulTiling& t);
 
 // The profile's "matmul" block (absent: an empty model); compute units, peak and bandwidth from

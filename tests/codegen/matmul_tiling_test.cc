@@ -106,5 +106,22 @@ TEST_CASE("matmul cost model: no candidates keeps the device class's tiling", "[
   CHECK(t.splitK == chooseSplitK(512, 2048, 8192, legacy, 132));
 }
 
+TEST_CASE("matmul tile specs: TMxTNxTK/RMxRN with an optional :PIPE", "[codegen][matmul-tiling]") {
+  auto plain = parseTileSpec("128x64x16/8x8", 2);
+  REQUIRE(plain.ok());
+  CHECK(tileString(*plain) == "128x64x16/8x8");
+  CHECK(plain->pipeline == 2);
+  auto piped = parseTileSpec("128x64x16/8x8:3", 2);
+  REQUIRE(piped.ok());
+  CHECK(piped->pipeline == 3);
+  for (const char* bad : {"128x64x16/8x8:", "128x64x16/8x8:x", "128x64x16/8x8:12", "128x64/8x8:1"}) {
+    INFO(bad);
+    auto t = parseTileSpec(bad, 2);
+    REQUIRE_FALSE(t.ok());
+    const std::string text(bad);
+    CHECK(t.error().message.find(text.substr(0, text.find(':'))) != std::string::npos);  // names the tile
+  }
+}
+
 }  // namespace
 }  // namespace fbl::codegen
