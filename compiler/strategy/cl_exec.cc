@@ -101,6 +101,14 @@ void ClSession::release(cl_mem m) {
   clReleaseMemObject(m);
 }
 
+static std::string buildLog(cl_program prog, cl_device_id dev) {
+  size_t n = 0;
+  clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
+  std::string log(n, '\0');
+  clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
+  return log;
+}
+
 // FBL_CL_DUMP_DIR=DIR writes each built program's binary to DIR/NAME.bin (PTX on NVIDIA): what
 // the driver's compiler made of a kernel (vector local loads, fused multiply-adds) can be read
 // without the vendor's tools. Benchmarks only, like FBL_CL_BUILD_LOG.
@@ -132,18 +140,10 @@ Result<cl_kernel> ClSession::kernel(const RTileKernel& k) {
     if (more && *more) options += std::string(" ") + more;
   err = clBuildProgram(prog, 1, &dev_, options.c_str(), nullptr, nullptr);
   if (const char* dir = std::getenv("FBL_CL_DUMP_DIR"); err == CL_SUCCESS && dir) dumpProgramBinary(prog, dir, k.name);
-  if (err == CL_SUCCESS && std::getenv("FBL_CL_BUILD_LOG")) {
-    size_t n = 0;
-    clGetProgramBuildInfo(prog, dev_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
-    std::string log(n, '\0');
-    clGetProgramBuildInfo(prog, dev_, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
-    std::fprintf(stderr, "build log of '%s':\n%s\n", k.name.c_str(), log.c_str());
-  }
+  if (err == CL_SUCCESS && std::getenv("FBL_CL_BUILD_LOG"))
+    std::fprintf(stderr, "build log of '%s':\n%s\n", k.name.c_str(), buildLog(prog, dev_).c_str());
   if (err != CL_SUCCESS) {
-    size_t n = 0;
-    clGetProgramBuildInfo(prog, dev_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
-    std::string log(n, '\0');
-    clGetProgramBuildInfo(prog, dev_, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
+    const std::string log = buildLog(prog, dev_);
     clReleaseProgram(prog);
     return makeError("OpenCL: building kernel '{}' failed: {}", k.name, log);
   }
