@@ -1,4 +1,4 @@
-// CumSum, GatherND and ScatterND kernels (index_emitters.cc) against the reference executor on
+// CumSum, GatherND, ScatterND and ScatterElements kernels (index_emitters.cc), and Mod, against the reference executor on
 // random data, on PoCL; and their guards: with a tuple outside the data, GatherND gathers 0 and
 // ScatterND skips it (the reference refuses such tuples, so the expected values come from the
 // reference run on the graph without them).
@@ -69,6 +69,36 @@ TEST_CASE("ScatterND kernels match the reference, every reduction", "[runtime][k
     auto upd = c.in("start", DType::I64, {2, 1}, 0, 100);
     c.run(c.b.op("ScatterND", {data, idx, upd}));
   }
+}
+
+TEST_CASE("ScatterElements kernels match the reference, every reduction and axis", "[runtime][kernels][index]") {
+  for (const char* red : {"none", "add", "mul", "max", "min"})
+    for (const int64_t axis : {0, 1, -1}) {
+      INFO(red << " axis " << axis);
+      Case c;  // indices smaller than data on every axis, repeats and negative ones included
+      auto data = c.in("data", DType::F32, {4, 5, 3});
+      auto idx = c.in("idx", DType::I64, {3, 2, 2}, axis == 0 ? -4 : axis == 1 ? -5 : -3, axis == 0 ? 4 : axis == 1 ? 5 : 3);
+      auto upd = c.in("upd", DType::F32, {3, 2, 2});
+      c.run(c.b.op("ScatterElements", {data, idx, upd}, {{"axis", axis}, {"reduction", std::string(red)}}));
+    }
+  Case c;  // T5's shift right as the dynamo exporter writes it: column 0 of integer ids
+  auto ids = c.in("ids", DType::I64, {2, 7}, 0, 100);
+  auto idx = c.b.constant("idx", Tensor::fromVector<int64_t>({2, 1}, {0, 0}));
+  auto start = c.in("start", DType::I64, {2, 1}, 0, 100);
+  c.run(c.b.op("ScatterElements", {ids, idx, start}, {{"axis", int64_t{1}}}));
+}
+
+TEST_CASE("Mod kernels match the reference", "[runtime][kernels][index]") {
+  for (const int64_t fmod : {0, 1}) {
+    Case c;
+    auto a = c.in("a", DType::I64, {4, 6}, -40, 40);
+    auto b = c.b.constant("b", Tensor::fromVector<int64_t>({6}, {3, -3, 7, -5, 1, 2}));
+    c.run(c.b.op("Mod", {a, b}, {{"fmod", fmod}}));
+  }
+  Case c;
+  auto a = c.in("a", DType::F32, {3, 5});
+  auto b = c.b.constant("b", Tensor::fromVector<float>({5}, {0.7f, -1.3f, 2.0f, 0.25f, -0.6f}));
+  c.run(c.b.op("Mod", {a, b}, {{"fmod", int64_t{1}}}));
 }
 
 // Runs the one-node graph `b` on PoCL with `feeds` and returns its output.
