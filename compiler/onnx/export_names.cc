@@ -164,23 +164,17 @@ class NameRecovery {
       if (e.kind != ir::ValueKind::Initializer || !e.data || !data || !sameBytes(*e.data, *data))
         return false;
     }
-    if (!r.transposed) {
-      if (existing != ir::kNoValue) {
-        g_.replaceAllUses(v, existing);
-        return true;
-      }
-      val.name = r.name;
-      return true;
-    }
+    // The weight under its name (a new value: Graph indexes names as values are added).
     ir::ValueId weight = existing;
     if (weight == ir::kNoValue) {
       ir::Value w;
       w.name = r.name;
       w.kind = ir::ValueKind::Initializer;
       w.dtype = val.dtype;
-      w.shape = {val.shape[1], val.shape[0]};
+      w.shape = r.transposed ? ir::Shape{val.shape[1], val.shape[0]} : val.shape;
       w.shapeKnown = true;
       w.data = std::move(data);
+      if (!r.transposed) w.external = val.external;
       weight = g_.addValue(std::move(w));
     }
     // The old value keeps its id and name: now the Transpose's output, read as before.
@@ -189,11 +183,11 @@ class NameRecovery {
     folded.data.reset();
     folded.external.reset();
     ir::Node t;
-    t.op = "Transpose";
+    t.op = r.transposed ? "Transpose" : "Identity";  // drop-noops removes the Identity at load
     t.name = g_.uniqueName("fbl_unfold_" + folded.name);
     t.inputs = {weight};
     t.outputs = {v};
-    t.attrs.emplace("perm", std::vector<int64_t>{1, 0});
+    if (r.transposed) t.attrs.emplace("perm", std::vector<int64_t>{1, 0});
     transposes.push_back(std::move(t));
     return true;
   }

@@ -15,10 +15,11 @@
 // 3. The name is the longest module path whose mangled form prefixes the argument, then `.` and
 //    the attribute that remains (`m.base_model....lora_A.default` + `.weight`).
 // 4. A weight that an `aten.linear` reads through MatMul (or Gemm with transB=0) was folded as W^T:
-//    it becomes the initializer W under its name, transposed back, and a Transpose node that
-//    gives the readers the value they had. So gradients, `--trainable '*lora_*'`, checkpoints
-//    and `--export-adapter` see PyTorch's names in PyTorch's orientation, as in an
-//    optimize=False export. A name that already exists with equal contents is shared.
+//    it becomes a new initializer W under its name, transposed back, and a Transpose node gives
+//    the readers the value they had (an Identity where nothing was transposed; drop-noops removes
+//    it). So gradients, `--trainable '*lora_*'`, checkpoints and `--export-adapter` see PyTorch's
+//    names in PyTorch's orientation, as in an optimize=False export. A name that already exists
+//    with equal contents is shared.
 // 5. Anything else keeps its `val_N` name; a trainable glob that then finds nothing says that the
 //    names were lost with the metadata (autodiff/trainable.cc).
 #pragma once

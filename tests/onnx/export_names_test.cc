@@ -48,6 +48,9 @@ TEST_CASE("export names: optimize=True exports get optimize=False's LoRA names a
         INFO(name);
         REQUIRE(got.count(name) == 1);
         const ir::Value& w = *got.at(name);
+        ir::ValueId byName = folded.findValue(name);  // the graph's name index knows it
+        REQUIRE(byName != ir::kNoValue);
+        CHECK(&folded.values[byName] == &w);
         REQUIRE(w.shape == v->shape);
         REQUIRE(w.data);
         REQUIRE(v->data);
