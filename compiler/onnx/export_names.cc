@@ -98,15 +98,24 @@ class NameRecovery {
         if (!s.empty()) paths_.emplace(mangle(s), s);
   }
 
-  int run() {
+  Result<int> run() {
     auto readers = g_.consumers();
     std::vector<ir::Node> transposes;
     int renamed = 0;
     for (ir::ValueId v = 0; v < static_cast<ir::ValueId>(g_.values.size()); ++v) {
       if (g_.values[v].kind != ir::ValueKind::Initializer || !looksExporterRenamed(g_.values[v].name))
         continue;
-      auto r = recover(v, readers[v]);
-      if (r && apply(v, *r, transposes)) ++renamed;
+      std::string loraArg;
+      auto r = recover(v, readers[v], loraArg);
+      if (r && apply(v, *r, transposes)) {
+        ++renamed;
+      } else if (!loraArg.empty()) {
+        // A LoRA weight left under its val_N name would silently not train under '*lora_*'.
+        return makeError("{}: initializer '{}' is the exporter's copy of the LoRA parameter '{}', whose name "
+                         "and orientation the node metadata does not settle (its readers disagree or it is "
+                         "stored elsewhere); re-export with torch.onnx.export(..., optimize=False)",
+                         g_.sourcePath, g_.values[v].name, loraArg);
+      }
     }
     if (!transposes.empty()) {
       // The new Transposes read only initializers: first in topological order.
@@ -119,7 +128,8 @@ class NameRecovery {
   }
 
  private:
-  std::optional<Recovery> recover(ir::ValueId v, const std::vector<ir::NodeId>& readers) {
+  // `loraArg`: a LoRA parameter some reader's fx call names, whether or not recovery succeeds.
+  std::optional<Recovery> recover(ir::ValueId v, const std::vector<ir::NodeId>& readers, std::string& loraArg) {
     const ir::Value& val = g_.values[v];
     std::optional<Recovery> found;
     for (ir::NodeId r : readers) {
@@ -128,6 +138,8 @@ class NameRecovery {
       std::vector<std::string> fit;
       for (const std::string& a : call.paramArgs)
         if (endsWith(a, "_bias") == (val.shape.size() == 1)) fit.push_back(a);
+      for (const std::string& a : fit)
+        if (a.find("_lora_") != std::string::npos) loraArg = "p_" + a;
       if (fit.size() != 1) return std::nullopt;
       auto name = nameOf(fit[0]);
       if (!name) return std::nullopt;
@@ -217,7 +229,7 @@ NodeOrigin readNodeOrigin(const ::onnx::NodeProto& node) {
   return o;
 }
 
-int recoverExportNames(ir::Graph& g, const std::vector<NodeOrigin>& origins) {
+Result<int> recoverExportNames(ir::Graph& g, const std::vector<NodeOrigin>& origins) {
   return NameRecovery(g, origins).run();
 }
 

@@ -21,13 +21,15 @@
 //    names in PyTorch's orientation, as in an optimize=False export. A name that already exists
 //    with equal contents is shared.
 // 5. Anything else keeps its `val_N` name; a trainable glob that then finds nothing says that the
-//    names were lost with the metadata (autodiff/trainable.cc).
+//    names were lost with the metadata (autodiff/trainable.cc). A LoRA parameter whose name the
+//    metadata names but does not settle is an import error (it would silently not train).
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "compiler/ir/graph.h"
+#include "compiler/support/result.h"
 
 namespace onnx {
 class NodeProto;
@@ -46,7 +48,9 @@ NodeOrigin readNodeOrigin(const ::onnx::NodeProto& node);
 
 // `origins[i]` belongs to g.nodes[i] (the importer's order). Returns how many initializers got
 // their PyTorch names back.
-int recoverExportNames(ir::Graph& g, const std::vector<NodeOrigin>& origins);
+// An initializer that readers' metadata calls a LoRA parameter but whose name cannot be settled
+// is an error: left as `val_N` it would silently drop out of '*lora_*'.
+Result<int> recoverExportNames(ir::Graph& g, const std::vector<NodeOrigin>& origins);
 
 // "val_12": the name the dynamo exporter's optimizer gives a weight it folded or copied.
 bool looksExporterRenamed(std::string_view name);

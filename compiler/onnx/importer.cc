@@ -516,7 +516,7 @@ Result<Imported> importProto(const std::string& bytes, const std::string& path,
 Result<ir::Graph> importModelFromBytes(const std::string& bytes, const std::string& path,
                                        const ImportOptions& opts) {
   FBL_ASSIGN(Imported imp, importProto(bytes, path, opts));
-  if (opts.recoverExportNames) recoverExportNames(imp.graph, imp.origins);
+  if (opts.recoverExportNames) FBL_TRY(recoverExportNames(imp.graph, imp.origins));
   return std::move(imp.graph);
 }
 
@@ -524,7 +524,7 @@ Result<ir::Graph> importModel(const std::string& path, const ImportOptions& opts
   FBL_ASSIGN(std::string bytes, readWholeFile(path));
   FBL_ASSIGN(Imported imp, importProto(bytes, path, opts));
   if (opts.loadExternalData) FBL_TRY(loadAvailableExternalData(imp.graph));
-  if (opts.recoverExportNames) recoverExportNames(imp.graph, imp.origins);
+  if (opts.recoverExportNames) FBL_TRY(recoverExportNames(imp.graph, imp.origins));
   return std::move(imp.graph);
 }
 

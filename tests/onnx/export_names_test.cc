@@ -94,3 +94,40 @@ TEST_CASE("export names: metadata is read from the unknown field 9", "[onnx][exp
 
 }  // namespace
 }  // namespace fbl
+
+namespace fbl {
+namespace {
+
+TEST_CASE("export names: a LoRA weight whose readers disagree is an import error, not a silent val_N", "[onnx][export-names]") {
+  ::onnx::ModelProto m;
+  REQUIRE(m.ParseFromString(testing::readFile(corpusModel("gpt2", "opt"))));
+  // The first val_N a LoRA MatMul reads gets a second reader whose metadata names another adapter.
+  std::string folded;
+  for (const auto& n : m.graph().node()) {
+    onnx::NodeOrigin o = onnx::readNodeOrigin(n);
+    if (n.op_type() == "MatMul" && o.fxNode.find("lora_a") != std::string::npos &&
+        onnx::looksExporterRenamed(n.input(1))) {
+      folded = n.input(1);
+      break;
+    }
+  }
+  REQUIRE(!folded.empty());
+  ::onnx::NodeProto* extra = m.mutable_graph()->add_node();
+  extra->set_op_type("Identity");
+  extra->set_name("second_reader");
+  extra->add_input(folded);
+  extra->add_output("second_reader_out");
+  ::onnx::StringStringEntryProto fx;
+  fx.set_key("pkg.torch.onnx.fx_node");
+  fx.set_value("%linear_9 : [num_users=1] = call_function[target=torch.ops.aten.linear.default](args = (%x, "
+               "%p_m_base_model_model_transformer_h_1_mlp_c_fc_lora_a_default_weight), kwargs = {})");
+  extra->mutable_unknown_fields()->AddLengthDelimited(9, fx.SerializeAsString());
+  auto g = onnx::importModelFromBytes(m.SerializeAsString(), "gpt2-opt-disagree.onnx");
+  REQUIRE_FALSE(g.ok());
+  CHECK_THAT(g.error().message, Catch::Contains("gpt2-opt-disagree.onnx") && Catch::Contains("'" + folded + "'") &&
+                                    Catch::Contains("lora_a") && Catch::Contains("optimize=False"));
+  CHECK(g.error().message.find('\n') == std::string::npos);
+}
+
+}  // namespace
+}  // namespace fbl
