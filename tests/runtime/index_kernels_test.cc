@@ -128,7 +128,7 @@ Tensor onDevice(GraphBuilder& b, const std::vector<Tensor>& feeds, const std::st
   return t;
 }
 
-TEST_CASE("GatherND and ScatterND guards: a tuple outside the data reads and writes nothing", "[runtime][kernels][index]") {
+TEST_CASE("GatherND, ScatterND and ScatterElements guards: an index outside the data reads and writes nothing", "[runtime][kernels][index]") {
   std::mt19937 rng(9);
   const Tensor data = randomTensor(DType::F32, {4, 3}, rng);
   const std::vector<int64_t> bad = {1, 4, -5, int64_t{1} << 40, 2};  // rows 1 and 2 are real
@@ -168,6 +168,24 @@ TEST_CASE("GatherND and ScatterND guards: a tuple outside the data reads and wri
     auto want = ref::runGraph(r.g, {data, Tensor::fromVector<int64_t>({2, 1}, {1, 2}), realUpd});
     REQUIRE(want.ok());
     CHECK(scaledError(got, want.value()[0]) == 0.0);
+  }
+  {
+    // ScatterElements along axis 0: an index outside [-4, 4) writes nothing. Expected by hand:
+    // the positions in order, each real index wrapped once (the reference refuses the others).
+    const std::vector<int64_t> idx = {1, 4, -5, int64_t{1} << 40, 2, -1};
+    const Tensor upd = randomTensor(DType::F32, {2, 3}, rng);
+    GraphBuilder b;
+    auto d = b.input("data", DType::F32, {4, 3});
+    auto i = b.input("idx", DType::I64, {2, 3});
+    auto u = b.input("upd", DType::F32, {2, 3});
+    b.output(b.op("ScatterElements", {d, i, u}, {{"axis", int64_t{0}}}));
+    const Tensor got = onDevice(b, {data, Tensor::fromVector<int64_t>({2, 3}, idx), upd}, "scatterelements-guard");
+    Tensor want = data;
+    for (int64_t p = 0; p < 6; ++p) {
+      const int64_t t = idx[p] < 0 ? idx[p] + 4 : idx[p];
+      if (t >= 0 && t < 4) want.set(t * 3 + p % 3, upd.at(p));
+    }
+    CHECK(scaledError(got, want) == 0.0);
   }
 }
 
