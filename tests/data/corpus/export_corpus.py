@@ -175,6 +175,15 @@ def slim(path, style):
     return mp
 
 
+def sort_target_modules(path):
+    """peft writes target_modules from a set, in hash order: sorted, a rerun gives the same file."""
+    cfg = json.load(open(path))
+    if isinstance(cfg.get("target_modules"), list):
+        cfg["target_modules"] = sorted(cfg["target_modules"])
+    with open(path, "w") as f:
+        json.dump(cfg, f, indent=2, sort_keys=True)
+
+
 def first_line(e):
     text = re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip()  # the exporter colours its messages
     return f"{type(e).__name__}: {text.splitlines()[0][:300] if text else ''}"
@@ -271,6 +280,7 @@ def run(arch, out):
                    losses=losses), open(os.path.join(d, "trajectory.json"), "w"), indent=1)
     m.save_pretrained(os.path.join(d, "adapter"))
     os.remove(os.path.join(d, "adapter", "README.md"))  # peft's model card template
+    sort_target_modules(os.path.join(d, "adapter", "adapter_config.json"))
     with open(os.path.join(d, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
     print(f"{arch}: loss {float(loss):.6f} -> {losses[-1]:.6f} after {STEPS} steps", flush=True)
