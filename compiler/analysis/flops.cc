@@ -20,7 +20,7 @@ constexpr std::string_view kMovement[] = {
     "Cast",   "CastLike", "Concat",    "Constant",       "ConstantOfShape", "Dropout", "Expand",
     "Gather", "GatherElements", "GatherND", "Identity", "Pad",     "Range",   "Reshape",
     "Shape",  "Slice",    "Split",     "Squeeze",        "Transpose",       "Trilu",   "Unsqueeze",
-    "ScatterND", "fbl.SliceGrad"};
+    "ScatterND", "ScatterElements", "Flatten", "fbl.SliceGrad"};
 
 // Per-element counts of the composite ops, over their first input (or, for the optimizer, the
 // parameter). Softmax: max, subtract, exp, sum, divide. LayerNorm: mean, centre, square, sum,

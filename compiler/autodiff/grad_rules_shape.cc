@@ -219,6 +219,58 @@ Result<Grads> scatterNDGrad(GradContext& c) {
   return g;
 }
 
+// ScatterElements, as ScatterND with one index per update position: the updates get dy where they
+// landed (GatherElements), data gets dy where nothing was written (none) or everywhere (add).
+// Constant indices that write one element twice are refused under none, as for ScatterND.
+Result<Grads> scatterElementsGrad(GradContext& c) {
+  auto& b = c.b;
+  const std::string red = c.fwd.attrString("reduction", "none");
+  if (red != "none" && red != "add")
+    return c.fail("ScatterElements is differentiated for reduction none and add only");
+  const ir::Shape ds = b.shape(c.in(0)), is = b.shape(c.in(1));
+  const int64_t axis = normAxis(c.fwd.attrInt("axis", 0), ds.size());
+  if (red == "none")
+    if (const ir::Tensor* idx = b.constData(c.in(1))) {
+      const std::vector<int64_t> v = idx->toInt64s();
+      std::set<std::vector<int64_t>> seen;
+      std::vector<int64_t> coord(is.size(), 0);
+      for (size_t p = 0; p < v.size(); ++p) {
+        std::vector<int64_t> target = coord;
+        target[axis] = v[p] < 0 ? v[p] + ds[axis] : v[p];
+        if (!seen.insert(target).second)
+          return c.fail("ScatterElements writing one element twice is not differentiated");
+        for (int64_t d = static_cast<int64_t>(is.size()) - 1; d >= 0 && ++coord[d] == is[d]; --d) coord[d] = 0;
+      }
+    }
+  ValueId dy = c.dy[0];
+  Grads g = none(c);
+  if (c.wants[0])
+    g[0] = red == "add" ? dy
+                        : b.emit("ScatterElements", {dy, c.in(1), b.expand(b.scalar(0.0, b.dtype(dy)), is)},
+                                 b.dtype(dy), ds, {{"axis", axis}});
+  if (c.wants[2]) g[2] = b.emit("GatherElements", {dy, c.in(1)}, b.dtype(dy), is, {{"axis", axis}});
+  return g;
+}
+
+// Split (the exporter's optimizer writes it for fused qkv and gate_up): the parts' gradients
+// joined back along the axis; a part no gradient reaches contributes zeros.
+Result<Grads> splitGrad(GradContext& c) {
+  auto& b = c.b;
+  const ir::Shape xs = b.shape(c.in(0));
+  const int64_t axis = normAxis(c.fwd.attrInt("axis", 0), xs.size());
+  ir::DType dt = ir::DType::Undefined;
+  for (ValueId d : c.dy)
+    if (d != ir::kNoValue) dt = b.dtype(d);
+  std::vector<ValueId> parts;
+  for (size_t i = 0; i < c.fwd.outputs.size(); ++i) {
+    const ValueId d = i < c.dy.size() ? c.dy[i] : ir::kNoValue;
+    parts.push_back(d != ir::kNoValue ? d : b.expand(b.scalar(0.0, dt), b.shape(c.out(i))));
+  }
+  Grads g = none(c);
+  g[0] = parts.size() == 1 ? parts[0] : b.emit("Concat", parts, dt, xs, {{"axis", axis}});
+  return g;
+}
+
 // GatherND's transpose: dy scatter-added into zeros of the data's shape.
 Result<Grads> gatherNDGrad(GradContext& c) {
   auto& b = c.b;
@@ -254,7 +306,8 @@ std::vector<GradRule> shapeGradRules() {
       {"CastLike", castGrad},       {"Dropout", dropoutGrad},     {"Transpose", transposeGrad},
       {"Expand", expandGrad},       {"Slice", sliceGrad},         {"Concat", concatGrad},
       {"Gather", gatherGrad},       {"Where", whereGrad},         {"Pad", padGrad},
-      {"ScatterND", scatterNDGrad}, {"GatherND", gatherNDGrad},
+      {"ScatterND", scatterNDGrad}, {"GatherND", gatherNDGrad}, {"ScatterElements", scatterElementsGrad},
+      {"Split", splitGrad},
   };
 }
 

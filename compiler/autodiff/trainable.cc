@@ -5,17 +5,12 @@
 #include <fmt/format.h>
 
 #include "compiler/autodiff/training_graph.h"
+#include "compiler/onnx/export_names.h"
 #include "compiler/support/glob.h"
 
 namespace fbl::autodiff {
 
 namespace {
-
-// "val_12": the name the dynamo exporter's optimizer gives a folded (renamed) weight.
-bool looksFolded(std::string_view name) {
-  if (name.substr(0, 4) != "val_" || name.size() == 4) return false;
-  return std::all_of(name.begin() + 4, name.end(), [](char c) { return std::isdigit(uint8_t(c)); });
-}
 
 std::string fileOf(const ir::Graph& g) { return g.sourcePath.empty() ? g.name : g.sourcePath; }
 
@@ -27,16 +22,20 @@ Error noMatch(const ir::Graph& g, const std::vector<std::string>& globs,
                      fileOf(g), pattern);
   std::vector<std::string> some;
   for (size_t i = 0; i < inits.size() && i < 5; ++i) some.push_back(g.values[inits[i]].name);
-  size_t folded = std::count_if(inits.begin(), inits.end(),
-                                [&](ir::ValueId v) { return looksFolded(g.values[v].name); });
-  std::string why =
-      folded > 0
-          ? fmt::format("{} of them are named like 'val_12', which means the exporter folded and "
-                        "renamed the weights: re-export with torch.onnx.export(..., "
-                        "optimize=False) (compare the corpus's llama-tiny and llama-tiny-folded)",
-                        folded)
-          : std::string("is the model wrapped with LoRA adapters? otherwise pass --trainable GLOB "
-                        "with a pattern of the parameters to train");
+  std::vector<std::string> renamed;
+  for (ir::ValueId v : inits)
+    if (onnx::looksExporterRenamed(g.values[v].name)) renamed.push_back(g.values[v].name);
+  std::string why;
+  if (!renamed.empty())
+    why = fmt::format("{} of them keep the exporter's names (e.g. '{}'): its optimizer folded "
+                      "and renamed them, and the nodes that read them carry no usable "
+                      "pkg.torch.onnx.fx_node and name_scopes metadata, so their PyTorch names "
+                      "and orientation are lost: re-export with torch.onnx.export(..., "
+                      "optimize=False), or keep the node metadata",
+                      renamed.size(), renamed.front());
+  else
+    why = "is the model wrapped with LoRA adapters? otherwise pass --trainable GLOB with a "
+          "pattern of the parameters to train";
   return makeError("{}: no initializer matches --trainable {} ({} initializers, e.g. '{}'); {}",
                    fileOf(g), pattern, inits.size(), fmt::join(some, "', '"), why);
 }

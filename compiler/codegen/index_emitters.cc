@@ -2,7 +2,8 @@
 //  - CumSum: cumsum.cl, one work-item per line along the (constant) axis, summed in order;
 //  - GatherND: gather_nd.cl, one work-item per output element;
 //  - ScatterND: scatter_nd.cl, one work-item per output element that applies every update naming
-//    its slice in tuple order (deterministic, no atomics).
+//    its slice in tuple order (deterministic, no atomics);
+//  - ScatterElements: scatter_elements.cl, the same with one index per update position.
 // Index tuples are read at run time; a negative index wraps once, and one still outside its
 // dimension reads nothing (GatherND writes 0, ScatterND skips the tuple), so no input makes a
 // read or write outside a tensor.
@@ -72,6 +73,13 @@ Result<NodeCode> gatherND(const ir::Graph& g, const ir::Node& n, const Target& t
   return c;
 }
 
+// The update rule of the scatters: `v` the element so far, `u` the update.
+std::string combineOf(const ir::Node& n) {
+  const std::string red = n.attrString("reduction", "none");
+  return red == "add" ? "v + u" : red == "mul" ? "v * u" : red == "max" ? "(u > v ? u : v)"
+         : red == "min" ? "(u < v ? u : v)" : "u";
+}
+
 Result<NodeCode> scatterND(const ir::Graph& g, const ir::Node& n, const Target& t) {
   const ir::Value& data = g.values[n.inputs[0]];
   const ir::Value& idx = g.values[n.inputs[1]];
@@ -85,9 +93,7 @@ Result<NodeCode> scatterND(const ir::Graph& g, const ir::Node& n, const Target& 
         "    long t{0} = idx[t * {1}u + {0}u];\n    if (t{0} < 0) t{0} += {2};\n"
         "    ok = ok && t{0} >= 0 && t{0} < {2};\n    pos = pos * {2} + t{0};\n",
         k, m, data.shape[k]);
-  const std::string red = n.attrString("reduction", "none");
-  const std::string combine = red == "add" ? "v + u" : red == "mul" ? "v * u" : red == "max" ? "(u > v ? u : v)"
-                              : red == "min" ? "(u < v ? u : v)" : "u";
+  const std::string combine = combineOf(n);
   const int64_t count = ir::numElements(data.shape);
   NodeCode c;
   c.launches.push_back(launch("scatter_nd",
@@ -98,10 +104,34 @@ Result<NodeCode> scatterND(const ir::Graph& g, const ir::Node& n, const Target& 
   return c;
 }
 
+Result<NodeCode> scatterElements(const ir::Graph& g, const ir::Node& n, const Target& t) {
+  const ir::Value& data = g.values[n.inputs[0]];
+  const ir::Value& idx = g.values[n.inputs[1]];
+  const int64_t rank = static_cast<int64_t>(data.shape.size());
+  const int64_t axis = normAxis(n.attrInt("axis", 0), rank);
+  const auto strides = ir::stridesOf(data.shape);
+  std::string offset;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    if (d != axis) offset += fmt::format("    off += (q % {}u) * {}u;\n", idx.shape[d], strides[d]);
+    if (d > 0) offset += fmt::format("    q /= {}u;\n", idx.shape[d]);
+  }
+  const int64_t count = ir::numElements(data.shape);
+  NodeCode c;
+  c.launches.push_back(launch("scatter_elements",
+                              {{"T", std::string(clType(data.dtype))}, {"TI", std::string(clType(idx.dtype))},
+                               {"N", str(count)}, {"DIM", str(data.shape[axis])}, {"AXIS_STRIDE", str(strides[axis])},
+                               {"POSITIONS", str(ir::numElements(idx.shape))}, {"OFFSET", offset},
+                               {"COMBINE", combineOf(n)}},
+                              "scatterelements",
+                              {val(n.inputs[0]), val(n.inputs[1]), val(n.inputs[2]), val(n.outputs[0])},
+                              grid1(count, t), {t.workgroup}));
+  return c;
+}
+
 }  // namespace
 
 std::vector<EmitterEntry> indexEmitters() {
-  return {{"CumSum", cumSum}, {"GatherND", gatherND}, {"ScatterND", scatterND}};
+  return {{"CumSum", cumSum}, {"GatherND", gatherND}, {"ScatterND", scatterND}, {"ScatterElements", scatterElements}};
 }
 
 }  // namespace fbl::codegen

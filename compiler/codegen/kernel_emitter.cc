@@ -190,6 +190,12 @@ Result<NodeCode> emitElementwise(const ir::Graph& g, const ir::Node& n, const Ta
 std::optional<std::string> elementwiseExpr(const ir::Graph& g, const ir::Node& n) {
   if (n.op == "Gelu") return gelu(n);
   if (n.op == "Sum" || n.op == "Mean") return std::string(n.op == "Sum" ? "a + b" : "(a + b) / 2.0f");
+  if (n.op == "Mod") {
+    // The reference's rules; a zero integer divisor gives 0 here (the reference refuses it).
+    if (ir::isFloat(g.values[n.inputs[0]].dtype)) return std::string("fmod(a, b)");
+    if (n.attrInt("fmod", 0) == 1) return std::string("(b == 0 ? 0 : a % b)");
+    return std::string("(b == 0 ? 0 : (a % b != 0 && ((a % b < 0) != (b < 0)) ? a % b + b : a % b))");
+  }
   for (const EwRule& r : kEwRules)
     if (n.op == r.op) {
       std::string expr(r.expr);
@@ -207,7 +213,7 @@ std::optional<std::string> elementwiseExpr(const ir::Graph& g, const ir::Node& n
 }
 
 bool isElementwiseOp(std::string_view op) {
-  if (op == "Gelu" || op == "Sum" || op == "Mean") return true;
+  if (op == "Gelu" || op == "Sum" || op == "Mean" || op == "Mod") return true;
   for (const EwRule& r : kEwRules)
     if (op == r.op) return true;
   return false;
@@ -244,7 +250,7 @@ Result<NodeCode> emitNode(const ir::Graph& g, const ir::Node& n, const Target& t
   if (auto expr = elementwiseExpr(g, n)) return emitElementwise(g, n, t, *expr, nullptr);
   if (auto* f = findSpecialEmitter(n.op)) return f(g, n, t);
   return makeError("{}: no OpenCL kernel for op '{}' (supported: elementwise, movement, MatMul, "
-                   "Gemm, reductions, Softmax, LayerNormalization, Gather*, ScatterND, CumSum, Conv, fbl training ops)",
+                   "Gemm, reductions, Softmax, LayerNormalization, Gather*, ScatterND, ScatterElements, CumSum, Conv, fbl training ops)",
                    ir::describeNode(g, n), n.op);
 }
 

@@ -12,6 +12,8 @@
 //    among ready nodes); a cycle is reported with a node on it.
 // 6. Nodes are appended in that order with their attributes; each is checked for its domain
 //    and against its op schema (ops::validateNode). value_info only hints dtypes.
+// 7. Weights the exporter's optimizer renamed get their PyTorch names back from the nodes'
+//    metadata (export_names.h), after external data is read.
 #include "compiler/onnx/importer.h"
 
 #include <onnx/onnx_pb.h>
@@ -20,6 +22,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "compiler/onnx/export_names.h"
 #include "compiler/onnx/external_data.h"
 #include "compiler/onnx/proto_tensor.h"
 #include "compiler/onnx/sequence_ops.h"
@@ -63,6 +66,9 @@ class Importer {
  public:
   Importer(const ModelProto& m, const std::string& path, const ImportOptions& opts)
       : m_(m), gp_(m.graph()), file_(path), opts_(opts) {}
+
+  // The nodes' PyTorch origins, by ir::NodeId (filled by run()).
+  std::vector<NodeOrigin>& origins() { return origins_; }
 
   Result<ir::Graph> run() {
     g_.name = gp_.name();
@@ -404,6 +410,7 @@ class Importer {
         return makeError("{} has attribute '{}' twice", where(i), a.name());
     }
     g_.addNode(std::move(node));
+    origins_.push_back(readNodeOrigin(np));
     return {};
   }
 
@@ -477,28 +484,48 @@ class Importer {
   const ImportOptions& opts_;
   ir::Graph g_;
   std::vector<std::string> names_;  // node display names, by file index
+  std::vector<NodeOrigin> origins_;  // by ir::NodeId
   std::unordered_set<std::string> resolvedLocations_;
   std::unordered_map<std::string_view, ir::ValueId> ids_;
 };
 
 }  // namespace
 
-Result<ir::Graph> importModelFromBytes(const std::string& bytes, const std::string& path,
-                                       const ImportOptions& opts) {
+namespace {
+
+struct Imported {
+  ir::Graph graph;
+  std::vector<NodeOrigin> origins;
+};
+
+Result<Imported> importProto(const std::string& bytes, const std::string& path,
+                             const ImportOptions& opts) {
   if (bytes.empty()) return makeError("{}: empty file (0 bytes), not an ONNX model", path);
   ModelProto m;
   if (!m.ParseFromString(bytes))
     return makeError("{}: not a valid ONNX model (protobuf parse failed)", path);
   if (!m.has_graph()) return makeError("{}: not a valid ONNX model (it has no graph)", path);
   FBL_TRY(rewriteSequenceOps(m.mutable_graph(), path));
-  return Importer(m, path, opts).run();
+  Importer importer(m, path, opts);
+  FBL_ASSIGN(ir::Graph g, importer.run());
+  return Imported{std::move(g), std::move(importer.origins())};
+}
+
+}  // namespace
+
+Result<ir::Graph> importModelFromBytes(const std::string& bytes, const std::string& path,
+                                       const ImportOptions& opts) {
+  FBL_ASSIGN(Imported imp, importProto(bytes, path, opts));
+  if (opts.recoverExportNames) FBL_TRY(recoverExportNames(imp.graph, imp.origins));
+  return std::move(imp.graph);
 }
 
 Result<ir::Graph> importModel(const std::string& path, const ImportOptions& opts) {
   FBL_ASSIGN(std::string bytes, readWholeFile(path));
-  FBL_ASSIGN(ir::Graph g, importModelFromBytes(bytes, path, opts));
-  if (opts.loadExternalData) FBL_TRY(loadAvailableExternalData(g));
-  return g;
+  FBL_ASSIGN(Imported imp, importProto(bytes, path, opts));
+  if (opts.loadExternalData) FBL_TRY(loadAvailableExternalData(imp.graph));
+  if (opts.recoverExportNames) FBL_TRY(recoverExportNames(imp.graph, imp.origins));
+  return std::move(imp.graph);
 }
 
 }  // namespace fbl::onnx

@@ -1,5 +1,6 @@
-// ONNX ModelProto -> ir::Graph, with no rewriting: every node, attribute and initializer as the
-// file has it. Validates structure (undefined inputs, cycles, unsupported ops, attributes and
+// ONNX ModelProto -> ir::Graph: every node, attribute and initializer as the file has it, except
+// that sequence ops become tensor ops (sequence_ops.h) and weights the exporter's optimizer
+// renamed get their PyTorch names and orientation back (export_names.h). Validates structure (undefined inputs, cycles, unsupported ops, attributes and
 // dtypes, external-data paths) and returns one-line errors that name the file and the node.
 #pragma once
 
@@ -19,6 +20,9 @@ struct ImportOptions {
   // file as it reads inline ones, and the reference executor and the weight writer find every
   // weight in memory. An absent data file leaves its initializers shaped but empty (llama-full).
   bool loadExternalData = true;
+  // Give weights the exporter's optimizer renamed their PyTorch names back from the node
+  // metadata (export_names.h). Off: every initializer as the file names it.
+  bool recoverExportNames = true;
 };
 
 Result<ir::Graph> importModel(const std::string& path, const ImportOptions& opts = {});

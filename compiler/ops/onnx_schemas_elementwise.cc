@@ -131,6 +131,16 @@ Status dropout(InferContext& c) {
   return Status::success();
 }
 
+// Mod: integers take the divisor's sign (fmod=0, Python's %) or the dividend's (fmod=1, C's %);
+// floats only the latter, as ONNX requires.
+Status mod(InferContext& c) {
+  FBL_TRY(broadcastSameType(c));
+  const int64_t fmod = c.node.attrInt("fmod", 0);
+  if (fmod != 0 && fmod != 1) return c.fail(fmt::format("fmod must be 0 or 1, not {}", fmod));
+  if (ir::isFloat(c.in[0].dtype) && fmod != 1) return c.fail("Mod of floats needs fmod=1");
+  return Status::success();
+}
+
 }  // namespace
 
 std::vector<OpSchema> elementwiseSchemas() {
@@ -146,6 +156,7 @@ std::vector<OpSchema> elementwiseSchemas() {
       {"Max", 1, kVariadic, {}, broadcastSameType},
       {"Min", 1, kVariadic, {}, broadcastSameType},
       {"Pow", 2, 2, {}, pow},
+      {"Mod", 2, 2, {"fmod"}, mod},
       {"Equal", 2, 2, {}, compare},
       {"Less", 2, 2, {}, compare},
       {"LessOrEqual", 2, 2, {}, compare},

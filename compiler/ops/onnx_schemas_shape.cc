@@ -1,5 +1,5 @@
 // Shape rules of the constant and movement ops: Constant, ConstantOfShape, Shape, Reshape,
-// Transpose, (Un)Squeeze, Concat, Slice, Split, Pad, Expand, the Gathers, ScatterND, Range,
+// Transpose, (Un)Squeeze, Flatten, Concat, Slice, Split, Pad, Expand, the Gathers, the Scatters, Range,
 // CumSum and Trilu. Targets given as inputs (Reshape's shape, Slice's starts, ...) must be compile-time
 // constants: fold_and_infer folds the chains that compute them before it reaches these nodes.
 #include <algorithm>
@@ -386,6 +386,46 @@ Status scatterND(InferContext& c) {
   return Status::success();
 }
 
+// ScatterElements: out = data; indices and updates share a shape of data's rank, no larger
+// than data on any axis (ONNX); the indices run along `axis`.
+Status scatterElements(InferContext& c) {
+  FBL_TRY(expectOutputs(c, 1, 1));
+  FBL_TRY(expectIndex(c, 1));
+  FBL_TRY(expectSameDType(c, 0, 2));
+  const Shape& data = c.in[0].shape;
+  const Shape& idx = c.in[1].shape;
+  if (rankOf(c, 0) < 1 || rankOf(c, 0) != rankOf(c, 1))
+    return c.fail(fmt::format("data {} and indices {} must have the same rank, 1 or more", ir::shapeToString(data),
+                              ir::shapeToString(idx)));
+  if (c.in[2].shape != idx)
+    return c.fail(fmt::format("updates {} must have the indices' shape {}", ir::shapeToString(c.in[2].shape),
+                              ir::shapeToString(idx)));
+  for (size_t d = 0; d < idx.size(); ++d)
+    if (idx[d] > data[d])
+      return c.fail(fmt::format("indices {} exceed data {} on axis {}", ir::shapeToString(idx),
+                                ir::shapeToString(data), d));
+  FBL_TRY(normalizeAxis(c, c.node.attrInt("axis", 0), rankOf(c, 0)));
+  const std::string red = c.node.attrString("reduction", "none");
+  if (red != "none" && red != "add" && red != "mul" && red != "max" && red != "min")
+    return c.fail(fmt::format("reduction '{}' is not one of none, add, mul, max, min", red));
+  c.out[0] = c.in[0];
+  return Status::success();
+}
+
+// Flatten: [prod(dims before axis), prod(dims from axis)].
+Status flatten(InferContext& c) {
+  FBL_TRY(expectOutputs(c, 1, 1));
+  const int64_t r = rankOf(c, 0);
+  int64_t axis = c.node.attrInt("axis", 1);
+  if (axis < 0) axis += r;
+  if (axis < 0 || axis > r)
+    return c.fail(fmt::format("axis {} is outside [-{}, {}]", c.node.attrInt("axis", 1), r, r));
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < r; ++d) (d < axis ? outer : inner) *= c.in[0].shape[d];
+  setOut(c, 0, c.in[0].dtype, {outer, inner});
+  return Status::success();
+}
+
 Status range(InferContext& c) {
   FBL_TRY(expectOutputs(c, 1, 1));
   FBL_TRY(expectSameDType(c, 0, 1));
@@ -458,6 +498,8 @@ std::vector<OpSchema> shapeSchemas() {
       {"GatherElements", 2, 2, {"axis"}, gatherElements},
       {"GatherND", 2, 2, {"batch_dims"}, gatherND},
       {"ScatterND", 3, 3, {"reduction"}, scatterND},
+      {"ScatterElements", 3, 3, {"axis", "reduction"}, scatterElements},
+      {"Flatten", 1, 1, {"axis"}, flatten},
       {"Range", 3, 3, {}, range},
       {"CumSum", 2, 2, {"exclusive", "reverse"}, cumSum},
       {"Trilu", 1, 2, {"upper"}, trilu},

@@ -127,6 +127,33 @@ Outputs divOp(const Node& n, const Inputs& in) {
   });
 }
 
+// fmod=1: the remainder takes the dividend's sign (C's %, std::fmod); fmod=0 (integers only): the
+// divisor's (Python's %). A zero integer divisor is an error, as in Div.
+Outputs modOp(const Node& n, const Inputs& in) {
+  FBL_ASSIGN(Operands o, binaryOperands(n, in));
+  const bool truncated = n.attrInt("fmod", 0) == 1;
+  return withNumeric(n, o.a->dtype(), [&](auto tag) -> Outputs {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T>) {
+      if (!truncated) return nodeError(n, "Mod of floats needs fmod=1");
+      return single(broadcastMap<T, T>(*o.a, *o.b, o.out, [](T x, T y) { return static_cast<T>(std::fmod(x, y)); }));
+    } else {
+      bool bad = false;
+      Tensor y = broadcastMap<T, T>(*o.a, *o.b, o.out, [&](T x, T d) -> T {
+        if (d == 0 || (d == -1 && x == std::numeric_limits<T>::min())) {
+          bad = true;
+          return 0;
+        }
+        T r = static_cast<T>(x % d);
+        if (!truncated && r != 0 && ((r < 0) != (d < 0))) r = static_cast<T>(r + d);
+        return r;
+      });
+      if (bad) return nodeError(n, "integer Mod by zero or overflow");
+      return single(std::move(y));
+    }
+  });
+}
+
 Outputs powOp(const Node& n, const Inputs& in) {
   FBL_ASSIGN(const Tensor* a, input(n, in, 0));
   FBL_ASSIGN(const Tensor* b, input(n, in, 1));
@@ -303,6 +330,7 @@ std::vector<KernelEntry> elementwiseKernels() {
       {"Mul", [](const Node& n, const Inputs& in) { return arith(n, in, [](auto x, auto y) { return x * y; }); }},
       {"Div", divOp},
       {"Pow", powOp},
+      {"Mod", modOp},
       {"Max", extremum<true>},
       {"Min", extremum<false>},
       {"Equal", [](const Node& n, const Inputs& in) { return compare(n, in, false, [](auto x, auto y) { return x == y; }); }},

@@ -1,4 +1,4 @@
-// Data-dependent indexing and the loss: Gather, GatherElements, GatherND, ScatterND,
+// Data-dependent indexing and the loss: Gather, GatherElements, GatherND, ScatterND, ScatterElements,
 // SoftmaxCrossEntropyLoss. Every index is range-checked (negative ones wrap once, as ONNX
 // says) before it is used, and an out-of-range index is an error naming the node.
 #include <algorithm>
@@ -164,6 +164,52 @@ Outputs scatterNDOp(const Node& n, const Inputs& in) {
   });
 }
 
+// out = data, then for each index position p in order: out[p with p[axis] = idx[p]] = updates[p]
+// (reduction none: the last position naming an element wins) or combined with it.
+Outputs scatterElementsOp(const Node& n, const Inputs& in) {
+  FBL_ASSIGN(const Tensor* data, input(n, in, 0));
+  FBL_ASSIGN(const Tensor* idxT, input(n, in, 1));
+  FBL_ASSIGN(const Tensor* upd, input(n, in, 2));
+  FBL_TRY(expectDType(n, *idxT, 1, {DType::I64, DType::I32}));
+  if (data->rank() < 1 || idxT->rank() != data->rank() || upd->shape() != idxT->shape() ||
+      upd->dtype() != data->dtype())
+    return nodeError(n, "data {}, indices {} and updates {} do not fit", ir::shapeToString(data->shape()),
+                     ir::shapeToString(idxT->shape()), ir::shapeToString(upd->shape()));
+  FBL_ASSIGN(int64_t axis, normalizeAxis(n, n.attrInt("axis", 0), data->rank()));
+  for (int64_t d = 0; d < data->rank(); ++d)
+    if (idxT->shape()[d] > data->shape()[d])
+      return nodeError(n, "indices {} exceed data {} on axis {}", ir::shapeToString(idxT->shape()),
+                       ir::shapeToString(data->shape()), d);
+  const std::string red = n.attrString("reduction", "none");
+  const std::vector<int64_t> idx = idxT->toInt64s();
+  const int64_t dim = data->shape()[axis];
+  View v = denseView(data->shape());
+  const int64_t axisStride = v.strides[axis];
+  v.strides[axis] = 0;
+  std::vector<int64_t> offsets(idx.size());
+  forEachIndex<1>(idxT->shape(), {v}, [&](int64_t i, const std::array<int64_t, 1>& o) { offsets[i] = o[0]; });
+  for (size_t i = 0; i < idx.size(); ++i) {
+    FBL_ASSIGN(int64_t w, wrapIndex(n, idx[i], dim, axis));
+    offsets[i] += w * axisStride;
+  }
+  Tensor y = *data;
+  return withNumeric(n, data->dtype(), [&](auto tag) -> Outputs {
+    using T = decltype(tag);
+    T* py = y.data<T>();
+    const T* pu = upd->data<T>();
+    for (size_t i = 0; i < offsets.size(); ++i) {
+      T& o = py[offsets[i]];
+      const T u = pu[i];
+      if (red == "add") o = o + u;
+      else if (red == "mul") o = o * u;
+      else if (red == "max") o = std::max(o, u);
+      else if (red == "min") o = std::min(o, u);
+      else o = u;
+    }
+    return single(std::move(y));
+  });
+}
+
 // scores [N, C, d...], labels [N, d...]: loss_i = -w[l_i] * log_softmax(scores)_i[l_i], 0 where
 // l_i == ignore_index. 'mean' divides by the summed weights of the kept positions (their count
 // without weights), as PyTorch's cross_entropy does.
@@ -236,6 +282,7 @@ std::vector<KernelEntry> indexKernels() {
       {"GatherElements", gatherElementsOp},
       {"GatherND", gatherNDOp},
       {"ScatterND", scatterNDOp},
+      {"ScatterElements", scatterElementsOp},
       {"SoftmaxCrossEntropyLoss", softmaxCrossEntropyOp},
   };
 }

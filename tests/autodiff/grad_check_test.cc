@@ -347,6 +347,34 @@ TEST_CASE("gradcheck: ScatterND and GatherND", "[autodiff][gradcheck]") {
   }
 }
 
+TEST_CASE("gradcheck: Split, with a part no gradient reaches", "[autodiff][gradcheck]") {
+  // A fused qkv output split three ways; the loss reads the first and last parts only.
+  TestGraph t;
+  ValueId x = t.param("px", {2, 4, 9});
+  ValueId sizes = t.constant(ir::Tensor::fromVector<int64_t>({3}, {3, 2, 4}));
+  std::vector<ValueId> parts = t.nodeN("Split", {x, sizes}, 3, {{"axis", int64_t{-1}}});
+  ValueId y = t.node("Concat", {parts[2], parts[0]}, {{"axis", int64_t{-1}}});
+  t.weightedSumLoss(y);
+  checkGradients(t);
+}
+
+TEST_CASE("gradcheck: ScatterElements", "[autodiff][gradcheck]") {
+  for (const std::string red : {"none", "add"})
+    for (const int64_t axis : {0, 1})
+      DYNAMIC_SECTION("reduction " << red << ", axis " << axis) {
+        TestGraph t;
+        ValueId data = t.param("pd", {4, 5});
+        ValueId upd = t.param("pu", {2, 3});
+        // Distinct targets along either axis (negative ones wrap); add also gets a repeat.
+        std::vector<int64_t> idx = axis == 0 ? std::vector<int64_t>{3, 0, -2, 1, 2, -1}
+                                             : std::vector<int64_t>{4, 0, 2, -1, 1, -5};
+        if (red == "add") idx[1] = idx[0];
+        ValueId ix = t.constant(ir::Tensor::fromVector<int64_t>({2, 3}, idx));
+        t.weightedSumLoss(t.node("ScatterElements", {data, ix, upd}, {{"axis", axis}, {"reduction", red}}));
+        checkGradients(t);
+      }
+}
+
 TEST_CASE("autodiff: ScatterND with a repeated tuple under reduction none is refused", "[autodiff][gradcheck]") {
   TestGraph t;
   ValueId data = t.param("pd", {4, 2});

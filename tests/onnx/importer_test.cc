@@ -54,7 +54,9 @@ TEST_CASE("every corpus model imports with the node count of its meta.json", "[o
     INFO(model);
     std::string dir = kData + "/" + model;
     auto meta = nlohmann::json::parse(fbl::testing::readFile(dir + "/meta.json"));
-    auto g = importModel(dir + "/model.onnx");
+    ImportOptions asInFile;
+    asInFile.recoverExportNames = false;  // llama-tiny-folded's val_N stay as the file has them
+    auto g = importModel(dir + "/model.onnx", asInFile);
     REQUIRE(g.ok());
     CHECK(g->nodes.size() == meta["nodes"].get<size_t>());
     CHECK(g->opset == meta["opset"][0][1].get<int64_t>());

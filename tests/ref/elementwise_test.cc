@@ -214,3 +214,28 @@ TEST_CASE("elementwise errors name the node instead of crashing", "[ref]") {
     CHECK(r.error().message.find("node '") != std::string::npos);
   }
 }
+
+TEST_CASE("Mod: the divisor's sign (fmod=0) or the dividend's (fmod=1)", "[ref]") {
+  // The ONNX spec's examples.
+  Tensor a = Tensor::fromVector<int64_t>({6}, {-4, 7, 5, 4, -7, 8});
+  Tensor b = Tensor::fromVector<int64_t>({6}, {2, -3, 8, -2, 3, 5});
+  requireEqual(mustRun("Mod", {&a, &b})[0], Tensor::fromVector<int64_t>({6}, {0, -2, 5, 0, 2, 3}));
+  requireEqual(mustRun("Mod", {&a, &b}, {{"fmod", int64_t{1}}})[0],
+               Tensor::fromVector<int64_t>({6}, {0, 1, 5, 0, -1, 3}));
+  // Random: a == (a div b) * b + mod with mod in the divisor's half-open range, against floor.
+  std::mt19937 rng(5);
+  Tensor x = randomInt(DType::I32, {40}, rng, -50, 50), y = randomInt(DType::I32, {40}, rng, 1, 9);
+  for (int64_t i = 0; i < 40; ++i)
+    if (i % 2) y.set(i, -y.at(i));
+  Tensor m = mustRun("Mod", {&x, &y})[0];
+  for (int64_t i = 0; i < 40; ++i) {
+    const double q = std::floor(x.at(i) / y.at(i));
+    REQUIRE(m.at(i) == x.at(i) - q * y.at(i));
+  }
+  Tensor f = randomF32({7}, rng), g = randomF32({7}, rng, 0.5f, 2.0f);
+  Tensor fm = mustRun("Mod", {&f, &g}, {{"fmod", int64_t{1}}})[0];
+  for (int64_t i = 0; i < 7; ++i) REQUIRE(fm.at(i) == static_cast<float>(std::fmod(f.data<float>()[i], g.data<float>()[i])));
+  CHECK_FALSE(runOp("Mod", {&f, &g}).ok());  // floats need fmod=1
+  Tensor z = Tensor::fromVector<int64_t>({6}, {1, 1, 0, 1, 1, 1});
+  CHECK_FALSE(runOp("Mod", {&a, &z}).ok());
+}

@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -56,6 +58,21 @@ inline double relativeToMaxAbs(const ir::Tensor& a, const ir::Tensor& b) {
     scale = std::max(scale, std::fabs(b.at(i)));
   }
   return scale > 0.0 ? err / scale : err;
+}
+
+// The f32 tensors of a safetensors file (exported adapters), by name.
+inline std::map<std::string, ir::Tensor> readSafetensors(const std::string& path) {
+  safetensors::File f;
+  REQUIRE(safetensors::read(path, &f) == "");
+  std::map<std::string, ir::Tensor> out;
+  for (const auto& [name, e] : f.tensors) {
+    REQUIRE(e.dtype == "F32");
+    ir::Tensor t(ir::DType::F32, e.shape);
+    REQUIRE(t.nbytes() == e.data.size());
+    std::memcpy(t.raw(), e.data.data(), e.data.size());
+    out.emplace(name, std::move(t));
+  }
+  return out;
 }
 
 inline plan::Profile testProfile() {

@@ -1,7 +1,7 @@
 // The three whole-model strategies (compiler/plan/layout_lowering.h) on PoCL, each with buffer and
 // with image storage: each compiles its own plan from the same joint graph, and all six give
-// PyTorch's first-step loss and LoRA gradients on every tiny corpus model (llama-tiny-folded with
-// its LoRA weights found by contents). The plans must really differ: fblayout executes fewer
+// PyTorch's first-step loss and LoRA gradients on every tiny corpus model (llama-tiny-folded's
+// LoRA names and orientation recovered from its node metadata at import). The plans must really differ: fblayout executes fewer
 // movement ops than explicit and stores R-Tile tensors tile-major (weights packed at load
 // included), reuse reads MatMul operands through the transposed path, and image storage puts
 // tensors in image2d objects under every strategy.
@@ -12,7 +12,6 @@
 
 #include "compiler/onnx/tensor_proto.h"
 #include "compiler/plan/compile_command.h"
-#include "tests/runtime/corpus_lora.h"
 #include "tests/runtime/runtime_test_util.h"
 
 namespace fbl::testing {
@@ -38,7 +37,6 @@ StepResult firstStep(const std::string& model, const std::string& strategy, cons
   a.weights = tempDir() + "/" + model + ".safetensors";
   a.strategy = strategy;
   a.storage = storage;
-  a.trainable = trainablesOf(model);
   auto c = plan::compileModel(a);
   INFO((c.ok() ? std::string() : c.error().message));
   REQUIRE(c.ok());
@@ -63,19 +61,15 @@ StepResult firstStep(const std::string& model, const std::string& strategy, cons
     REQUIRE(s->writeTensor(c->plan.tensors[c->plan.inputs[i]].name, t->tensor.raw(), t->tensor.nbytes()) == "");
   }
   REQUIRE(s->trainStep(&r.loss) == "");
-  // llama-tiny-folded's LoRA weights are val_N, some stored transposed: PyTorch's names.
-  const auto folded = model == "llama-tiny-folded" ? foldedLora() : std::map<std::string, std::pair<std::string, bool>>{};
   for (const planfile::Trainable& t : c->plan.trainables) {
     std::string name = c->plan.tensors[t.param].name;
     if (name.rfind("m.", 0) == 0) name = name.substr(2);
-    const bool transposed = folded.count(name) && folded.at(name).second;
-    if (folded.count(name)) name = folded.at(name).first;
     std::vector<unsigned char> bytes;
     REQUIRE(s->readTensor(t.grad, &bytes) == "");
     ir::Tensor g(ir::DType::F32, c->plan.tensors[t.grad].shape);
     REQUIRE(bytes.size() == g.nbytes());
     std::memcpy(g.raw(), bytes.data(), bytes.size());
-    r.grads[name] = transposed ? transposed2d(g) : std::move(g);
+    r.grads[name] = std::move(g);
   }
   return r;
 }

@@ -9,7 +9,7 @@
 #include "compiler/onnx/load_model.h"
 #include "compiler/onnx/tensor_proto.h"
 #include "compiler/plan/compile_command.h"
-#include "tests/runtime/corpus_lora.h"
+#include "compiler/train/ref_trainer.h"
 #include "tests/runtime/runtime_test_util.h"
 
 namespace fbl::testing {
@@ -17,8 +17,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// llama-tiny-folded is apart: its exporter renamed the LoRA weights, so the default trainables
-// find nothing (compile says so) and its test names them by contents.
+// llama-tiny-folded is apart: its exporter renamed the LoRA weights, which the importer names
+// again from the node metadata; its test checks that and the adapters it exports.
 const char* const kTinyModels[] = {"llama-tiny", "bert-tiny", "vit-tiny", "bert-tiny-torchscript"};
 
 plan::CompileArgs argsFor(const std::string& model) {
@@ -46,7 +46,6 @@ std::vector<ir::Tensor> readInputs(const std::string& model) {
 // Compiles, writes plan and weights, opens the plan and feeds the corpus inputs.
 std::unique_ptr<rt::Session> openModel(const std::string& model, plan::Compiled* compiled) {
   plan::CompileArgs a = argsFor(model);
-  a.trainable = trainablesOf(model);
   auto c = plan::compileModel(a);
   INFO((c.ok() ? std::string() : c.error().message));
   REQUIRE(c.ok());
@@ -105,45 +104,57 @@ TEST_CASE("first step matches PyTorch's loss and LoRA gradients", "[runtime][tra
   }
 }
 
-TEST_CASE("a model whose LoRA names were folded away is refused with the reason", "[runtime][train]") {
-  auto c = plan::compileModel(argsFor("llama-tiny-folded"));
-  REQUIRE_FALSE(c.ok());
-  CHECK(c.error().message.find("folded") != std::string::npos);
-}
-
-TEST_CASE("llama-tiny-folded trains on the device once its LoRA weights are named", "[runtime][train]") {
-  const auto lora = foldedLora();
-  plan::CompileArgs a = argsFor("llama-tiny-folded");
-  a.trainable.clear();
-  for (const auto& [name, m] : lora) a.trainable.push_back(name);
-  auto c = plan::compileModel(a);
-  INFO((c.ok() ? std::string() : c.error().message));
-  REQUIRE(c.ok());
-  REQUIRE(plan::writeWeights(a, c->plan).ok());
-  auto s = openPlan(c->plan, "llama-tiny-folded");
-  REQUIRE(s->loadWeights(a.weights) == "");
-  const std::vector<ir::Tensor> inputs = readInputs("llama-tiny-folded");
-  REQUIRE(inputs.size() == c->plan.inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i)
-    REQUIRE(s->writeTensor(c->plan.tensors[c->plan.inputs[i]].name, inputs[i].raw(), inputs[i].nbytes()) == "");
+// The exporter's optimizer renamed the LoRA weights to val_N and folded lora_A's transpose; the
+// importer takes names and orientation back from the node metadata (onnx/export_names.h). So the
+// default glob trains all 28, the gradients are PyTorch's name for name, and after one AdamW step
+// the adapters it exports are those the reference executor gets from the optimize=False export
+// of the same model (peft's keys, PyTorch's orientation).
+TEST_CASE("llama-tiny-folded trains on the device under its PyTorch names", "[runtime][train]") {
+  const std::string model = "llama-tiny-folded";
+  plan::Compiled c;
+  auto s = openModel(model, &c);
   float loss = 0.0f;
   REQUIRE(s->trainStep(&loss) == "");
-  auto expected = onnx::readTensorProtoFile(std::string(FBL_TEST_DATA_DIR) + "/llama-tiny-folded/test_data_set_0/output_0.pb");
+  auto expected = onnx::readTensorProtoFile(std::string(FBL_TEST_DATA_DIR) + "/" + model + "/test_data_set_0/output_0.pb");
   REQUIRE(expected.ok());
   CHECK(std::fabs(loss - expected->tensor.at(0)) <= 1e-4 * std::fabs(expected->tensor.at(0)));
   std::map<std::string, ir::Tensor> torch;
-  for (const auto& f : fs::directory_iterator(std::string(FBL_TEST_DATA_DIR) + "/llama-tiny-folded/grads")) {
+  for (const auto& f : fs::directory_iterator(std::string(FBL_TEST_DATA_DIR) + "/" + model + "/grads")) {
     auto g = onnx::readTensorProtoFile(f.path().string());
     REQUIRE(g.ok());
-    torch[g->name] = g->tensor;
+    torch["m." + g->name] = g->tensor;
   }
-  for (const planfile::Trainable& t : c->plan.trainables) {
-    const auto& [torchName, transposed] = lora.at(c->plan.tensors[t.param].name);
-    INFO("gradient of " << torchName);
-    REQUIRE(torch.count(torchName) == 1);
-    ir::Tensor mine = readAs(*s, t.grad, ir::DType::F32);
-    if (transposed) mine = transposed2d(mine);
-    CHECK(relativeToMaxAbs(mine, torch.at(torchName)) <= 1e-4);
+  REQUIRE(c.plan.trainables.size() == 28);
+  for (const planfile::Trainable& t : c.plan.trainables) {
+    const std::string& name = c.plan.tensors[t.param].name;
+    INFO("gradient of " << name);
+    REQUIRE(torch.count(name) == 1);
+    CHECK(relativeToMaxAbs(readAs(*s, t.grad, ir::DType::F32), torch.at(name)) <= 1e-4);
+  }
+  const std::string dir = tempDir() + "/adapter-" + model;
+  fs::create_directories(dir);
+  REQUIRE(s->exportAdapter(dir) == "");
+  const auto adapter = readSafetensors(dir + "/adapter_model.safetensors");
+  REQUIRE(adapter.size() == 28);
+
+  auto named = onnx::loadModel(argsFor("llama-tiny").model);
+  REQUIRE(named.ok());
+  auto tg = autodiff::buildTrainingGraph(named.value(), {});
+  REQUIRE(tg.ok());
+  auto batch = train::loadInputs(named.value(), std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/test_data_set_0");
+  REQUIRE(batch.ok());
+  auto ref = train::RefTrainer::create(std::move(tg).value());
+  REQUIRE(ref->step(batch.value()).ok());
+  const auto& tr = ref->training();
+  for (size_t i = 0; i < tr.trainables.size(); ++i) {
+    std::string key = tr.graph.values[tr.trainables[i].param].name.substr(2);  // without "m."
+    key.erase(key.find(".default."), 8);                                        // peft drops the adapter name
+    INFO(key);
+    REQUIRE(adapter.count(key) == 1);
+    auto want = ref->parameter(i);
+    REQUIRE(want.ok());
+    REQUIRE(adapter.at(key).shape() == want->shape());
+    CHECK(relativeToMaxAbs(adapter.at(key), *want) <= 1e-4);
   }
 }
 
@@ -158,7 +169,6 @@ TEST_CASE("50 steps follow the reference executor's loss curve", "[runtime][trai
     auto fwd = onnx::loadModel(argsFor(model).model);
     REQUIRE(fwd.ok());
     autodiff::TrainingOptions to;
-    to.trainableGlobs = trainablesOf(model);
     auto tg = autodiff::buildTrainingGraph(fwd.value(), to);
     REQUIRE(tg.ok());
     ref::Executor ex(tg->graph);

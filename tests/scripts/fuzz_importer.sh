@@ -5,7 +5,8 @@
 #      matters more than speed in a 30 s run) under BUILD/fuzz/, incrementally, into an archive.
 #   2. Links tests/fuzz/importer_fuzz.cc with loadModel; if that link fails (a new dependency
 #      outside the compiled files), says so loudly and fuzzes the importer alone.
-#   3. Seeds a fresh corpus with the corpus models under 2 MB, fuzzes for FUZZ_SECONDS (30), and
+#   3. Seeds a fresh corpus with the corpus models under 2 MB (and two optimize=True exports of
+#      tests/data/corpus, for the metadata), fuzzes for FUZZ_SECONDS (30), and
 #      fails on any crash, leak, timeout or malformed error (the artifact is kept in BUILD/fuzz).
 # Usage: fuzz_importer.sh [BUILD_DIR] [SOURCE_DIR]   (CTest passes both)
 set -euo pipefail
@@ -91,6 +92,12 @@ rm -rf "$corpus" && mkdir -p "$corpus" "$out/artifacts"
 for m in "$src"/tests/data/*/model.onnx; do
   size=$(stat -c %s "$m")
   if [ "$size" -lt 2000000 ]; then cp "$m" "$corpus/$(basename "$(dirname "$m")").onnx"; fi
+done
+# Two optimize=True exports of the architecture corpus: their node metadata (unknown field 9)
+# feeds the name recovery (compiler/onnx/export_names.h).
+for a in gpt2 swin; do
+  m=$src/tests/data/corpus/$a/opt/model.onnx
+  if [ -f "$m" ]; then cp "$m" "$corpus/corpus-$a-opt.onnx"; fi
 done
 echo "seeds: $(ls "$corpus" | tr '\n' ' ')"
 

@@ -1,0 +1,58 @@
+// PyTorch parameter names for weights the dynamo exporter's optimizer renamed (optimize=True, the
+// default): it folds `Transpose(lora_A.weight)` into a new initializer `val_94` holding W^T, and
+// renames weights it copies. Every node still carries its PyTorch origin in metadata_props
+// (NodeProto field 9, newer than the ONNX 1.12 protos here, so it arrives as an unknown field):
+//   pkg.torch.onnx.fx_node      "%linear : ... = call_function[target=torch.ops.aten.linear.default]
+//                                (args = (%x, %p_m_base_model_..._lora_a_default_weight), ...)"
+//   pkg.torch.onnx.name_scopes  "['', 'm', ..., 'm.base_model....q_proj.lora_A.default', 'linear']"
+//
+// recoverExportNames:
+// 1. Collects every module path of every node's name_scopes, keyed by its mangled form (dots to
+//    underscores, lower case: how torch.export names a parameter's placeholder `p_<path>_<attr>`).
+// 2. For each initializer named like `val_12`, reads the `%p_...` arguments of the fx calls of the
+//    nodes that read it; one candidate (a 1-D tensor takes the `_bias` one, others the rest) and
+//    the same one from every reader, else the initializer stays as it is.
+// 3. The name is the longest module path whose mangled form prefixes the argument, then `.` and
+//    the attribute that remains (`m.base_model....lora_A.default` + `.weight`).
+// 4. A weight that an `aten.linear` reads through MatMul (or Gemm with transB=0) was folded as W^T:
+//    it becomes a new initializer W under its name, transposed back, and a Transpose node gives
+//    the readers the value they had (an Identity where nothing was transposed; drop-noops removes
+//    it). So gradients, `--trainable '*lora_*'`, checkpoints and `--export-adapter` see PyTorch's
+//    names in PyTorch's orientation, as in an optimize=False export. A name that already exists
+//    with equal contents is shared.
+// 5. Anything else keeps its `val_N` name; a trainable glob that then finds nothing says that the
+//    names were lost with the metadata (autodiff/trainable.cc). A LoRA parameter whose name the
+//    metadata names but does not settle is an import error (it would silently not train).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "compiler/support/result.h"
+
+namespace onnx {
+class NodeProto;
+}
+
+namespace fbl::onnx {
+
+struct NodeOrigin {
+  std::string fxNode;               // pkg.torch.onnx.fx_node, empty when absent
+  std::vector<std::string> scopes;  // pkg.torch.onnx.name_scopes, parsed
+};
+
+// The two metadata entries of a node, read from its unknown fields (or from metadata_props
+// where the protos know it).
+NodeOrigin readNodeOrigin(const ::onnx::NodeProto& node);
+
+// `origins[i]` belongs to g.nodes[i] (the importer's order). Returns how many initializers got
+// their PyTorch names back.
+// An initializer that readers' metadata calls a LoRA parameter but whose name cannot be settled
+// is an error: left as `val_N` it would silently drop out of '*lora_*'.
+Result<int> recoverExportNames(ir::Graph& g, const std::vector<NodeOrigin>& origins);
+
+// "val_12": the name the dynamo exporter's optimizer gives a weight it folded or copied.
+bool looksExporterRenamed(std::string_view name);
+
+}  // namespace fbl::onnx

@@ -1,0 +1,300 @@
+"""Regenerates the architecture corpus of tests/data/corpus (issue 15), on the CPU, in one command:
+
+    python3 -m venv /work/venv-export
+    /work/venv-export/bin/pip install torch==2.11.* transformers==5.17.* peft==0.21.* onnx \
+        onnxscript==0.7.2 safetensors numpy
+    /work/venv-export/bin/python tests/data/corpus/export_corpus.py tests/data/corpus [ARCH,...]
+
+For every architecture (ARCHS below) it builds a tiny randomly initialised Hugging Face model,
+wraps it with peft LoRA (r=8, alpha=16, dropout 0, init_lora_weights=False so lora_B is not
+zero and every adapter gets a gradient) and writes into OUT/<arch>/:
+
+  test_data_set_0/input_N.pb, output_0.pb  the inputs and PyTorch's loss (TensorProto files)
+  grads/grad_N.pb       PyTorch's gradient of every trainable, named by its parameter name
+  trajectory.json       10 AdamW steps on that one batch: the optimizer settings and the losses
+  adapter/              what peft saves after those 10 steps (adapter_model.safetensors, config)
+  <style>/model.onnx    the export, weights inside (node metadata: opt keeps fx_node and name_scopes),
+                        for each style that worked:
+                          noopt  torch.onnx.export(dynamo=True, optimize=False)
+                          opt    torch.onnx.export(dynamo=True) (the exporter's default)
+                          ts     torch.onnx.export(dynamo=False, opset 17, training mode)
+  meta.json             versions, config, trainables, per style its node/op counts or the
+                        exporter's error
+
+Everything runs in fp32 on the CPU with a fixed seed, so a rerun reproduces the files.
+"""
+import json
+import os
+import re
+import sys
+import traceback
+from collections import Counter
+
+import numpy as np
+import torch
+import onnx
+from onnx import numpy_helper
+import peft
+from peft import LoraConfig, get_peft_model
+import transformers as T
+
+LR, BETAS, EPS, WEIGHT_DECAY, STEPS = 1e-2, (0.9, 0.999), 1e-8, 0.01, 10
+SEQ = 16
+NO_DROPOUT = dict(attention_dropout=0.0)
+
+
+class WithLoss(torch.nn.Module):
+    """Calls the model with keyword inputs and returns its own training loss: one scalar output."""
+
+    def __init__(self, m, keys):
+        super().__init__()
+        self.m, self.keys = m, keys
+
+    def forward(self, *xs):
+        return self.m(**dict(zip(self.keys, xs))).loss
+
+
+def ids(vocab, batch=1, low=3):
+    return torch.randint(low, vocab, (batch, SEQ))
+
+
+# Each entry: (model class, config, LoRA target modules, input names, inputs, styles, notes).
+def gpt2():
+    c = T.GPT2Config(n_embd=32, n_layer=2, n_head=4, n_inner=64, vocab_size=128, n_positions=32,
+                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, use_cache=False)
+    x = ids(c.vocab_size)
+    return (T.GPT2LMHeadModel, c, ["c_attn", "c_proj", "c_fc"], ["input_ids", "labels"], (x, x.clone()),
+            ["noopt", "opt", "ts"], "Conv1D linears (peft fan_in_fan_out), learned positions")
+
+
+def phi3():
+    c = T.Phi3Config(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                     num_key_value_heads=2, vocab_size=128, max_position_embeddings=64, pad_token_id=0,
+                     bos_token_id=1, eos_token_id=2, resid_pdrop=0.0, embd_pdrop=0.0, use_cache=False,
+                     **NO_DROPOUT)
+    x = ids(c.vocab_size)
+    return (T.Phi3ForCausalLM, c, ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"], ["input_ids", "labels"],
+            (x, x.clone()), ["noopt", "opt"], "fused qkv_proj and gate_up_proj, GQA 4/2")
+
+
+def gpt_neox():
+    c = T.GPTNeoXConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                        vocab_size=128, max_position_embeddings=64, rotary_pct=0.5, use_parallel_residual=True,
+                        hidden_dropout=0.0, attention_dropout=0.0, use_cache=False, bos_token_id=1,
+                        eos_token_id=2)
+    x = ids(c.vocab_size)
+    return (T.GPTNeoXForCausalLM, c, ["query_key_value", "dense", "dense_h_to_4h", "dense_4h_to_h"],
+            ["input_ids", "labels"], (x, x.clone()), ["noopt", "opt"],
+            "fused query_key_value, rotary on half of each head, parallel residual")
+
+
+def opt():
+    c = T.OPTConfig(hidden_size=32, ffn_dim=64, num_hidden_layers=2, num_attention_heads=4, vocab_size=128,
+                    max_position_embeddings=64, word_embed_proj_dim=32, dropout=0.0, attention_dropout=0.0,
+                    activation_dropout=0.0, use_cache=False, pad_token_id=1, bos_token_id=2, eos_token_id=2)
+    x = ids(c.vocab_size)
+    return (T.OPTForCausalLM, c, ["q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2"], ["input_ids", "labels"],
+            (x, x.clone()), ["noopt", "opt"], "learned positions with offset 2 from the attention mask's CumSum")
+
+
+def falcon():
+    c = T.FalconConfig(hidden_size=32, ffn_hidden_size=64, num_hidden_layers=2, num_attention_heads=4, vocab_size=128,
+                       max_position_embeddings=64, multi_query=True, parallel_attn=True, alibi=False, bias=False,
+                       hidden_dropout=0.0, attention_dropout=0.0, use_cache=False, bos_token_id=1, eos_token_id=2)
+    x = ids(c.vocab_size)
+    return (T.FalconForCausalLM, c, ["query_key_value", "dense", "dense_h_to_4h", "dense_4h_to_h"],
+            ["input_ids", "labels"], (x, x.clone()), ["noopt", "opt"],
+            "multi-query fused query_key_value, parallel attention and MLP, tied lm_head")
+
+
+def t5():
+    c = T.T5Config(d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=4, vocab_size=128,
+                   relative_attention_num_buckets=8, relative_attention_max_distance=16, dropout_rate=0.0,
+                   use_cache=False, pad_token_id=0, eos_token_id=1, decoder_start_token_id=0)
+    src, tgt = ids(c.vocab_size, 2), ids(c.vocab_size, 2)
+    return (T.T5ForConditionalGeneration, c, ["q", "k", "v", "o", "wi", "wo"], ["input_ids", "labels"], (src, tgt),
+            ["noopt", "opt"], "encoder-decoder, relative position bias, labels shifted right inside")
+
+
+def roberta():
+    c = T.RobertaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                        vocab_size=128, max_position_embeddings=SEQ + 2, type_vocab_size=1, pad_token_id=1,
+                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    x = ids(c.vocab_size, 2)
+    mask = torch.ones_like(x)
+    mask[1, 11:] = 0  # the second sequence is padded: its position ids stop counting there
+    x[mask == 0] = c.pad_token_id
+    labels = ids(c.vocab_size, 2)
+    labels[mask == 0] = -100
+    return (T.RobertaForMaskedLM, c, ["query", "key", "value", "attention.output.dense", "intermediate.dense",
+                                      "output.dense"],
+            ["input_ids", "attention_mask", "labels"], (x, mask, labels), ["noopt", "opt", "ts"],
+            "position ids from input_ids != pad (CumSum), padded attention mask, ignored labels")
+
+
+def deit():
+    c = T.DeiTConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                     image_size=16, patch_size=4, num_labels=10, hidden_dropout_prob=0.0,
+                     attention_probs_dropout_prob=0.0)
+    return (T.DeiTForImageClassification, c, ["q_proj", "k_proj", "v_proj", "o_proj", "fc1", "fc2"],
+            ["pixel_values", "labels"], (torch.randn(2, 3, 16, 16), torch.randint(0, 10, (2,))),
+            ["noopt", "opt", "ts"], "cls and distillation tokens, Conv patch embedding")
+
+
+def swin():
+    c = T.SwinConfig(image_size=16, patch_size=2, embed_dim=16, depths=[2, 2], num_heads=[2, 4], window_size=4,
+                     mlp_ratio=2.0, num_labels=10, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                     drop_path_rate=0.0)
+    return (T.SwinForImageClassification, c, ["q_proj", "k_proj", "v_proj", "o_proj", "fc1", "fc2"],
+            ["pixel_values", "labels"], (torch.randn(2, 3, 16, 16), torch.randint(0, 10, (2,))),
+            ["noopt", "opt"], "shifted windows (torch.roll), relative position bias table, patch merging")
+
+
+ARCHS = dict(gpt2=gpt2, phi3=phi3, gpt_neox=gpt_neox, opt=opt, falcon=falcon, t5=t5, roberta=roberta, deit=deit, swin=swin)
+
+
+def save_tensor(path, name, t):
+    with open(path, "wb") as f:
+        f.write(numpy_helper.from_array(t.detach().cpu().numpy(), name).SerializeToString())
+
+
+# Node metadata kept in optimize=True exports: what the importer recovers names from (docs/ops.md,
+# "Default exports"). The stack traces, namespaces and class lists are three quarters of a tiny
+# model's bytes; optimize=False exports keep their names and need none of it.
+KEEP_METADATA = ("pkg.torch.onnx.fx_node", "pkg.torch.onnx.name_scopes")
+
+
+def slim(path, style):
+    mp = onnx.load(path)
+    for n in mp.graph.node:
+        keep = [(p.key, p.value) for p in n.metadata_props if p.key in KEEP_METADATA and style == "opt"]
+        del n.metadata_props[:]
+        for k, v in keep:
+            n.metadata_props.add(key=k, value=v)
+    onnx.save(mp, path)
+    return mp
+
+
+def sort_target_modules(path):
+    """peft writes target_modules from a set, in hash order: sorted, a rerun gives the same file."""
+    cfg = json.load(open(path))
+    if isinstance(cfg.get("target_modules"), list):
+        cfg["target_modules"] = sorted(cfg["target_modules"])
+    with open(path, "w") as f:
+        json.dump(cfg, f, indent=2, sort_keys=True)
+
+
+def first_line(e):
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip()  # the exporter colours its messages
+    return f"{type(e).__name__}: {text.splitlines()[0][:300] if text else ''}"
+
+
+def export(net, xs, names, style, path):
+    if style == "ts":
+        torch.onnx.export(net, xs, path, input_names=names, output_names=["loss"], dynamo=False, opset_version=17,
+                          do_constant_folding=False, training=torch.onnx.TrainingMode.TRAINING)
+    else:
+        torch.onnx.export(net, xs, path, input_names=names, output_names=["loss"], dynamo=True,
+                          external_data=False, optimize=(style == "opt"))
+
+
+def run(arch, out):
+    torch.manual_seed(0)
+    cls, cfg, targets, keys, xs, styles, notes = ARCHS[arch]()
+    cfg._attn_implementation = "eager"
+    base = cls(cfg).float()
+    lora = LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=targets, init_lora_weights=False,
+                      fan_in_fan_out=(arch == "gpt2"))
+    m = get_peft_model(base, lora)
+    m.train()
+    net = WithLoss(m, keys)
+    d = os.path.join(out, arch)
+    os.makedirs(d, exist_ok=True)
+    names = [f"input_{i}" for i in range(len(xs))]
+    trainable = [(n, p) for n, p in m.named_parameters() if p.requires_grad]
+    before = {n: p.detach().clone() for n, p in m.named_parameters()}
+
+    # PyTorch's first step: the loss and every trainable's gradient.
+    m.zero_grad()
+    loss = net(*xs)
+    loss.backward()
+    td = os.path.join(d, "test_data_set_0")
+    gd = os.path.join(d, "grads")
+    os.makedirs(td, exist_ok=True)
+    os.makedirs(gd, exist_ok=True)
+    for i, x in enumerate(xs):
+        save_tensor(os.path.join(td, f"input_{i}.pb"), names[i], x)
+    save_tensor(os.path.join(td, "output_0.pb"), "loss", loss)
+    for j, (n, p) in enumerate(trainable):
+        save_tensor(os.path.join(gd, f"grad_{j}.pb"), n, p.grad)
+    m.zero_grad()
+
+    meta = dict(arch=arch, model_class=cls.__name__, notes=notes, loss=float(loss),
+                versions=dict(torch=torch.__version__, transformers=T.__version__, peft=peft.__version__,
+                              onnx=onnx.__version__),
+                lora=dict(r=8, alpha=16, dropout=0.0, init_lora_weights=False, target_modules=targets),
+                inputs=[dict(name=names[i], feeds=keys[i], dtype=str(x.dtype), shape=list(x.shape))
+                        for i, x in enumerate(xs)],
+                params=sum(p.numel() for p in m.parameters()), trainable=[n for n, _ in trainable],
+                config=cfg.to_diff_dict(), styles={})
+    for style in styles:
+        sd = os.path.join(d, style)
+        os.makedirs(sd, exist_ok=True)
+        path = os.path.join(sd, "model.onnx")
+        try:
+            export(net, xs, names, style, path)
+            mp = slim(path, style)
+            meta["styles"][style] = dict(ok=True, opset=[(o.domain, o.version) for o in mp.opset_import],
+                                         nodes=len(mp.graph.node), bytes=os.path.getsize(path),
+                                         op_counts=dict(Counter(n.op_type for n in mp.graph.node).most_common()))
+            print(f"{arch}/{style}: {len(mp.graph.node)} nodes, {os.path.getsize(path) / 1e3:.0f} kB", flush=True)
+        except Exception as e:  # an exporter's failure is a result: kept in meta.json
+            for f in os.listdir(sd):
+                os.remove(os.path.join(sd, f))
+            os.rmdir(sd)
+            msg = first_line(e)
+            if e.__cause__ is not None:  # torch.export's own reason sits under the exporter's wrapper
+                msg += f" (caused by {first_line(e.__cause__)})"
+            meta["styles"][style] = dict(ok=False, error=msg)
+            print(f"{arch}/{style}: FAILED {msg}", flush=True)
+            traceback.print_exc(limit=2)
+        for f in os.listdir(sd) if os.path.isdir(sd) else []:
+            if f != "model.onnx":  # an exporter's side file (external data) would be a second copy
+                os.remove(os.path.join(sd, f))
+
+    # The exports must not have touched the weights the trajectory starts from.
+    for n, p in m.named_parameters():
+        assert torch.equal(p.detach(), before[n]), f"export changed {n}"
+
+    # 10 AdamW steps on the one batch, as `fblc run-ref --steps 10` and fbl-train do: step k's loss
+    # is computed before step k's update.
+    optim = torch.optim.AdamW([p for _, p in trainable], lr=LR, betas=BETAS, eps=EPS, weight_decay=WEIGHT_DECAY)
+    losses = []
+    for _ in range(STEPS):
+        optim.zero_grad()
+        step_loss = net(*xs)
+        step_loss.backward()
+        optim.step()
+        losses.append(float(step_loss))
+    json.dump(dict(optimizer="adamw", lr=LR, betas=list(BETAS), eps=EPS, weight_decay=WEIGHT_DECAY, steps=STEPS,
+                   losses=losses), open(os.path.join(d, "trajectory.json"), "w"), indent=1)
+    m.save_pretrained(os.path.join(d, "adapter"))
+    os.remove(os.path.join(d, "adapter", "README.md"))  # peft's model card template
+    sort_target_modules(os.path.join(d, "adapter", "adapter_config.json"))
+    with open(os.path.join(d, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+    print(f"{arch}: loss {float(loss):.6f} -> {losses[-1]:.6f} after {STEPS} steps", flush=True)
+
+
+if __name__ == "__main__":
+    out = sys.argv[1]
+    which = sys.argv[2].split(",") if len(sys.argv) > 2 else list(ARCHS)
+    torch.set_num_threads(1)
+    failed = []
+    for arch in which:
+        try:
+            run(arch, out)
+        except Exception:
+            traceback.print_exc()
+            failed.append(arch)
+    sys.exit(f"failed: {failed}" if failed else 0)

@@ -1,0 +1,104 @@
+// One export of the architecture corpus (tests/data/corpus) end to end on PoCL: compiled by
+// fblc's pipeline with the trajectory's AdamW settings, it must give PyTorch's first-step loss and
+// gradients, follow PyTorch's 10-step loss trajectory and export peft's adapters (keys, shapes and
+// values). T5's optimize=True export is the one run here: its LoRA names come from node metadata,
+// its labels are shifted right by a ScatterElements kernel, and it has an encoder, a decoder and a
+// relative position bias. tests/data/corpus/measure.py runs every export the same way.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "compiler/onnx/tensor_proto.h"
+#include "compiler/plan/compile_command.h"
+#include "tests/runtime/runtime_test_util.h"
+
+namespace fbl::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+void trainsLikePyTorch(const std::string& arch, const std::string& style) {
+  const std::string dir = std::string(FBL_TEST_DATA_DIR) + "/corpus/" + arch;
+  std::ifstream tf(dir + "/trajectory.json");
+  REQUIRE(tf.good());
+  const auto traj = nlohmann::json::parse(tf);
+  plan::CompileArgs a;
+  a.model = dir + "/" + style + "/model.onnx";
+  a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
+  a.output = tempDir() + "/corpus-" + arch + "-" + style + ".fbp";
+  a.weights = tempDir() + "/corpus-" + arch + "-" + style + ".safetensors";
+  a.lr = traj["lr"].get<float>();
+  a.weightDecay = traj["weight_decay"].get<float>();
+  REQUIRE(traj["betas"][0].get<double>() == Approx(0.9));  // fbl's AdamW defaults
+  REQUIRE(traj["betas"][1].get<double>() == Approx(0.999));
+  REQUIRE(traj["eps"].get<double>() == Approx(1e-8));
+  auto c = plan::compileModel(a);
+  INFO((c.ok() ? std::string() : c.error().message));
+  REQUIRE(c.ok());
+  REQUIRE(plan::writeWeights(a, c->plan).ok());
+  auto s = openPlan(c->plan, "corpus-" + arch);
+  REQUIRE(s->loadWeights(a.weights) == "");
+  for (size_t i = 0; i < c->plan.inputs.size(); ++i) {
+    auto t = onnx::readTensorProtoFile(dir + "/test_data_set_0/input_" + std::to_string(i) + ".pb");
+    REQUIRE(t.ok());
+    REQUIRE(s->writeTensor(c->plan.tensors[c->plan.inputs[i]].name, t->tensor.raw(), t->tensor.nbytes()) == "");
+  }
+  std::map<std::string, ir::Tensor> torch;
+  for (const auto& f : fs::directory_iterator(dir + "/grads")) {
+    auto g = onnx::readTensorProtoFile(f.path().string());
+    REQUIRE(g.ok());
+    torch["m." + g->name] = g->tensor;
+  }
+  const auto losses = traj["losses"].get<std::vector<double>>();
+  double worstLoss = 0, worstGrad = 0;
+  for (size_t k = 0; k < losses.size(); ++k) {
+    float loss = 0;
+    REQUIRE(s->trainStep(&loss) == "");
+    worstLoss = std::max(worstLoss, std::abs(loss - losses[k]) / std::abs(losses[k]));
+    if (k > 0) continue;
+    CHECK(std::abs(loss - losses[0]) <= 1e-4 * std::abs(losses[0]));
+    REQUIRE(c->plan.trainables.size() == torch.size());
+    for (const planfile::Trainable& t : c->plan.trainables) {
+      const std::string& name = c->plan.tensors[t.param].name;
+      INFO("gradient of " << name);
+      REQUIRE(torch.count(name) == 1);
+      std::vector<unsigned char> bytes;
+      REQUIRE(s->readTensor(t.grad, &bytes) == "");
+      ir::Tensor g(ir::DType::F32, c->plan.tensors[t.grad].shape);
+      REQUIRE(bytes.size() == g.nbytes());
+      std::memcpy(g.raw(), bytes.data(), bytes.size());
+      const double err = relativeToMaxAbs(g, torch.at(name));
+      CHECK(err <= 1e-4);
+      worstGrad = std::max(worstGrad, err);
+    }
+  }
+  CHECK(worstLoss <= 5e-4);  // as tests/train/corpus_test.cc: Adam amplifies rounding near g = 0
+  const std::string out = tempDir() + "/corpus-adapter-" + arch;
+  fs::create_directories(out);
+  REQUIRE(s->exportAdapter(out) == "");
+  const auto mine = readSafetensors(out + "/adapter_model.safetensors");
+  const auto peft = readSafetensors(dir + "/adapter/adapter_model.safetensors");
+  REQUIRE(mine.size() == peft.size());
+  double worstAdapter = 0;
+  for (const auto& [key, want] : peft) {
+    INFO(key);
+    REQUIRE(mine.count(key) == 1);
+    REQUIRE(mine.at(key).shape() == want.shape());
+    worstAdapter = std::max(worstAdapter, relativeToMaxAbs(mine.at(key), want));
+  }
+  CHECK(worstAdapter <= 5e-4);
+  std::printf("corpus %s/%s on PoCL: worst gradient error %.1e, 10 steps worst relative loss difference %.1e, "
+              "adapters %.1e of max-abs\n", arch.c_str(), style.c_str(), worstGrad, worstLoss, worstAdapter);
+}
+
+TEST_CASE("the corpus's T5 (optimize=True export) trains on PoCL like PyTorch and peft", "[runtime][corpus15]") {
+  trainsLikePyTorch("t5", "opt");
+}
+
+}  // namespace
+}  // namespace fbl::testing
