@@ -1,5 +1,5 @@
 // fbl.Attention and fbl.AttentionGrad (compiler/autodiff/attention.h) as the flash kernel pair:
-//   1. the tiling: TD work-items per row so that each holds at most 32 head dims in registers,
+//   1. the tiling: TD work-items per row so that each holds at most 16 (GPU) or 32 head dims,
 //      ROWS rows a work-group (about 128 work-items on GPUs), COLS-row tiles as large as local
 //      memory allows (attentionTiling);
 //   2. one access function per operand, offX(b, h, i, d) -> buffer offset: the operand's layout
@@ -28,7 +28,11 @@ std::string str(int64_t v) { return std::to_string(v); }
 AttentionTiling attentionTiling(int64_t headDim, int64_t valueDim, bool backward, const Target& t) {
   const bool gpu = t.deviceClass == DeviceClass::kGpu;
   AttentionTiling a;
-  while ((headDim / a.td > 32 || valueDim / a.td > 32) && headDim % (2 * a.td) == 0 && valueDim % (2 * a.td) == 0)
+  // GPUs: at most 16 dims a work-item, so a 128-work-item group covers 32 rows at head_dim 64
+  // and a 512-token head still has 16 query blocks (parallelism over SMs, few registers).
+  const int64_t maxDims = gpu ? 16 : 32;
+  while ((headDim / a.td > maxDims || valueDim / a.td > maxDims) && headDim % (2 * a.td) == 0 &&
+         valueDim % (2 * a.td) == 0)
     a.td *= 2;
   a.rows = std::max<int64_t>(8, (gpu ? 128 : 32) / a.td);
   // Local floats: tiles of COLS rows of both operands, one (two backward) partial-sum planes.
