@@ -9,7 +9,7 @@
 __kernel void WG_SIZE {{NAME}}({{PARAMS}}) {
   __local float ks[COLS * D];
   __local float vs[COLS * DV];
-  __local float part[TD * COLS * ROWS];
+  __local float part[TD * PLANE];
   const uint l = get_local_id(0), r = l / TD, t = l % TD;
   const uint bh = get_group_id(1), b = bh / HEADS, h = bh % HEADS, kvh = h / GROUP;
   const uint q0 = get_group_id(0) * ROWS, i = q0 + r;
@@ -33,14 +33,14 @@ __kernel void WG_SIZE {{NAME}}({{PARAMS}}) {
     for (uint j = 0; j < COLS; ++j) {
       float s = 0.0f;
       for (uint e = 0; e < DS; ++e) s += qr[e] * ks[j * D + e * TD + t];
-      part[(t * COLS + j) * ROWS + r] = s;
+      part[PART(t, j, r)] = s;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     float sc[COLS];
     float tileMax = -INFINITY, slope;
     for (uint j = 0; j < COLS; ++j) {
       float s = 0.0f;
-      for (uint u = 0; u < TD; ++u) s += part[(u * COLS + j) * ROWS + r];
+      for (uint u = 0; u < TD; ++u) s += part[PART(u, j, r)];
       sc[j] = attnScore(s, b, h, i, k0 + j, MASK, &slope);
       tileMax = fmax(tileMax, sc[j]);
     }

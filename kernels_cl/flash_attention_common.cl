@@ -7,8 +7,8 @@
 // TD work-items a row: work-item t holds the head dims t, t + TD, ... of its row in registers,
 // so a row of local memory is read by neighbouring work-items at neighbouring addresses. The
 // other side streams through local memory in tiles of COLS rows. A dot product is summed from
-// the TD partials in local memory (part[t][col][row]: a row's partials of one column are ROWS
-// apart, so the ROWS work-items reading one column hit distinct banks).
+// the TD partials in local memory (PART: consecutive rows at consecutive addresses, so the
+// work-items reading one column hit distinct banks).
 #define HEADS {{H}}u
 #define KV_HEADS {{HKV}}u
 #define GROUP {{GROUP}}u
@@ -22,6 +22,10 @@
 #define DS (D / TD)
 #define VS (DV / TD)
 #define WG (ROWS * TD)
+// Partial sums part[t][col][row]. A warp of 32 holds 32 / TD rows of every t; padding each t
+// plane by 32 / TD floats puts those rows of different t in different banks.
+#define PLANE (COLS * ROWS + 32u / TD)
+#define PART(t, c, r) ((t) * PLANE + (c) * ROWS + (r))
 #define CAUSAL {{CAUSAL}}
 #define WINDOW {{WINDOW}}
 #define HAS_SOFTCAP {{HAS_SOFTCAP}}

@@ -21,8 +21,8 @@ __kernel void {{NAME}}_rowterm({{ROWTERM_PARAMS}}) {
 __kernel void WG_SIZE {{NAME}}_dq({{DQ_PARAMS}}) {
   __local float ks[COLS * D];
   __local float vs[COLS * DV];
-  __local float ps[TD * COLS * ROWS];
-  __local float pd[TD * COLS * ROWS];
+  __local float ps[TD * PLANE];
+  __local float pd[TD * PLANE];
   const uint l = get_local_id(0), r = l / TD, t = l % TD;
   const uint bh = get_group_id(1), b = bh / HEADS, h = bh % HEADS, kvh = h / GROUP;
   const uint q0 = get_group_id(0) * ROWS, i = q0 + r;
@@ -49,15 +49,15 @@ __kernel void WG_SIZE {{NAME}}_dq({{DQ_PARAMS}}) {
       float s = 0.0f, dp = 0.0f;
       for (uint e = 0; e < DS; ++e) s += qr[e] * ks[j * D + e * TD + t];
       for (uint e = 0; e < VS; ++e) dp += dor[e] * vs[j * DV + e * TD + t];
-      ps[(t * COLS + j) * ROWS + r] = s;
-      pd[(t * COLS + j) * ROWS + r] = dp;
+      ps[PART(t, j, r)] = s;
+      pd[PART(t, j, r)] = dp;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint j = 0; j < COLS; ++j) {
       float s = 0.0f, dp = 0.0f, slope;
       for (uint u = 0; u < TD; ++u) {
-        s += ps[(u * COLS + j) * ROWS + r];
-        dp += pd[(u * COLS + j) * ROWS + r];
+        s += ps[PART(u, j, r)];
+        dp += pd[PART(u, j, r)];
       }
       const float sc = attnScore(s, b, h, i, k0 + j, MASK, &slope);
       if (sc == -INFINITY) continue;
@@ -74,8 +74,8 @@ __kernel void WG_SIZE {{NAME}}_dkdv({{DKDV_PARAMS}}) {
   __local float dos[COLS * DV];
   __local float lse2s[COLS];
   __local float rows[COLS];
-  __local float ps[TD * COLS * ROWS];
-  __local float pd[TD * COLS * ROWS];
+  __local float ps[TD * PLANE];
+  __local float pd[TD * PLANE];
   const uint l = get_local_id(0), r = l / TD, t = l % TD;
   const uint bkv = get_group_id(1), b = bkv / KV_HEADS, kvh = bkv % KV_HEADS;
   const uint k0 = get_group_id(0) * ROWS, j = k0 + r;
@@ -108,15 +108,15 @@ __kernel void WG_SIZE {{NAME}}_dkdv({{DKDV_PARAMS}}) {
         float s = 0.0f, dp = 0.0f;
         for (uint e = 0; e < DS; ++e) s += kr[e] * qs[c * D + e * TD + t];
         for (uint e = 0; e < VS; ++e) dp += vr[e] * dos[c * DV + e * TD + t];
-        ps[(t * COLS + c) * ROWS + r] = s;
-        pd[(t * COLS + c) * ROWS + r] = dp;
+        ps[PART(t, c, r)] = s;
+        pd[PART(t, c, r)] = dp;
       }
       barrier(CLK_LOCAL_MEM_FENCE);
       for (uint c = 0; c < COLS; ++c) {
         float s = 0.0f, dp = 0.0f, slope;
         for (uint u = 0; u < TD; ++u) {
-          s += ps[(u * COLS + c) * ROWS + r];
-          dp += pd[(u * COLS + c) * ROWS + r];
+          s += ps[PART(u, c, r)];
+          dp += pd[PART(u, c, r)];
         }
         const float sc = attnScore(s, b, h, i0 + c, j, MASK, &slope);
         if (sc == -INFINITY) continue;

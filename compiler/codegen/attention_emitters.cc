@@ -39,7 +39,8 @@ AttentionTiling attentionTiling(int64_t headDim, int64_t valueDim, bool backward
   const int64_t budget = (gpu ? 40 : 32) * 1024 / 4;
   const int64_t planes = backward ? 2 : 1;
   a.cols = gpu ? 64 : 16;
-  while (a.cols > 4 && a.cols * (headDim + valueDim + planes * a.rows * a.td + 2) > budget) a.cols /= 2;
+  while (a.cols > 4 && a.cols * (headDim + valueDim + planes * a.rows * a.td + 2) + planes * 32 > budget)
+    a.cols /= 2;
   return a;
 }
 
