@@ -104,10 +104,11 @@ TEST_CASE("tiny mobilenetv2 (depthwise convolutions) takes one training step on 
   stepOnDevice("mobilenetv2");
 }
 
-// fblayout runs Gemma 2's softcapped, grouped-query causal attention as the flash kernel pair
-// (fuse-attention); the reference trains the graph as exported.
-TEST_CASE("tiny Gemma 2 (fused softcapped attention) takes one training step on PoCL", "[runtime][zoo-step][attention]") {
-  stepOnDevice("gemma2-2b");
+// fblayout runs Gemma 2's softcapped, grouped-query causal attention and Whisper's causal self-
+// and cross-attention (queries and keys of different lengths) as the flash kernel pair
+// (fuse-attention); the reference trains the graphs as exported.
+TEST_CASE("tiny Gemma 2 and Whisper (fused attention) take one training step on PoCL", "[runtime][zoo-step][attention]") {
+  for (const char* name : {"gemma2-2b", "whisper-large"}) stepOnDevice(name);
 }
 
 }  // namespace
