@@ -35,12 +35,16 @@ AttentionTiling attentionTiling(int64_t headDim, int64_t valueDim, bool backward
          valueDim % (2 * a.td) == 0)
     a.td *= 2;
   a.rows = std::max<int64_t>(8, (gpu ? 128 : 32) / a.td);
-  // Local floats: tiles of COLS rows of both operands, one (two backward) partial-sum planes.
-  const int64_t budget = (gpu ? 40 : 32) * 1024 / 4;
+  // Local floats: tiles of COLS rows of both operands, one (two backward) padded partial-sum
+  // planes. The budget is 5/6 of the profile's local memory (the H200: 40 KB of 48), else 16 KB,
+  // which phones (32 KB: Adreno, Mali) and Oclgrind run; CPUs 32 KB.
+  const int64_t known = t.matmul.localMemoryBytes;
+  const int64_t budget = (known > 0 ? known * 5 / 6 : gpu ? 16 * 1024 : 32 * 1024) / 4;
   const int64_t planes = backward ? 2 : 1;
+  auto floats = [&] { return a.cols * (headDim + valueDim + planes * a.rows * a.td + 2) + planes * 32; };
   a.cols = gpu ? 64 : 16;
-  while (a.cols > 4 && a.cols * (headDim + valueDim + planes * a.rows * a.td + 2) + planes * 32 > budget)
-    a.cols /= 2;
+  while (a.cols > 4 && floats() > budget) a.cols /= 2;
+  while (a.rows > 1 && floats() > budget) a.rows /= 2;
   return a;
 }
 

@@ -3,8 +3,8 @@
 // element: o, lse, dq, dk, dv. Cases cover GQA (4 query heads on 2 key/value heads), causal,
 // a sliding window shorter than the sequence, softcap, padding masks read through their
 // broadcast, lengths that are not a multiple of the tile, head_dim 16, 32 and 64, q read through
-// a transposed view, an unwanted dk; each with the CPU tiling and with the GPU tiling the H200
-// plans use (wider work-groups, TD work-items a row).
+// a transposed view, an unwanted dk; each with the CPU tiling and with the GPU tilings of phones
+// and of the H200 (wider work-groups, TD work-items a row, tiles sized to local memory).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -226,13 +226,15 @@ void runCase(const AttnCase& c, const codegen::Target& target, unsigned seed) {
     if (g.nodes[bwd].outputs[i] != ir::kNoValue) check(got[g.nodes[bwd].outputs[i]], bwdRef[i], names[i]);
 }
 
+// PoCL's tiling, a phone's (GPU class, local memory unknown: 16 KB) and the H200's (48 KB).
 void runBothTilings(const AttnCase& c, unsigned seed) {
-  codegen::Target cpu;
-  codegen::Target gpu;
-  gpu.deviceClass = codegen::DeviceClass::kGpu;
-  for (const codegen::Target& t : {cpu, gpu}) {
+  codegen::Target cpu, phone, h200;
+  phone.deviceClass = h200.deviceClass = codegen::DeviceClass::kGpu;
+  h200.matmul.localMemoryBytes = 49152;
+  for (const codegen::Target& t : {cpu, phone, h200}) {
     const auto tiling = codegen::attentionTiling(c.dim, c.valueDim, true, t);
-    INFO((t.deviceClass == codegen::DeviceClass::kGpu ? "GPU" : "CPU") << " tiling: rows " << tiling.rows << ", cols "
+    INFO((t.deviceClass == codegen::DeviceClass::kGpu ? "GPU" : "CPU") << " tiling (local " << t.matmul.localMemoryBytes
+                                                                      << "): rows " << tiling.rows << ", cols "
                                                                       << tiling.cols << ", td " << tiling.td);
     runCase(c, t, seed);
   }
