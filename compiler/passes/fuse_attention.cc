@@ -99,7 +99,8 @@ std::optional<Match> Matcher::match(NodeId softmaxId) {
   if (pv.op != "MatMul" || pv.inputs[0] != sm.outputs[0] || pv.inputs[1] == sm.outputs[0]) return std::nullopt;
   m.pv = id(&pv);
   m.v = pv.inputs[1];
-  // 1: back from the Softmax input. Stage 0 takes masks, 1 the softcap, 2 scales.
+  // 1: back from the Softmax input. Stage 0 takes the mask; once a scale or the softcap is
+  // seen (stage 2), only scales and (if no scale came first) the softcap follow.
   ValueId s = sm.inputs[0];
   int stage = 0;
   double after = 1.0;  // scales between the product and the softcap
