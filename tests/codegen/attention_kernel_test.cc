@@ -2,7 +2,8 @@
 // on PoCL against the reference executor's fbl.Attention and fbl.AttentionGrad, element by
 // element: o, lse, dq, dk, dv. Cases cover GQA (4 query heads on 2 key/value heads), causal,
 // a sliding window shorter than the sequence, softcap, padding masks read through their
-// broadcast, lengths that are not a multiple of the tile, head_dim 16, 32 and 64, q read through
+// broadcast, lengths that are not a multiple of the tile, queries and keys of different lengths
+// (cross-attention), head_dim 16, 32 and 64, q read through
 // a transposed view, an unwanted dk; each with the CPU tiling and with the GPU tilings of phones
 // and of the H200 (wider work-groups, TD work-items a row, tiles sized to local memory).
 #include <catch2/catch.hpp>
@@ -264,6 +265,15 @@ TEST_CASE("flash attention kernels: padding masks through their broadcast, no ca
   c.mask = {c.batch, 1, c.qLen, c.kvLen};
   c.causal = true;
   runBothTilings(c, 4);
+}
+
+TEST_CASE("flash attention kernels: cross-attention, 11 queries on 23 keys, padding mask", "[codegen][attention]") {
+  AttnCase c;
+  c.causal = false;
+  c.qLen = 11;
+  c.kvLen = 23;
+  c.mask = {c.batch, 1, 1, c.kvLen};
+  runBothTilings(c, 6);
 }
 
 TEST_CASE("flash attention kernels: q through a transposed view, no dk wanted, head_dim 16", "[codegen][attention]") {
