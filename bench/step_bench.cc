@@ -85,9 +85,9 @@ std::string svgChart(const std::vector<StrategyRun>& ms, const std::string& titl
 const std::vector<AblationVariant>& ablationVariants() {
   static const std::vector<AblationVariant> v{
       {"reuse", "reuse", {}},
-      {"R-Tile alone", "fblayout", {"tile-index-elimination", "global-layout-selection", "fusion"}},
-      {"+ index elimination", "fblayout", {"global-layout-selection", "fusion"}},
-      {"+ global selection", "fblayout", {"fusion"}},
+      {"R-Tile alone", "fblayout", {"tile-index-elimination", "global-layout-selection", "fusion", "fuse-attention"}},
+      {"+ index elimination", "fblayout", {"global-layout-selection", "fusion", "fuse-attention"}},
+      {"+ global selection", "fblayout", {"fusion", "fuse-attention"}},
       {"fblayout", "fblayout", {}},
   };
   return v;
@@ -100,6 +100,7 @@ int runStepBench(const StepBenchOptions& o) {
       return fmt::print(stderr, "error: --ablation runs its own variants; give it without --strategy\n"), 2;
     std::vector<std::string> known = passes::layoutPassNames();
     for (const std::string& p : passes::loweringPassNames()) known.push_back(p);
+    for (const std::string& p : passes::graphPassNames()) known.push_back(p);
     for (const AblationVariant& v : ablationVariants()) {
       for (const std::string& p : v.disabledPasses)
         if (std::find(known.begin(), known.end(), p) == known.end())
@@ -113,7 +114,8 @@ int runStepBench(const StepBenchOptions& o) {
     const std::vector<std::string> storages = o.storages.empty() ? std::vector<std::string>{"auto"} : o.storages;
     for (const std::string& st : strategies)
       for (const std::string& storage : storages)
-        runs.push_back({o.model, o.profile, st, o.steps, o.device, o.seed, true, {}, "", storage, !o.storages.empty()});
+        runs.push_back({o.model, o.profile, st, o.steps, o.device, o.seed, true, o.disabledPasses, "", storage,
+                        !o.storages.empty()});
   }
   if (o.steps < 1) return fmt::print(stderr, "error: --steps must be at least 1\n"), 2;
   auto g = onnx::loadModel(o.model);

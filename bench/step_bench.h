@@ -27,6 +27,8 @@ struct StepBenchOptions {
   // The paper's Figure-14 breakdown instead of `strategies`: reuse, R-Tile alone, + index
   // elimination, full fblayout (ablationVariants()), each with its speed-up over reuse.
   bool ablation = false;
+  // Passes switched off in every run (--disable-pass: fuse-attention, fusion, a layout pass).
+  std::vector<std::string> disabledPasses;
 };
 
 struct AblationVariant {

@@ -1,5 +1,8 @@
 #include "compiler/analysis/flops.h"
 
+#include "compiler/autodiff/attention.h"
+
+#include <algorithm>
 #include <string_view>
 
 namespace fbl::analysis {
@@ -46,6 +49,26 @@ int64_t convFlops(const ir::Graph& g, ir::ValueId out, ir::ValueId w) {
   return 2 * elements(g, out) * (ir::numElements(*ws) / (*ws)[0]);
 }
 
+// The flash pair counts only the (query, key) pairs the index masks leave visible, as its
+// kernels skip the rest: forward q.k, the softmax (5) and p v; backward q.k again, dO.v, the
+// softmax gradient (6), dv, dq and dk.
+int64_t attentionFlops(const ir::Graph& g, const ir::Node& n) {
+  const size_t q = n.op == "fbl.AttentionGrad" ? 1 : 0;
+  const ir::Shape *qs = shapeOf(g, n.input(q)), *ks = shapeOf(g, n.input(q + 1)), *vs = shapeOf(g, n.input(q + 2));
+  if (!qs || !ks || !vs) return 0;
+  auto d = autodiff::attentionDims(n, *qs, *ks, *vs);
+  if (!d.ok()) return 0;
+  int64_t pairs = 0;
+  for (int64_t i = 0; i < d->qLen; ++i) {
+    const int64_t lo = d->window > 0 ? std::max<int64_t>(0, i - d->window + 1) : 0;
+    const int64_t hi = d->causal ? std::min(d->kvLen, i + 1) : d->kvLen;
+    pairs += std::max<int64_t>(0, hi - lo);
+  }
+  pairs *= d->batch * d->heads;
+  if (q == 0) return pairs * (2 * d->headDim + 2 * d->valueDim + 5);
+  return pairs * (6 * d->headDim + 4 * d->valueDim + 6);
+}
+
 }  // namespace
 
 int64_t nodeFlops(const ir::Graph& g, const ir::Node& n) {
@@ -59,6 +82,7 @@ int64_t nodeFlops(const ir::Graph& g, const ir::Node& n) {
     if (n.op == "Gemm" && n.input(2) != ir::kNoValue) f += elements(g, out);
     return f;
   }
+  if (n.op == "fbl.Attention" || n.op == "fbl.AttentionGrad") return attentionFlops(g, n);
   if (n.op == "Conv") return convFlops(g, out, n.input(1));
   if (n.op == "fbl.ConvGradInput") return convFlops(g, n.input(0), n.input(1));
   if (n.op == "fbl.ConvGradWeight") return convFlops(g, n.input(0), out);

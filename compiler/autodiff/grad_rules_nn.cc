@@ -92,6 +92,27 @@ Result<Grads> softmaxCrossEntropyGrad(GradContext& c) {
   return g;
 }
 
+// fbl.Attention (attention.h): one fbl.AttentionGrad from dO and what the forward saved (o and
+// the row log-sum-exp), recomputing the scores block by block; only the wanted of dq, dk, dv.
+Result<Grads> attentionGrad(GradContext& c) {
+  auto& b = c.b;
+  if (c.dy.size() > 1 && c.dy[1] != ir::kNoValue) return c.fail("gradients through the log-sum-exp output are not supported");
+  const ValueId mask = c.in(3);
+  if (mask != ir::kNoValue && c.wants[3]) return c.fail("the attention mask depends on a trainable: no gradient rule for it");
+  if (c.out(1) == ir::kNoValue) return c.fail("the forward node does not output its log-sum-exp");
+  ir::DType dt = b.dtype(c.dy[0]);
+  std::vector<GradBuilder::OutType> outs(3);
+  for (size_t i = 0; i < 3; ++i)
+    if (c.wants[i]) outs[i] = {dt, b.shape(c.in(i)), {}};
+  std::vector<ValueId> in{c.dy[0], c.in(0), c.in(1), c.in(2), c.out(0), c.out(1)};
+  if (mask != ir::kNoValue) in.push_back(mask);
+  Attrs attrs(c.fwd.attrs.begin(), c.fwd.attrs.end());
+  auto r = b.emitMulti("fbl.AttentionGrad", std::move(in), outs, std::move(attrs));
+  Grads g = none(c);
+  for (size_t i = 0; i < 3; ++i) g[i] = r[i];
+  return g;
+}
+
 }  // namespace
 
 std::vector<GradRule> nnGradRules() {
@@ -104,6 +125,7 @@ std::vector<GradRule> nnGradRules() {
       {"Softmax", softmaxGrad},
       {"LayerNormalization", layerNormGrad},
       {"SoftmaxCrossEntropyLoss", softmaxCrossEntropyGrad},
+      {"fbl.Attention", attentionGrad},
   };
 }
 

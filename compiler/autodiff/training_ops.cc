@@ -12,6 +12,8 @@
 //   fbl.ConvGradWeight(dy, x){shape,strides,pads,dilations,group}
 //   fbl.SGD(p, g[, buf]){lr,momentum,weight_decay} -> p'[, buf']
 //   fbl.AdamW(p, g, m, v, step){lr,beta1,beta2,epsilon,weight_decay} -> p', m', v'
+//   fbl.Attention, fbl.AttentionGrad: attention.h
+#include "compiler/autodiff/attention.h"
 #include "compiler/autodiff/training_kernels.h"
 #include "compiler/ops/broadcast.h"
 #include "compiler/ops/schema_tables.h"
@@ -72,7 +74,8 @@ Status sceGrad(InferContext& c) {
 
 std::vector<OpSchema> trainingSchemas() {
   const std::vector<std::string_view> conv{"shape", "strides", "pads", "dilations", "group"};
-  return {
+  std::vector<OpSchema> all = autodiff::attentionSchemas();
+  for (OpSchema& s : std::vector<OpSchema>{
       {"fbl.ReduceSumTo", 1, 1, {"shape"}, reduceSumTo},
       {"fbl.SoftmaxGrad", 2, 2, {"axis"}, pointwiseGrad},
       {"fbl.LayerNormGrad", 3, 3, {"axis", "epsilon"}, likeInputs<1, 2, 2>},
@@ -87,7 +90,9 @@ std::vector<OpSchema> trainingSchemas() {
       {"fbl.ConvGradWeight", 2, 2, conv, shapeAttr},
       {"fbl.SGD", 2, 3, {"lr", "momentum", "weight_decay"}, likeInputs<0, 2>},
       {"fbl.AdamW", 5, 5, {"lr", "beta1", "beta2", "epsilon", "weight_decay"}, likeInputs<0, 2, 3>},
-  };
+       })
+    all.push_back(std::move(s));
+  return all;
 }
 
 }  // namespace fbl::ops
@@ -97,6 +102,7 @@ namespace fbl::ref {
 std::vector<KernelEntry> trainingKernels() {
   std::vector<KernelEntry> all = autodiff::gradKernels();
   for (const auto& k : autodiff::convAndOptimizerKernels()) all.push_back(k);
+  for (const auto& k : autodiff::attentionKernels()) all.push_back(k);
   return all;
 }
 

@@ -102,6 +102,17 @@ struct SceLossShape {
 Result<SceLossShape> sceLossShape(const ir::Graph& g, const ir::Node& n, ir::ValueId scores, ir::ValueId labels,
                                   const Target& t);
 
+// fbl.Attention / fbl.AttentionGrad as the flash kernel pair (attention_emitters.cc): TD
+// work-items per row, ROWS rows a work-group, tiles of COLS rows through local memory. Every
+// operand and output is read or written through `layouts` (nullptr: row-major), buffers only.
+struct AttentionTiling {
+  int64_t rows = 16, cols = 16, td = 1;
+};
+AttentionTiling attentionTiling(int64_t headDim, int64_t valueDim, bool backward, const Target& t);
+bool isAttentionOp(std::string_view op);
+Result<NodeCode> emitAttention(const ir::Graph& g, const ir::Node& n, const Target& t, const NodeLayouts* layouts);
+Result<NodeCode> emitAttentionNode(const ir::Graph& g, const ir::Node& n, const Target& t);
+
 inline ArgRef val(ir::ValueId v) { return {false, v}; }
 inline ArgRef scratch(int32_t i) { return {true, i}; }
 

@@ -28,7 +28,7 @@ bool NodeLayouts::trivial() const {
 }
 
 bool supportsOperandLayouts(const ir::Graph& g, const ir::Node& n) {
-  return isElementwiseOp(n.op) || isOptimizerOp(n.op) || n.op == "Gather" ||
+  return isElementwiseOp(n.op) || isOptimizerOp(n.op) || n.op == "Gather" || isAttentionOp(n.op) ||
          ((n.op == "MatMul" || n.op == "Gemm") && usesTiledMatmul(g, n));
 }
 
@@ -62,6 +62,7 @@ Result<NodeCode> emitNode(const ir::Graph& g, const ir::Node& n, const Target& t
   if (isElementwiseOp(n.op)) return emitElementwiseNode(g, n, target, &layouts);
   if (isOptimizerOp(n.op)) return emitOptimizer(g, n, target, &layouts);
   if (n.op == "Gather") return emitGather(g, n, target, &layouts);
+  if (isAttentionOp(n.op)) return emitAttention(g, n, target, &layouts);
   if ((n.op == "MatMul" || n.op == "Gemm") && usesTiledMatmul(g, n)) {
     for (const auto& i : layouts.inputs)
       if (i && i->sign) return makeError("{}: a matmul operand cannot carry a sign", ir::describeNode(g, n));

@@ -56,7 +56,8 @@ struct NodeLayouts {
 
 // The ops whose emitters honour NodeLayouts: the elementwise family (incl. Expand, Where, Cast),
 // the optimizer updates (fbl.AdamW, fbl.SGD: trainables and state updated in their layout),
-// Gather (its data, e.g. a tied embedding, and its indices through layouts) and
+// Gather (its data, e.g. a tied embedding, and its indices through layouts), fbl.Attention and
+// fbl.AttentionGrad (every operand and output, buffers only) and
 // float MatMul / Gemm (the tiled template, Gemm's alpha and bias in its store; integer products
 // keep the row-major naive kernel). `sign` is honoured by elementwise ops only; an epilogue by the tiled
 // MatMul only; inlined producers by float elementwise ops and reductions only.

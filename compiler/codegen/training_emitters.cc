@@ -248,7 +248,9 @@ std::vector<EmitterEntry> trainingEmitters() {
       {"fbl.SoftmaxCrossEntropyLossGrad", sceLossGrad},
       {"fbl.GatherGrad", gatherGrad},
       {"fbl.AdamW", optimizer},
-      {"fbl.SGD", optimizer}};
+      {"fbl.SGD", optimizer},
+      {"fbl.Attention", emitAttentionNode},
+      {"fbl.AttentionGrad", emitAttentionNode}};
   for (const auto& e : convEmitters()) all.push_back(e);
   return all;
 }

@@ -28,7 +28,8 @@ const std::map<std::string_view, OpClass>& classTable() {
                     "Dropout", "Gelu", "Erf", "Exp", "Log", "Sqrt", "Reciprocal", "Pow", "Sin",
                     "Cos", "Where", "Max", "Min", "Clip", "HardSigmoid", "Softplus",
                     "SoftmaxCrossEntropyLoss", "fbl.SigmoidGrad", "fbl.TanhGrad", "fbl.GeluGrad",
-                    "fbl.ErfGrad", "fbl.SoftmaxGrad", "fbl.SoftmaxCrossEntropyLossGrad"})
+                    "fbl.ErfGrad", "fbl.SoftmaxGrad", "fbl.SoftmaxCrossEntropyLossGrad", "fbl.Attention",
+                    "fbl.AttentionGrad"})
       m[op] = OpClass::kFtdC;
     for (auto op : {"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand", "Slice",
                     "Concat", "Split", "Pad", "Tile", "fbl.SliceGrad"})

@@ -5,6 +5,7 @@
 
 #include "compiler/passes/assign_rtile.h"
 #include "compiler/passes/classify_operators.h"
+#include "compiler/passes/fuse_attention.h"
 #include "compiler/passes/global_layout_selection.h"
 #include "compiler/passes/tile_index_elimination.h"
 
@@ -17,6 +18,8 @@ std::vector<std::string> layoutPassNames() {
 }
 
 std::vector<std::string> loweringPassNames() { return {"fusion"}; }
+
+std::vector<std::string> graphPassNames() { return {std::string(FuseAttention::name())}; }
 
 Result<LayoutPipelineResult> runLayoutPipeline(ir::Graph& g, const profile::HardwareProfile& p,
                                                const LayoutPipelineOptions& opts) {
@@ -31,6 +34,7 @@ Result<LayoutPipelineResult> runLayoutPipeline(ir::Graph& g, const profile::Hard
   LayoutAssignmentPass finish(a);
   PassOptions po = opts.passes;
   for (const std::string& n : loweringPassNames()) po.disabled.erase(n);
+  for (const std::string& n : graphPassNames()) po.disabled.erase(n);
   if (opts.strategy != Strategy::kFBLayout)
     for (std::string_view n : {AssignRTile::name(), TileIndexElimination::name(), GlobalLayoutSelection::name()})
       po.disabled.insert(std::string(n));

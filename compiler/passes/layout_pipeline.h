@@ -42,6 +42,10 @@ std::vector<std::string> layoutPassNames();
 // --disable-pass takes their names too; the pipeline itself ignores them.
 std::vector<std::string> loweringPassNames();
 
+// Passes that rewrite the forward graph before autodiff under fblayout (fuse_attention.h:
+// "fuse-attention"): --disable-pass takes their names too; the pipeline itself ignores them.
+std::vector<std::string> graphPassNames();
+
 Result<LayoutPipelineResult> runLayoutPipeline(ir::Graph& g, const profile::HardwareProfile& p,
                                                const LayoutPipelineOptions& opts = {});
 

@@ -13,6 +13,7 @@
 #include "compiler/analysis/explain.h"
 #include "compiler/onnx/external_data.h"
 #include "compiler/onnx/load_model.h"
+#include "compiler/passes/fuse_attention.h"
 #include "compiler/passes/layout_pipeline.h"
 #include "compiler/plan/fusion.h"
 #include "compiler/profile/profile.h"
@@ -85,6 +86,23 @@ Result<passes::LayoutAssignment> runLayoutPipelineInto(const CompileArgs& args, 
   for (const passes::PassRun& run : r.runs) c.passTimesMs[run.name] = run.ran ? run.ms : 0.0;
   FBL_ASSERT(g.nodes.size() == joint.nodes.size() && g.values.size() == joint.values.size());
   return std::move(r.assignment);
+}
+
+// fblayout replaces attention blocks by fbl.Attention before autodiff (fuse_attention.h); the
+// baselines keep them as exported.
+Status fuseAttentionFor(const CompileArgs& args, ir::Graph& forward, Compiled& c) {
+  const bool off = std::find(args.disabledPasses.begin(), args.disabledPasses.end(),
+                             std::string(passes::FuseAttention::name())) != args.disabledPasses.end();
+  if (args.strategy != "fblayout" || off) return Status::success();
+  passes::FuseAttention fuse;
+  passes::PassOptions po;
+  if (args.verifyPasses) po.verify = true;
+  passes::PassManager pm(po);
+  pm.add(fuse);
+  FBL_ASSIGN(std::vector<passes::PassRun> runs, pm.run(forward));
+  c.attentionFused = fuse.counts().fused;
+  c.attentionSummary = fuse.summary();
+  return Status::success();
 }
 
 // Values the plan reads back or keeps: they must be computed even when their producer is a
@@ -173,6 +191,8 @@ Result<Compiled> compileModel(const CompileArgs& args) {
   onnx::LoadOptions lo;
   lo.shapeOverrides = args.shapes;
   FBL_ASSIGN(ir::Graph forward, onnx::loadModel(args.model, lo));
+  Compiled c;
+  FBL_TRY(fuseAttentionFor(args, forward, c));
   autodiff::TrainingOptions to;
   FBL_ASSIGN(to.trainableGlobs, trainableGlobs(args));
   if (args.optimizer == "adamw") {
@@ -186,7 +206,6 @@ Result<Compiled> compileModel(const CompileArgs& args) {
   to.optimizer.weightDecay = args.weightDecay;
   to.optimizer.momentum = args.momentum;
   FBL_ASSIGN(autodiff::TrainingGraph tg, autodiff::buildTrainingGraph(forward, to));
-  Compiled c;
   FBL_ASSIGN(passes::LayoutAssignment assignment, runLayoutPipelineInto(args, tg.graph, c));
   LoweringOptions lowerOpts;
   lowerOpts.fuse = std::find(args.disabledPasses.begin(), args.disabledPasses.end(), kFusionPassName) ==
@@ -273,6 +292,7 @@ int runCompile(const CompileArgs& args) {
                c->lowering.readsThrough, c->lowering.transposedReads, c->lowering.skippedNodes,
                c->lowering.rtileValues, c->lowering.rtileDemoted, c->lowering.fusedNodes, c->lowering.fusedMatmuls,
                c->lowering.fusedElementwise);
+  if (!c->attentionSummary.empty()) fmt::print("fuse-attention: {}\n", c->attentionSummary);
   fmt::print("{}: {} kernels, {} launches, arena {} bytes ({} persistent), {} images ({} bytes), {:.2f} s\nweights: {}\n",
              args.output, c->stats.kernels, c->stats.launches, c->plan.arenaBytes, c->stats.persistentBytes,
              c->plan.imageSlots.size(), c->plan.imageBytes(), c->seconds, weightsNote);
@@ -301,7 +321,8 @@ int runCompile(const CompileArgs& args) {
                        {"rtile_tensors_kept_row_major", c->lowering.rtileDemoted},
                        {"fused_nodes", c->lowering.fusedNodes},
                        {"fused_matmuls", c->lowering.fusedMatmuls},
-                       {"fused_elementwise_kernels", c->lowering.fusedElementwise}}}};
+                       {"fused_elementwise_kernels", c->lowering.fusedElementwise},
+                       {"fused_attention", c->attentionFused}}}};
     if (std::string e = safetensors::writeFileAtomic(args.report, r.dump(2) + "\n"); !e.empty()) {
       fmt::print(stderr, "error: {}\n", e);
       return 1;

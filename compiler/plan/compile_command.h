@@ -53,6 +53,9 @@ struct Compiled {
   // The report's `storage`: frozen MatMul weights and how many are R-Tiled, the trainables
   // stored R-Tiled, image tensors and bytes, buffer bytes.
   nlohmann::json storage;
+  // fuse-attention (fblayout): attention blocks replaced by fbl.Attention, and its summary line.
+  int64_t attentionFused = 0;
+  std::string attentionSummary;
 };
 
 // The globs compileModel trains: `args.trainable` if given, else the model's `fbl.trainable`

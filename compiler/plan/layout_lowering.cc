@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/codegen/emit_util.h"
 #include "compiler/plan/fusion.h"
 
 namespace fbl::plan {
@@ -107,7 +108,8 @@ class Lowerer {
         views_[{r.consumer, r.slot}] = r.view;
         const bool decided = r.decision == ReadThrough::Decision::kTileMap || r.decision == ReadThrough::Decision::kIndexMap;
         if (!decided && r.structural) continue;  // the chain runs op by op
-        const bool readable = codegen::supportsOperandLayouts(g_, n) && !(ol.sign && (isMatmul(n) || n.op == "Gather"));
+        const bool readable = codegen::supportsOperandLayouts(g_, n) &&
+                              !(ol.sign && (isMatmul(n) || n.op == "Gather" || codegen::isAttentionOp(n.op)));
         // A chain of views over a row-major source costs nothing as it is (the views alias its
         // bytes), so a consumer that cannot read maps reads it as written, not through a copy.
         const bool viewsOnly = std::all_of(r.chain.begin(), r.chain.end(),

@@ -58,8 +58,10 @@ TEST_CASE("Llama-3.2-1B stores every frozen MatMul weight in its R-Tile, lm_head
     CHECK(t.imageWidth * t.imageHeight * 4 >= 128256LL * 2048);  // every element has a lane
     for (const auto& slot : c.plan.imageSlots) CHECK((slot[0] <= 16384 && slot[1] <= 16384));
     for (const planfile::Trainable& tr : c.plan.trainables) CHECK_FALSE(c.plan.tensors[tr.param].image());
-    // Intermediates share image objects; peak bytes count them.
-    CHECK(s.at("image_tensors").get<int64_t>() > static_cast<int64_t>(c.plan.imageSlots.size()));
+    // Tensors whose lifetimes do not overlap share image objects; peak bytes count them. With
+    // attention fused (fuse-attention) the images left are the persistent weights, one object
+    // each: the score products that used to share objects are gone.
+    CHECK(s.at("image_tensors").get<int64_t>() >= static_cast<int64_t>(c.plan.imageSlots.size()));
     CHECK(s.at("peak_bytes").get<int64_t>() == c.plan.arenaBytes + c.plan.imageBytes());
   }
 }

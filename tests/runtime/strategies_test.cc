@@ -1,9 +1,10 @@
 // The three whole-model strategies (compiler/plan/layout_lowering.h) on PoCL, each with buffer and
 // with image storage: each compiles its own plan from the same joint graph, and all six give
 // PyTorch's first-step loss and LoRA gradients on every tiny corpus model (llama-tiny-folded's
-// LoRA names and orientation recovered from its node metadata at import). The plans must really differ: fblayout executes fewer
-// movement ops than explicit and stores R-Tile tensors tile-major (weights packed at load
-// included), reuse reads MatMul operands through the transposed path, and image storage puts
+// LoRA names and orientation recovered from its node metadata at import). The plans must really
+// differ: fblayout executes fewer movement ops than explicit, runs attention as the flash kernel
+// pair (fuse-attention) and stores R-Tile tensors tile-major (weights packed at load included),
+// reuse reads MatMul operands through the transposed path, and image storage puts
 // tensors in image2d objects under every strategy.
 #include <cstdio>
 #include <cstring>
@@ -25,6 +26,7 @@ const char* const kStorages[] = {"buffer", "image"};
 struct StepResult {
   plan::LoweringCounts counts;
   int64_t transformLaunches = 0, conversionLaunches = 0, launches = 0, imageTensors = 0, packedTensors = 0;
+  int64_t attentionFused = 0;  // attention blocks run as the flash kernel pair (fuse-attention)
   float loss = 0.0f;
   std::map<std::string, ir::Tensor> grads;  // by PyTorch name
 };
@@ -43,6 +45,7 @@ StepResult firstStep(const std::string& model, const std::string& strategy, cons
   REQUIRE(plan::writeWeights(a, c->plan).ok());
   StepResult r;
   r.counts = c->lowering;
+  r.attentionFused = c->attentionFused;
   for (const planfile::Launch& l : c->plan.launches) {
     r.transformLaunches += l.kind == "transform";
     r.conversionLaunches += l.kind == "conversion";
@@ -103,17 +106,24 @@ void checkStrategies(const std::vector<const char*>& models) {
         worst = std::max(worst, err);
       }
       std::printf("%s %-8s %-6s: %3lld launches (%3lld movement, %2lld conversions), %3lld reads through maps "
-                  "(%lld transposed), %2lld packed, %2lld images, loss %.7f, worst gradient error %.2e\n",
+                  "(%lld transposed), %2lld packed, %2lld images, %lld fused attention blocks, loss %.7f, worst gradient "
+                  "error %.2e\n",
                   model, strategy, storage, static_cast<long long>(r.launches),
                   static_cast<long long>(r.transformLaunches), static_cast<long long>(r.conversionLaunches),
                   static_cast<long long>(r.counts.readsThrough), static_cast<long long>(r.counts.transposedReads),
-                  static_cast<long long>(r.packedTensors), static_cast<long long>(r.imageTensors), r.loss, worst);
+                  static_cast<long long>(r.packedTensors), static_cast<long long>(r.imageTensors),
+                  static_cast<long long>(r.attentionFused), r.loss, worst);
       if (std::string(storage) == "buffer") CHECK(r.imageTensors == 0);
       else CHECK(r.imageTensors > 0);
       results[std::string(strategy) + "/" + storage] = std::move(r);
     }
     // The plans differ the way the strategies say.
     const StepResult &fb = results["fblayout/buffer"], &re = results["reuse/buffer"], &ex = results["explicit/buffer"];
+    // fblayout runs every attention block (2 per corpus model) as the flash kernel pair; the
+    // baselines run the exported ops.
+    CHECK(fb.attentionFused == 2);
+    CHECK(re.attentionFused == 0);
+    CHECK(ex.attentionFused == 0);
     CHECK(fb.packedTensors > 0);  // weights and trainables in their R-Tile, packed at load
     CHECK(re.packedTensors == 0);
     CHECK(ex.counts.readsThrough == 0);

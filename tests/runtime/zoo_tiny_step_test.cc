@@ -87,6 +87,7 @@ void stepOnDevice(const std::string& name) {
     worst = std::max(worst, err);
   }
   CHECK(c->plan.trainables.size() == rtg.trainables.size());
+  if (c->attentionFused > 0) std::printf("%s --tiny: fuse-attention: %s\n", name.c_str(), c->attentionSummary.c_str());
   std::printf("%s --tiny: %zu launches, first-step loss %.6f on %s (reference %.6f), worst gradient error %.1e of "
               "max-abs over %zu tensors\n",
               name.c_str(), c->plan.launches.size(), loss, s->device().name.c_str(), want->loss, worst,
@@ -101,6 +102,13 @@ TEST_CASE("tiny CNNs and the SD UNet take one training step on PoCL", "[runtime]
 TEST_CASE("tiny mobilenetv2 (depthwise convolutions) takes one training step on PoCL",
           "[runtime][zoo-step]") {
   stepOnDevice("mobilenetv2");
+}
+
+// fblayout runs Gemma 2's softcapped, grouped-query causal attention and Whisper's causal self-
+// and cross-attention (queries and keys of different lengths) as the flash kernel pair
+// (fuse-attention); the reference trains the graphs as exported.
+TEST_CASE("tiny Gemma 2 and Whisper (fused attention) take one training step on PoCL", "[runtime][zoo-step][attention]") {
+  for (const char* name : {"gemma2-2b", "whisper-large"}) stepOnDevice(name);
 }
 
 }  // namespace

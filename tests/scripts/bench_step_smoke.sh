@@ -63,8 +63,8 @@ for key in speedup_over_reuse same_plan_as disabled_passes variants; do
   grep -q "\"$key\"" "$j" || { echo "ablation.json lacks \"$key\""; cat "$j"; exit 1; }
 done
 sane "$j" 5
-# Per result: disabled_passes (R-Tile alone: three, + index elimination: two, + global selection:
-# one), plan_digest,
+# Per result: disabled_passes (R-Tile alone: four, + index elimination: three, + global selection:
+# two, fusion and fuse-attention), plan_digest,
 # speedup_over_reuse {device, step}, variant; reuse (the first) has speed-ups of exactly 1.
 awk '
   /"disabled_passes"/            { inlist = 1; next }
@@ -76,9 +76,9 @@ awk '
                                    digest[v] = d; dis[v] = passes; speed[v] = sp; passes = ""; sp = "" }
   END {
     if (speed["reuse"] != " 1.0 1.0" && speed["reuse"] != " 1 1") bad = bad " reuse speed-ups" speed["reuse"] " (want 1 1)"
-    if (dis["R-Tile alone"] != "tile-index-elimination+global-layout-selection+fusion") bad = bad " R-Tile alone disables " dis["R-Tile alone"]
-    if (dis["+ index elimination"] != "global-layout-selection+fusion") bad = bad " + index elimination disables " dis["+ index elimination"]
-    if (dis["+ global selection"] != "fusion") bad = bad " + global selection disables " dis["+ global selection"]
+    if (dis["R-Tile alone"] != "tile-index-elimination+global-layout-selection+fusion+fuse-attention") bad = bad " R-Tile alone disables " dis["R-Tile alone"]
+    if (dis["+ index elimination"] != "global-layout-selection+fusion+fuse-attention") bad = bad " + index elimination disables " dis["+ index elimination"]
+    if (dis["+ global selection"] != "fusion+fuse-attention") bad = bad " + global selection disables " dis["+ global selection"]
     if (dis["fblayout"] != "" || dis["reuse"] != "") bad = bad " reuse/fblayout disable passes"
     if (digest["R-Tile alone"] == "" || digest["R-Tile alone"] == digest["fblayout"])
       bad = bad " R-Tile alone has the full pipeline plan (" digest["R-Tile alone"] ")"

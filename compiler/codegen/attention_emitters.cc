@@ -1,0 +1,232 @@
+// fbl.Attention and fbl.AttentionGrad (compiler/autodiff/attention.h) as the flash kernel pair:
+//   1. the tiling: TD work-items per row so that each holds at most 16 (GPU) or 32 head dims,
+//      ROWS rows a work-group (about 128 work-items on GPUs), COLS-row tiles as large as local
+//      memory allows (attentionTiling);
+//   2. one access function per operand, offX(b, h, i, d) -> buffer offset: the operand's layout
+//      (a read-through view, an R-Tile buffer, row-major) composed with the identity, or for a
+//      mask with its broadcast from [B, H, Sq, Sk];
+//   3. forward: one launch of flash_attention.cl; backward: _rowterm, then _dq (when dq is
+//      wanted) and _dkdv of flash_attention_grad.cl; an unwanted dk or dv goes to scratch.
+#include <fmt/format.h>
+
+#include "compiler/autodiff/attention.h"
+#include "compiler/codegen/emit_util.h"
+#include "compiler/codegen/index_code.h"
+#include "compiler/codegen/operand_layout.h"
+#include "compiler/codegen/templates.h"
+
+namespace fbl::codegen {
+
+namespace {
+
+using autodiff::AttentionDims;
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+AttentionTiling attentionTiling(int64_t headDim, int64_t valueDim, bool backward, const Target& t) {
+  const bool gpu = t.deviceClass == DeviceClass::kGpu;
+  AttentionTiling a;
+  // GPUs: at most 16 dims a work-item, so a 128-work-item group covers 32 rows at head_dim 64
+  // and a 512-token head still has 16 query blocks (parallelism over SMs, few registers).
+  const int64_t maxDims = gpu ? 16 : 32;
+  while ((headDim / a.td > maxDims || valueDim / a.td > maxDims) && headDim % (2 * a.td) == 0 &&
+         valueDim % (2 * a.td) == 0)
+    a.td *= 2;
+  a.rows = std::max<int64_t>(8, (gpu ? 128 : 32) / a.td);
+  // Local floats: tiles of COLS rows of both operands, one (two backward) padded partial-sum
+  // planes. The budget is 5/6 of the profile's local memory (the H200: 40 KB of 48), else 16 KB,
+  // which phones (32 KB: Adreno, Mali) and Oclgrind run; CPUs 32 KB.
+  const int64_t known = t.matmul.localMemoryBytes;
+  const int64_t budget = (known > 0 ? known * 5 / 6 : gpu ? 16 * 1024 : 32 * 1024) / 4;
+  const int64_t planes = backward ? 2 : 1;
+  auto floats = [&] { return a.cols * (headDim + valueDim + planes * a.rows * a.td + 2) + planes * 32; };
+  a.cols = gpu ? 64 : 16;
+  while (a.cols > 4 && floats() > budget) a.cols /= 2;
+  while (a.rows > 1 && floats() > budget) a.rows /= 2;
+  return a;
+}
+
+namespace {
+
+struct Operand {
+  ir::ValueId value = ir::kNoValue;
+  layout::Layout layout = layout::Layout::rowMajor({});
+};
+
+// The value bound to input `slot` and the layout it is read through.
+Result<Operand> inputOperand(const ir::Graph& g, const ir::Node& n, size_t slot, const NodeLayouts* layouts) {
+  if (layouts && slot < layouts->inputs.size() && layouts->inputs[slot]) {
+    const OperandLayout& ol = *layouts->inputs[slot];
+    if (ol.transposed || ol.sign)
+      return makeError("{}: input {} cannot be read transposed or signed", ir::describeNode(g, n), slot);
+    return Operand{ol.value, ol.layout};
+  }
+  return Operand{n.inputs[slot], layout::Layout::rowMajor(g.values[n.inputs[slot]].shape)};
+}
+
+layout::Layout outputLayout(const ir::Graph& g, const ir::Node& n, size_t o, const NodeLayouts* layouts) {
+  if (layouts && o < layouts->outputs.size() && layouts->outputs[o]) return *layouts->outputs[o];
+  return layout::Layout::rowMajor(g.values[n.outputs[o]].shape);
+}
+
+// inline uint <fn>(uint ib, uint ih, uint ii, uint id): the offset of element (ib, ih, ii, id) of
+// the index space `over` in `l`, whose logical shape `over` broadcasts to (right-aligned).
+Result<std::string> accessFn(const std::string& fn, const layout::Layout& l, const ir::Shape& over) {
+  if (l.storage() != layout::Storage::Buffer)
+    return makeError("{} is laid out as {}: the attention kernels read buffers", fn, l.str());
+  static const char* names[] = {"ib", "ih", "ii", "id"};
+  const ir::Shape& own = l.shape();
+  if (own.size() > over.size()) return makeError("{}: layout {} has more dims than {}", fn, l.str(), ir::shapeToString(over));
+  const size_t lead = over.size() - own.size();
+  std::vector<layout::Expr> outs;
+  for (size_t d = 0; d < own.size(); ++d) {
+    const int64_t ext = over[lead + d];
+    if (own[d] == 1) outs.push_back(layout::Expr::constant(0));
+    else if (own[d] == ext) outs.push_back(layout::Expr::var(static_cast<int>(lead + d), ext, names[lead + d]));
+    else return makeError("{}: {} does not broadcast to {}", fn, ir::shapeToString(own), ir::shapeToString(over));
+  }
+  FBL_ASSIGN(layout::Layout seen, l.compose(layout::IndexMap(over, std::move(outs), own)));
+  FBL_ASSIGN(std::string off, layout::toOpenCL(seen.map().outputs()[0]));
+  std::string params;
+  for (size_t d = 0; d < over.size(); ++d) params += fmt::format("{}uint {}", d ? ", " : "", names[d]);
+  return fmt::format("inline uint {}({}) {{ return {}; }}\n", fn, params, off);
+}
+
+std::map<std::string, std::string> commonHoles(const AttentionDims& d, const AttentionTiling& a, bool hasMask) {
+  return {{"H", str(d.heads)},
+          {"HKV", str(d.kvHeads)},
+          {"GROUP", str(d.group())},
+          {"SQ", str(d.qLen)},
+          {"SK", str(d.kvLen)},
+          {"D", str(d.headDim)},
+          {"DV", str(d.valueDim)},
+          {"ROWS", str(a.rows)},
+          {"COLS", str(a.cols)},
+          {"TD", str(a.td)},
+          {"CAUSAL", d.causal ? "1" : "0"},
+          {"WINDOW", str(d.window)},
+          {"HAS_SOFTCAP", d.softcap > 0 ? "1" : "0"},
+          {"SOFTCAP", floatLiteral(d.softcap > 0 ? d.softcap : 1.0f)},
+          {"HAS_MASK", hasMask ? "1" : "0"},
+          {"MASK", hasMask ? "mask" : "0"},
+          {"SCALE", floatLiteral(d.scale)}};
+}
+
+std::string common(std::map<std::string, std::string> holes, const std::string& access) {
+  holes["ACCESS"] = access;
+  return instantiate(kernelTemplate("flash_attention_common"), holes);
+}
+
+int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+}  // namespace
+
+Result<NodeCode> emitAttention(const ir::Graph& g, const ir::Node& n, const Target& t, const NodeLayouts* layouts) {
+  const bool backward = n.op == "fbl.AttentionGrad";
+  const size_t q = backward ? 1 : 0;  // slot of q
+  auto dims = autodiff::attentionDims(n, g.values[n.inputs[q]].shape, g.values[n.inputs[q + 1]].shape,
+                                      g.values[n.inputs[q + 2]].shape);
+  if (!dims.ok()) return makeError("{}: {}", ir::describeNode(g, n), dims.error().message);
+  const AttentionDims& d = *dims;
+  const size_t maskSlot = backward ? 6 : 3;
+  const bool hasMask = n.input(maskSlot) != ir::kNoValue;
+  const AttentionTiling a = attentionTiling(d.headDim, d.valueDim, backward, t);
+  const ir::Shape full{d.batch, d.heads, d.qLen, d.kvLen};
+  const int64_t bh = d.batch * d.heads;
+
+  // Inputs by name: slot, access function.
+  std::vector<std::pair<std::string, size_t>> ins =
+      backward ? std::vector<std::pair<std::string, size_t>>{{"DO", 0}, {"Q", 1}, {"K", 2}, {"V", 3}, {"O", 4}, {"Lse", 5}}
+               : std::vector<std::pair<std::string, size_t>>{{"Q", 0}, {"K", 1}, {"V", 2}};
+  std::map<std::string, ArgRef> arg;
+  std::string access;
+  for (const auto& [name, slot] : ins) {
+    FBL_ASSIGN(Operand op, inputOperand(g, n, slot, layouts));
+    FBL_ASSIGN(std::string fn, accessFn("off" + name, op.layout, g.values[n.inputs[slot]].shape));
+    access += fn;
+    arg[name] = val(op.value);
+  }
+  if (hasMask) {
+    FBL_ASSIGN(Operand op, inputOperand(g, n, maskSlot, layouts));
+    FBL_ASSIGN(std::string fn, accessFn("offMask", op.layout, full));
+    access += fn;
+    arg["Mask"] = val(op.value);
+  }
+  NodeCode code;
+  const std::string maskParam = hasMask ? "__global const float* mask, " : "";
+  if (!backward) {
+    for (const auto& [name, o] : std::vector<std::pair<std::string, size_t>>{{"O", 0}, {"Lse", 1}}) {
+      if (o >= n.outputs.size() || n.outputs[o] == ir::kNoValue)
+        return makeError("{}: the forward kernel writes o and lse; both outputs must exist", ir::describeNode(g, n));
+      FBL_ASSIGN(std::string fn, accessFn("off" + name, outputLayout(g, n, o, layouts), g.values[n.outputs[o]].shape));
+      access += fn;
+      arg[name] = val(n.outputs[o]);
+    }
+    auto holes = commonHoles(d, a, hasMask);
+    const std::string params = "__global const float* q, __global const float* k, __global const float* v, " + maskParam +
+                               "__global float* o, __global float* lse";
+    std::vector<ArgRef> args{arg["Q"], arg["K"], arg["V"]};
+    if (hasMask) args.push_back(arg["Mask"]);
+    args.insert(args.end(), {arg["O"], arg["Lse"]});
+    code.launches.push_back(launch("flash_attention", {{"COMMON", common(holes, access)}, {"PARAMS", params}}, "attention",
+                                   std::move(args), {roundUp(d.qLen, a.rows) / a.rows * a.rows * a.td, bh},
+                                   {a.rows * a.td, 1}));
+    return code;
+  }
+  // Backward: scratch 0 holds the row terms; unwanted dk/dv go to scratch as well.
+  code.scratch.push_back({ir::DType::F32, {bh * d.qLen}});
+  const char* gradNames[] = {"DQ", "DK", "DV"};
+  for (size_t o = 0; o < 3; ++o) {
+    const bool wanted = o < n.outputs.size() && n.outputs[o] != ir::kNoValue;
+    const ir::Shape& shape = g.values[n.inputs[o + 1]].shape;
+    if (!wanted && o == 0) continue;
+    if (!wanted) {
+      code.scratch.push_back({ir::DType::F32, shape});
+      arg[gradNames[o]] = scratch(static_cast<int32_t>(code.scratch.size() - 1));
+      FBL_ASSIGN(std::string fn, accessFn(std::string("off") + gradNames[o], layout::Layout::rowMajor(shape), shape));
+      access += fn;
+      continue;
+    }
+    FBL_ASSIGN(std::string fn, accessFn(std::string("off") + gradNames[o], outputLayout(g, n, o, layouts), shape));
+    access += fn;
+    arg[gradNames[o]] = val(n.outputs[o]);
+  }
+  const bool wantsDq = !n.outputs.empty() && n.outputs[0] != ir::kNoValue;
+  if (!wantsDq) access += "inline uint offDQ(uint ib, uint ih, uint ii, uint id) { return 0u; }\n";
+  auto holes = commonHoles(d, a, hasMask);
+  const std::string in = "__global const float* dout, __global const float* q, __global const float* k, "
+                         "__global const float* v, __global const float* lse, " + maskParam + "__global const float* dr, ";
+  const std::map<std::string, std::string> vars{
+      {"COMMON", common(holes, access)},
+      {"BH", str(bh)},
+      {"ROWTERM_PARAMS", "__global const float* dout, __global const float* o, __global float* dr"},
+      {"DQ_PARAMS", in + "__global float* dq"},
+      {"DKDV_PARAMS", in + "__global float* dkOut, __global float* dvOut"}};
+  std::vector<ArgRef> common{arg["DO"], arg["Q"], arg["K"], arg["V"], arg["Lse"]};
+  if (hasMask) common.push_back(arg["Mask"]);
+  common.push_back(scratch(0));
+  const int64_t wg = a.rows * a.td;
+  code.launches.push_back(launch("flash_attention_grad", vars, "attention", {arg["DO"], arg["O"], scratch(0)},
+                                 grid1(bh * d.qLen, t), {t.workgroup}, "_rowterm"));
+  if (wantsDq) {
+    std::vector<ArgRef> args = common;
+    args.push_back(arg["DQ"]);
+    code.launches.push_back(launch("flash_attention_grad", vars, "attention", std::move(args),
+                                   {roundUp(d.qLen, a.rows) / a.rows * wg, bh}, {wg, 1}, "_dq"));
+  }
+  std::vector<ArgRef> args = common;
+  args.insert(args.end(), {arg["DK"], arg["DV"]});
+  code.launches.push_back(launch("flash_attention_grad", vars, "attention", std::move(args),
+                                 {roundUp(d.kvLen, a.rows) / a.rows * wg, d.batch * d.kvHeads}, {wg, 1}, "_dkdv"));
+  return code;
+}
+
+bool isAttentionOp(std::string_view op) { return op == "fbl.Attention" || op == "fbl.AttentionGrad"; }
+
+Result<NodeCode> emitAttentionNode(const ir::Graph& g, const ir::Node& n, const Target& t) {
+  return emitAttention(g, n, t, nullptr);
+}
+
+}  // namespace fbl::codegen
