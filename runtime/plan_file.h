@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,10 @@ inline constexpr char kMagic[8] = {'F', 'B', 'L', 'P', 'L', 'A', 'N', '\n'};
 // Plan::transfers, Plan::staging).
 // 3: Plan::inputChecks, and kernels that guard every index they read (a version-2 plan's
 // program does not, so it is refused rather than read without its checks).
-inline constexpr uint32_t kVersion = 3;
+// 4: Launch::argBytes, each argument's byte size as the launch declares it, and
+// Plan::kernelWork, each kernel's work sizes; the loader checks every launch against both
+// (runtime/plan_check.h).
+inline constexpr uint32_t kVersion = 4;
 
 inline uint64_t fnv1a64(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
   const auto* p = static_cast<const unsigned char*>(data);
@@ -96,6 +100,10 @@ struct Launch {
   // Nodes computed inside this launch's kernel besides `node` (compiler/plan/fusion.h); for
   // reports only, the runtime ignores it. `node` then ends in "+Op" per fused node.
   std::vector<std::string> fused;
+  // Per argument, the bytes of the tensor the kernel was generated for, as the file declares
+  // them; the writer takes them from the tensor table, and the loader refuses a launch whose
+  // argument names a tensor of another size (runtime/plan_check.h). Filled by parse().
+  std::vector<int64_t> argBytes;
 };
 
 // What one consumer needs of an integer input's values (compiler/analysis/input_bounds.h); the
@@ -116,6 +124,12 @@ struct Trainable {
   std::string adapterKey;          // its key in peft's adapter_model.safetensors
 };
 
+// The work sizes a kernel was generated for: shapes are literals in its code, and identical
+// instantiations are merged, so every launch of one kernel has them.
+struct KernelWork {
+  std::vector<int64_t> global, local;
+};
+
 struct Plan {
   std::string model;
   std::string profile;
@@ -125,6 +139,9 @@ struct Plan {
   std::string program;             // OpenCL C 1.2, every kernel of the plan
   std::string buildOptions = "-cl-std=CL1.2";
   std::vector<std::string> kernelNames;
+  // Per kernel, as the file declares them; the writer takes them from each kernel's first launch,
+  // and the loader refuses a launch of other sizes. Filled by parse().
+  std::vector<KernelWork> kernelWork;
   std::vector<Launch> launches;
   // Launches the runtime runs outside steps (phase "pack" or "unpack"), named by Tensor::pack
   // and Tensor::unpack; their arguments are [staging, tensor] and [tensor, staging].
@@ -187,10 +204,22 @@ inline nlohmann::json toJson(const Plan& p) {
   j["program"] = p.program;
   j["build_options"] = p.buildOptions;
   j["kernels"] = p.kernelNames;
-  auto launches = [](const std::vector<Launch>& list) {
+  json work = json::array();
+  for (size_t k = 0; k < p.kernelNames.size(); ++k) {
+    json w = {{"global", json::array()}, {"local", json::array()}};
+    for (const auto* list : {&p.launches, &p.transfers})
+      for (auto it = list->rbegin(); it != list->rend(); ++it)
+        if (it->kernel == static_cast<int32_t>(k)) w = {{"global", it->global}, {"local", it->local}};
+    work.push_back(std::move(w));
+  }
+  j["kernel_work"] = std::move(work);
+  auto launches = [&p](const std::vector<Launch>& list) {
     json ls = json::array();
     for (const Launch& l : list) {
-      ls.push_back({{"phase", l.phase}, {"kernel", l.kernel}, {"args", l.args},
+      std::vector<int64_t> argBytes;
+      for (int32_t a : l.args)
+        argBytes.push_back(a >= 0 && a < static_cast<int32_t>(p.tensors.size()) ? p.tensors[a].bytes : -1);
+      ls.push_back({{"phase", l.phase}, {"kernel", l.kernel}, {"args", l.args}, {"arg_bytes", argBytes},
                     {"global", l.global}, {"local", l.local}, {"node", l.node}});
       if (l.kind != "compute") ls.back()["kind"] = l.kind;
       if (!l.fused.empty()) ls.back()["fused"] = l.fused;
@@ -251,6 +280,36 @@ inline std::string serialize(const Plan& p) {
   return out;
 }
 
+// An index field: an integer that fits int32_t (nlohmann converts a larger one silently, so
+// 2^32 + 5 would become tensor 5).
+inline int32_t indexField(const nlohmann::json& v) {
+  if (!v.is_number_integer()) throw std::invalid_argument("an index is not an integer: " + v.dump());
+  const int64_t x = v.get<int64_t>();
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT32_MAX))
+    throw std::out_of_range("index " + v.dump() + " is out of range");
+  if (x < INT32_MIN || x > INT32_MAX) throw std::out_of_range("index " + v.dump() + " is out of range");
+  return static_cast<int32_t>(x);
+}
+// An integer field (nlohmann would convert 1e30 to an int64_t with undefined behaviour).
+inline int64_t intField(const nlohmann::json& v) {
+  if (!v.is_number_integer()) throw std::invalid_argument("a size or offset is not an integer: " + v.dump());
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+    throw std::out_of_range("integer " + v.dump() + " is out of range");
+  return v.get<int64_t>();
+}
+inline std::vector<int64_t> intList(const nlohmann::json& v) {
+  if (!v.is_array()) throw std::invalid_argument("a list of sizes is not an array");
+  std::vector<int64_t> out;
+  for (const auto& x : v) out.push_back(intField(x));
+  return out;
+}
+inline std::vector<int32_t> indexList(const nlohmann::json& v) {
+  if (!v.is_array()) throw std::invalid_argument("a list of indices is not an array");
+  std::vector<int32_t> out;
+  for (const auto& x : v) out.push_back(indexField(x));
+  return out;
+}
+
 // Returns an empty string on success, else one line saying what is wrong with the file.
 inline std::string parse(const std::string& bytes, Plan* p) {
   const size_t head = sizeof kMagic + 4 + 4 + 8 + 8;
@@ -276,42 +335,46 @@ inline std::string parse(const std::string& bytes, Plan* p) {
   try {
     p->model = j.at("model").get<std::string>();
     p->profile = j.at("profile").get<std::string>();
-    p->alignment = j.at("alignment").get<int64_t>();
-    p->arenaBytes = j.at("arena_bytes").get<int64_t>();
+    p->alignment = intField(j.at("alignment"));
+    p->arenaBytes = intField(j.at("arena_bytes"));
     for (const auto& o : j.at("tensors")) {
       Tensor t;
       t.name = o.at("name").get<std::string>();
       t.dtype = o.at("dtype").get<std::string>();
-      t.shape = o.at("shape").get<std::vector<int64_t>>();
+      t.shape = intList(o.at("shape"));
       t.layout = o.at("layout").get<std::string>();
       t.storage = o.at("storage").get<std::string>();
       if (!roleFromName(o.at("role").get<std::string>(), &t.role))
         return "plan tensor '" + t.name + "' has an unknown role";
-      t.offset = o.at("offset").get<int64_t>();
-      t.bytes = o.at("bytes").get<int64_t>();
+      t.offset = intField(o.at("offset"));
+      t.bytes = intField(o.at("bytes"));
       if (o.contains("source")) t.source = o.at("source").get<std::string>();
-      if (o.contains("const_offset")) t.constOffset = o.at("const_offset").get<int64_t>();
+      if (o.contains("const_offset")) t.constOffset = intField(o.at("const_offset"));
       if (o.contains("image")) {
-        const auto extent = o.at("image").get<std::array<int64_t, 2>>();
+        const std::vector<int64_t> extent = intList(o.at("image"));
+        if (extent.size() != 2) return "plan tensor '" + t.name + "' has an image extent that is not [width, height]";
         t.imageWidth = extent[0];
         t.imageHeight = extent[1];
-        t.imageSlot = o.at("image_slot").get<int32_t>();
+        t.imageSlot = indexField(o.at("image_slot"));
       }
-      t.pack = o.value("pack", -1);
-      t.unpack = o.value("unpack", -1);
+      t.pack = o.contains("pack") ? indexField(o.at("pack")) : -1;
+      t.unpack = o.contains("unpack") ? indexField(o.at("unpack")) : -1;
       p->tensors.push_back(std::move(t));
     }
     p->program = j.at("program").get<std::string>();
     p->buildOptions = j.at("build_options").get<std::string>();
     p->kernelNames = j.at("kernels").get<std::vector<std::string>>();
+    for (const auto& w : j.at("kernel_work")) p->kernelWork.push_back({intList(w.at("global")), intList(w.at("local"))});
+    if (p->kernelWork.size() != p->kernelNames.size()) return "plan is malformed: kernel_work does not have one entry per kernel";
     auto readLaunches = [](const nlohmann::json& list, std::vector<Launch>* out) {
       for (const auto& o : list) {
         Launch l;
         l.phase = o.at("phase").get<std::string>();
-        l.kernel = o.at("kernel").get<int32_t>();
-        l.args = o.at("args").get<std::vector<int32_t>>();
-        l.global = o.at("global").get<std::vector<int64_t>>();
-        l.local = o.at("local").get<std::vector<int64_t>>();
+        l.kernel = indexField(o.at("kernel"));
+        l.args = indexList(o.at("args"));
+        l.global = intList(o.at("global"));
+        l.local = intList(o.at("local"));
+        l.argBytes = intList(o.at("arg_bytes"));
         l.node = o.at("node").get<std::string>();
         l.kind = o.value("kind", std::string("compute"));
         if (o.contains("fused")) l.fused = o.at("fused").get<std::vector<std::string>>();
@@ -320,32 +383,40 @@ inline std::string parse(const std::string& bytes, Plan* p) {
     };
     readLaunches(j.at("launches"), &p->launches);
     readLaunches(j.at("transfers"), &p->transfers);
-    p->staging = j.at("staging").get<int32_t>();
-    p->imageSlots = j.at("image_slots").get<std::vector<std::array<int64_t, 2>>>();
-    p->commits = j.at("commits").get<std::vector<std::array<int32_t, 2>>>();
-    p->inputs = j.at("inputs").get<std::vector<int32_t>>();
+    p->staging = indexField(j.at("staging"));
+    for (const auto& slot : j.at("image_slots")) {
+      const std::vector<int64_t> extent = intList(slot);
+      if (extent.size() != 2) return "plan is malformed: an image slot is not [width, height]";
+      p->imageSlots.push_back({extent[0], extent[1]});
+    }
+    for (const auto& c : j.at("commits")) {
+      const std::vector<int32_t> pair = indexList(c);
+      if (pair.size() != 2) return "plan is malformed: a commit is not a [src, dst] pair";
+      p->commits.push_back({pair[0], pair[1]});
+    }
+    p->inputs = indexList(j.at("inputs"));
     for (const auto& o : j.at("input_checks")) {
       InputCheck c;
-      c.input = o.at("input").get<int32_t>();
+      c.input = indexField(o.at("input"));
       c.kind = o.at("kind").get<std::string>();
-      c.lo = o.at("lo").get<int64_t>();
-      c.hi = o.at("hi").get<int64_t>();
+      c.lo = intField(o.at("lo"));
+      c.hi = intField(o.at("hi"));
       c.hasIgnore = o.contains("ignore_index");
-      if (c.hasIgnore) c.ignoreIndex = o.at("ignore_index").get<int64_t>();
+      if (c.hasIgnore) c.ignoreIndex = intField(o.at("ignore_index"));
       c.node = o.at("node").get<std::string>();
       c.table = o.value("table", std::string());
       p->inputChecks.push_back(std::move(c));
     }
-    p->loss = j.at("loss").get<int32_t>();
-    p->step = j.at("step").get<int32_t>();
+    p->loss = indexField(j.at("loss"));
+    p->step = indexField(j.at("step"));
     for (const auto& o : j.at("trainables"))
-      p->trainables.push_back({o.at("param").get<int32_t>(), o.at("grad").get<int32_t>(),
+      p->trainables.push_back({indexField(o.at("param")), indexField(o.at("grad")),
                                o.at("adapter_key").get<std::string>()});
-    p->state = j.at("state").get<std::vector<int32_t>>();
+    p->state = indexList(j.at("state"));
     p->optimizer = j.at("optimizer");
     p->adapterConfig = j.at("adapter_config");
     if (j.contains("explain")) p->explain = j.at("explain");
-  } catch (const nlohmann::json::exception& e) {
+  } catch (const std::exception& e) {
     return std::string("plan is malformed: ") + e.what();
   }
   p->blob.assign(bytes.begin() + head + jsonLen, bytes.begin() + head + jsonLen + blobLen);
@@ -354,10 +425,13 @@ inline std::string parse(const std::string& bytes, Plan* p) {
   auto bad = [n](int32_t i) { return i < -1 || i >= n; };
   const auto transfers = static_cast<int32_t>(p->transfers.size());
   for (const Tensor& t : p->tensors) {
-    if (t.offset < 0 || t.bytes < 0 || t.offset + t.bytes > p->arenaBytes)
-      return "plan tensor '" + t.name + "' lies outside the arena";
-    if (t.constOffset >= 0 && t.constOffset + t.bytes > static_cast<int64_t>(p->blob.size()))
-      return "plan constant '" + t.name + "' lies outside the blob";
+    // Written so that no sum can overflow.
+    if (t.offset < 0 || t.bytes < 0 || t.offset > p->arenaBytes || t.bytes > p->arenaBytes - t.offset)
+      return "plan tensor '" + t.name + "' lies outside the arena (offset " + std::to_string(t.offset) + ", bytes " +
+             std::to_string(t.bytes) + ", arena_bytes " + std::to_string(p->arenaBytes) + ")";
+    const auto blobBytes = static_cast<int64_t>(p->blob.size());
+    if (t.constOffset >= 0 && (t.constOffset > blobBytes || t.bytes > blobBytes - t.constOffset))
+      return "plan constant '" + t.name + "' lies outside the blob (const_offset " + std::to_string(t.constOffset) + ")";
     if (t.storage != "buffer" && t.storage != "image")
       return "plan tensor '" + t.name + "' has an unknown storage '" + t.storage + "'";
     if (t.image() && (t.imageSlot < 0 || t.imageSlot >= static_cast<int32_t>(p->imageSlots.size()) ||
