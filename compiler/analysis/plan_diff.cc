@@ -130,6 +130,28 @@ std::string signedDelta(int64_t before, int64_t after) {
   return after == before ? "" : fmt::format(" ({:+})", after - before);
 }
 
+// The plan's JSON with tensor indices replaced by names: two plans with other tensor lists can
+// still name the same loss, step, inputs, trainables, state and commits.
+nlohmann::json byName(const Plan& p) {
+  nlohmann::json j = planfile::toJson(p);
+  auto name = [&p](int32_t t) { return t >= 0 && t < static_cast<int32_t>(p.tensors.size()) ? nlohmann::json(p.tensors[t].name) : nlohmann::json(); };
+  j["loss"] = name(p.loss);
+  j["step"] = name(p.step);
+  j["staging"] = name(p.staging);
+  for (auto* key : {"inputs", "state"}) {
+    nlohmann::json names = nlohmann::json::array();
+    for (int32_t t : (std::string(key) == "inputs" ? p.inputs : p.state)) names.push_back(name(t));
+    j[key] = std::move(names);
+  }
+  for (size_t i = 0; i < p.trainables.size(); ++i) {
+    j["trainables"][i]["param"] = name(p.trainables[i].param);
+    j["trainables"][i]["grad"] = name(p.trainables[i].grad);
+  }
+  for (size_t i = 0; i < p.commits.size(); ++i) j["commits"][i] = {name(p.commits[i][0]), name(p.commits[i][1])};
+  for (size_t i = 0; i < p.inputChecks.size(); ++i) j["input_checks"][i]["input"] = name(p.inputChecks[i].input);
+  return j;
+}
+
 }  // namespace
 
 bool PlanDiff::same() const {
@@ -151,12 +173,14 @@ PlanDiff diffPlans(const Plan& a, const Plan& b) {
   diffTensors(a, b, d);
   diffLaunches(a, b, d);
   // Whatever the lists above do not cover (the program, the blob, commits, checks, ...).
-  const nlohmann::json ja = planfile::toJson(a), jb = planfile::toJson(b);
+  const nlohmann::json ja = byName(a), jb = byName(b);
   std::set<std::string> keys;
   for (auto it = ja.begin(); it != ja.end(); ++it) keys.insert(it.key());
   for (auto it = jb.begin(); it != jb.end(); ++it) keys.insert(it.key());
   for (const std::string& k : keys) {
-    if (k == "tensors" || k == "launches" || k == "transfers" || k == "arena_bytes" || k == "image_slots" || k == "kernels") continue;
+    if (k == "tensors" || k == "launches" || k == "transfers" || k == "arena_bytes" || k == "image_slots" || k == "kernels" ||
+        k == "kernel_work")
+      continue;
     if (!ja.contains(k) || !jb.contains(k) || ja.at(k) != jb.at(k)) d.otherKeys.push_back(k);
   }
   if (a.blob != b.blob) d.otherKeys.push_back("blob");
