@@ -265,6 +265,16 @@ std::string checkRuntimeTensors(const Plan& p) {
   }
   for (int32_t s : p.state)
     if (p.tensors[s].role != Role::State) return tensorName(p, s) + ": an optimizer state has role " + planfile::roleName(p.tensors[s].role);
+  // Checkpoints save what `trainables` and `state` list: each tensor of those roles once.
+  std::vector<int> listed(p.tensors.size(), 0);
+  for (const planfile::Trainable& tr : p.trainables) ++listed[tr.param];
+  for (int32_t s : p.state) ++listed[s];
+  for (size_t t = 0; t < p.tensors.size(); ++t) {
+    const Role r = p.tensors[t].role;
+    if ((r == Role::Trainable || r == Role::State) && listed[t] != 1)
+      return tensorName(p, static_cast<int32_t>(t)) + ": a " + planfile::roleName(r) + " is listed " + num(listed[t]) + " times in " +
+             (r == Role::Trainable ? "trainables" : "state") + " (once is right)";
+  }
   for (const auto& c : p.commits) {
     const Tensor& src = p.tensors[c[0]];
     const Tensor& dst = p.tensors[c[1]];
@@ -289,9 +299,9 @@ std::string checkLaunch(const Plan& p, size_t index, bool transfer,
   if (l.argBytes.size() != l.args.size())
     return who + ": arg_bytes has " + num(static_cast<int64_t>(l.argBytes.size())) + " entries for " + num(static_cast<int64_t>(l.args.size())) + " args";
   for (size_t a = 0; a < l.args.size(); ++a)
-    if (l.argBytes[a] != p.tensors[l.args[a]].bytes)
+    if (l.argBytes[a] != planfile::argumentBytes(p.tensors[l.args[a]]))
       return who + ": argument " + num(static_cast<int64_t>(a)) + " declares " + num(l.argBytes[a]) + " bytes but " + tensorName(p, l.args[a]) + " has " +
-             num(p.tensors[l.args[a]].bytes);
+             num(planfile::argumentBytes(p.tensors[l.args[a]]));
   auto k = kernels.find(p.kernelNames[l.kernel]);
   if (k == kernels.end()) return who + ": kernel '" + p.kernelNames[l.kernel] + "' is not defined in the program";
   const std::vector<Param>& params = k->second;

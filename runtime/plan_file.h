@@ -80,6 +80,9 @@ inline int64_t elementSize(const std::string& dtype) {
   if (dtype == "f16" || dtype == "bf16" || dtype == "i16" || dtype == "u16") return 2;
   return 1;
 }
+// What a launch declares of an argument (Launch::argBytes): a buffer's bytes in the arena, an
+// image's texels (16 bytes each).
+inline int64_t argumentBytes(const Tensor& t) { return t.image() ? t.imageWidth * t.imageHeight * 16 : t.bytes; }
 inline int64_t logicalBytes(const Tensor& t) {
   int64_t n = elementSize(t.dtype);
   for (int64_t d : t.shape) n *= d;
@@ -100,8 +103,8 @@ struct Launch {
   // Nodes computed inside this launch's kernel besides `node` (compiler/plan/fusion.h); for
   // reports only, the runtime ignores it. `node` then ends in "+Op" per fused node.
   std::vector<std::string> fused;
-  // Per argument, the bytes of the tensor the kernel was generated for, as the file declares
-  // them; the writer takes them from the tensor table, and the loader refuses a launch whose
+  // Per argument, the bytes of the tensor the kernel was generated for (argumentBytes: an
+  // image's texels), as the file declares them; the writer takes them from the tensor table, and the loader refuses a launch whose
   // argument names a tensor of another size (runtime/plan_check.h). Filled by parse().
   std::vector<int64_t> argBytes;
 };
@@ -218,7 +221,7 @@ inline nlohmann::json toJson(const Plan& p) {
     for (const Launch& l : list) {
       std::vector<int64_t> argBytes;
       for (int32_t a : l.args)
-        argBytes.push_back(a >= 0 && a < static_cast<int32_t>(p.tensors.size()) ? p.tensors[a].bytes : -1);
+        argBytes.push_back(a >= 0 && a < static_cast<int32_t>(p.tensors.size()) ? argumentBytes(p.tensors[a]) : -1);
       ls.push_back({{"phase", l.phase}, {"kernel", l.kernel}, {"args", l.args}, {"arg_bytes", argBytes},
                     {"global", l.global}, {"local", l.local}, {"node", l.node}});
       if (l.kind != "compute") ls.back()["kind"] = l.kind;
@@ -282,33 +285,36 @@ inline std::string serialize(const Plan& p) {
 
 // An index field: an integer that fits int32_t (nlohmann converts a larger one silently, so
 // 2^32 + 5 would become tensor 5).
-inline int32_t indexField(const nlohmann::json& v) {
-  if (!v.is_number_integer()) throw std::invalid_argument("an index is not an integer: " + v.dump());
+inline int32_t indexValue(const nlohmann::json& v, const std::string& key) {
+  if (!v.is_number_integer()) throw std::invalid_argument("'" + key + "' is not an integer index: " + v.dump());
   const int64_t x = v.get<int64_t>();
-  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT32_MAX))
-    throw std::out_of_range("index " + v.dump() + " is out of range");
-  if (x < INT32_MIN || x > INT32_MAX) throw std::out_of_range("index " + v.dump() + " is out of range");
+  if ((v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT32_MAX)) || x < INT32_MIN || x > INT32_MAX)
+    throw std::out_of_range("'" + key + "' " + v.dump() + " is not a 32-bit index");
   return static_cast<int32_t>(x);
 }
+inline int32_t indexField(const nlohmann::json& o, const char* key) { return indexValue(o.at(key), key); }
 // An integer field (nlohmann would convert 1e30 to an int64_t with undefined behaviour).
-inline int64_t intField(const nlohmann::json& v) {
-  if (!v.is_number_integer()) throw std::invalid_argument("a size or offset is not an integer: " + v.dump());
+inline int64_t intValue(const nlohmann::json& v, const std::string& key) {
+  if (!v.is_number_integer()) throw std::invalid_argument("'" + key + "' is not an integer: " + v.dump());
   if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
-    throw std::out_of_range("integer " + v.dump() + " is out of range");
+    throw std::out_of_range("'" + key + "' " + v.dump() + " is out of range");
   return v.get<int64_t>();
 }
-inline std::vector<int64_t> intList(const nlohmann::json& v) {
-  if (!v.is_array()) throw std::invalid_argument("a list of sizes is not an array");
+inline int64_t intField(const nlohmann::json& o, const char* key) { return intValue(o.at(key), key); }
+inline std::vector<int64_t> intListValue(const nlohmann::json& v, const std::string& key) {
+  if (!v.is_array()) throw std::invalid_argument("'" + key + "' is not a list");
   std::vector<int64_t> out;
-  for (const auto& x : v) out.push_back(intField(x));
+  for (const auto& x : v) out.push_back(intValue(x, key));
   return out;
 }
-inline std::vector<int32_t> indexList(const nlohmann::json& v) {
-  if (!v.is_array()) throw std::invalid_argument("a list of indices is not an array");
+inline std::vector<int64_t> intList(const nlohmann::json& o, const char* key) { return intListValue(o.at(key), key); }
+inline std::vector<int32_t> indexListValue(const nlohmann::json& v, const std::string& key) {
+  if (!v.is_array()) throw std::invalid_argument("'" + key + "' is not a list");
   std::vector<int32_t> out;
-  for (const auto& x : v) out.push_back(indexField(x));
+  for (const auto& x : v) out.push_back(indexValue(x, key));
   return out;
 }
+inline std::vector<int32_t> indexList(const nlohmann::json& o, const char* key) { return indexListValue(o.at(key), key); }
 
 // Returns an empty string on success, else one line saying what is wrong with the file.
 inline std::string parse(const std::string& bytes, Plan* p) {
@@ -332,92 +338,98 @@ inline std::string parse(const std::string& bytes, Plan* p) {
   nlohmann::json j = nlohmann::json::parse(bytes.begin() + head, bytes.begin() + head + jsonLen,
                                            nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return "plan is corrupted (its JSON section does not parse)";
+  std::string at = "the header";  // the item being read, for the message
   try {
     p->model = j.at("model").get<std::string>();
     p->profile = j.at("profile").get<std::string>();
-    p->alignment = intField(j.at("alignment"));
-    p->arenaBytes = intField(j.at("arena_bytes"));
+    p->alignment = intField(j, "alignment");
+    p->arenaBytes = intField(j, "arena_bytes");
     for (const auto& o : j.at("tensors")) {
       Tensor t;
+      at = "tensor " + std::to_string(p->tensors.size());
       t.name = o.at("name").get<std::string>();
+      at += " '" + t.name + "'";
       t.dtype = o.at("dtype").get<std::string>();
-      t.shape = intList(o.at("shape"));
+      t.shape = intList(o, "shape");
       t.layout = o.at("layout").get<std::string>();
       t.storage = o.at("storage").get<std::string>();
       if (!roleFromName(o.at("role").get<std::string>(), &t.role))
         return "plan tensor '" + t.name + "' has an unknown role";
-      t.offset = intField(o.at("offset"));
-      t.bytes = intField(o.at("bytes"));
+      t.offset = intField(o, "offset");
+      t.bytes = intField(o, "bytes");
       if (o.contains("source")) t.source = o.at("source").get<std::string>();
-      if (o.contains("const_offset")) t.constOffset = intField(o.at("const_offset"));
+      if (o.contains("const_offset")) t.constOffset = intField(o, "const_offset");
       if (o.contains("image")) {
-        const std::vector<int64_t> extent = intList(o.at("image"));
+        const std::vector<int64_t> extent = intList(o, "image");
         if (extent.size() != 2) return "plan tensor '" + t.name + "' has an image extent that is not [width, height]";
         t.imageWidth = extent[0];
         t.imageHeight = extent[1];
-        t.imageSlot = indexField(o.at("image_slot"));
+        t.imageSlot = indexField(o, "image_slot");
       }
-      t.pack = o.contains("pack") ? indexField(o.at("pack")) : -1;
-      t.unpack = o.contains("unpack") ? indexField(o.at("unpack")) : -1;
+      t.pack = o.contains("pack") ? indexField(o, "pack") : -1;
+      t.unpack = o.contains("unpack") ? indexField(o, "unpack") : -1;
       p->tensors.push_back(std::move(t));
     }
     p->program = j.at("program").get<std::string>();
     p->buildOptions = j.at("build_options").get<std::string>();
     p->kernelNames = j.at("kernels").get<std::vector<std::string>>();
-    for (const auto& w : j.at("kernel_work")) p->kernelWork.push_back({intList(w.at("global")), intList(w.at("local"))});
+    at = "kernel_work";
+    for (const auto& w : j.at("kernel_work")) p->kernelWork.push_back({intList(w, "global"), intList(w, "local")});
     if (p->kernelWork.size() != p->kernelNames.size()) return "plan is malformed: kernel_work does not have one entry per kernel";
-    auto readLaunches = [](const nlohmann::json& list, std::vector<Launch>* out) {
+    auto readLaunches = [&at](const nlohmann::json& list, std::vector<Launch>* out, const char* what) {
       for (const auto& o : list) {
         Launch l;
+        at = what + std::string(" ") + std::to_string(out->size());
         l.phase = o.at("phase").get<std::string>();
-        l.kernel = indexField(o.at("kernel"));
-        l.args = indexList(o.at("args"));
-        l.global = intList(o.at("global"));
-        l.local = intList(o.at("local"));
-        l.argBytes = intList(o.at("arg_bytes"));
+        l.kernel = indexField(o, "kernel");
+        l.args = indexList(o, "args");
+        l.global = intList(o, "global");
+        l.local = intList(o, "local");
+        l.argBytes = intList(o, "arg_bytes");
         l.node = o.at("node").get<std::string>();
         l.kind = o.value("kind", std::string("compute"));
         if (o.contains("fused")) l.fused = o.at("fused").get<std::vector<std::string>>();
         out->push_back(std::move(l));
       }
     };
-    readLaunches(j.at("launches"), &p->launches);
-    readLaunches(j.at("transfers"), &p->transfers);
-    p->staging = indexField(j.at("staging"));
+    readLaunches(j.at("launches"), &p->launches, "launch");
+    readLaunches(j.at("transfers"), &p->transfers, "transfer");
+    at = "the plan's tensor lists";
+    p->staging = indexField(j, "staging");
     for (const auto& slot : j.at("image_slots")) {
-      const std::vector<int64_t> extent = intList(slot);
+      const std::vector<int64_t> extent = intListValue(slot, "image_slots");
       if (extent.size() != 2) return "plan is malformed: an image slot is not [width, height]";
       p->imageSlots.push_back({extent[0], extent[1]});
     }
     for (const auto& c : j.at("commits")) {
-      const std::vector<int32_t> pair = indexList(c);
+      const std::vector<int32_t> pair = indexListValue(c, "commits");
       if (pair.size() != 2) return "plan is malformed: a commit is not a [src, dst] pair";
       p->commits.push_back({pair[0], pair[1]});
     }
-    p->inputs = indexList(j.at("inputs"));
+    p->inputs = indexList(j, "inputs");
     for (const auto& o : j.at("input_checks")) {
       InputCheck c;
-      c.input = indexField(o.at("input"));
+      c.input = indexField(o, "input");
       c.kind = o.at("kind").get<std::string>();
-      c.lo = intField(o.at("lo"));
-      c.hi = intField(o.at("hi"));
+      c.lo = intField(o, "lo");
+      c.hi = intField(o, "hi");
       c.hasIgnore = o.contains("ignore_index");
-      if (c.hasIgnore) c.ignoreIndex = intField(o.at("ignore_index"));
+      if (c.hasIgnore) c.ignoreIndex = intField(o, "ignore_index");
       c.node = o.at("node").get<std::string>();
       c.table = o.value("table", std::string());
       p->inputChecks.push_back(std::move(c));
     }
-    p->loss = indexField(j.at("loss"));
-    p->step = indexField(j.at("step"));
+    p->loss = indexField(j, "loss");
+    p->step = indexField(j, "step");
     for (const auto& o : j.at("trainables"))
-      p->trainables.push_back({indexField(o.at("param")), indexField(o.at("grad")),
+      p->trainables.push_back({indexField(o, "param"), indexField(o, "grad"),
                                o.at("adapter_key").get<std::string>()});
-    p->state = indexList(j.at("state"));
+    p->state = indexList(j, "state");
     p->optimizer = j.at("optimizer");
     p->adapterConfig = j.at("adapter_config");
     if (j.contains("explain")) p->explain = j.at("explain");
   } catch (const std::exception& e) {
-    return std::string("plan is malformed: ") + e.what();
+    return "plan is malformed at " + at + ": " + e.what();
   }
   p->blob.assign(bytes.begin() + head + jsonLen, bytes.begin() + head + jsonLen + blobLen);
   // Indices must be in range before anyone uses them.
@@ -437,39 +449,46 @@ inline std::string parse(const std::string& bytes, Plan* p) {
     if (t.image() && (t.imageSlot < 0 || t.imageSlot >= static_cast<int32_t>(p->imageSlots.size()) ||
                       p->imageSlots[t.imageSlot][0] != t.imageWidth || p->imageSlots[t.imageSlot][1] != t.imageHeight ||
                       t.dtype != "f32" || t.constOffset >= 0))
-      return "plan tensor '" + t.name + "' names a bad image";
+      return "plan tensor '" + t.name + "': image_slot " + std::to_string(t.imageSlot) + " and image [" + std::to_string(t.imageWidth) + ", " +
+             std::to_string(t.imageHeight) + "] do not name an f32 image slot of that extent";
     if (t.pack < -1 || t.pack >= transfers || t.unpack < -1 || t.unpack >= transfers ||
         ((t.pack >= 0 || t.unpack >= 0) && (p->staging < 0 || p->staging >= n)))
-      return "plan tensor '" + t.name + "' has a bad pack or unpack";
+      return "plan tensor '" + t.name + "': pack " + std::to_string(t.pack) + " or unpack " + std::to_string(t.unpack) +
+             " is not a transfer, or there is no staging tensor";
     if (t.image() && t.pack < 0 && t.role != Role::Intermediate)
       return "plan tensor '" + t.name + "' is an image the runtime cannot fill";
   }
-  if (p->staging >= n || p->staging < -1) return "plan has a bad staging tensor";
+  if (p->staging >= n || p->staging < -1) return "plan's staging " + std::to_string(p->staging) + " is not a tensor";
   for (const auto& slot : p->imageSlots)
     if (slot[0] <= 0 || slot[1] <= 0) return "plan has an image of no extent";
   for (const auto* list : {&p->launches, &p->transfers})
-    for (const Launch& l : *list) {
+    for (size_t i = 0; i < list->size(); ++i) {
+      const Launch& l = (*list)[i];
+      const std::string who = std::string(list == &p->launches ? "launch " : "transfer ") + std::to_string(i) + " (node '" + l.node + "')";
       if (l.kernel < 0 || l.kernel >= static_cast<int32_t>(p->kernelNames.size()))
-        return "plan launch for node '" + l.node + "' names no kernel";
-      for (int32_t a : l.args)
-        if (a < 0 || a >= n) return "plan launch for node '" + l.node + "' has a bad argument";
+        return who + ": kernel " + std::to_string(l.kernel) + " is not one of the " + std::to_string(p->kernelNames.size()) + " kernels";
+      for (size_t a = 0; a < l.args.size(); ++a)
+        if (l.args[a] < 0 || l.args[a] >= n)
+          return who + ": args[" + std::to_string(a) + "] " + std::to_string(l.args[a]) + " is not one of the " + std::to_string(n) + " tensors";
       if (l.global.empty() || l.global.size() > 3 || (!l.local.empty() && l.local.size() != l.global.size()))
-        return "plan launch for node '" + l.node + "' has bad sizes";
+        return who + ": global has " + std::to_string(l.global.size()) + " dimensions and local " + std::to_string(l.local.size()) +
+               " (1 to 3, local empty or the same)";
     }
   for (const auto& c : p->commits)
     if (c[0] < 0 || c[0] >= n || c[1] < 0 || c[1] >= n || p->tensors[c[0]].image() || p->tensors[c[1]].image())
-      return "plan has a bad commit";
-  if (bad(p->loss) || bad(p->step)) return "plan has a bad loss or step tensor";
+      return "plan has a commit [" + std::to_string(c[0]) + ", " + std::to_string(c[1]) + "] that is not two buffer tensors";
+  if (bad(p->loss) || bad(p->step)) return "plan's loss " + std::to_string(p->loss) + " or step " + std::to_string(p->step) + " is not a tensor";
   for (int32_t i : p->inputs)
-    if (i < 0 || i >= n) return "plan has a bad input tensor";
+    if (i < 0 || i >= n) return "plan's inputs name " + std::to_string(i) + ", not a tensor";
   for (const InputCheck& c : p->inputChecks)
     if (std::find(p->inputs.begin(), p->inputs.end(), c.input) == p->inputs.end() ||
         (c.kind != "index" && c.kind != "label") || c.lo > c.hi)
       return "plan has a bad input check (node '" + c.node + "')";
   for (const Trainable& t : p->trainables)
-    if (t.param < 0 || t.param >= n || bad(t.grad)) return "plan has a bad trainable";
+    if (t.param < 0 || t.param >= n || bad(t.grad))
+      return "plan's trainable '" + t.adapterKey + "' has param " + std::to_string(t.param) + " and grad " + std::to_string(t.grad) + ", not tensors";
   for (int32_t s : p->state)
-    if (s < 0 || s >= n) return "plan has a bad state tensor";
+    if (s < 0 || s >= n) return "plan's state names " + std::to_string(s) + ", not a tensor";
   return "";
 }
 

@@ -1,6 +1,8 @@
 // Opening a plan:
-//  1. read and verify the plan file (version, checksum, indices);
-//  2. pick the device, create context and in-order queue, check alignment and allocation limits;
+//  1. read and verify the plan file whole (runtime/plan_check.h: version, checksum, indices,
+//     every size, offset, argument and work size);
+//  2. pick the device, check each launch's work sizes against its limits, create context and
+//     in-order queue, check alignment and allocation limits;
 //  3. allocate one arena of plan.arenaBytes;
 //  4. build the program (or load it from the cache) and create one kernel object per launch with
 //     its arguments bound: the arena, then each tensor's byte offset in it;
@@ -12,7 +14,9 @@
 // unpack launch brings them back, so weights, checkpoints and adapters stay row-major.
 // Every input write is checked on the host first (runtime/input_check.h), so a launch only ever
 // sees inputs within the plan's bounds; a step refuses to start while an input was never written.
-// A step then only writes the step counter, enqueues the launches and copies the commits.
+// A step then only writes the step counter, enqueues the launches and copies the commits,
+// reporting progress and honouring a cancel request up to the optimizer phase
+// (runtime/step_control.h). Weights and checkpoints are checked whole before anything is written.
 // With OpenOptions::profileLaunches the queue profiles and every launch keeps its event until
 // the call's clFinish, when the events' start and end times become launchTimes().
 #include "runtime/session.h"

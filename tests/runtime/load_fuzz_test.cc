@@ -1,11 +1,12 @@
-// Mutation fuzz of the files an app loads: llama-tiny's plan, its weights and a checkpoint, each
-// mutated one field at a time with a valid checksum (deterministic seed). A mutant is refused by
+// Mutation fuzz of the files an app loads: llama-tiny's plan (buffer and image storage), its
+// weights and a checkpoint, each mutated one field at a time with a valid checksum (deterministic seed). A mutant is refused by
 // the loader's checks (one line naming the plan file), accepted unchanged for execution (it only
 // changed what the runtime does not execute: node names, layout names for people), or accepted
 // with a change the runtime executes; a few of those are run on PoCL and compared with the
 // unmutated step. Whatever is accepted must keep every kernel argument inside its tensor and
-// every tensor inside the arena, judged against the unmutated plan's kernels (an oracle apart
-// from runtime/plan_check.cc). The outcome counts are printed (docs/security.md quotes them).
+// every tensor inside the arena, every image argument no smaller and no launch larger than the
+// kernel's, judged against the unmutated plan's kernels (an oracle apart from
+// runtime/plan_check.cc). The outcome counts are printed (docs/security.md quotes them).
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -31,22 +32,24 @@ struct Model {
   std::string bytes;
 };
 
-const Model& llamaTiny() {
-  static const Model m = [] {
-    Model c;
-    c.args.model = std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/model.onnx";
-    c.args.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
-    c.args.output = tempDir() + "/fuzz-base.fbp";
-    c.args.weights = tempDir() + "/fuzz-base.safetensors";
-    auto r = plan::compileModel(c.args);
-    REQUIRE(r.ok());
-    REQUIRE(plan::writeWeights(c.args, r->plan).ok());
-    c.bytes = planfile::serialize(r->plan);
-    REQUIRE(planfile::parse(c.bytes, &c.plan) == "");  // with argBytes, as the runtime sees it
-    std::ofstream(c.args.output, std::ios::binary) << c.bytes;
-    return c;
-  }();
-  return m;
+// llama-tiny for the PoCL profile, with its tensors where `storage` puts them.
+const Model& llamaTiny(const std::string& storage = "auto") {
+  static std::map<std::string, Model> models;
+  auto it = models.find(storage);
+  if (it != models.end()) return it->second;
+  Model c;
+  c.args.model = std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/model.onnx";
+  c.args.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
+  c.args.storage = storage;
+  c.args.output = tempDir() + "/fuzz-" + storage + ".fbp";
+  c.args.weights = tempDir() + "/fuzz-" + storage + ".safetensors";
+  auto r = plan::compileModel(c.args);
+  REQUIRE(r.ok());
+  REQUIRE(plan::writeWeights(c.args, r->plan).ok());
+  c.bytes = planfile::serialize(r->plan);
+  REQUIRE(planfile::parse(c.bytes, &c.plan) == "");  // with argBytes, as the runtime sees it
+  std::ofstream(c.args.output, std::ios::binary) << c.bytes;
+  return models[storage] = std::move(c);
 }
 
 // The plan file's bytes for a JSON section and blob, with a valid checksum.
@@ -157,11 +160,16 @@ std::string executed(planfile::Plan p) {
 // own reads and writes (loss, step, staging, constants, commits) must stay inside the arena.
 std::string outOfBounds(const planfile::Plan& base, const planfile::Plan& m) {
   std::map<std::string, std::vector<int64_t>> extent, global;
+  std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> image;
   for (const auto* list : {&base.launches, &base.transfers})
     for (const auto& l : *list) {
       auto& g = global[base.kernelNames[l.kernel]];
       g.resize(std::max(g.size(), l.global.size()), 0);
       for (size_t d = 0; d < l.global.size(); ++d) g[d] = std::max(g[d], l.global[d]);
+      auto& im = image[base.kernelNames[l.kernel]];
+      im.resize(std::max(im.size(), l.args.size()), {0, 0});
+      for (size_t a = 0; a < l.args.size(); ++a)
+        im[a] = {std::max(im[a].first, base.tensors[l.args[a]].imageWidth), std::max(im[a].second, base.tensors[l.args[a]].imageHeight)};
       auto& e = extent[base.kernelNames[l.kernel]];
       e.resize(std::max(e.size(), l.args.size()), 0);
       for (size_t a = 0; a < l.args.size(); ++a)
@@ -182,7 +190,13 @@ std::string outOfBounds(const planfile::Plan& base, const planfile::Plan& m) {
                  ", more than the kernel was generated for";
       for (size_t a = 0; a < l.args.size(); ++a) {
         const auto& t = m.tensors[l.args[a]];
-        if (t.image() || l.args[a] == m.staging) continue;
+        if (t.image()) {  // a write outside an image is undefined in OpenCL
+          const auto& [w, h] = image.at(m.kernelNames[l.kernel])[a];
+          if (t.imageWidth < w || t.imageHeight < h)
+            return "image argument " + std::to_string(a) + " of " + m.kernelNames[l.kernel] + " is smaller than the kernel's";
+          continue;
+        }
+        if (l.args[a] == m.staging) continue;
         if (it->second[a] > t.bytes || !inside(t.offset, it->second[a]))
           return "argument " + std::to_string(a) + " of " + m.kernelNames[l.kernel] + " (tensor '" + t.name + "', " + std::to_string(t.bytes) +
                  " bytes @" + std::to_string(t.offset) + ") cannot hold the kernel's " + std::to_string(it->second[a]) + " bytes";
@@ -250,21 +264,25 @@ StepResult runStep(const std::string& planPath, const Model& m) {
 
 bool oneLine(const std::string& e) { return !e.empty() && e.find('\n') == std::string::npos; }
 
-TEST_CASE("mutated plans are refused, or run inside their tensors", "[runtime][fuzz]") {
-  const Model& m = llamaTiny();
-  const StepResult baseline = runStep(m.args.output, m);
+// `mutants` one-field mutants of m's plan; at most `maxRuns` of those that change what runs are
+// run (the rest are judged by the checks and the oracle alone).
+void fuzzPlan(const Model& m, uint64_t seed, int kMutants, int kMaxRuns) {
+  const StepResult baseline = kMaxRuns > 0 ? runStep(m.args.output, m) : StepResult{};
   INFO(baseline.error);
   REQUIRE(baseline.error.empty());
   rt::OpenOptions o;
   o.cacheDir = tempDir() + "/cache";
   std::string err;
-  const rt::DeviceLimits limits = rt::Session::open(m.args.output, o, &err)->deviceLimits();
+  // The device's limits, from a session of the buffer plan (the device is the same).
+  const rt::DeviceLimits limits = rt::Session::open(llamaTiny().args.output, o, &err)->deviceLimits();
   const std::string baseExecuted = executed(m.plan);
-  const json doc = planfile::toJson(m.plan);
+  // The explain section is optional and never read by the runtime: left out, every mutant is
+  // smaller to write and parse.
+  json doc = planfile::toJson(m.plan);
+  doc.erase("explain");
   // The program is the plan's code (trusted, docs/security.md); explain, optimizer and the adapter
   // config are for reports and peft; the build options belong to the program.
-  Mutator mutator(doc, {"program", "explain", "optimizer", "adapter_config", "build_options"}, 17);
-  constexpr int kMutants = 300, kMaxRuns = 6;
+  Mutator mutator(doc, {"program", "explain", "optimizer", "adapter_config", "build_options"}, seed);
   int refused = 0, inert = 0, ranSame = 0, ranDifferent = 0, failedCleanly = 0, notRun = 0;
   std::vector<std::string> samples, executedMutants;
   const std::string path = tempDir() + "/fuzz-mutant.fbp";
@@ -306,13 +324,23 @@ TEST_CASE("mutated plans are refused, or run inside their tensors", "[runtime][f
       executedMutants.push_back("ran, other results: " + what);
     }
   }
-  std::printf("plan mutants: %d; refused by the checks %d; accepted, nothing executed changed %d; ran with the same loss and "
+  std::printf("%s plan mutants: %d; refused by the checks %d; accepted, nothing executed changed %d; ran with the same loss and "
               "trainables %d; ran with other results %d; failed cleanly at open or step %d; accepted and not run %d; crashed 0\n",
-              kMutants, refused, inert, ranSame, ranDifferent, failedCleanly, notRun);
+              m.args.storage.c_str(), kMutants, refused, inert, ranSame, ranDifferent, failedCleanly, notRun);
   for (const auto& s : samples) std::printf("  e.g. %s\n", s.c_str());
   for (const auto& s : executedMutants) std::printf("  accepted, %s\n", s.c_str());
   CHECK(refused + inert + ranSame + ranDifferent + failedCleanly + notRun == kMutants);
   CHECK(refused > kMutants / 2);
+}
+
+TEST_CASE("mutated plans are refused, or run inside their tensors", "[runtime][fuzz]") { fuzzPlan(llamaTiny(), 17, 300, 6); }
+
+// Image storage: the image checks (slot, extent, texels, image parameters) under the same
+// mutations, judged by the checks and the oracle without running.
+TEST_CASE("mutated image-storage plans are refused, or stay inside their images", "[runtime][fuzz]") {
+  const Model& m = llamaTiny("image");
+  REQUIRE_FALSE(m.plan.imageSlots.empty());
+  fuzzPlan(m, 23, 150, 0);
 }
 
 // Each weights or checkpoint mutant is refused by the safetensors parser or by the plan's
