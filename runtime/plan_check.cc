@@ -6,10 +6,11 @@
 //  3. the tensors the runtime itself reads and writes: staging, loss, step, inputs, trainables
 //     and their gradients, state, commits, pack and unpack transfers;
 //  4. launches: phases in step order, work sizes the kernel's (kernel_work), declared argument
-//     bytes equal to the tensors' and the same for every launch of one kernel, the kernel's
+//     bytes equal to the tensors' and at least what the kernel declares it needs, the kernel's
 //     parameter list (arity, images, element sizes) matching the arguments, no launch writing a
 //     weight, constant or input, and only the optimizer phase writing trainables, state or the
-//     step; work sizes positive, divisible and within 32-bit indices;
+//     step; no transient tensor read before a launch writes it; work sizes positive, divisible
+//     and within 32-bit indices;
 //  5. memory: no two buffer tensors whose lifetimes (first to last launch; persistent ones the
 //     whole step, kept ones to its end, staging after it) overlap share a byte.
 #include "runtime/plan_check.h"
@@ -213,6 +214,8 @@ std::string checkTensors(const Plan& p) {
       if (!rtileBytesMatch(t))
         return who + ": bytes " + num(t.bytes) + " are not whole tiles of its layout '" + t.layout + "' over " + t.dtype + dims(t.shape);
     }
+    if (t.constOffset >= 0 && t.constOffset % 16 != 0)
+      return who + ": const_offset " + num(t.constOffset) + " is not 16-byte aligned (the blob aligns every constant)";
     if ((t.role == Role::Constant) != (t.constOffset >= 0) && !(t.role == Role::Constant && t.bytes == 0))
       return who + ": const_offset " + num(t.constOffset) + " does not fit its role " + planfile::roleName(t.role);
     if ((t.role == Role::Weight || t.role == Role::Trainable) && t.source.empty())
@@ -342,27 +345,50 @@ std::string checkLaunch(const Plan& p, size_t index, bool transfer,
   return "";
 }
 
-// Identical kernel instantiations are merged (a kernel's shapes are literals in its code), so
-// every launch of one kernel declares the same argument bytes, the staging tensor's place apart
-// (a pack and an unpack share their kernel with the arguments swapped). This ties a launch's
-// kernel to the sizes it was generated for: a launch switched to another kernel is refused.
+// Each launch gives every kernel parameter at least the bytes the kernel declares it needs
+// (kernel_work's arg_bytes: the fewest any of its launches gives it). This ties a launch's kernel
+// to the sizes it was generated for: a launch switched to a kernel that touches more is refused.
 std::string checkKernelSizes(const Plan& p) {
-  std::map<int32_t, std::pair<std::string, std::vector<int64_t>>> first;  // kernel -> (launch, bytes)
   for (const bool transfer : {false, true}) {
     const auto& list = transfer ? p.transfers : p.launches;
     for (size_t i = 0; i < list.size(); ++i) {
       const Launch& l = list[i];
-      std::vector<int64_t> bytes = l.argBytes;
+      const std::vector<int64_t>& needs = p.kernelWork[l.kernel].argBytes;
+      if (needs.size() != l.args.size())
+        return launchName(p, i, transfer) + ": kernel_work declares " + num(static_cast<int64_t>(needs.size())) + " parameters for " +
+               num(static_cast<int64_t>(l.args.size())) + " args";
       for (size_t a = 0; a < l.args.size(); ++a)
-        if (l.args[a] == p.staging) bytes[a] = -1;
-      auto [it, fresh] = first.try_emplace(l.kernel, launchName(p, i, transfer), bytes);
-      if (fresh) continue;
-      const std::vector<int64_t>& seen = it->second.second;
-      for (size_t a = 0; a < bytes.size() && a < seen.size(); ++a)
-        if (bytes[a] >= 0 && seen[a] >= 0 && bytes[a] != seen[a])
-          return launchName(p, i, transfer) + ": argument " + num(static_cast<int64_t>(a)) + " declares " + num(bytes[a]) +
-                 " bytes but " + it->second.first + " of the same kernel declares " + num(seen[a]);
+        if (l.argBytes[a] < needs[a])
+          return launchName(p, i, transfer) + ": argument " + num(static_cast<int64_t>(a)) + " (" + tensorName(p, l.args[a]) + ") has " +
+                 num(l.argBytes[a]) + " bytes, fewer than the kernel's " + num(needs[a]) + " (kernel_work arg_bytes)";
     }
+  }
+  return "";
+}
+
+// A transient tensor's first launch writes it: no kernel reads arena bytes a step never wrote
+// (they would hold whatever the last step, or an earlier allocation, left there). A parameter
+// whose cast was not found counts as written.
+std::string checkWrittenBeforeRead(const Plan& p, const std::map<std::string, std::vector<Param>>& kernels) {
+  std::vector<bool> written(p.tensors.size(), false);
+  for (size_t i = 0; i < p.launches.size(); ++i) {
+    const Launch& l = p.launches[i];
+    const std::vector<Param>& params = kernels.at(p.kernelNames[l.kernel]);
+    for (size_t a = 0; a < l.args.size(); ++a) {
+      const Tensor& t = p.tensors[l.args[a]];
+      const bool writes = params[a].written || (!params[a].image && params[a].elementSize == 0);
+      if (writes) continue;
+      if ((t.role == Role::Intermediate || t.role == Role::Scratch) && l.args[a] != p.staging && !written[l.args[a]]) {
+        bool writtenHere = false;  // an argument the same launch also writes through another parameter
+        for (size_t b = 0; b < l.args.size(); ++b)
+          writtenHere = writtenHere || (l.args[b] == l.args[a] && (params[b].written || (!params[b].image && params[b].elementSize == 0)));
+        if (!writtenHere)
+          return launchName(p, i, false) + ": argument " + num(static_cast<int64_t>(a)) + " (" + tensorName(p, l.args[a]) + ", role " +
+                 planfile::roleName(t.role) + ") is read before any launch writes it";
+      }
+    }
+    for (size_t a = 0; a < l.args.size(); ++a)
+      if (params[a].written || (!params[a].image && params[a].elementSize == 0)) written[l.args[a]] = true;
   }
   return "";
 }
@@ -387,7 +413,8 @@ std::string checkLaunches(const Plan& p) {
     if (phase != "pack" && phase != "unpack") return launchName(p, i, true) + ": a transfer's phase '" + phase + "' is not pack or unpack";
     if (auto e = checkLaunch(p, i, true, kernels); !e.empty()) return e;
   }
-  return checkKernelSizes(p);
+  if (auto e = checkKernelSizes(p); !e.empty()) return e;
+  return checkWrittenBeforeRead(p, kernels);
 }
 
 // 5. Lifetimes in launch indices; persistent tensors span [0, end], kept ones end at `end`,

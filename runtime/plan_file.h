@@ -28,8 +28,8 @@ inline constexpr char kMagic[8] = {'F', 'B', 'L', 'P', 'L', 'A', 'N', '\n'};
 // 3: Plan::inputChecks, and kernels that guard every index they read (a version-2 plan's
 // program does not, so it is refused rather than read without its checks).
 // 4: Launch::argBytes, each argument's byte size as the launch declares it, and
-// Plan::kernelWork, each kernel's work sizes; the loader checks every launch against both
-// (runtime/plan_check.h).
+// Plan::kernelWork, each kernel's work sizes and the bytes its parameters need; the loader checks
+// every launch against both (runtime/plan_check.h).
 inline constexpr uint32_t kVersion = 4;
 
 inline uint64_t fnv1a64(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
@@ -131,6 +131,9 @@ struct Trainable {
 // instantiations are merged, so every launch of one kernel has them.
 struct KernelWork {
   std::vector<int64_t> global, local;
+  // Per parameter, the fewest bytes any of its launches gives it (argumentBytes): the kernel
+  // touches no more, so a launch must give it at least these.
+  std::vector<int64_t> argBytes;
 };
 
 struct Plan {
@@ -209,10 +212,20 @@ inline nlohmann::json toJson(const Plan& p) {
   j["kernels"] = p.kernelNames;
   json work = json::array();
   for (size_t k = 0; k < p.kernelNames.size(); ++k) {
-    json w = {{"global", json::array()}, {"local", json::array()}};
+    json w = {{"global", json::array()}, {"local", json::array()}, {"arg_bytes", json::array()}};
+    std::vector<int64_t> fewest;
     for (const auto* list : {&p.launches, &p.transfers})
-      for (auto it = list->rbegin(); it != list->rend(); ++it)
-        if (it->kernel == static_cast<int32_t>(k)) w = {{"global", it->global}, {"local", it->local}};
+      for (auto it = list->rbegin(); it != list->rend(); ++it) {
+        if (it->kernel != static_cast<int32_t>(k)) continue;
+        w["global"] = it->global;
+        w["local"] = it->local;
+        for (size_t a = 0; a < it->args.size(); ++a) {
+          const int64_t b = it->args[a] >= 0 && it->args[a] < static_cast<int32_t>(p.tensors.size()) ? argumentBytes(p.tensors[it->args[a]]) : 0;
+          if (a >= fewest.size()) fewest.push_back(b);
+          else fewest[a] = std::min(fewest[a], b);
+        }
+      }
+    w["arg_bytes"] = fewest;
     work.push_back(std::move(w));
   }
   j["kernel_work"] = std::move(work);
@@ -374,7 +387,7 @@ inline std::string parse(const std::string& bytes, Plan* p) {
     p->buildOptions = j.at("build_options").get<std::string>();
     p->kernelNames = j.at("kernels").get<std::vector<std::string>>();
     at = "kernel_work";
-    for (const auto& w : j.at("kernel_work")) p->kernelWork.push_back({intList(w, "global"), intList(w, "local")});
+    for (const auto& w : j.at("kernel_work")) p->kernelWork.push_back({intList(w, "global"), intList(w, "local"), intList(w, "arg_bytes")});
     if (p->kernelWork.size() != p->kernelNames.size()) return "plan is malformed: kernel_work does not have one entry per kernel";
     auto readLaunches = [&at](const nlohmann::json& list, std::vector<Launch>* out, const char* what) {
       for (const auto& o : list) {

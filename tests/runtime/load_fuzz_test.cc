@@ -167,13 +167,15 @@ std::string outOfBounds(const planfile::Plan& base, const planfile::Plan& m) {
       g.resize(std::max(g.size(), l.global.size()), 0);
       for (size_t d = 0; d < l.global.size(); ++d) g[d] = std::max(g[d], l.global[d]);
       auto& im = image[base.kernelNames[l.kernel]];
-      im.resize(std::max(im.size(), l.args.size()), {0, 0});
+      im.resize(std::max(im.size(), l.args.size()), {INT64_MAX, INT64_MAX});
       for (size_t a = 0; a < l.args.size(); ++a)
-        im[a] = {std::max(im[a].first, base.tensors[l.args[a]].imageWidth), std::max(im[a].second, base.tensors[l.args[a]].imageHeight)};
+        if (base.tensors[l.args[a]].image())
+          im[a] = {std::min(im[a].first, base.tensors[l.args[a]].imageWidth), std::min(im[a].second, base.tensors[l.args[a]].imageHeight)};
+      // A kernel touches no more than the smallest tensor any of its launches gives it.
       auto& e = extent[base.kernelNames[l.kernel]];
-      e.resize(std::max(e.size(), l.args.size()), 0);
+      e.resize(std::max(e.size(), l.args.size()), INT64_MAX);
       for (size_t a = 0; a < l.args.size(); ++a)
-        if (l.args[a] != base.staging) e[a] = std::max(e[a], base.tensors[l.args[a]].bytes);
+        if (!base.tensors[l.args[a]].image()) e[a] = std::min(e[a], base.tensors[l.args[a]].bytes);
     }
   auto inside = [&](int64_t offset, int64_t bytes) { return offset >= 0 && bytes >= 0 && offset <= m.arenaBytes && bytes <= m.arenaBytes - offset; };
   for (const auto* list : {&m.launches, &m.transfers})
