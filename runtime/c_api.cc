@@ -72,7 +72,28 @@ int fbl_read_tensor(fbl_session* s, const char* name, void* data, size_t bytes) 
   return 0;
 }
 
-int fbl_train_step(fbl_session* s, float* loss) { return result(s->s->trainStep(loss)); }
+int fbl_train_step(fbl_session* s, float* loss) {
+  const std::string e = s->s->trainStep(loss);
+  return result(e, s->s->cancelled() ? FBL_CANCELLED : FBL_ERROR);
+}
+int fbl_eval_step(fbl_session* s, float* loss) {
+  const std::string e = s->s->evalStep(loss);
+  return result(e, s->s->cancelled() ? FBL_CANCELLED : FBL_ERROR);
+}
+
+void fbl_set_progress(fbl_session* s, fbl_progress_fn fn, void* user, int32_t every) {
+  if (!fn) {
+    s->s->setProgress(nullptr, every);
+    return;
+  }
+  s->s->setProgress(
+      [fn, user](const fbl::rt::Progress& p) {
+        const fbl_progress c{p.step, p.phase, p.done, p.total};
+        return fn(user, &c) == 0;
+      },
+      every);
+}
+void fbl_cancel(fbl_session* s) { s->s->cancel(); }
 int64_t fbl_step(const fbl_session* s) { return s->s->step(); }
 int fbl_save_checkpoint(fbl_session* s, const char* path) { return result(s->s->saveCheckpoint(path)); }
 int fbl_load_checkpoint(fbl_session* s, const char* path) { return result(s->s->loadCheckpoint(path)); }

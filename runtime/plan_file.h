@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,10 @@ inline constexpr char kMagic[8] = {'F', 'B', 'L', 'P', 'L', 'A', 'N', '\n'};
 // Plan::transfers, Plan::staging).
 // 3: Plan::inputChecks, and kernels that guard every index they read (a version-2 plan's
 // program does not, so it is refused rather than read without its checks).
-inline constexpr uint32_t kVersion = 3;
+// 4: Launch::argBytes, each argument's byte size as the launch declares it, and
+// Plan::kernelWork, each kernel's work sizes and the bytes its parameters need; the loader checks
+// every launch against both (runtime/plan_check.h).
+inline constexpr uint32_t kVersion = 4;
 
 inline uint64_t fnv1a64(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
   const auto* p = static_cast<const unsigned char*>(data);
@@ -76,6 +80,9 @@ inline int64_t elementSize(const std::string& dtype) {
   if (dtype == "f16" || dtype == "bf16" || dtype == "i16" || dtype == "u16") return 2;
   return 1;
 }
+// What a launch declares of an argument (Launch::argBytes): a buffer's bytes in the arena, an
+// image's texels (16 bytes each).
+inline int64_t argumentBytes(const Tensor& t) { return t.image() ? t.imageWidth * t.imageHeight * 16 : t.bytes; }
 inline int64_t logicalBytes(const Tensor& t) {
   int64_t n = elementSize(t.dtype);
   for (int64_t d : t.shape) n *= d;
@@ -96,6 +103,10 @@ struct Launch {
   // Nodes computed inside this launch's kernel besides `node` (compiler/plan/fusion.h); for
   // reports only, the runtime ignores it. `node` then ends in "+Op" per fused node.
   std::vector<std::string> fused;
+  // Per argument, the bytes of the tensor the kernel was generated for (argumentBytes: an
+  // image's texels), as the file declares them; the writer takes them from the tensor table, and the loader refuses a launch whose
+  // argument names a tensor of another size (runtime/plan_check.h). Filled by parse().
+  std::vector<int64_t> argBytes;
 };
 
 // What one consumer needs of an integer input's values (compiler/analysis/input_bounds.h); the
@@ -116,6 +127,15 @@ struct Trainable {
   std::string adapterKey;          // its key in peft's adapter_model.safetensors
 };
 
+// The work sizes a kernel was generated for: shapes are literals in its code, and identical
+// instantiations are merged, so every launch of one kernel has them.
+struct KernelWork {
+  std::vector<int64_t> global, local;
+  // Per parameter, the fewest bytes any of its launches gives it (argumentBytes): the kernel
+  // touches no more, so a launch must give it at least these.
+  std::vector<int64_t> argBytes;
+};
+
 struct Plan {
   std::string model;
   std::string profile;
@@ -125,6 +145,9 @@ struct Plan {
   std::string program;             // OpenCL C 1.2, every kernel of the plan
   std::string buildOptions = "-cl-std=CL1.2";
   std::vector<std::string> kernelNames;
+  // Per kernel, as the file declares them; the writer takes them from each kernel's first launch,
+  // and the loader refuses a launch of other sizes. Filled by parse().
+  std::vector<KernelWork> kernelWork;
   std::vector<Launch> launches;
   // Launches the runtime runs outside steps (phase "pack" or "unpack"), named by Tensor::pack
   // and Tensor::unpack; their arguments are [staging, tensor] and [tensor, staging].
@@ -187,10 +210,32 @@ inline nlohmann::json toJson(const Plan& p) {
   j["program"] = p.program;
   j["build_options"] = p.buildOptions;
   j["kernels"] = p.kernelNames;
-  auto launches = [](const std::vector<Launch>& list) {
+  json work = json::array();
+  for (size_t k = 0; k < p.kernelNames.size(); ++k) {
+    json w = {{"global", json::array()}, {"local", json::array()}, {"arg_bytes", json::array()}};
+    std::vector<int64_t> fewest;
+    for (const auto* list : {&p.launches, &p.transfers})
+      for (auto it = list->rbegin(); it != list->rend(); ++it) {
+        if (it->kernel != static_cast<int32_t>(k)) continue;
+        w["global"] = it->global;
+        w["local"] = it->local;
+        for (size_t a = 0; a < it->args.size(); ++a) {
+          const int64_t b = it->args[a] >= 0 && it->args[a] < static_cast<int32_t>(p.tensors.size()) ? argumentBytes(p.tensors[it->args[a]]) : 0;
+          if (a >= fewest.size()) fewest.push_back(b);
+          else fewest[a] = std::min(fewest[a], b);
+        }
+      }
+    w["arg_bytes"] = fewest;
+    work.push_back(std::move(w));
+  }
+  j["kernel_work"] = std::move(work);
+  auto launches = [&p](const std::vector<Launch>& list) {
     json ls = json::array();
     for (const Launch& l : list) {
-      ls.push_back({{"phase", l.phase}, {"kernel", l.kernel}, {"args", l.args},
+      std::vector<int64_t> argBytes;
+      for (int32_t a : l.args)
+        argBytes.push_back(a >= 0 && a < static_cast<int32_t>(p.tensors.size()) ? argumentBytes(p.tensors[a]) : -1);
+      ls.push_back({{"phase", l.phase}, {"kernel", l.kernel}, {"args", l.args}, {"arg_bytes", argBytes},
                     {"global", l.global}, {"local", l.local}, {"node", l.node}});
       if (l.kind != "compute") ls.back()["kind"] = l.kind;
       if (!l.fused.empty()) ls.back()["fused"] = l.fused;
@@ -251,6 +296,39 @@ inline std::string serialize(const Plan& p) {
   return out;
 }
 
+// An index field: an integer that fits int32_t (nlohmann converts a larger one silently, so
+// 2^32 + 5 would become tensor 5).
+inline int32_t indexValue(const nlohmann::json& v, const std::string& key) {
+  if (!v.is_number_integer()) throw std::invalid_argument("'" + key + "' is not an integer index: " + v.dump());
+  const int64_t x = v.get<int64_t>();
+  if ((v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT32_MAX)) || x < INT32_MIN || x > INT32_MAX)
+    throw std::out_of_range("'" + key + "' " + v.dump() + " is not a 32-bit index");
+  return static_cast<int32_t>(x);
+}
+inline int32_t indexField(const nlohmann::json& o, const char* key) { return indexValue(o.at(key), key); }
+// An integer field (nlohmann would convert 1e30 to an int64_t with undefined behaviour).
+inline int64_t intValue(const nlohmann::json& v, const std::string& key) {
+  if (!v.is_number_integer()) throw std::invalid_argument("'" + key + "' is not an integer: " + v.dump());
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+    throw std::out_of_range("'" + key + "' " + v.dump() + " is out of range");
+  return v.get<int64_t>();
+}
+inline int64_t intField(const nlohmann::json& o, const char* key) { return intValue(o.at(key), key); }
+inline std::vector<int64_t> intListValue(const nlohmann::json& v, const std::string& key) {
+  if (!v.is_array()) throw std::invalid_argument("'" + key + "' is not a list");
+  std::vector<int64_t> out;
+  for (const auto& x : v) out.push_back(intValue(x, key));
+  return out;
+}
+inline std::vector<int64_t> intList(const nlohmann::json& o, const char* key) { return intListValue(o.at(key), key); }
+inline std::vector<int32_t> indexListValue(const nlohmann::json& v, const std::string& key) {
+  if (!v.is_array()) throw std::invalid_argument("'" + key + "' is not a list");
+  std::vector<int32_t> out;
+  for (const auto& x : v) out.push_back(indexValue(x, key));
+  return out;
+}
+inline std::vector<int32_t> indexList(const nlohmann::json& o, const char* key) { return indexListValue(o.at(key), key); }
+
 // Returns an empty string on success, else one line saying what is wrong with the file.
 inline std::string parse(const std::string& bytes, Plan* p) {
   const size_t head = sizeof kMagic + 4 + 4 + 8 + 8;
@@ -273,80 +351,98 @@ inline std::string parse(const std::string& bytes, Plan* p) {
   nlohmann::json j = nlohmann::json::parse(bytes.begin() + head, bytes.begin() + head + jsonLen,
                                            nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return "plan is corrupted (its JSON section does not parse)";
+  std::string at = "the header";  // the item being read, for the message
   try {
     p->model = j.at("model").get<std::string>();
     p->profile = j.at("profile").get<std::string>();
-    p->alignment = j.at("alignment").get<int64_t>();
-    p->arenaBytes = j.at("arena_bytes").get<int64_t>();
+    p->alignment = intField(j, "alignment");
+    p->arenaBytes = intField(j, "arena_bytes");
     for (const auto& o : j.at("tensors")) {
       Tensor t;
+      at = "tensor " + std::to_string(p->tensors.size());
       t.name = o.at("name").get<std::string>();
+      at += " '" + t.name + "'";
       t.dtype = o.at("dtype").get<std::string>();
-      t.shape = o.at("shape").get<std::vector<int64_t>>();
+      t.shape = intList(o, "shape");
       t.layout = o.at("layout").get<std::string>();
       t.storage = o.at("storage").get<std::string>();
       if (!roleFromName(o.at("role").get<std::string>(), &t.role))
         return "plan tensor '" + t.name + "' has an unknown role";
-      t.offset = o.at("offset").get<int64_t>();
-      t.bytes = o.at("bytes").get<int64_t>();
+      t.offset = intField(o, "offset");
+      t.bytes = intField(o, "bytes");
       if (o.contains("source")) t.source = o.at("source").get<std::string>();
-      if (o.contains("const_offset")) t.constOffset = o.at("const_offset").get<int64_t>();
+      if (o.contains("const_offset")) t.constOffset = intField(o, "const_offset");
       if (o.contains("image")) {
-        const auto extent = o.at("image").get<std::array<int64_t, 2>>();
+        const std::vector<int64_t> extent = intList(o, "image");
+        if (extent.size() != 2) return "plan tensor '" + t.name + "' has an image extent that is not [width, height]";
         t.imageWidth = extent[0];
         t.imageHeight = extent[1];
-        t.imageSlot = o.at("image_slot").get<int32_t>();
+        t.imageSlot = indexField(o, "image_slot");
       }
-      t.pack = o.value("pack", -1);
-      t.unpack = o.value("unpack", -1);
+      t.pack = o.contains("pack") ? indexField(o, "pack") : -1;
+      t.unpack = o.contains("unpack") ? indexField(o, "unpack") : -1;
       p->tensors.push_back(std::move(t));
     }
     p->program = j.at("program").get<std::string>();
     p->buildOptions = j.at("build_options").get<std::string>();
     p->kernelNames = j.at("kernels").get<std::vector<std::string>>();
-    auto readLaunches = [](const nlohmann::json& list, std::vector<Launch>* out) {
+    at = "kernel_work";
+    for (const auto& w : j.at("kernel_work")) p->kernelWork.push_back({intList(w, "global"), intList(w, "local"), intList(w, "arg_bytes")});
+    if (p->kernelWork.size() != p->kernelNames.size()) return "plan is malformed: kernel_work does not have one entry per kernel";
+    auto readLaunches = [&at](const nlohmann::json& list, std::vector<Launch>* out, const char* what) {
       for (const auto& o : list) {
         Launch l;
+        at = what + std::string(" ") + std::to_string(out->size());
         l.phase = o.at("phase").get<std::string>();
-        l.kernel = o.at("kernel").get<int32_t>();
-        l.args = o.at("args").get<std::vector<int32_t>>();
-        l.global = o.at("global").get<std::vector<int64_t>>();
-        l.local = o.at("local").get<std::vector<int64_t>>();
+        l.kernel = indexField(o, "kernel");
+        l.args = indexList(o, "args");
+        l.global = intList(o, "global");
+        l.local = intList(o, "local");
+        l.argBytes = intList(o, "arg_bytes");
         l.node = o.at("node").get<std::string>();
         l.kind = o.value("kind", std::string("compute"));
         if (o.contains("fused")) l.fused = o.at("fused").get<std::vector<std::string>>();
         out->push_back(std::move(l));
       }
     };
-    readLaunches(j.at("launches"), &p->launches);
-    readLaunches(j.at("transfers"), &p->transfers);
-    p->staging = j.at("staging").get<int32_t>();
-    p->imageSlots = j.at("image_slots").get<std::vector<std::array<int64_t, 2>>>();
-    p->commits = j.at("commits").get<std::vector<std::array<int32_t, 2>>>();
-    p->inputs = j.at("inputs").get<std::vector<int32_t>>();
+    readLaunches(j.at("launches"), &p->launches, "launch");
+    readLaunches(j.at("transfers"), &p->transfers, "transfer");
+    at = "the plan's tensor lists";
+    p->staging = indexField(j, "staging");
+    for (const auto& slot : j.at("image_slots")) {
+      const std::vector<int64_t> extent = intListValue(slot, "image_slots");
+      if (extent.size() != 2) return "plan is malformed: an image slot is not [width, height]";
+      p->imageSlots.push_back({extent[0], extent[1]});
+    }
+    for (const auto& c : j.at("commits")) {
+      const std::vector<int32_t> pair = indexListValue(c, "commits");
+      if (pair.size() != 2) return "plan is malformed: a commit is not a [src, dst] pair";
+      p->commits.push_back({pair[0], pair[1]});
+    }
+    p->inputs = indexList(j, "inputs");
     for (const auto& o : j.at("input_checks")) {
       InputCheck c;
-      c.input = o.at("input").get<int32_t>();
+      c.input = indexField(o, "input");
       c.kind = o.at("kind").get<std::string>();
-      c.lo = o.at("lo").get<int64_t>();
-      c.hi = o.at("hi").get<int64_t>();
+      c.lo = intField(o, "lo");
+      c.hi = intField(o, "hi");
       c.hasIgnore = o.contains("ignore_index");
-      if (c.hasIgnore) c.ignoreIndex = o.at("ignore_index").get<int64_t>();
+      if (c.hasIgnore) c.ignoreIndex = intField(o, "ignore_index");
       c.node = o.at("node").get<std::string>();
       c.table = o.value("table", std::string());
       p->inputChecks.push_back(std::move(c));
     }
-    p->loss = j.at("loss").get<int32_t>();
-    p->step = j.at("step").get<int32_t>();
+    p->loss = indexField(j, "loss");
+    p->step = indexField(j, "step");
     for (const auto& o : j.at("trainables"))
-      p->trainables.push_back({o.at("param").get<int32_t>(), o.at("grad").get<int32_t>(),
+      p->trainables.push_back({indexField(o, "param"), indexField(o, "grad"),
                                o.at("adapter_key").get<std::string>()});
-    p->state = j.at("state").get<std::vector<int32_t>>();
+    p->state = indexList(j, "state");
     p->optimizer = j.at("optimizer");
     p->adapterConfig = j.at("adapter_config");
     if (j.contains("explain")) p->explain = j.at("explain");
-  } catch (const nlohmann::json::exception& e) {
-    return std::string("plan is malformed: ") + e.what();
+  } catch (const std::exception& e) {
+    return "plan is malformed at " + at + ": " + e.what();
   }
   p->blob.assign(bytes.begin() + head + jsonLen, bytes.begin() + head + jsonLen + blobLen);
   // Indices must be in range before anyone uses them.
@@ -354,48 +450,58 @@ inline std::string parse(const std::string& bytes, Plan* p) {
   auto bad = [n](int32_t i) { return i < -1 || i >= n; };
   const auto transfers = static_cast<int32_t>(p->transfers.size());
   for (const Tensor& t : p->tensors) {
-    if (t.offset < 0 || t.bytes < 0 || t.offset + t.bytes > p->arenaBytes)
-      return "plan tensor '" + t.name + "' lies outside the arena";
-    if (t.constOffset >= 0 && t.constOffset + t.bytes > static_cast<int64_t>(p->blob.size()))
-      return "plan constant '" + t.name + "' lies outside the blob";
+    // Written so that no sum can overflow.
+    if (t.offset < 0 || t.bytes < 0 || t.offset > p->arenaBytes || t.bytes > p->arenaBytes - t.offset)
+      return "plan tensor '" + t.name + "' lies outside the arena (offset " + std::to_string(t.offset) + ", bytes " +
+             std::to_string(t.bytes) + ", arena_bytes " + std::to_string(p->arenaBytes) + ")";
+    const auto blobBytes = static_cast<int64_t>(p->blob.size());
+    if (t.constOffset >= 0 && (t.constOffset > blobBytes || t.bytes > blobBytes - t.constOffset))
+      return "plan constant '" + t.name + "' lies outside the blob (const_offset " + std::to_string(t.constOffset) + ")";
     if (t.storage != "buffer" && t.storage != "image")
       return "plan tensor '" + t.name + "' has an unknown storage '" + t.storage + "'";
     if (t.image() && (t.imageSlot < 0 || t.imageSlot >= static_cast<int32_t>(p->imageSlots.size()) ||
                       p->imageSlots[t.imageSlot][0] != t.imageWidth || p->imageSlots[t.imageSlot][1] != t.imageHeight ||
                       t.dtype != "f32" || t.constOffset >= 0))
-      return "plan tensor '" + t.name + "' names a bad image";
+      return "plan tensor '" + t.name + "': image_slot " + std::to_string(t.imageSlot) + " and image [" + std::to_string(t.imageWidth) + ", " +
+             std::to_string(t.imageHeight) + "] do not name an f32 image slot of that extent";
     if (t.pack < -1 || t.pack >= transfers || t.unpack < -1 || t.unpack >= transfers ||
         ((t.pack >= 0 || t.unpack >= 0) && (p->staging < 0 || p->staging >= n)))
-      return "plan tensor '" + t.name + "' has a bad pack or unpack";
+      return "plan tensor '" + t.name + "': pack " + std::to_string(t.pack) + " or unpack " + std::to_string(t.unpack) +
+             " is not a transfer, or there is no staging tensor";
     if (t.image() && t.pack < 0 && t.role != Role::Intermediate)
       return "plan tensor '" + t.name + "' is an image the runtime cannot fill";
   }
-  if (p->staging >= n || p->staging < -1) return "plan has a bad staging tensor";
+  if (p->staging >= n || p->staging < -1) return "plan's staging " + std::to_string(p->staging) + " is not a tensor";
   for (const auto& slot : p->imageSlots)
     if (slot[0] <= 0 || slot[1] <= 0) return "plan has an image of no extent";
   for (const auto* list : {&p->launches, &p->transfers})
-    for (const Launch& l : *list) {
+    for (size_t i = 0; i < list->size(); ++i) {
+      const Launch& l = (*list)[i];
+      const std::string who = std::string(list == &p->launches ? "launch " : "transfer ") + std::to_string(i) + " (node '" + l.node + "')";
       if (l.kernel < 0 || l.kernel >= static_cast<int32_t>(p->kernelNames.size()))
-        return "plan launch for node '" + l.node + "' names no kernel";
-      for (int32_t a : l.args)
-        if (a < 0 || a >= n) return "plan launch for node '" + l.node + "' has a bad argument";
+        return who + ": kernel " + std::to_string(l.kernel) + " is not one of the " + std::to_string(p->kernelNames.size()) + " kernels";
+      for (size_t a = 0; a < l.args.size(); ++a)
+        if (l.args[a] < 0 || l.args[a] >= n)
+          return who + ": args[" + std::to_string(a) + "] " + std::to_string(l.args[a]) + " is not one of the " + std::to_string(n) + " tensors";
       if (l.global.empty() || l.global.size() > 3 || (!l.local.empty() && l.local.size() != l.global.size()))
-        return "plan launch for node '" + l.node + "' has bad sizes";
+        return who + ": global has " + std::to_string(l.global.size()) + " dimensions and local " + std::to_string(l.local.size()) +
+               " (1 to 3, local empty or the same)";
     }
   for (const auto& c : p->commits)
     if (c[0] < 0 || c[0] >= n || c[1] < 0 || c[1] >= n || p->tensors[c[0]].image() || p->tensors[c[1]].image())
-      return "plan has a bad commit";
-  if (bad(p->loss) || bad(p->step)) return "plan has a bad loss or step tensor";
+      return "plan has a commit [" + std::to_string(c[0]) + ", " + std::to_string(c[1]) + "] that is not two buffer tensors";
+  if (bad(p->loss) || bad(p->step)) return "plan's loss " + std::to_string(p->loss) + " or step " + std::to_string(p->step) + " is not a tensor";
   for (int32_t i : p->inputs)
-    if (i < 0 || i >= n) return "plan has a bad input tensor";
+    if (i < 0 || i >= n) return "plan's inputs name " + std::to_string(i) + ", not a tensor";
   for (const InputCheck& c : p->inputChecks)
     if (std::find(p->inputs.begin(), p->inputs.end(), c.input) == p->inputs.end() ||
         (c.kind != "index" && c.kind != "label") || c.lo > c.hi)
       return "plan has a bad input check (node '" + c.node + "')";
   for (const Trainable& t : p->trainables)
-    if (t.param < 0 || t.param >= n || bad(t.grad)) return "plan has a bad trainable";
+    if (t.param < 0 || t.param >= n || bad(t.grad))
+      return "plan's trainable '" + t.adapterKey + "' has param " + std::to_string(t.param) + " and grad " + std::to_string(t.grad) + ", not tensors";
   for (int32_t s : p->state)
-    if (s < 0 || s >= n) return "plan has a bad state tensor";
+    if (s < 0 || s >= n) return "plan's state names " + std::to_string(s) + ", not a tensor";
   return "";
 }
 

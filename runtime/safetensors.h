@@ -6,12 +6,14 @@
 // optional "__metadata__" (string to string), then the raw bytes.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -80,39 +82,99 @@ inline std::string write(const std::string& path, const File& f) {
   return writeFileAtomic(path, serialize(f));
 }
 
+// Bytes per element of a safetensors dtype; 0 for one this reader does not know.
+inline int64_t elementBytes(const std::string& dtype) {
+  if (dtype == "F64" || dtype == "I64" || dtype == "U64") return 8;
+  if (dtype == "F32" || dtype == "I32" || dtype == "U32") return 4;
+  if (dtype == "F16" || dtype == "BF16" || dtype == "I16" || dtype == "U16") return 2;
+  if (dtype == "I8" || dtype == "U8" || dtype == "BOOL") return 1;
+  return 0;
+}
+
+// The format's own limit on the header (safetensors refuses a larger one too).
+inline constexpr uint64_t kMaxHeaderBytes = uint64_t{100} << 20;
+
+// Parses a whole file's bytes, checking the header before trusting any of it: its length, that
+// it is a JSON object, each tensor's dtype known, shape non-negative, data_offsets inside the
+// data and of exactly dtype x shape bytes with no overflow, the tensors' byte ranges disjoint
+// and together covering the data, metadata strings. `path` is for messages.
+inline std::string parse(const std::string& bytes, const std::string& path, File* f) {
+  const std::string where = "'" + path + "'";
+  if (bytes.size() < 8) return where + " is not a safetensors file (too short)";
+  uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  if (n > bytes.size() - 8 || n > kMaxHeaderBytes)
+    return where + " is not a safetensors file (header length " + std::to_string(n) + " exceeds the file's " +
+           std::to_string(bytes.size() - 8) + " bytes or 100 MiB)";
+  nlohmann::json h = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<int64_t>(n),
+                                           nullptr, false);
+  if (h.is_discarded() || !h.is_object()) return where + " has a malformed safetensors header (not a JSON object)";
+  const uint64_t base = 8 + n;
+  const uint64_t dataBytes = bytes.size() - base;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  try {
+    for (auto it = h.begin(); it != h.end(); ++it) {
+      if (it.key() == "__metadata__") {
+        if (!it->is_object()) return where + ": __metadata__ is not an object of strings";
+        for (auto m = it->begin(); m != it->end(); ++m) {
+          if (!m->is_string()) return where + ": metadata '" + m.key() + "' is not a string";
+          f->metadata[m.key()] = m->get<std::string>();
+        }
+        continue;
+      }
+      const std::string who = where + ": tensor '" + it.key() + "'";
+      if (!it->is_object()) return who + " is not an object";
+      Entry e;
+      const auto& dtype = it->at("dtype");
+      if (!dtype.is_string() || elementBytes(dtype.get<std::string>()) == 0) return who + ": dtype " + dtype.dump() + " is unknown";
+      e.dtype = dtype.get<std::string>();
+      uint64_t expected = static_cast<uint64_t>(elementBytes(e.dtype));
+      const auto& shape = it->at("shape");
+      if (!shape.is_array()) return who + ": shape is not an array";
+      for (const auto& d : shape) {
+        // Dimensions up to 2^40 and a product below 2^62: no product of them overflows.
+        if (!d.is_number_unsigned() || d.get<uint64_t>() > (uint64_t{1} << 40))
+          return who + ": shape dimension " + d.dump() + " is not a non-negative integer below 2^40";
+        const uint64_t dim = d.get<uint64_t>();
+        if (dim != 0 && expected > (uint64_t{1} << 62) / dim) return who + ": shape " + shape.dump() + " is too large";
+        expected *= dim;
+        e.shape.push_back(static_cast<int64_t>(dim));
+      }
+      const auto& offs = it->at("data_offsets");
+      if (!offs.is_array() || offs.size() != 2 || !offs[0].is_number_unsigned() || !offs[1].is_number_unsigned())
+        return who + ": data_offsets " + offs.dump() + " is not two non-negative integers";
+      const uint64_t begin = offs[0].get<uint64_t>(), end = offs[1].get<uint64_t>();
+      if (begin > end || end > dataBytes)
+        return who + ": data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + "] lie outside the file's " +
+               std::to_string(dataBytes) + " data bytes";
+      if (end - begin != expected)
+        return who + ": data_offsets hold " + std::to_string(end - begin) + " bytes but " + e.dtype + shape.dump() + " needs " +
+               std::to_string(expected);
+      ranges.emplace_back(begin, end);
+      e.data.assign(bytes.begin() + static_cast<int64_t>(base + begin), bytes.begin() + static_cast<int64_t>(base + end));
+      f->tensors[it.key()] = std::move(e);
+    }
+  } catch (const nlohmann::json::exception& ex) {
+    return where + " has a malformed safetensors header: " + ex.what();
+  }
+  // In offset order the tensors must tile the data: each starts where the last ended.
+  std::sort(ranges.begin(), ranges.end());
+  uint64_t at = 0;
+  for (const auto& [begin, end] : ranges) {
+    if (begin < at) return where + ": two tensors share the data bytes at offset " + std::to_string(begin);
+    if (begin > at) return where + ": the data bytes [" + std::to_string(at) + ", " + std::to_string(begin) + ") belong to no tensor";
+    at = end;
+  }
+  if (at != dataBytes) return where + ": the data bytes after offset " + std::to_string(at) + " belong to no tensor";
+  return "";
+}
+
 // Returns an empty string on success, else one line naming the file and the fault.
 inline std::string read(const std::string& path, File* f) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return "cannot open '" + path + "'";
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (bytes.size() < 8) return "'" + path + "' is not a safetensors file (too short)";
-  uint64_t n = 0;
-  std::memcpy(&n, bytes.data(), 8);
-  if (n > bytes.size() - 8) return "'" + path + "' is not a safetensors file (bad header length)";
-  nlohmann::json h = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<int64_t>(n),
-                                           nullptr, false);
-  if (h.is_discarded() || !h.is_object()) return "'" + path + "' has a malformed safetensors header";
-  const uint64_t base = 8 + n;
-  try {
-    for (auto it = h.begin(); it != h.end(); ++it) {
-      if (it.key() == "__metadata__") {
-        for (auto m = it->begin(); m != it->end(); ++m) f->metadata[m.key()] = m->get<std::string>();
-        continue;
-      }
-      Entry e;
-      e.dtype = it->at("dtype").get<std::string>();
-      e.shape = it->at("shape").get<std::vector<int64_t>>();
-      const auto offs = it->at("data_offsets").get<std::vector<uint64_t>>();
-      if (offs.size() != 2 || offs[0] > offs[1] || base + offs[1] > bytes.size())
-        return "'" + path + "': tensor '" + it.key() + "' lies outside the file";
-      e.data.assign(bytes.begin() + static_cast<int64_t>(base + offs[0]),
-                    bytes.begin() + static_cast<int64_t>(base + offs[1]));
-      f->tensors[it.key()] = std::move(e);
-    }
-  } catch (const nlohmann::json::exception& ex) {
-    return "'" + path + "' has a malformed safetensors header: " + ex.what();
-  }
-  return "";
+  return parse(bytes, path, f);
 }
 
 }  // namespace fbl::safetensors

@@ -1,6 +1,8 @@
 // Opening a plan:
-//  1. read and verify the plan file (version, checksum, indices);
-//  2. pick the device, create context and in-order queue, check alignment and allocation limits;
+//  1. read and verify the plan file whole (runtime/plan_check.h: version, checksum, indices,
+//     every size, offset, argument and work size);
+//  2. pick the device, check each launch's work sizes against its limits, create context and
+//     in-order queue, check alignment and allocation limits;
 //  3. allocate one arena of plan.arenaBytes;
 //  4. build the program (or load it from the cache) and create one kernel object per launch with
 //     its arguments bound: the arena, then each tensor's byte offset in it;
@@ -12,19 +14,24 @@
 // unpack launch brings them back, so weights, checkpoints and adapters stay row-major.
 // Every input write is checked on the host first (runtime/input_check.h), so a launch only ever
 // sees inputs within the plan's bounds; a step refuses to start while an input was never written.
-// A step then only writes the step counter, enqueues the launches and copies the commits.
+// A step then only writes the step counter, enqueues the launches and copies the commits,
+// reporting progress and honouring a cancel request up to the optimizer phase
+// (runtime/step_control.h). Weights and checkpoints are checked whole before anything is written.
 // With OpenOptions::profileLaunches the queue profiles and every launch keeps its event until
 // the call's clFinish, when the events' start and end times become launchTimes().
 #include "runtime/session.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <map>
 
 #include "runtime/input_check.h"
+#include "runtime/plan_check.h"
 #include "runtime/program_cache.h"
 #include "runtime/safetensors.h"
+#include "runtime/weights_check.h"
 
 namespace fbl::rt {
 
@@ -72,6 +79,45 @@ std::vector<Dev> allDevices() {
   return out;
 }
 
+DeviceLimits limitsOf(cl_device_id d) {
+  DeviceLimits l;
+  cl_uint dimsCount = 0;
+  clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS, sizeof dimsCount, &dimsCount, nullptr);
+  l.maxDims = dimsCount;
+  std::vector<size_t> sizes(std::max<cl_uint>(dimsCount, 3), 1);
+  clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof(size_t) * dimsCount, sizes.data(), nullptr);
+  for (size_t i = 0; i < 3; ++i) l.maxItemSizes[i] = sizes[i];
+  size_t group = 0;
+  clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof group, &group, nullptr);
+  l.maxGroupSize = group;
+  cl_uint bits = 32;
+  clGetDeviceInfo(d, CL_DEVICE_ADDRESS_BITS, sizeof bits, &bits, nullptr);
+  l.addressBits = bits;
+  return l;
+}
+
+// A kernel's own limits on its work-group, which the program build decides: the largest group
+// (registers, local memory) and a reqd_work_group_size the local size must equal.
+std::string checkKernelGroup(cl_kernel k, cl_device_id d, const planfile::Plan& plan, size_t index, bool transfer) {
+  const planfile::Launch& l = transfer ? plan.transfers[index] : plan.launches[index];
+  size_t most = 0, required[3] = {0, 0, 0};
+  clGetKernelWorkGroupInfo(k, d, CL_KERNEL_WORK_GROUP_SIZE, sizeof most, &most, nullptr);
+  clGetKernelWorkGroupInfo(k, d, CL_KERNEL_COMPILE_WORK_GROUP_SIZE, sizeof required, required, nullptr);
+  const std::string who = launchName(plan, index, transfer);
+  if (required[0] != 0) {
+    bool same = !l.local.empty();
+    for (size_t i = 0; same && i < 3; ++i) same = required[i] == (i < l.local.size() ? static_cast<size_t>(l.local[i]) : 1);
+    if (!same)
+      return who + ": local size differs from the kernel's reqd_work_group_size (" + std::to_string(required[0]) + ", " +
+             std::to_string(required[1]) + ", " + std::to_string(required[2]) + ")";
+  }
+  size_t group = 1;
+  for (int64_t x : l.local) group *= static_cast<size_t>(x);
+  if (!l.local.empty() && most > 0 && group > most)
+    return who + ": a work-group of " + std::to_string(group) + " work-items exceeds the kernel's " + std::to_string(most) + " on this device";
+  return "";
+}
+
 std::string readFile(const std::string& path, std::string* out) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return "cannot open '" + path + "'";
@@ -91,6 +137,7 @@ struct Session::Impl {
   planfile::Plan plan;
   std::string planPath;
   Dev dev{};
+  DeviceLimits limits;
   cl_context ctx = nullptr;
   cl_command_queue queue = nullptr;
   cl_mem arena = nullptr;
@@ -104,6 +151,8 @@ struct Session::Impl {
   bool profiling = false;
   std::vector<std::pair<int32_t, cl_event>> events;  // launch index, its event (profiling only)
   std::vector<LaunchTime> times;
+  StepControl control;
+  bool cancelled = false;          // the last step or evaluation returned because it was cancelled
 
   ~Impl() {
     // The queue first, drained, then the objects its commands used.
@@ -189,6 +238,38 @@ struct Session::Impl {
     return "";
   }
 
+  // Launches [begin, end) of a step, reporting progress (done counts from the step's first
+  // launch). A cancellable range stops at the first launch boundary after a cancel request, once
+  // what it enqueued has finished, and says so in *stopped.
+  std::string runRange(size_t begin, size_t end, int64_t stepNumber, int32_t total, bool cancellable, bool* stopped) {
+    *stopped = false;
+    for (size_t i = begin; i < end; ++i) {
+      if (cancellable && control.requested()) {
+        *stopped = true;
+        const cl_int st = clFinish(queue);
+        return st == CL_SUCCESS ? "" : clErr("clFinish", st);
+      }
+      if (auto e = enqueue(i); !e.empty()) return e;
+      const bool phaseEnd = i + 1 == end || plan.launches[i + 1].phase != plan.launches[i].phase;
+      const auto done = static_cast<int32_t>(i + 1);
+      if (control.due(done, phaseEnd)) {
+        const cl_int st = clFinish(queue);
+        if (st != CL_SUCCESS) return clErr("clFinish", st);
+        control.report({stepNumber, plan.launches[i].phase.c_str(), done, total});
+      }
+    }
+    return "";
+  }
+
+  // A step that honoured a cancel request: the request is consumed and the queue drained.
+  std::string cancel(const std::string& message) {
+    control.take();
+    cancelled = true;
+    const cl_int st = clFinish(queue);
+    dropEvents();
+    return st == CL_SUCCESS ? message : clErr("clFinish", st);
+  }
+
   std::string enqueue(size_t i) {
     cl_event ev = nullptr;
     if (auto e = enqueueKernel(kernels[i], plan.launches[i], profiling ? &ev : nullptr); !e.empty()) return e;
@@ -228,7 +309,8 @@ struct Session::Impl {
   std::string open(const OpenOptions& opts) {
     std::string bytes;
     if (auto e = readFile(planPath, &bytes); !e.empty()) return e;
-    if (auto e = planfile::parse(bytes, &plan); !e.empty()) return where() + ": " + e;
+    // Parsed and checked whole before any OpenCL call; geometry once the device is known.
+    if (auto e = loadPlan(bytes, planPath, nullptr, &plan); !e.empty()) return e;
     // 2. device
     const std::vector<Dev> devs = allDevices();
     if (devs.empty()) return "no OpenCL device found (is an ICD installed? `clinfo -l` lists them)";
@@ -241,6 +323,8 @@ struct Session::Impl {
       for (const Dev& d : devs)
         if (d.info.gpu) { dev = d; break; }
     }
+    limits = limitsOf(dev.id);
+    if (auto e = checkLaunchGeometry(plan, limits); !e.empty()) return where() + ": " + e;
     cl_int st = CL_SUCCESS;
     const cl_context_properties props[] = {CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(dev.platform), 0};
     ctx = clCreateContext(props, 1, &dev.id, nullptr, nullptr, &st);
@@ -285,13 +369,17 @@ struct Session::Impl {
     program = built.program;
     fromCache = built.fromCache;
     std::vector<cl_kernel> byName(plan.kernelNames.size(), nullptr);
-    for (const auto& [list, into] : {std::pair{&plan.launches, &kernels}, std::pair{&plan.transfers, &transferKernels}})
-      for (const planfile::Launch& l : *list) {
+    for (const bool transfer : {false, true}) {
+      const std::vector<planfile::Launch>& list = transfer ? plan.transfers : plan.launches;
+      for (size_t i = 0; i < list.size(); ++i) {
+        const planfile::Launch& l = list[i];
         cl_kernel k = clCreateKernel(program, plan.kernelNames[l.kernel].c_str(), &st);
         if (st != CL_SUCCESS) return clErr(("creating kernel " + plan.kernelNames[l.kernel]).c_str(), st);
-        into->push_back(k);
+        (transfer ? transferKernels : kernels).push_back(k);
+        if (auto e = checkKernelGroup(k, dev.id, plan, i, transfer); !e.empty()) return where() + ": " + e;
         if (auto e = bind(k, l); !e.empty()) return e;
       }
+    }
     // 5. constants and state
     loaded.assign(plan.tensors.size(), false);
     for (size_t t = 0; t < plan.tensors.size(); ++t) {
@@ -343,6 +431,7 @@ std::unique_ptr<Session> Session::open(const std::string& planPath, const OpenOp
 
 const planfile::Plan& Session::plan() const { return impl_->plan; }
 const DeviceInfo& Session::device() const { return impl_->dev.info; }
+const DeviceLimits& Session::deviceLimits() const { return impl_->limits; }
 bool Session::programFromCache() const { return impl_->fromCache; }
 int64_t Session::step() const { return impl_->step; }
 const std::vector<LaunchTime>& Session::launchTimes() const { return impl_->times; }
@@ -351,20 +440,12 @@ std::string Session::loadWeights(const std::string& path) {
   safetensors::File f;
   if (auto e = safetensors::read(path, &f); !e.empty()) return e;
   Impl& m = *impl_;
+  // The whole file first: a refused file writes nothing.
+  if (auto e = checkWeights(m.plan, f, path); !e.empty()) return e;
   for (size_t t = 0; t < m.plan.tensors.size(); ++t) {
     const planfile::Tensor& pt = m.plan.tensors[t];
     if (pt.role != planfile::Role::Weight && pt.role != planfile::Role::Trainable) continue;
-    auto it = f.tensors.find(pt.source);
-    if (it == f.tensors.end()) return "'" + path + "' has no tensor '" + pt.source + "' that the plan needs";
-    const safetensors::Entry& e = it->second;
-    if (e.dtype != safetensors::fromFblDType(pt.dtype) || e.shape != pt.shape) {
-      std::string s;
-      for (int64_t d : e.shape) s += (s.empty() ? "" : ",") + std::to_string(d);
-      std::string want;
-      for (int64_t d : pt.shape) want += (want.empty() ? "" : ",") + std::to_string(d);
-      return "'" + path + "': tensor '" + pt.source + "' is " + e.dtype + "[" + s + "] but the plan expects " +
-             safetensors::fromFblDType(pt.dtype) + "[" + want + "]";
-    }
+    const safetensors::Entry& e = f.tensors.at(pt.source);
     // Row-major bytes; write() packs them into the tensor's layout.
     if (auto err = m.write(static_cast<int32_t>(t), e.data.data(), e.data.size()); !err.empty()) return err;
     m.loaded[t] = true;
@@ -426,22 +507,31 @@ std::string Session::runPhases(const std::vector<std::string>& phases) {
 std::string Session::trainStep(float* loss) {
   Impl& m = *impl_;
   m.beginCall();
+  m.cancelled = false;
   if (m.plan.loss < 0) return "the plan has no loss";
   if (auto e = m.missingWeights(); !e.empty()) return e;
   const int64_t next = m.step + 1;
+  const std::string cancelled = "step " + std::to_string(next) +
+                                " was cancelled before its optimizer phase; trainables, optimizer state and the step are as before";
+  if (m.control.take()) return m.cancel(cancelled);
   if (m.plan.step >= 0)
     if (auto e = m.write(m.plan.step, &next, sizeof next); !e.empty()) return e;
-  size_t i = 0;
-  for (; i < m.plan.launches.size() && m.plan.launches[i].phase != "optimizer"; ++i)
-    if (auto e = m.enqueue(i); !e.empty()) return e;
+  // Phases are in step order (runtime/plan_check.h): the optimizer launches are the tail.
+  size_t optimizer = 0;
+  while (optimizer < m.plan.launches.size() && m.plan.launches[optimizer].phase != "optimizer") ++optimizer;
+  const auto total = static_cast<int32_t>(m.plan.launches.size());
+  bool stopped = false;
+  if (auto e = m.runRange(0, optimizer, next, total, /*cancellable=*/true, &stopped); !e.empty()) return e;
+  if (stopped) return m.cancel(cancelled);
   float l = 0.0f;
   cl_int st = clEnqueueReadBuffer(m.queue, m.arena, CL_TRUE, static_cast<size_t>(m.plan.tensors[m.plan.loss].offset),
                                   sizeof l, &l, 0, nullptr, nullptr);
   if (st != CL_SUCCESS) return clErr("reading the loss", st);
   if (loss) *loss = l;
   if (!std::isfinite(l)) return "loss is " + std::string(std::isnan(l) ? "NaN" : "infinite") + " at step " + std::to_string(next) + "; trainables were not updated";
-  for (; i < m.plan.launches.size(); ++i)
-    if (auto e = m.enqueue(i); !e.empty()) return e;
+  // The last moment a cancel is honoured: from here on the step runs to its end.
+  if (m.control.take()) return m.cancel(cancelled);
+  if (auto e = m.runRange(optimizer, m.plan.launches.size(), next, total, /*cancellable=*/false, &stopped); !e.empty()) return e;
   for (const auto& c : m.plan.commits) {
     st = clEnqueueCopyBuffer(m.queue, m.arena, m.arena, static_cast<size_t>(m.plan.tensors[c[0]].offset),
                              static_cast<size_t>(m.plan.tensors[c[1]].offset),
@@ -453,6 +543,34 @@ std::string Session::trainStep(float* loss) {
   m.step = next;
   return m.collectTimes();
 }
+
+std::string Session::evalStep(float* loss) {
+  Impl& m = *impl_;
+  m.beginCall();
+  m.cancelled = false;
+  if (m.plan.loss < 0) return "the plan has no loss";
+  if (auto e = m.missingWeights(); !e.empty()) return e;
+  const std::string cancelled = "the evaluation was cancelled; nothing was changed";
+  if (m.control.take()) return m.cancel(cancelled);
+  size_t forward = 0;
+  bool lossComputed = false;
+  for (; forward < m.plan.launches.size() && m.plan.launches[forward].phase == "forward"; ++forward)
+    for (int32_t a : m.plan.launches[forward].args) lossComputed = lossComputed || a == m.plan.loss;
+  if (!lossComputed) return "the plan computes its loss outside the forward phase, so it cannot be evaluated alone";
+  bool stopped = false;
+  if (auto e = m.runRange(0, forward, m.step + 1, static_cast<int32_t>(forward), /*cancellable=*/true, &stopped); !e.empty()) return e;
+  if (stopped) return m.cancel(cancelled);
+  float l = 0.0f;
+  const cl_int st = clEnqueueReadBuffer(m.queue, m.arena, CL_TRUE, static_cast<size_t>(m.plan.tensors[m.plan.loss].offset),
+                                        sizeof l, &l, 0, nullptr, nullptr);
+  if (st != CL_SUCCESS) return clErr("reading the loss", st);
+  if (loss) *loss = l;
+  return m.collectTimes();
+}
+
+void Session::setProgress(ProgressFn fn, int32_t every) { impl_->control.setProgress(std::move(fn), every); }
+void Session::cancel() { impl_->control.cancel(); }
+bool Session::cancelled() const { return impl_->cancelled; }
 
 std::string Session::saveCheckpoint(const std::string& path) {
   Impl& m = *impl_;
@@ -479,21 +597,18 @@ std::string Session::loadCheckpoint(const std::string& path) {
   Impl& m = *impl_;
   safetensors::File f;
   if (auto e = safetensors::read(path, &f); !e.empty()) return e;
-  if (f.metadata["format"] != "fbl-checkpoint-1" || f.metadata.count("step") == 0)
-    return "'" + path + "' is not an fbl checkpoint";
+  // The whole file first: a refused checkpoint leaves trainables, state and step as they were.
+  int64_t step = 0;
+  if (auto e = checkCheckpoint(m.plan, f, path, &step); !e.empty()) return e;
   std::vector<int32_t> ids;
   for (const planfile::Trainable& t : m.plan.trainables) ids.push_back(t.param);
   ids.insert(ids.end(), m.plan.state.begin(), m.plan.state.end());
   for (int32_t t : ids) {
-    const planfile::Tensor& pt = m.plan.tensors[t];
-    auto it = f.tensors.find(pt.name);
-    if (it == f.tensors.end()) return "checkpoint '" + path + "' has no tensor '" + pt.name + "'";
-    if (it->second.shape != pt.shape || static_cast<int64_t>(it->second.data.size()) != planfile::logicalBytes(pt))
-      return "checkpoint '" + path + "': tensor '" + pt.name + "' does not match the plan's shape";
-    if (auto e = m.write(t, it->second.data.data(), it->second.data.size()); !e.empty()) return e;
+    const safetensors::Entry& e = f.tensors.at(m.plan.tensors[t].name);
+    if (auto err = m.write(t, e.data.data(), e.data.size()); !err.empty()) return err;
     m.loaded[t] = true;
   }
-  m.step = std::stoll(f.metadata["step"]);
+  m.step = step;
   return "";
 }
 

@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "runtime/plan_check.h"
 #include "runtime/plan_file.h"
+#include "runtime/step_control.h"
 
 namespace fbl::rt {
 
@@ -47,6 +49,8 @@ class Session {
 
   const planfile::Plan& plan() const;
   const DeviceInfo& device() const;
+  // What the device allows a launch; the plan's launches were checked against it at open.
+  const DeviceLimits& deviceLimits() const;
   bool programFromCache() const;
 
   // Base weights and trainables' initial values from a safetensors file, by the plan's names.
@@ -72,6 +76,17 @@ class Session {
   // the step and leaves trainables and state untouched. Refused before any launch while a
   // weight or an input was never written.
   std::string trainStep(float* loss);
+  // The loss of the current inputs without backward or update: the forward phase only. Nothing
+  // the step owns changes (trainables, state, the step number).
+  std::string evalStep(float* loss);
+  // Progress reports and cancellation (runtime/step_control.h): `fn` is called after every
+  // `every` launches and at each phase's end, on the calling thread, once the device finished
+  // them; returning false cancels. cancel() may be called from any thread. A cancelled step
+  // returns an error, cancelled() is then true, and trainables, optimizer state and step() are
+  // exactly as before it; the next step runs normally.
+  void setProgress(ProgressFn fn, int32_t every = 1);
+  void cancel();
+  bool cancelled() const;
   // Runs the launches of the given phases only ("forward", ...) and nothing else (tests,
   // benchmarks); refused while an input was never written.
   std::string runPhases(const std::vector<std::string>& phases);

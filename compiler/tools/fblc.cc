@@ -3,12 +3,14 @@
 // calls a run function that lives with its logic.
 #include <cstdio>
 #include <exception>
+#include <iostream>
 #include <string>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "compiler/analysis/explain.h"
+#include "compiler/analysis/plan_diff.h"
 #include "compiler/plan/compile_command.h"
 #include "compiler/profile/profile_command.h"
 #include "compiler/tools/inspect_command.h"
@@ -150,6 +152,15 @@ void addExplain(CLI::App& app, int& rc) {
   cmd->callback([&rc] { rc = fbl::analysis::runExplain(args); });
 }
 
+void addDiff(CLI::App& app, int& rc) {
+  static fbl::analysis::DiffArgs args;
+  auto* cmd = app.add_subcommand("diff", "What changed between two plans (exit 0: same, 1: different, 2: bad file)");
+  cmd->add_option("old", args.oldPlan, "The plan before (a golden plan)")->required();
+  cmd->add_option("new", args.newPlan, "The plan after")->required();
+  cmd->add_flag("--json", args.json, "Machine-readable output");
+  cmd->callback([&rc] { rc = fbl::analysis::runDiff(args, std::cout, std::cerr); });
+}
+
 void addRunRef(CLI::App& app, int& rc) {
   static fbl::train::RunRefArgs args;
   static std::vector<std::string> shapes;
@@ -196,6 +207,7 @@ int main(int argc, char** argv) {
     addProfile(app, rc);
     addCompile(app, rc);
     addExplain(app, rc);
+    addDiff(app, rc);
     addRunRef(app, rc);
     addZoo(app, rc);
     CLI11_PARSE(app, argc, argv);

@@ -1,6 +1,6 @@
 // fbl-train: fine-tunes a plan on an OpenCL device from the command line.
 //
-//   fbl-train PLAN --weights MODEL.onnx|WEIGHTS.safetensors [--data DIR] [--steps N]
+//   fbl-train PLAN --weights MODEL.onnx|WEIGHTS.safetensors [--data DIR] [--eval-data DIR] [--steps N]
 //             [--checkpoint-every K] [--checkpoint PATH] [--resume] [--dump-grads OUT]
 //             [--export-adapter DIR] [--device N] [--cache-dir DIR] [--list-devices]
 //
@@ -33,7 +33,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct Args {
-  std::string plan, weights, data, checkpoint, dumpGrads, exportAdapter, cacheDir;
+  std::string plan, weights, data, evalData, checkpoint, dumpGrads, exportAdapter, cacheDir;
   int steps = 50;
   int checkpointEvery = 0;
   int device = -1;
@@ -42,7 +42,7 @@ struct Args {
 };
 
 const char* kUsage =
-    "usage: fbl-train PLAN --weights MODEL.onnx|WEIGHTS.safetensors [--data DIR] [--steps N]\n"
+    "usage: fbl-train PLAN --weights MODEL.onnx|WEIGHTS.safetensors [--data DIR] [--eval-data DIR] [--steps N]\n"
     "                 [--checkpoint-every K] [--checkpoint PATH] [--resume] [--dump-grads OUT]\n"
     "                 [--export-adapter DIR] [--device N] [--cache-dir DIR] [--list-devices]\n";
 
@@ -66,6 +66,7 @@ std::string parseArgs(int argc, char** argv, Args* a) {
     bool ok = true;
     if (k == "--weights") ok = value(&a->weights);
     else if (k == "--data") ok = value(&a->data);
+    else if (k == "--eval-data") ok = value(&a->evalData);
     else if (k == "--steps") ok = number(&a->steps);
     else if (k == "--checkpoint-every") ok = number(&a->checkpointEvery);
     else if (k == "--checkpoint") ok = value(&a->checkpoint);
@@ -240,9 +241,14 @@ int run(const Args& a) {
   } else if (auto e = readData(a.data, s->plan().inputs.size(), &batches); !e.empty()) {
     return fmt::print(stderr, "error: {}\n", e), 1;
   }
+  std::vector<Batch> evalBatches;
+  if (!a.evalData.empty())
+    if (auto e = readData(a.evalData, s->plan().inputs.size(), &evalBatches); !e.empty())
+      return fmt::print(stderr, "error: --eval-data: {}\n", e), 1;
   // Every batch is checked before the first step, so a bad one stops the run before it trains.
-  for (const Batch& b : batches)
-    if (auto e = feed(*s, b, /*checkOnly=*/true); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+  for (const auto* list : {&batches, &evalBatches})
+    for (const Batch& b : *list)
+      if (auto e = feed(*s, b, /*checkOnly=*/true); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
   if (a.resume) {
     if (fs::exists(a.checkpoint)) {
       if (auto e = s->loadCheckpoint(a.checkpoint); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
@@ -296,6 +302,17 @@ int run(const Args& a) {
   }
   if (a.checkpointEvery > 0)
     if (auto e = s->saveCheckpoint(a.checkpoint); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+  // The held-out loss: the forward phase of every evaluation batch, averaged; nothing is updated.
+  if (!evalBatches.empty()) {
+    double sum = 0.0;
+    for (const Batch& b : evalBatches) {
+      float l = 0.0f;
+      if (auto e = feed(*s, b); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+      if (auto e = s->evalStep(&l); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+      sum += l;
+    }
+    fmt::print("eval loss {:.9g} ({} batches at step {})\n", sum / static_cast<double>(evalBatches.size()), evalBatches.size(), s->step());
+  }
   if (!a.exportAdapter.empty()) {
     std::error_code ec;
     fs::create_directories(a.exportAdapter, ec);

@@ -37,11 +37,11 @@ __kernel void k3_step(__global char* arena, ulong x) {
 }
 )";
   p.kernelNames = {"k0_fill", "k1_loss", "k2_scale", "k3_step"};
-  p.launches = {{"forward", 0, {0}, {n}, {}, "fill", "compute", {}},
-                {"forward", 1, {1}, {1}, {}, "loss", "compute", {}},
-                {"backward", 2, {0}, {n}, {}, "scale", "transform", {}},
-                {"backward", 2, {0}, {n}, {}, "scale2", "conversion", {}},
-                {"optimizer", 3, {0}, {n}, {}, "step", "compute", {}}};
+  p.launches = {{"forward", 0, {0}, {n}, {}, "fill", "compute", {}, {}},
+                {"forward", 1, {1}, {1}, {}, "loss", "compute", {}, {}},
+                {"backward", 2, {0}, {n}, {}, "scale", "transform", {}, {}},
+                {"backward", 2, {0}, {n}, {}, "scale2", "conversion", {}, {}},
+                {"optimizer", 3, {0}, {n}, {}, "step", "compute", {}, {}}};
   return p;
 }
 

@@ -1,8 +1,9 @@
 /* fbl runtime: the C API an app links (C89-compatible; the library itself is C++17 over the
  * OpenCL ICD loader). Every function returning int returns FBL_OK (0) on success; on failure,
  * FBL_ERROR_INPUT when an input's values, dtype or shape are refused (the session is unchanged:
- * an app may skip the batch and go on), FBL_ERROR otherwise, and fbl_last_error() gives one line
- * naming the file, tensor, kernel or step at fault. */
+ * an app may skip the batch and go on), FBL_CANCELLED when a step was cancelled (nothing changed),
+ * FBL_ERROR otherwise, and fbl_last_error() gives one line naming the file, tensor, kernel or step
+ * at fault. */
 #ifndef FBL_RUNTIME_H_
 #define FBL_RUNTIME_H_
 
@@ -16,6 +17,7 @@ extern "C" {
 #define FBL_OK 0
 #define FBL_ERROR 1
 #define FBL_ERROR_INPUT 2
+#define FBL_CANCELLED 3
 
 typedef struct fbl_session fbl_session;
 
@@ -39,6 +41,30 @@ int fbl_write_input(fbl_session* s, const char* name, const char* dtype, const i
 int fbl_read_tensor(fbl_session* s, const char* name, void* data, size_t bytes);
 /* One optimizer step; *loss receives the step's loss. */
 int fbl_train_step(fbl_session* s, float* loss);
+/* The loss of the inputs written, without backward or update (the forward phase only): trainables,
+ * optimizer state and the step counter do not change. */
+int fbl_eval_step(fbl_session* s, float* loss);
+
+/* Progress of a step, reported as its launches finish. */
+typedef struct fbl_progress {
+  int64_t step;      /* the step being run, 1-based */
+  const char* phase; /* "forward", "backward" or "optimizer" */
+  int32_t done;      /* launches of this step finished */
+  int32_t total;     /* launches this step runs */
+} fbl_progress;
+/* Return 0 to go on, non-zero to cancel the step (as fbl_cancel does). */
+typedef int (*fbl_progress_fn)(void* user, const fbl_progress* progress);
+/* Calls fn on the stepping thread after every `every` launches (at least 1) and at the end of each
+ * phase, once the device has finished them (a report waits for the device: a larger `every`
+ * costs less). NULL switches reports off. */
+void fbl_set_progress(fbl_session* s, fbl_progress_fn fn, void* user, int32_t every);
+/* Asks the running step to stop; safe from any thread (an app going to the background). It is
+ * honoured between launches of the forward and backward phases and before the optimizer phase,
+ * which is never interrupted: the step then returns FBL_CANCELLED, and trainables, optimizer
+ * state and fbl_step() are exactly as before it. A request the step could not honour (it came
+ * during the optimizer phase, or between steps) cancels the next step before its first launch.
+ * The step after a cancelled one runs normally. */
+void fbl_cancel(fbl_session* s);
 int64_t fbl_step(const fbl_session* s);
 
 int fbl_save_checkpoint(fbl_session* s, const char* path);

@@ -1,0 +1,60 @@
+#include "runtime/weights_check.h"
+
+#include <vector>
+
+namespace fbl::rt {
+
+namespace {
+
+std::string dims(const std::vector<int64_t>& v) {
+  std::string s;
+  for (int64_t d : v) s += (s.empty() ? "" : ",") + std::to_string(d);
+  return "[" + s + "]";
+}
+
+// The entry `key` of the file has tensor t's dtype and shape.
+std::string matches(const planfile::Plan& plan, int32_t t, const safetensors::File& file, const std::string& key,
+                    const std::string& where) {
+  const planfile::Tensor& pt = plan.tensors[t];
+  auto it = file.tensors.find(key);
+  if (it == file.tensors.end()) return where + " has no tensor '" + key + "' that the plan needs";
+  const safetensors::Entry& e = it->second;
+  const std::string want = safetensors::fromFblDType(pt.dtype);
+  if (e.dtype != want || e.shape != pt.shape)
+    return where + ": tensor '" + key + "' is " + e.dtype + dims(e.shape) + " but the plan expects " + want + dims(pt.shape);
+  if (static_cast<int64_t>(e.data.size()) != planfile::logicalBytes(pt))
+    return where + ": tensor '" + key + "' has " + std::to_string(e.data.size()) + " bytes, not " + std::to_string(planfile::logicalBytes(pt));
+  return "";
+}
+
+}  // namespace
+
+std::string checkWeights(const planfile::Plan& plan, const safetensors::File& file, const std::string& path) {
+  for (size_t t = 0; t < plan.tensors.size(); ++t) {
+    const planfile::Role r = plan.tensors[t].role;
+    if (r != planfile::Role::Weight && r != planfile::Role::Trainable) continue;
+    if (auto e = matches(plan, static_cast<int32_t>(t), file, plan.tensors[t].source, "'" + path + "'"); !e.empty()) return e;
+  }
+  return "";
+}
+
+std::string checkCheckpoint(const planfile::Plan& plan, const safetensors::File& file, const std::string& path,
+                            int64_t* step) {
+  const std::string where = "checkpoint '" + path + "'";
+  auto format = file.metadata.find("format");
+  auto stepText = file.metadata.find("step");
+  if (format == file.metadata.end() || format->second != "fbl-checkpoint-1" || stepText == file.metadata.end())
+    return "'" + path + "' is not an fbl checkpoint (metadata format fbl-checkpoint-1 and step)";
+  const std::string& s = stepText->second;
+  if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string::npos)
+    return where + ": metadata step '" + s + "' is not a non-negative integer";
+  *step = std::stoll(s);
+  std::vector<int32_t> ids;
+  for (const planfile::Trainable& t : plan.trainables) ids.push_back(t.param);
+  ids.insert(ids.end(), plan.state.begin(), plan.state.end());
+  for (int32_t t : ids)
+    if (auto e = matches(plan, t, file, plan.tensors[t].name, where); !e.empty()) return e;
+  return "";
+}
+
+}  // namespace fbl::rt

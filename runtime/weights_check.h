@@ -1,0 +1,22 @@
+// What a weights file or a checkpoint must hold for a plan, checked whole before the runtime
+// writes any of it, so a refused file leaves the session as it was. The file's own structure
+// (offsets, sizes, dtypes) was checked when it was parsed (runtime/safetensors.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "runtime/plan_file.h"
+#include "runtime/safetensors.h"
+
+namespace fbl::rt {
+
+// Every weight and trainable of the plan under its source key, with the plan's dtype and shape.
+// "" or one line naming the file, the tensor and the field.
+std::string checkWeights(const planfile::Plan& plan, const safetensors::File& file, const std::string& path);
+// An fbl checkpoint of this plan: format metadata, a step that is a non-negative integer, and
+// every trainable and optimizer state by name with the plan's dtype and shape; *step gets the step.
+std::string checkCheckpoint(const planfile::Plan& plan, const safetensors::File& file, const std::string& path,
+                            int64_t* step);
+
+}  // namespace fbl::rt
