@@ -96,22 +96,30 @@ TEST_CASE("softmax, layer-norm and loss gradient kernels match the reference", "
   }
 }
 
+// The optimizer updates its parameter and state in place, and a plan may not write its inputs
+// (runtime/plan_check.h): each updated operand is an input times one, computed on the device.
+ir::ValueId updatable(Case& c, const std::string& name, double lo = -1.0, double hi = 1.0) {
+  const ir::ValueId x = c.in(name, DType::F32, {4, 9}, lo, hi);
+  const ir::ValueId one = c.in(name + "_one", DType::F32, {}, 1.0, 1.0);
+  return c.b.op("Mul", {x, one});
+}
+
 TEST_CASE("optimizer kernels match the reference", "[runtime][kernels][training]") {
   {
     Case c;
-    auto p = c.in("p", DType::F32, {4, 9});
+    auto p = updatable(c, "p");
     auto g = c.in("g", DType::F32, {4, 9});
-    auto m = c.in("m", DType::F32, {4, 9});
-    auto v = c.in("v", DType::F32, {4, 9}, 0.0, 0.1);
+    auto m = updatable(c, "m");
+    auto v = updatable(c, "v", 0.0, 0.1);
     auto step = c.in("step", DType::I64, {}, 3, 4);
     c.run(c.b.node("fbl.AdamW", {p, g, m, v, step},
                    {{"lr", 0.01f}, {"beta1", 0.9f}, {"beta2", 0.999f}, {"epsilon", 1e-8f}, {"weight_decay", 0.1f}}, 3));
   }
   {
     Case c;
-    auto p = c.in("p", DType::F32, {4, 9});
+    auto p = updatable(c, "p");
     auto g = c.in("g", DType::F32, {4, 9});
-    auto buf = c.in("buf", DType::F32, {4, 9});
+    auto buf = updatable(c, "buf");
     c.run(c.b.node("fbl.SGD", {p, g, buf}, {{"lr", 0.05f}, {"momentum", 0.9f}, {"weight_decay", 0.01f}}, 2));
   }
 }
