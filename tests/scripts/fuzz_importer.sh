@@ -30,6 +30,7 @@ fi
 # schemas and kernels that the shared tables list, and the passes.
 mapfile -t sources < <(cd "$src" && ls compiler/ir/*.cc compiler/onnx/*.cc compiler/ops/*.cc \
   compiler/ref/*.cc compiler/support/*.cc compiler/passes/*.cc compiler/autodiff/training_ops.cc \
+  compiler/autodiff/attention.cc \
   compiler/autodiff/training_kernels*.cc 2>/dev/null)
 
 mkdir -p "$out"
