@@ -18,6 +18,23 @@ Result<int64_t> wrapIndex(const Node& n, int64_t idx, int64_t dim, int64_t axis)
   return w;
 }
 
+// GatherElements' and ScatterElements' addressing: the data offset each index position names,
+// its own coordinates with the one along `axis` replaced by the (wrapped) index there.
+Result<std::vector<int64_t>> elementOffsets(const Node& n, const Tensor& data, const Tensor& idxT, int64_t axis) {
+  const std::vector<int64_t> idx = idxT.toInt64s();
+  const int64_t dim = data.shape()[axis];
+  View v = denseView(data.shape());
+  const int64_t axisStride = v.strides[axis];
+  v.strides[axis] = 0;
+  std::vector<int64_t> offsets(idx.size());
+  forEachIndex<1>(idxT.shape(), {v}, [&](int64_t i, const std::array<int64_t, 1>& o) { offsets[i] = o[0]; });
+  for (size_t i = 0; i < idx.size(); ++i) {
+    FBL_ASSIGN(int64_t r, wrapIndex(n, idx[i], dim, axis));
+    offsets[i] += r * axisStride;
+  }
+  return offsets;
+}
+
 Outputs gatherOp(const Node& n, const Inputs& in) {
   FBL_ASSIGN(const Tensor* data, input(n, in, 0));
   FBL_ASSIGN(const Tensor* idxT, input(n, in, 1));
@@ -56,18 +73,7 @@ Outputs gatherElementsOp(const Node& n, const Inputs& in) {
     if (d != axis && idxT->shape()[d] > data->shape()[d])
       return nodeError(n, "indices shape {} exceeds data shape {} on axis {}",
                        ir::shapeToString(idxT->shape()), ir::shapeToString(data->shape()), d);
-  const std::vector<int64_t> idx = idxT->toInt64s();
-  const int64_t dim = data->shape()[axis];
-  // The data offset of every index position, with the gathered axis left out.
-  View v = denseView(data->shape());
-  const int64_t axisStride = v.strides[axis];
-  v.strides[axis] = 0;
-  std::vector<int64_t> offsets(idx.size());
-  forEachIndex<1>(idxT->shape(), {v}, [&](int64_t i, const std::array<int64_t, 1>& o) { offsets[i] = o[0]; });
-  for (size_t i = 0; i < idx.size(); ++i) {
-    FBL_ASSIGN(int64_t r, wrapIndex(n, idx[i], dim, axis));
-    offsets[i] += r * axisStride;
-  }
+  FBL_ASSIGN(const std::vector<int64_t> offsets, elementOffsets(n, *data, *idxT, axis));
   Tensor y(data->dtype(), idxT->shape());
   const size_t esz = ir::dtypeSize(data->dtype());
   for (size_t i = 0; i < offsets.size(); ++i)
@@ -181,17 +187,7 @@ Outputs scatterElementsOp(const Node& n, const Inputs& in) {
       return nodeError(n, "indices {} exceed data {} on axis {}", ir::shapeToString(idxT->shape()),
                        ir::shapeToString(data->shape()), d);
   const std::string red = n.attrString("reduction", "none");
-  const std::vector<int64_t> idx = idxT->toInt64s();
-  const int64_t dim = data->shape()[axis];
-  View v = denseView(data->shape());
-  const int64_t axisStride = v.strides[axis];
-  v.strides[axis] = 0;
-  std::vector<int64_t> offsets(idx.size());
-  forEachIndex<1>(idxT->shape(), {v}, [&](int64_t i, const std::array<int64_t, 1>& o) { offsets[i] = o[0]; });
-  for (size_t i = 0; i < idx.size(); ++i) {
-    FBL_ASSIGN(int64_t w, wrapIndex(n, idx[i], dim, axis));
-    offsets[i] += w * axisStride;
-  }
+  FBL_ASSIGN(const std::vector<int64_t> offsets, elementOffsets(n, *data, *idxT, axis));
   Tensor y = *data;
   return withNumeric(n, data->dtype(), [&](auto tag) -> Outputs {
     using T = decltype(tag);
