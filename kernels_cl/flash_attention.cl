@@ -1,14 +1,26 @@
 // fbl.Attention forward, flash style: o and the row log-sum-exp, no score matrix in memory.
-// Work-group (query block, batch * head); ROWS query rows, TD work-items each
-// (flash_attention_common.cl). Key and value tiles of COLS rows go through local memory; a row
+// Work-group (query block, batch * head) owning ROWS query rows, TD work-items a row: work-item t
+// holds the head dims t, t + TD, ... of its row in registers, so a row of local memory is read by
+// neighbouring work-items at neighbouring addresses. Key and value tiles of COLS rows go through
+// local memory. A dot product is summed from the TD partials in local memory (PART: consecutive
+// rows at consecutive addresses, so the work-items reading one column hit distinct banks). A row
 // keeps an online softmax in base 2 (running max m, running sum l, the accumulator rescaled by
 // exp2(m_old - m_new) once per tile). Tiles outside the rows' causal / sliding-window range
 // are never loaded.
+#define ROWS {{ROWS}}u
+#define COLS {{COLS}}u
+#define TD {{TD}}u
+#define DS (D / TD)
+#define VS (DV / TD)
+#define WG (ROWS * TD)
+// Partial sums part[t][col][row]. A warp of 32 holds 32 / TD rows of every t; padding each t
+// plane by 32 / TD floats puts those rows of different t in different banks.
+#define PLANE (COLS * ROWS + 32u / TD)
+#define PART(t, c, r) ((t) * PLANE + (c) * ROWS + (r))
 {{COMMON}}
-#define WG_SIZE __attribute__((reqd_work_group_size(WG, 1, 1)))
 __kernel void WG_SIZE {{NAME}}({{PARAMS}}) {
-  __local float ks[COLS * D];
-  __local float vs[COLS * DV];
+  __local float ks[COLS * (D + 1)];
+  __local float vs[COLS * (DV + 1)];
   __local float part[TD * PLANE];
   const uint l = get_local_id(0), r = l / TD, t = l % TD;
   const uint bh = get_group_id(1), b = bh / HEADS, h = bh % HEADS, kvh = h / GROUP;
@@ -21,18 +33,12 @@ __kernel void WG_SIZE {{NAME}}({{PARAMS}}) {
   const uint kEnd = attnKeyEnd(min(SQ, q0 + ROWS));
   for (uint k0 = attnKeyBegin(q0) / COLS * COLS; k0 < kEnd; k0 += COLS) {
     barrier(CLK_LOCAL_MEM_FENCE);  // every work-item is done with the previous tile
-    for (uint x = l; x < COLS * D; x += WG) {
-      const uint j = k0 + x / D;
-      ks[x] = j < SK ? k[offK(b, kvh, j, x % D)] : 0.0f;
-    }
-    for (uint x = l; x < COLS * DV; x += WG) {
-      const uint j = k0 + x / DV;
-      vs[x] = j < SK ? v[offV(b, kvh, j, x % DV)] : 0.0f;
-    }
+    STAGE_ROWS(ks, COLS, D, SK, k0, k, offK, b, kvh);
+    STAGE_ROWS(vs, COLS, DV, SK, k0, v, offV, b, kvh);
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint j = 0; j < COLS; ++j) {
       float s = 0.0f;
-      for (uint e = 0; e < DS; ++e) s += qr[e] * ks[j * D + e * TD + t];
+      for (uint e = 0; e < DS; ++e) s += qr[e] * ks[j * (D + 1u) + e * TD + t];
       part[PART(t, j, r)] = s;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -52,7 +58,7 @@ __kernel void WG_SIZE {{NAME}}({{PARAMS}}) {
     for (uint j = 0; j < COLS; ++j) {
       const float p = exp2(sc[j] - mNew);
       sum += p;
-      for (uint e = 0; e < VS; ++e) acc[e] += p * vs[j * DV + e * TD + t];
+      for (uint e = 0; e < VS; ++e) acc[e] += p * vs[j * (DV + 1u) + e * TD + t];
     }
     m = mNew;
   }

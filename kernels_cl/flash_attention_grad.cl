@@ -1,133 +1,202 @@
-// fbl.AttentionGrad, flash style (the MLX order): three kernels, no atomics, no score matrix.
-//   _rowterm  dr[row] = dO[row] . o[row], one work-item per query row;
-//   _dq       work-group (query block, batch * head): key/value tiles through local memory,
-//             P = exp2(s - lse), dS = P (dO . v - dr), dq = scale dS k;
-//   _dkdv     work-group (key block, batch * kv head): for each query head of the group, query
-//             tiles (q, dO, lse, dr) through local memory; dv = sum P dO, dk = scale sum dS q.
-// Rows and tiles as in flash_attention_common.cl; blocks the causal / sliding-window mask hides
-// are skipped. Work-items whose row lies past the end compute on zeros and write nothing.
+// fbl.AttentionGrad, flash style (the MLX order): no atomics, no score matrix in memory.
+//   _rowterm    dr[row] = dO[row] . o[row], one work-item per query row;
+//   _dq         work-group (query block, batch * head): the block's q and dO stay in local
+//               memory while key/value tiles stream through it; P = exp2(s - lse),
+//               dS = P (dO . v - dr), dq = scale dS k;
+//   _dkdv       work-group (key block, batch * kv head, or batch * head with SPLIT_GROUP): the
+//               block's k and v stay while query tiles (q, dO, lse, dr) stream; dv = sum P dO,
+//               dk = scale sum dS q;
+//   _dkdv_sum   with SPLIT_GROUP only: each query head of a GQA group wrote its own dk and dv
+//               partials (more work-groups where a group's heads would leave SMs idle); sums them.
+// Both block kernels are register-tiled like a GEMM. A tile pair is TILE x TILE: for the scores
+// s and dp, work-item (sy, sx) computes rows sy + SY a and columns sx + SX c, reading MR + MC
+// local values per MR x MC products; P and dS go through local memory to the accumulation, where
+// work-item (oy, ox) owns rows oy + OY a and head dims ox + EX c of the block's gradients.
+// Blocks the causal / sliding-window mask hides are skipped; rows past the end are zeros and
+// write nothing.
+#define TILE {{TILE}}u
+#define WG {{WG}}u
+#define SX {{SX}}u
+#define SY (WG / SX)
+#define EX {{EX}}u
+#define OY (WG / EX)
+#define MR (TILE / SY)  // score rows of a work-item
+#define MC (TILE / SX)  // score columns of a work-item
+#define AR (TILE / OY)  // accumulated rows of a work-item
+#define SPLIT_GROUP {{SPLIT_GROUP}}
+#define BATCH {{BATCH}}u
+#define PSTRIDE (TILE + 1u)  // P and dS rows, padded like STAGE_ROWS's
 {{COMMON}}
 
 __kernel void {{NAME}}_rowterm({{ROWTERM_PARAMS}}) {
   const uint row = get_global_id(0);
-  if (row >= {{BH}}u * SQ) return;
+  if (row >= BATCH * HEADS * SQ) return;
   const uint b = row / (HEADS * SQ), h = row / SQ % HEADS, i = row % SQ;
   float s = 0.0f;
   for (uint e = 0; e < DV; ++e) s += dout[offDO(b, h, i, e)] * o[offO(b, h, i, e)];
   dr[row] = s;
 }
 
-#define WG_SIZE __attribute__((reqd_work_group_size(WG, 1, 1)))
+// s[a][c] += sum over e < W of rowTile[(sy + SY a)][e] * colTile[(sx + SX c)][e], both tiles of
+// row stride W + 1.
+#define SCORE_BLOCK(s, rowTile, colTile, W)                                            \
+  for (uint e = 0; e < (W); ++e) {                                                     \
+    float rv[MR], cv[MC];                                                              \
+    for (uint a = 0; a < MR; ++a) rv[a] = rowTile[(sy + SY * a) * ((W) + 1u) + e];     \
+    for (uint c = 0; c < MC; ++c) cv[c] = colTile[(sx + SX * c) * ((W) + 1u) + e];     \
+    for (uint a = 0; a < MR; ++a)                                                      \
+      for (uint c = 0; c < MC; ++c) s[a][c] += rv[a] * cv[c];                          \
+  }
+
 __kernel void WG_SIZE {{NAME}}_dq({{DQ_PARAMS}}) {
-  __local float ks[COLS * D];
-  __local float vs[COLS * DV];
-  __local float ps[TD * PLANE];
-  __local float pd[TD * PLANE];
-  const uint l = get_local_id(0), r = l / TD, t = l % TD;
+  __local float qt[TILE * (D + 1)], dot[TILE * (DV + 1)];  // resident: the block's queries
+  __local float kt[TILE * (D + 1)], vt[TILE * (DV + 1)];   // streamed: a key tile
+  __local float dst[TILE * PSTRIDE];                        // dS, [query][key]
+  const uint l = get_local_id(0), sy = l / SX, sx = l % SX, oy = l / EX, ox = l % EX;
   const uint bh = get_group_id(1), b = bh / HEADS, h = bh % HEADS, kvh = h / GROUP;
-  const uint q0 = get_group_id(0) * ROWS, i = q0 + r;
-  const int live = i < SQ;
-  float qr[DS], dor[VS], acc[DS];
-  for (uint e = 0; e < DS; ++e) qr[e] = live ? q[offQ(b, h, i, e * TD + t)] : 0.0f;
-  for (uint e = 0; e < VS; ++e) dor[e] = live ? dout[offDO(b, h, i, e * TD + t)] : 0.0f;
-  for (uint e = 0; e < DS; ++e) acc[e] = 0.0f;
-  const float lse2 = live ? attnLse2(lse[offLse(b, h, i)]) : 0.0f;
-  const float rowTerm = live ? dr[bh * SQ + i] : 0.0f;
-  const uint kEnd = attnKeyEnd(min(SQ, q0 + ROWS));
-  for (uint k0 = attnKeyBegin(q0) / COLS * COLS; k0 < kEnd; k0 += COLS) {
+  const uint q0 = get_group_id(0) * TILE;
+  STAGE_ROWS(qt, TILE, D, SQ, q0, q, offQ, b, h);
+  STAGE_ROWS(dot, TILE, DV, SQ, q0, dout, offDO, b, h);
+  float lse2[MR], rowTerm[MR];
+  for (uint a = 0; a < MR; ++a) {
+    const uint i = q0 + sy + SY * a;
+    lse2[a] = i < SQ ? attnLse2(lse[offLse(b, h, i)]) : 0.0f;
+    rowTerm[a] = i < SQ ? dr[bh * SQ + i] : 0.0f;
+  }
+  float acc[AR][D / EX];
+  for (uint a = 0; a < AR; ++a)
+    for (uint c = 0; c < D / EX; ++c) acc[a][c] = 0.0f;
+  const uint kEnd = attnKeyEnd(min(SQ, q0 + TILE));
+  for (uint k0 = attnKeyBegin(q0) / TILE * TILE; k0 < kEnd; k0 += TILE) {
+    barrier(CLK_LOCAL_MEM_FENCE);  // every work-item is done with the previous tile
+    STAGE_ROWS(kt, TILE, D, SK, k0, k, offK, b, kvh);
+    STAGE_ROWS(vt, TILE, DV, SK, k0, v, offV, b, kvh);
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint x = l; x < COLS * D; x += WG) {
-      const uint j = k0 + x / D;
-      ks[x] = j < SK ? k[offK(b, kvh, j, x % D)] : 0.0f;
-    }
-    for (uint x = l; x < COLS * DV; x += WG) {
-      const uint j = k0 + x / DV;
-      vs[x] = j < SK ? v[offV(b, kvh, j, x % DV)] : 0.0f;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint j = 0; j < COLS; ++j) {
-      float s = 0.0f, dp = 0.0f;
-      for (uint e = 0; e < DS; ++e) s += qr[e] * ks[j * D + e * TD + t];
-      for (uint e = 0; e < VS; ++e) dp += dor[e] * vs[j * DV + e * TD + t];
-      ps[PART(t, j, r)] = s;
-      pd[PART(t, j, r)] = dp;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint j = 0; j < COLS; ++j) {
-      float s = 0.0f, dp = 0.0f, slope;
-      for (uint u = 0; u < TD; ++u) {
-        s += ps[PART(u, j, r)];
-        dp += pd[PART(u, j, r)];
+    float s[MR][MC], dp[MR][MC];
+    for (uint a = 0; a < MR; ++a)
+      for (uint c = 0; c < MC; ++c) s[a][c] = dp[a][c] = 0.0f;
+    SCORE_BLOCK(s, qt, kt, D);
+    SCORE_BLOCK(dp, dot, vt, DV);
+    for (uint a = 0; a < MR; ++a)
+      for (uint c = 0; c < MC; ++c) {
+        float slope;
+        const uint ir = sy + SY * a, jc = sx + SX * c;
+        const float sc = attnScore(s[a][c], b, h, q0 + ir, k0 + jc, MASK, &slope);
+        const float p = sc == -INFINITY ? 0.0f : exp2(sc - lse2[a]);
+        dst[ir * PSTRIDE + jc] = p * (dp[a][c] - rowTerm[a]) * slope * SCALE;
       }
-      const float sc = attnScore(s, b, h, i, k0 + j, MASK, &slope);
-      if (sc == -INFINITY) continue;
-      const float ds = exp2(sc - lse2) * (dp - rowTerm) * slope * SCALE;
-      for (uint e = 0; e < DS; ++e) acc[e] += ds * ks[j * D + e * TD + t];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint j = 0; j < TILE; ++j) {
+      float ds[AR];
+      for (uint a = 0; a < AR; ++a) ds[a] = dst[(oy + OY * a) * PSTRIDE + j];
+      for (uint c = 0; c < D / EX; ++c) {
+        const float kv = kt[j * (D + 1u) + ox + EX * c];
+        for (uint a = 0; a < AR; ++a) acc[a][c] += ds[a] * kv;
+      }
     }
   }
-  if (!live) return;
-  for (uint e = 0; e < DS; ++e) dq[offDQ(b, h, i, e * TD + t)] = acc[e];
+  for (uint a = 0; a < AR; ++a) {
+    const uint i = q0 + oy + OY * a;
+    if (i < SQ)
+      for (uint c = 0; c < D / EX; ++c) dq[offDQ(b, h, i, ox + EX * c)] = acc[a][c];
+  }
 }
 
+#if SPLIT_GROUP
+// Partials of head h, row-major [batch * heads, SK, W].
+#define DK_AT(b, kvh, j, e) (((get_group_id(1)) * SK + (j)) * D + (e))
+#define DV_AT(b, kvh, j, e) (((get_group_id(1)) * SK + (j)) * DV + (e))
+#else
+#define DK_AT(b, kvh, j, e) offDK(b, kvh, j, e)
+#define DV_AT(b, kvh, j, e) offDV(b, kvh, j, e)
+#endif
+
 __kernel void WG_SIZE {{NAME}}_dkdv({{DKDV_PARAMS}}) {
-  __local float qs[COLS * D];
-  __local float dos[COLS * DV];
-  __local float lse2s[COLS];
-  __local float rows[COLS];
-  __local float ps[TD * PLANE];
-  __local float pd[TD * PLANE];
-  const uint l = get_local_id(0), r = l / TD, t = l % TD;
-  const uint bkv = get_group_id(1), b = bkv / KV_HEADS, kvh = bkv % KV_HEADS;
-  const uint k0 = get_group_id(0) * ROWS, j = k0 + r;
-  const int live = j < SK;
-  float kr[DS], vr[VS], dk[DS], dv[VS];
-  for (uint e = 0; e < DS; ++e) kr[e] = live ? k[offK(b, kvh, j, e * TD + t)] : 0.0f;
-  for (uint e = 0; e < VS; ++e) vr[e] = live ? v[offV(b, kvh, j, e * TD + t)] : 0.0f;
-  for (uint e = 0; e < DS; ++e) dk[e] = 0.0f;
-  for (uint e = 0; e < VS; ++e) dv[e] = 0.0f;
-  const uint qEnd = attnQueryEnd(min(SK, k0 + ROWS));
-  for (uint g = 0; g < GROUP; ++g) {
-    const uint h = kvh * GROUP + g;
-    for (uint i0 = attnQueryBegin(k0) / COLS * COLS; i0 < qEnd; i0 += COLS) {
-      barrier(CLK_LOCAL_MEM_FENCE);
-      for (uint x = l; x < COLS * D; x += WG) {
-        const uint i = i0 + x / D;
-        qs[x] = i < SQ ? q[offQ(b, h, i, x % D)] : 0.0f;
-      }
-      for (uint x = l; x < COLS * DV; x += WG) {
-        const uint i = i0 + x / DV;
-        dos[x] = i < SQ ? dout[offDO(b, h, i, x % DV)] : 0.0f;
-      }
-      for (uint x = l; x < COLS; x += WG) {
+  __local float kt[TILE * (D + 1)], vt[TILE * (DV + 1)];   // resident: the block's keys
+  __local float qt[TILE * (D + 1)], dot[TILE * (DV + 1)];  // streamed: a query tile
+  __local float pt[TILE * PSTRIDE], dst[TILE * PSTRIDE];    // P and dS, [key][query]
+  __local float lse2t[TILE], rowt[TILE];
+  const uint l = get_local_id(0), sy = l / SX, sx = l % SX, oy = l / EX, ox = l % EX;
+#if SPLIT_GROUP
+  const uint b = get_group_id(1) / HEADS, hBegin = get_group_id(1) % HEADS, hEnd = hBegin + 1u;
+  const uint kvh = hBegin / GROUP;
+#else
+  const uint b = get_group_id(1) / KV_HEADS, kvh = get_group_id(1) % KV_HEADS;
+  const uint hBegin = kvh * GROUP, hEnd = hBegin + GROUP;
+#endif
+  const uint k0 = get_group_id(0) * TILE;
+  STAGE_ROWS(kt, TILE, D, SK, k0, k, offK, b, kvh);
+  STAGE_ROWS(vt, TILE, DV, SK, k0, v, offV, b, kvh);
+  float dk[AR][D / EX], dv[AR][DV / EX];
+  for (uint a = 0; a < AR; ++a) {
+    for (uint c = 0; c < D / EX; ++c) dk[a][c] = 0.0f;
+    for (uint c = 0; c < DV / EX; ++c) dv[a][c] = 0.0f;
+  }
+  const uint qEnd = attnQueryEnd(min(SK, k0 + TILE));
+  for (uint h = hBegin; h < hEnd; ++h) {
+    for (uint i0 = attnQueryBegin(k0) / TILE * TILE; i0 < qEnd; i0 += TILE) {
+      barrier(CLK_LOCAL_MEM_FENCE);  // every work-item is done with the previous tile
+      STAGE_ROWS(qt, TILE, D, SQ, i0, q, offQ, b, h);
+      STAGE_ROWS(dot, TILE, DV, SQ, i0, dout, offDO, b, h);
+      for (uint x = l; x < TILE; x += WG) {
         const uint i = i0 + x;
-        lse2s[x] = i < SQ ? attnLse2(lse[offLse(b, h, i)]) : 0.0f;
-        rows[x] = i < SQ ? dr[(b * HEADS + h) * SQ + i] : 0.0f;
+        lse2t[x] = i < SQ ? attnLse2(lse[offLse(b, h, i)]) : 0.0f;
+        rowt[x] = i < SQ ? dr[(b * HEADS + h) * SQ + i] : 0.0f;
       }
       barrier(CLK_LOCAL_MEM_FENCE);
-      for (uint c = 0; c < COLS; ++c) {
-        float s = 0.0f, dp = 0.0f;
-        for (uint e = 0; e < DS; ++e) s += kr[e] * qs[c * D + e * TD + t];
-        for (uint e = 0; e < VS; ++e) dp += vr[e] * dos[c * DV + e * TD + t];
-        ps[PART(t, c, r)] = s;
-        pd[PART(t, c, r)] = dp;
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
-      for (uint c = 0; c < COLS; ++c) {
-        float s = 0.0f, dp = 0.0f, slope;
-        for (uint u = 0; u < TD; ++u) {
-          s += ps[PART(u, c, r)];
-          dp += pd[PART(u, c, r)];
+      float s[MR][MC], dp[MR][MC];
+      for (uint a = 0; a < MR; ++a)
+        for (uint c = 0; c < MC; ++c) s[a][c] = dp[a][c] = 0.0f;
+      SCORE_BLOCK(s, kt, qt, D);
+      SCORE_BLOCK(dp, vt, dot, DV);
+      for (uint a = 0; a < MR; ++a)
+        for (uint c = 0; c < MC; ++c) {
+          float slope;
+          const uint jr = sy + SY * a, ic = sx + SX * c;
+          const float sc = attnScore(s[a][c], b, h, i0 + ic, k0 + jr, MASK, &slope);
+          const float p = sc == -INFINITY ? 0.0f : exp2(sc - lse2t[ic]);
+          pt[jr * PSTRIDE + ic] = p;
+          dst[jr * PSTRIDE + ic] = p * (dp[a][c] - rowt[ic]) * slope * SCALE;
         }
-        const float sc = attnScore(s, b, h, i0 + c, j, MASK, &slope);
-        if (sc == -INFINITY) continue;
-        const float p = exp2(sc - lse2s[c]);
-        const float ds = p * (dp - rows[c]) * slope * SCALE;
-        for (uint e = 0; e < VS; ++e) dv[e] += p * dos[c * DV + e * TD + t];
-        for (uint e = 0; e < DS; ++e) dk[e] += ds * qs[c * D + e * TD + t];
+      barrier(CLK_LOCAL_MEM_FENCE);
+      for (uint i = 0; i < TILE; ++i) {
+        float p[AR], ds[AR];
+        for (uint a = 0; a < AR; ++a) {
+          p[a] = pt[(oy + OY * a) * PSTRIDE + i];
+          ds[a] = dst[(oy + OY * a) * PSTRIDE + i];
+        }
+        for (uint c = 0; c < D / EX; ++c) {
+          const float qv = qt[i * (D + 1u) + ox + EX * c];
+          for (uint a = 0; a < AR; ++a) dk[a][c] += ds[a] * qv;
+        }
+        for (uint c = 0; c < DV / EX; ++c) {
+          const float dov = dot[i * (DV + 1u) + ox + EX * c];
+          for (uint a = 0; a < AR; ++a) dv[a][c] += p[a] * dov;
+        }
       }
     }
   }
-  if (!live) return;
-  for (uint e = 0; e < DS; ++e) dkOut[offDK(b, kvh, j, e * TD + t)] = dk[e];
-  for (uint e = 0; e < VS; ++e) dvOut[offDV(b, kvh, j, e * TD + t)] = dv[e];
+  for (uint a = 0; a < AR; ++a) {
+    const uint j = k0 + oy + OY * a;
+    if (j >= SK) continue;
+    for (uint c = 0; c < D / EX; ++c) dkOut[DK_AT(b, kvh, j, ox + EX * c)] = dk[a][c];
+    for (uint c = 0; c < DV / EX; ++c) dvOut[DV_AT(b, kvh, j, ox + EX * c)] = dv[a][c];
+  }
 }
+
+#if SPLIT_GROUP
+// dk and dv of each key/value head: the sums of its query heads' partials, one work-item an element.
+__kernel void {{NAME}}_dkdv_sum(__global const float* dkPart, __global const float* dvPart, __global float* dkOut,
+                                __global float* dvOut) {
+  const uint x = get_global_id(0);
+  if (x >= BATCH * KV_HEADS * SK * (D + DV)) return;
+  const uint e = x % (D + DV), row = x / (D + DV), j = row % SK, b = row / SK / KV_HEADS, kvh = row / SK % KV_HEADS;
+  float s = 0.0f;
+  for (uint g = 0; g < GROUP; ++g) {
+    const uint bh = b * HEADS + kvh * GROUP + g;
+    s += e < D ? dkPart[(bh * SK + j) * D + e] : dvPart[(bh * SK + j) * DV + e - D];
+  }
+  if (e < D) dkOut[offDK(b, kvh, j, e)] = s;
+  else dvOut[offDV(b, kvh, j, e - D)] = s;
+}
+#endif

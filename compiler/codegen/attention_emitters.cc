@@ -1,12 +1,14 @@
 // fbl.Attention and fbl.AttentionGrad (compiler/autodiff/attention.h) as the flash kernel pair:
-//   1. the tiling: TD work-items per row so that each holds at most 16 (GPU) or 32 head dims,
-//      ROWS rows a work-group (about 128 work-items on GPUs), COLS-row tiles as large as local
-//      memory allows (attentionTiling);
+//   1. the tilings: forward, TD work-items per row so that each holds at most 16 (GPU) or 32
+//      head dims, ROWS rows a work-group (about 128 work-items on GPUs), COLS-row tiles as large
+//      as local memory allows (attentionTiling); backward, square tiles register-blocked like a
+//      GEMM, GQA heads split over work-groups where the device would idle (attentionGradTiling);
 //   2. one access function per operand, offX(b, h, i, d) -> buffer offset: the operand's layout
 //      (a read-through view, an R-Tile buffer, row-major) composed with the identity, or for a
 //      mask with its broadcast from [B, H, Sq, Sk];
 //   3. forward: one launch of flash_attention.cl; backward: _rowterm, then _dq (when dq is
-//      wanted) and _dkdv of flash_attention_grad.cl; an unwanted dk or dv goes to scratch.
+//      wanted), _dkdv and (split GQA heads) _dkdv_sum of flash_attention_grad.cl; an unwanted dk
+//      or dv goes to scratch.
 #include <fmt/format.h>
 
 #include "compiler/autodiff/attention.h"
@@ -25,7 +27,7 @@ std::string str(int64_t v) { return std::to_string(v); }
 
 }  // namespace
 
-AttentionTiling attentionTiling(int64_t headDim, int64_t valueDim, bool backward, const Target& t) {
+AttentionTiling attentionTiling(int64_t headDim, int64_t valueDim, const Target& t) {
   const bool gpu = t.deviceClass == DeviceClass::kGpu;
   AttentionTiling a;
   // GPUs: at most 16 dims a work-item, so a 128-work-item group covers 32 rows at head_dim 64
@@ -35,16 +37,55 @@ AttentionTiling attentionTiling(int64_t headDim, int64_t valueDim, bool backward
          valueDim % (2 * a.td) == 0)
     a.td *= 2;
   a.rows = std::max<int64_t>(8, (gpu ? 128 : 32) / a.td);
-  // Local floats: tiles of COLS rows of both operands, one (two backward) padded partial-sum
-  // planes. The budget is 5/6 of the profile's local memory (the H200: 40 KB of 48), else 16 KB,
-  // which phones (32 KB: Adreno, Mali) and Oclgrind run; CPUs 32 KB.
+  // Local floats: key and value tiles of COLS padded rows, the padded partial-sum planes. The
+  // budget is 5/6 of the profile's local memory (the H200: 40 KB of 48), else 16 KB, which
+  // phones (32 KB: Adreno, Mali) and Oclgrind run; CPUs 32 KB.
   const int64_t known = t.matmul.localMemoryBytes;
   const int64_t budget = (known > 0 ? known * 5 / 6 : gpu ? 16 * 1024 : 32 * 1024) / 4;
-  const int64_t planes = backward ? 2 : 1;
-  auto floats = [&] { return a.cols * (headDim + valueDim + planes * a.rows * a.td + 2) + planes * 32; };
+  auto floats = [&] { return a.cols * (headDim + 1 + valueDim + 1 + a.rows * a.td) + 32; };
   a.cols = gpu ? 64 : 16;
   while (a.cols > 4 && floats() > budget) a.cols /= 2;
   while (a.rows > 1 && floats() > budget) a.rows /= 2;
+  return a;
+}
+
+AttentionGradTiling attentionGradTiling(const autodiff::AttentionDims& d, const Target& t) {
+  const bool gpu = t.deviceClass == DeviceClass::kGpu;
+  AttentionGradTiling a;
+  // Local floats: resident and streamed tiles of padded rows (q, dO, k, v), P and dS, the
+  // streamed rows' lse and row terms (_dkdv, the larger kernel). The largest tile that fits the
+  // profile's local memory (else 16 KB on GPUs, 32 KB on CPUs), at most 32: two 32-row tiles
+  // already give each work-item a 2 x 4 block of scores to reuse its local reads over.
+  const int64_t known = t.matmul.localMemoryBytes;
+  const int64_t budget = (known > 0 ? known : gpu ? 16 * 1024 : 32 * 1024) / 4;
+  auto floats = [&](int64_t tile) {
+    return 2 * tile * (d.headDim + 1 + d.valueDim + 1) + 2 * tile * (tile + 1) + 2 * tile;
+  };
+  a.tile = 32;
+  while (a.tile > 1 && floats(a.tile) > budget) a.tile /= 2;
+  a.scoreCols = std::min<int64_t>(8, a.tile);
+  // The widest power of two up to 16 that divides both head dims: work-items ox, ox + EX, ...
+  a.gradDims = 1;
+  while (a.gradDims < 16 && d.headDim % (2 * a.gradDims) == 0 && d.valueDim % (2 * a.gradDims) == 0)
+    a.gradDims *= 2;
+  // Work-groups of 128 on GPUs (64 on CPUs), fewer where the tile cannot give every work-item
+  // whole rows in both stages.
+  a.workItems = gpu ? 128 : 64;
+  a.gradDims = std::min(a.gradDims, a.workItems);
+  auto fits = [&] {
+    const int64_t sy = a.workItems / a.scoreCols, oy = a.workItems / a.gradDims;
+    return sy > 0 && oy > 0 && a.tile % sy == 0 && a.tile % oy == 0;
+  };
+  while (a.workItems > 1 && !fits()) {
+    a.workItems /= 2;
+    a.scoreCols = std::min(a.scoreCols, a.workItems);
+    a.gradDims = std::min(a.gradDims, a.workItems);
+  }
+  // A GQA group's heads share their key block's work-group unless that leaves the device short
+  // of work-groups (fewer than two per compute unit); then each head gets its own and a last
+  // kernel sums the partials.
+  const int64_t keyBlocks = (d.kvLen + a.tile - 1) / a.tile;
+  a.splitGroups = d.group() > 1 && keyBlocks * d.batch * d.kvHeads < 2 * t.computeUnits;
   return a;
 }
 
@@ -94,7 +135,7 @@ Result<std::string> accessFn(const std::string& fn, const layout::Layout& l, con
   return fmt::format("inline uint {}({}) {{ return {}; }}\n", fn, params, off);
 }
 
-std::map<std::string, std::string> commonHoles(const AttentionDims& d, const AttentionTiling& a, bool hasMask) {
+std::map<std::string, std::string> commonHoles(const AttentionDims& d, bool hasMask) {
   return {{"H", str(d.heads)},
           {"HKV", str(d.kvHeads)},
           {"GROUP", str(d.group())},
@@ -102,9 +143,6 @@ std::map<std::string, std::string> commonHoles(const AttentionDims& d, const Att
           {"SK", str(d.kvLen)},
           {"D", str(d.headDim)},
           {"DV", str(d.valueDim)},
-          {"ROWS", str(a.rows)},
-          {"COLS", str(a.cols)},
-          {"TD", str(a.td)},
           {"CAUSAL", d.causal ? "1" : "0"},
           {"WINDOW", str(d.window)},
           {"HAS_SOFTCAP", d.softcap > 0 ? "1" : "0"},
@@ -132,7 +170,6 @@ Result<NodeCode> emitAttention(const ir::Graph& g, const ir::Node& n, const Targ
   const AttentionDims& d = *dims;
   const size_t maskSlot = backward ? 6 : 3;
   const bool hasMask = n.input(maskSlot) != ir::kNoValue;
-  const AttentionTiling a = attentionTiling(d.headDim, d.valueDim, backward, t);
   const ir::Shape full{d.batch, d.heads, d.qLen, d.kvLen};
   const int64_t bh = d.batch * d.heads;
 
@@ -164,13 +201,20 @@ Result<NodeCode> emitAttention(const ir::Graph& g, const ir::Node& n, const Targ
       access += fn;
       arg[name] = val(n.outputs[o]);
     }
-    auto holes = commonHoles(d, a, hasMask);
+    const AttentionTiling a = attentionTiling(d.headDim, d.valueDim, t);
+    auto holes = commonHoles(d, hasMask);
     const std::string params = "__global const float* q, __global const float* k, __global const float* v, " + maskParam +
                                "__global float* o, __global float* lse";
     std::vector<ArgRef> args{arg["Q"], arg["K"], arg["V"]};
     if (hasMask) args.push_back(arg["Mask"]);
     args.insert(args.end(), {arg["O"], arg["Lse"]});
-    code.launches.push_back(launch("flash_attention", {{"COMMON", common(holes, access)}, {"PARAMS", params}}, "attention",
+    code.launches.push_back(launch("flash_attention",
+                                   {{"COMMON", common(holes, access)},
+                                    {"PARAMS", params},
+                                    {"ROWS", str(a.rows)},
+                                    {"COLS", str(a.cols)},
+                                    {"TD", str(a.td)}},
+                                   "attention",
                                    std::move(args), {roundUp(d.qLen, a.rows) / a.rows * a.rows * a.td, bh},
                                    {a.rows * a.td, 1}));
     return code;
@@ -195,31 +239,51 @@ Result<NodeCode> emitAttention(const ir::Graph& g, const ir::Node& n, const Targ
   }
   const bool wantsDq = !n.outputs.empty() && n.outputs[0] != ir::kNoValue;
   if (!wantsDq) access += "inline uint offDQ(uint ib, uint ih, uint ii, uint id) { return 0u; }\n";
-  auto holes = commonHoles(d, a, hasMask);
+  const AttentionGradTiling a = attentionGradTiling(d, t);
+  auto holes = commonHoles(d, hasMask);
   const std::string in = "__global const float* dout, __global const float* q, __global const float* k, "
                          "__global const float* v, __global const float* lse, " + maskParam + "__global const float* dr, ";
   const std::map<std::string, std::string> vars{
       {"COMMON", common(holes, access)},
-      {"BH", str(bh)},
+      {"BATCH", str(d.batch)},
+      {"TILE", str(a.tile)},
+      {"WG", str(a.workItems)},
+      {"SX", str(a.scoreCols)},
+      {"EX", str(a.gradDims)},
+      {"SPLIT_GROUP", a.splitGroups ? "1" : "0"},
       {"ROWTERM_PARAMS", "__global const float* dout, __global const float* o, __global float* dr"},
       {"DQ_PARAMS", in + "__global float* dq"},
       {"DKDV_PARAMS", in + "__global float* dkOut, __global float* dvOut"}};
   std::vector<ArgRef> common{arg["DO"], arg["Q"], arg["K"], arg["V"], arg["Lse"]};
   if (hasMask) common.push_back(arg["Mask"]);
   common.push_back(scratch(0));
-  const int64_t wg = a.rows * a.td;
+  const int64_t wg = a.workItems;
   code.launches.push_back(launch("flash_attention_grad", vars, "attention", {arg["DO"], arg["O"], scratch(0)},
                                  grid1(bh * d.qLen, t), {t.workgroup}, "_rowterm"));
   if (wantsDq) {
     std::vector<ArgRef> args = common;
     args.push_back(arg["DQ"]);
     code.launches.push_back(launch("flash_attention_grad", vars, "attention", std::move(args),
-                                   {roundUp(d.qLen, a.rows) / a.rows * wg, bh}, {wg, 1}, "_dq"));
+                                   {roundUp(d.qLen, a.tile) / a.tile * wg, bh}, {wg, 1}, "_dq"));
   }
+  const std::vector<int64_t> keyBlocks{roundUp(d.kvLen, a.tile) / a.tile * wg,
+                                       a.splitGroups ? bh : d.batch * d.kvHeads};
   std::vector<ArgRef> args = common;
-  args.insert(args.end(), {arg["DK"], arg["DV"]});
-  code.launches.push_back(launch("flash_attention_grad", vars, "attention", std::move(args),
-                                 {roundUp(d.kvLen, a.rows) / a.rows * wg, d.batch * d.kvHeads}, {wg, 1}, "_dkdv"));
+  if (!a.splitGroups) {
+    args.insert(args.end(), {arg["DK"], arg["DV"]});
+    code.launches.push_back(launch("flash_attention_grad", vars, "attention", std::move(args), keyBlocks, {wg, 1}, "_dkdv"));
+    return code;
+  }
+  // Per-head partials, then their sums per key/value head.
+  const auto dkPart = static_cast<int32_t>(code.scratch.size());
+  code.scratch.push_back({ir::DType::F32, {bh, d.kvLen, d.headDim}});
+  code.scratch.push_back({ir::DType::F32, {bh, d.kvLen, d.valueDim}});
+  args.insert(args.end(), {scratch(dkPart), scratch(dkPart + 1)});
+  code.launches.push_back(launch("flash_attention_grad", vars, "attention", std::move(args), keyBlocks, {wg, 1}, "_dkdv"));
+  code.launches.push_back(launch("flash_attention_grad", vars, "attention",
+                                 {scratch(dkPart), scratch(dkPart + 1), arg["DK"], arg["DV"]},
+                                 grid1(d.batch * d.kvHeads * d.kvLen * (d.headDim + d.valueDim), t), {t.workgroup},
+                                 "_dkdv_sum"));
   return code;
 }
 

@@ -4,8 +4,9 @@
 // a sliding window shorter than the sequence, softcap, padding masks read through their
 // broadcast, lengths that are not a multiple of the tile, queries and keys of different lengths
 // (cross-attention), head_dim 16, 32 and 64, q read through
-// a transposed view, an unwanted dk; each with the CPU tiling and with the GPU tilings of phones
-// and of the H200 (wider work-groups, TD work-items a row, tiles sized to local memory).
+// a transposed view, an unwanted dk, head dims that are not powers of two; each with the CPU
+// tiling and with the GPU tilings of phones and of the H200 (wider work-groups, tiles sized to
+// local memory, GQA heads split over work-groups).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -227,16 +228,23 @@ void runCase(const AttnCase& c, const codegen::Target& target, unsigned seed) {
     if (g.nodes[bwd].outputs[i] != ir::kNoValue) check(got[g.nodes[bwd].outputs[i]], bwdRef[i], names[i]);
 }
 
-// PoCL's tiling, a phone's (GPU class, local memory unknown: 16 KB) and the H200's (48 KB).
+// PoCL's tiling, a phone's (GPU class, local memory unknown: 16 KB) and the H200's (48 KB, 132
+// compute units: GQA heads get work-groups of their own and their partials are summed).
 void runBothTilings(const AttnCase& c, unsigned seed) {
   codegen::Target cpu, phone, h200;
   phone.deviceClass = h200.deviceClass = codegen::DeviceClass::kGpu;
   h200.matmul.localMemoryBytes = 49152;
+  h200.computeUnits = 132;
   for (const codegen::Target& t : {cpu, phone, h200}) {
-    const auto tiling = codegen::attentionTiling(c.dim, c.valueDim, true, t);
-    INFO((t.deviceClass == codegen::DeviceClass::kGpu ? "GPU" : "CPU") << " tiling (local " << t.matmul.localMemoryBytes
-                                                                      << "): rows " << tiling.rows << ", cols "
-                                                                      << tiling.cols << ", td " << tiling.td);
+    const auto fwd = codegen::attentionTiling(c.dim, c.valueDim, t);
+    autodiff::AttentionDims d;
+    d.batch = c.batch, d.heads = c.heads, d.kvHeads = c.kvHeads, d.qLen = c.qLen, d.kvLen = c.kvLen;
+    d.headDim = c.dim, d.valueDim = c.valueDim;
+    const auto bwd = codegen::attentionGradTiling(d, t);
+    INFO((t.deviceClass == codegen::DeviceClass::kGpu ? "GPU" : "CPU")
+         << " tiling (local " << t.matmul.localMemoryBytes << "): forward rows " << fwd.rows << ", cols " << fwd.cols
+         << ", td " << fwd.td << "; backward tile " << bwd.tile << ", work-items " << bwd.workItems << ", sx "
+         << bwd.scoreCols << ", ex " << bwd.gradDims << (bwd.splitGroups ? ", GQA heads split" : ""));
     runCase(c, t, seed);
   }
 }
@@ -274,6 +282,17 @@ TEST_CASE("flash attention kernels: cross-attention, 11 queries on 23 keys, padd
   c.kvLen = 23;
   c.mask = {c.batch, 1, 1, c.kvLen};
   runBothTilings(c, 6);
+}
+
+TEST_CASE("flash attention kernels: head_dim 80, value dim 48, 41 tokens (tiles and dims not powers of two)",
+          "[codegen][attention]") {
+  AttnCase c;
+  c.dim = 80;
+  c.valueDim = 48;
+  c.qLen = c.kvLen = 41;
+  c.heads = 6;
+  c.kvHeads = 2;
+  runBothTilings(c, 7);
 }
 
 TEST_CASE("flash attention kernels: q through a transposed view, no dk wanted, head_dim 16", "[codegen][attention]") {
