@@ -1,0 +1,132 @@
+// fbl-train on a dataset file, end to end on PoCL with tests/data/llama-tiny: two epochs over a
+// small generated .safetensors dataset, shuffled by seed with two samples held out; the eval
+// loss is printed at each epoch's end; a run stopped mid-epoch and resumed gives exactly the
+// losses of the uninterrupted one; a resume with another seed and a dataset with a token id
+// outside the vocabulary are one line each and exit 1.
+#include <sys/wait.h>
+
+#include <fstream>
+#include <random>
+#include <regex>
+#include <sstream>
+
+#include "compiler/plan/compile_command.h"
+#include "runtime/safetensors.h"
+#include "tests/runtime/runtime_test_util.h"
+
+namespace fbl::testing {
+namespace {
+
+struct Run {
+  int status = -1;
+  std::string log;  // stdout and stderr
+};
+
+Run fblTrain(const std::string& args, const std::string& name) {
+  const std::string log = tempDir() + "/" + name + ".log";
+  const int st = std::system((std::string(FBL_BIN_DIR) + "/fbl-train " + args + " > " + log + " 2>&1").c_str());
+  std::stringstream out;
+  out << std::ifstream(log).rdbuf();
+  return Run{WIFEXITED(st) ? WEXITSTATUS(st) : -1, out.str()};
+}
+
+// "step 3/20 [...] loss 5.123456 ..." -> "3 5.123456", one a step.
+std::vector<std::string> stepLosses(const std::string& log) {
+  static const std::regex line(R"(step (\d+)/\d+ \[[^\]]*\] loss (\S+))");
+  std::vector<std::string> out;
+  for (std::sregex_iterator it(log.begin(), log.end(), line), end; it != end; ++it) out.push_back((*it)[1].str() + " " + (*it)[2].str());
+  return out;
+}
+
+std::vector<double> numbersAfter(const std::string& log, const std::string& pattern) {
+  const std::regex re(pattern);
+  std::vector<double> out;
+  for (std::sregex_iterator it(log.begin(), log.end(), re), end; it != end; ++it) out.push_back(std::stod((*it)[1].str()));
+  return out;
+}
+
+std::string lineWith(const std::string& log, const std::string& start) {
+  const size_t at = log.find(start);
+  return at == std::string::npos ? "" : log.substr(at, log.find('\n', at) - at);
+}
+
+TEST_CASE("fbl-train: two epochs of a dataset, eval loss, resume mid-epoch, bad data", "[runtime][dataset-train]") {
+  plan::CompileArgs a;
+  a.model = std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/model.onnx";
+  a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
+  a.output = tempDir() + "/llama-dataset.fbp";
+  a.weights = tempDir() + "/llama-dataset.safetensors";
+  auto c = plan::compileModel(a);
+  REQUIRE(c.ok());
+  REQUIRE(plan::writeWeights(a, c->plan).ok());
+  REQUIRE(safetensors::writeFileAtomic(a.output, planfile::serialize(c->plan)) == "");
+  const planfile::Tensor& input = c->plan.tensors[c->plan.inputs.at(0)];
+  REQUIRE(input.shape == std::vector<int64_t>{1, 16});
+
+  // 12 samples: runs of token ids with a step of 1..4 from a random start, something to learn.
+  const int64_t n = 12;
+  std::vector<int64_t> ids;
+  std::mt19937 rng(5);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t start = rng() % 256, step = 1 + rng() % 4;
+    for (int64_t k = 0; k < 16; ++k) ids.push_back((start + step * k) % 256);
+  }
+  auto writeDataset = [&](const std::string& path, const std::vector<int64_t>& v) {
+    safetensors::File f;
+    f.tensors[input.name] = safetensors::Entry{"I64", {n, 1, 16}, std::vector<unsigned char>(v.size() * 8)};
+    std::memcpy(f.tensors[input.name].data.data(), v.data(), v.size() * 8);
+    REQUIRE(safetensors::write(path, f) == "");
+  };
+  const std::string data = tempDir() + "/tokens.safetensors";
+  writeDataset(data, ids);
+  const std::string common = a.output + " --weights " + a.weights + " --data " + data + " --eval-samples 2 --cache-dir " +
+                             tempDir() + "/cache ";
+
+  const Run whole = fblTrain(common + "--seed 7 --epochs 2", "dataset-whole");
+  INFO(whole.log);
+  REQUIRE(whole.status == 0);
+  CHECK_THAT(whole.log, Catch::Contains("data: 12 samples from " + data + ": 10 to train on, 2 held out, shuffled by seed 7"));
+  const std::vector<std::string> losses = stepLosses(whole.log);
+  CHECK(losses.size() == 20);
+  const std::vector<double> trainMeans = numbersAfter(whole.log, R"(epoch \d/2 done at step \d+: mean train loss (\S+) over 10 steps)");
+  const std::vector<double> evalLosses = numbersAfter(whole.log, R"(eval loss (\S+) \(2 batches at step (?:10|20)\))");
+  REQUIRE(trainMeans.size() == 2);
+  REQUIRE(evalLosses.size() == 2);
+  CHECK(trainMeans[1] < trainMeans[0]);
+  CHECK(evalLosses[1] < evalLosses[0]);
+
+  // Stopped at step 13 (epoch 2, sample 3), resumed to the end: the same losses, step for step.
+  const std::string ckpt = " --checkpoint " + tempDir() + "/dataset.ckpt --checkpoint-every 4 ";
+  std::remove((tempDir() + "/dataset.ckpt").c_str());
+  const Run part = fblTrain(common + "--seed 7 --steps 13" + ckpt, "dataset-part");
+  REQUIRE(part.status == 0);
+  const Run rest = fblTrain(common + "--seed 7 --epochs 2 --resume" + ckpt, "dataset-rest");
+  INFO(rest.log);
+  REQUIRE(rest.status == 0);
+  CHECK_THAT(rest.log, Catch::Contains("at step 13 (epoch 2, sample 3 of 10)"));
+  std::vector<std::string> resumed = stepLosses(part.log);
+  for (const std::string& l : stepLosses(rest.log)) resumed.push_back(l);
+  CHECK(resumed == losses);
+  CHECK(lineWith(rest.log, "eval loss") == lineWith(whole.log.substr(whole.log.find("at step 10)")), "eval loss"));
+  CHECK(lineWith(rest.log, "done: step 20 loss").substr(0, 30) == lineWith(whole.log, "done: step 20 loss").substr(0, 30));
+
+  // Another seed cannot go on from that checkpoint.
+  const Run otherSeed = fblTrain(common + "--seed 8 --epochs 2 --resume" + ckpt, "dataset-seed");
+  CHECK(otherSeed.status == 1);
+  CHECK_THAT(otherSeed.log, Catch::Contains("error: the checkpoint's dataset position '" + tempDir() +
+                                            "/dataset.ckpt.data.json' has --seed 7, this run --seed 8"));
+
+  // A token id outside the vocabulary: the file and the sample, before any step.
+  std::vector<int64_t> bad = ids;
+  bad[5 * 16 + 9] = 300;
+  const std::string badData = tempDir() + "/bad-tokens.safetensors";
+  writeDataset(badData, bad);
+  const Run refused = fblTrain(a.output + " --weights " + a.weights + " --data " + badData + " --epochs 1 --cache-dir " + tempDir() + "/cache",
+                               "dataset-bad");
+  CHECK(refused.status == 1);
+  CHECK_THAT(refused.log, Catch::Contains("error: " + badData + ": sample 5: input '" + input.name + "' position 9 ([0, 9]): index 300 is outside"));
+  CHECK_THAT(refused.log, !Catch::Contains("step 1/"));
+}
+
+}  // namespace
+}  // namespace fbl::testing
