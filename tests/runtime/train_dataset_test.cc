@@ -1,3 +1,5 @@
+// TensorProto datasets (fbl-train's reader): input_K.pb with a leading N, and test_data_set_*
+// folders of different sample counts concatenated, each sample named by its own file.
 // fbl-train on a dataset file, end to end on PoCL with tests/data/llama-tiny: two epochs over a
 // small generated .safetensors dataset, shuffled by seed with two samples held out; the eval
 // loss is printed at each epoch's end; a run stopped mid-epoch and resumed gives exactly the
@@ -10,8 +12,10 @@
 #include <regex>
 #include <sstream>
 
+#include "compiler/onnx/tensor_proto.h"
 #include "compiler/plan/compile_command.h"
 #include "runtime/safetensors.h"
+#include "runtime/tools/train_data.h"
 #include "tests/runtime/runtime_test_util.h"
 
 namespace fbl::testing {
@@ -48,6 +52,48 @@ std::vector<double> numbersAfter(const std::string& log, const std::string& patt
 std::string lineWith(const std::string& log, const std::string& start) {
   const size_t at = log.find(start);
   return at == std::string::npos ? "" : log.substr(at, log.find('\n', at) - at);
+}
+
+TEST_CASE("TensorProto datasets: a leading N, and folders concatenated in name order", "[dataset]") {
+  planfile::Plan plan;
+  planfile::Tensor t;
+  t.name = "ids";
+  t.dtype = "i64";
+  t.shape = {1, 4};
+  t.role = planfile::Role::Input;
+  t.bytes = 32;
+  plan.tensors.push_back(t);
+  plan.inputs.push_back(0);
+  const std::string dir = tempDir() + "/pb-dataset";
+  std::system(("rm -rf " + dir + " && mkdir -p " + dir + "/one " + dir + "/sets/test_data_set_0 " + dir + "/sets/test_data_set_1").c_str());
+  auto ids = [](int64_t n, int64_t from) {
+    ir::Tensor x(ir::DType::I64, {n, 1, 4});
+    for (int64_t i = 0; i < x.numel(); ++i) x.set(i, static_cast<double>(from + i));
+    return x;
+  };
+  REQUIRE(onnx::writeTensorProtoFile(dir + "/one/input_0.pb", "ids", ids(3, 0)).ok());
+  rt::Dataset d;
+  REQUIRE(train::loadDataset(dir + "/one", plan, &d) == "");
+  CHECK(d.size() == 3);
+  CHECK(reinterpret_cast<const int64_t*>(d.sample(0, 2))[0] == 8);
+
+  // test_data_set_0 holds one sample of the plan's own shape, test_data_set_1 two more.
+  ir::Tensor first(ir::DType::I64, {1, 4});
+  for (int64_t i = 0; i < 4; ++i) first.set(i, 100.0 + static_cast<double>(i));
+  REQUIRE(onnx::writeTensorProtoFile(dir + "/sets/test_data_set_0/input_0.pb", "ids", first).ok());
+  REQUIRE(onnx::writeTensorProtoFile(dir + "/sets/test_data_set_1/input_0.pb", "ids", ids(2, 0)).ok());
+  REQUIRE(train::loadDataset(dir + "/sets", plan, &d) == "");
+  CHECK(d.size() == 3);
+  CHECK(reinterpret_cast<const int64_t*>(d.sample(0, 0))[0] == 100);
+  CHECK(reinterpret_cast<const int64_t*>(d.sample(0, 2))[0] == 4);
+  CHECK(d.where(0, 0) == dir + "/sets/test_data_set_0/input_0.pb: sample 0");
+  CHECK(d.where(0, 2) == dir + "/sets/test_data_set_1/input_0.pb: sample 2");
+
+  ir::Tensor wrong(ir::DType::I64, {3, 5});
+  REQUIRE(onnx::writeTensorProtoFile(dir + "/one/input_0.pb", "ids", wrong).ok());
+  CHECK(train::loadDataset(dir + "/one", plan, &d) ==
+        "'" + dir + "/one/input_0.pb': tensor 'ids' is i64[3,5] but a sample of the plan's input is i64[1,4]: give i64[N,1,4] or i64[N*1,4]");
+  CHECK_THAT(train::loadDataset(dir + "/none", plan, &d), Catch::Contains("does not exist"));
 }
 
 TEST_CASE("fbl-train: two epochs of a dataset, eval loss, resume mid-epoch, bad data", "[runtime][dataset-train]") {
