@@ -11,6 +11,7 @@
 
 #include "runtime/dataset.h"
 #include "runtime/dataset_position.h"
+#include "runtime/include/fbl/fbl_runtime.h"
 #include "runtime/npy.h"
 #include "runtime/safetensors.h"
 #include "runtime/sample_order.h"
@@ -305,6 +306,18 @@ TEST_CASE("sample order: epochs are permutations of the training samples, held o
       CHECK(other.heldOut() != order.heldOut());
     }
   }
+}
+
+TEST_CASE("sample order: the C API gives SampleOrder's samples", "[dataset]") {
+  rt::SampleOrder order(9, 2, 11);
+  for (int64_t p = 0; p < 20; ++p) CHECK(fbl_sample_at(9, 2, 1, 11, p) == order.sampleAt(p));
+  CHECK(fbl_held_out_sample(9, 2, 1, 11, 1) == order.heldOut()[1]);
+  CHECK(fbl_sample_at(9, 2, 0, 11, 8) == 1);  // file order: position 8 is epoch 2's second sample
+  CHECK(fbl_held_out_sample(9, 2, 0, 0, 0) == 7);
+  CHECK(fbl_sample_at(9, 9, 1, 11, 0) == -1);
+  CHECK(fbl_sample_at(0, 0, 1, 11, 0) == -1);
+  CHECK(fbl_sample_at(9, 2, 1, 11, -1) == -1);
+  CHECK(fbl_held_out_sample(9, 2, 1, 11, 2) == -1);
 }
 
 TEST_CASE("dataset position: round trip, and a resumed run on other data or another seed is refused", "[dataset]") {

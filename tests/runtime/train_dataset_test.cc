@@ -12,8 +12,11 @@
 #include <regex>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "compiler/onnx/tensor_proto.h"
 #include "compiler/plan/compile_command.h"
+#include "runtime/include/fbl/fbl_runtime.h"
 #include "runtime/safetensors.h"
 #include "runtime/tools/train_data.h"
 #include "tests/runtime/runtime_test_util.h"
@@ -141,6 +144,20 @@ TEST_CASE("fbl-train: two epochs of a dataset, eval loss, resume mid-epoch, bad 
   CHECK(trainMeans[1] < trainMeans[0]);
   CHECK(evalLosses[1] < evalLosses[0]);
 
+  // The C API with the same order trains the same first step.
+  fbl_session* cs = nullptr;
+  REQUIRE(fbl_open(a.output.c_str(), -1, (tempDir() + "/cache").c_str(), &cs) == FBL_OK);
+  REQUIRE(fbl_load_weights(cs, a.weights.c_str()) == FBL_OK);
+  fbl_dataset* ds = nullptr;
+  REQUIRE(fbl_dataset_open(cs, data.c_str(), &ds) == FBL_OK);
+  CHECK(fbl_dataset_size(ds) == n);
+  REQUIRE(fbl_dataset_write_sample(cs, ds, fbl_sample_at(n, 2, 1, 7, 0)) == FBL_OK);
+  float first = 0.0f;
+  REQUIRE(fbl_train_step(cs, &first) == FBL_OK);
+  CHECK(fmt::format("1 {:.6f}", first) == losses.at(0));
+  CHECK(fbl_dataset_write_sample(cs, ds, n) == FBL_ERROR);
+  fbl_dataset_close(ds);
+
   // Stopped at step 13 (epoch 2, sample 3), resumed to the end: the same losses, step for step.
   const std::string ckpt = " --checkpoint " + tempDir() + "/dataset.ckpt --checkpoint-every 4 ";
   std::remove((tempDir() + "/dataset.ckpt").c_str());
@@ -172,6 +189,9 @@ TEST_CASE("fbl-train: two epochs of a dataset, eval loss, resume mid-epoch, bad 
   CHECK(refused.status == 1);
   CHECK_THAT(refused.log, Catch::Contains("error: " + badData + ": sample 5: input '" + input.name + "' position 9 ([0, 9]): index 300 is outside"));
   CHECK_THAT(refused.log, !Catch::Contains("step 1/"));
+  CHECK(fbl_dataset_open(cs, badData.c_str(), &ds) == FBL_ERROR_INPUT);
+  CHECK_THAT(std::string(fbl_last_error()), Catch::StartsWith(badData + ": sample 5: input '" + input.name + "' position 9"));
+  fbl_close(cs);
 }
 
 }  // namespace
