@@ -28,6 +28,21 @@ int64_t elementBytes(const std::string& dtype) {
   return 1;
 }
 
+// Header text for a message: control bytes as \xNN, at most 40 characters, so that the
+// message stays one line whatever the file holds.
+std::string printable(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s.substr(0, 40)) {
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      const char* hex = "0123456789abcdef";
+      out += std::string("\\x") + hex[c >> 4] + hex[c & 15];
+    }
+  }
+  return s.size() > 40 ? out + "..." : out;
+}
+
 // A reader of the header's dict literal: {'descr': '<i8', 'fortran_order': False, 'shape': (3, 4), }
 class HeaderParser {
  public:
@@ -40,7 +55,7 @@ class HeaderParser {
       if (consume('}')) break;
       std::string key;
       if (!quoted(&key)) return "has a key that is not a quoted string";
-      if (!consume(':')) return "has no ':' after '" + key + "'";
+      if (!consume(':')) return "has no ':' after '" + printable(key) + "'";
       if (key == "descr") {
         if (seenDescr || !quoted(descr)) return "has a 'descr' that is repeated or not a string";
         seenDescr = true;
@@ -55,11 +70,11 @@ class HeaderParser {
         if (auto e = tuple(shape); !e.empty()) return e;
         seenShape = true;
       } else {
-        return "has an unknown key '" + key + "'";
+        return "has an unknown key '" + printable(key) + "'";
       }
       if (consume(',')) continue;
       if (consume('}')) break;
-      return "has no ',' or '}' after '" + key + "'";
+      return "has no ',' or '}' after '" + printable(key) + "'";
     }
     skipSpaces();
     if (at_ + 1 != s_.size() || s_[at_] != '\n') return "does not end with '}' and a newline";
@@ -139,8 +154,8 @@ std::string parse(const std::string& bytes, const std::string& path, Array* out)
     if (descr == d.descr || (descr.size() == 3 && descr[0] == '<' && d.descr[0] == '|' && descr.substr(1) == d.descr + 1))
       a.dtype = d.dtype;
   if (a.dtype.empty())
-    return where + ": dtype '" + descr + "' is not supported" +
-           (!descr.empty() && descr[0] == '>' ? " (big-endian: save it little-endian, arr.astype('<" + descr.substr(1) + "'))"
+    return where + ": dtype '" + printable(descr) + "' is not supported" +
+           (!descr.empty() && descr[0] == '>' ? " (big-endian: save it little-endian, arr.astype('<" + printable(descr.substr(1)) + "'))"
                                               : " (bool, int8..int64, uint8..uint64, float16/32/64)");
   uint64_t expected = static_cast<uint64_t>(elementBytes(a.dtype));
   for (int64_t d : a.shape) {

@@ -156,6 +156,42 @@ TEST_CASE("npy: every version reads, every malformed file is one line", "[datase
   }
 }
 
+// Every truncation and every header byte set to a few values: the reader refuses in one line or
+// reads an array whose bytes are exactly its dtype x shape, never reads past the file.
+TEST_CASE("npy: truncated and mutated headers are refused or read whole", "[dataset]") {
+  const std::string good = npy::serialize({"i64", {3, 2}, bytesOf(std::vector<int64_t>{1, 2, 3, 4, 5, 6})});
+  const size_t headerEnd = good.find('\n') + 1;
+  int refused = 0, read = 0;
+  auto judge = [&](const std::string& bytes) {
+    npy::Array a;
+    const std::string e = npy::parse(bytes, "m.npy", &a);
+    if (!e.empty()) {
+      CHECK(e.find('\n') == std::string::npos);
+      CHECK_THAT(e, Catch::Contains("'m.npy'"));
+      ++refused;
+      return;
+    }
+    int64_t n = 1;
+    for (int64_t d : a.shape) n *= d;
+    const int64_t width = a.dtype == "i64" || a.dtype == "u64" || a.dtype == "f64"   ? 8
+                          : a.dtype == "i32" || a.dtype == "u32" || a.dtype == "f32" ? 4
+                          : a.dtype == "i16" || a.dtype == "u16" || a.dtype == "f16" ? 2
+                                                                                       : 1;
+    CHECK(static_cast<int64_t>(a.data.size()) == n * width);
+    CHECK(a.data.size() <= bytes.size());
+    ++read;
+  };
+  for (size_t len = 0; len < good.size(); ++len) judge(good.substr(0, len));
+  for (size_t at = 0; at < headerEnd; ++at)
+    for (const char c : {'\0', '\xff', ' ', '(', ')', ',', '9', '\'', '}', '\n'}) {
+      std::string m = good;
+      m[at] = c;
+      judge(m);
+    }
+  CHECK(refused > 0);
+  INFO("refused " << refused << ", read " << read);
+}
+
 TEST_CASE("dataset: safetensors, npy and npy folders in both sample forms", "[dataset]") {
   const std::string dir = tempDir() + "/dataset-good";
   std::system(("mkdir -p " + dir + "/npy " + dir + "/rows").c_str());
