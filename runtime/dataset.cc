@@ -110,8 +110,10 @@ std::string Dataset::read(const std::string& path, const planfile::Plan& plan, D
 std::string Dataset::fromTensors(std::vector<DatasetTensor> tensors, const planfile::Plan& plan, Dataset* out) {
   Dataset d;
   for (const DatasetTensor& t : tensors) {
-    const bool known = std::any_of(plan.inputs.begin(), plan.inputs.end(), [&](int32_t i) { return plan.tensors[i].name == t.input; });
-    if (!known) return "'" + t.file + "': tensor '" + t.input + "' is no input of the plan (its inputs: " + inputList(plan) + ")";
+    const bool known =
+        std::any_of(plan.inputs.begin(), plan.inputs.end(), [&](int32_t i) { return plan.tensors[i].name == t.input; });
+    if (!known)
+      return "'" + t.file + "': tensor '" + t.input + "' is no input of the plan (its inputs: " + inputList(plan) + ")";
   }
   std::string firstWhere;  // the first input's tensor, for an N mismatch
   for (int32_t id : plan.inputs) {
@@ -131,8 +133,8 @@ std::string Dataset::fromTensors(std::vector<DatasetTensor> tensors, const planf
         return who + " is " + t.dtype + dims(t.shape) + " but a sample of the plan's input is " + pt.dtype + dims(pt.shape) +
                ": give " + sampleForms(pt);
       if (t.data.size() != static_cast<size_t>(k) * in.sampleBytes)
-        return who + " has " + std::to_string(t.data.size()) + " bytes, not the " + std::to_string(k * static_cast<int64_t>(in.sampleBytes)) +
-               " of its shape";
+        return who + " has " + std::to_string(t.data.size()) + " bytes, not the " +
+               std::to_string(k * static_cast<int64_t>(in.sampleBytes)) + " of its shape";
       in.files.emplace_back(n, t.file);
       in.data.insert(in.data.end(), t.data.begin(), t.data.end());
       std::vector<unsigned char>().swap(t.data);  // hand the memory back as we go: datasets can be large

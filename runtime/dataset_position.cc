@@ -60,7 +60,8 @@ std::string readDatasetPosition(const std::string& path, DatasetPosition* out) {
                                                    {"held_out", &p.heldOut}, {"train_samples", &p.trainSamples},
                                                    {"samples_per_step", &p.samplesPerStep}};
   for (const auto& [key, field] : ints) {
-    if (!j.contains(key) || !j[key].is_number_unsigned() || j[key].get<uint64_t>() > (uint64_t{1} << 62)) return where + ": '" + key + "' is not a non-negative integer";
+    if (!j.contains(key) || !j[key].is_number_unsigned() || j[key].get<uint64_t>() > (uint64_t{1} << 62))
+      return where + ": '" + key + "' is not a non-negative integer";
     *field = j[key].get<int64_t>();
   }
   if (!j.contains("fingerprint") || !parseU64(j["fingerprint"], &p.fingerprint))

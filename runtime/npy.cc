@@ -118,7 +118,8 @@ class HeaderParser {
       while (at_ < s_.size() && s_[at_] >= '0' && s_[at_] <= '9' && digits < 14) d = d * 10 + uint64_t(s_[at_++] - '0'), ++digits;
       if (digits == 0 || d > (uint64_t{1} << 40)) return "has a 'shape' dimension that is not a non-negative integer below 2^40";
       shape->push_back(static_cast<int64_t>(d));
-      if (!consume(',') && !(skipSpaces(), at_ < s_.size() && s_[at_] == ')')) return "has a 'shape' without ',' between dimensions";
+      const bool closes = (skipSpaces(), at_ < s_.size() && s_[at_] == ')');
+      if (!consume(',') && !closes) return "has a 'shape' without ',' between dimensions";
     }
     return "";
   }
@@ -150,13 +151,15 @@ std::string parse(const std::string& bytes, const std::string& path, Array* out)
   HeaderParser header(bytes.substr(8 + lenBytes, headerLen));
   if (auto e = header.parse(&descr, &fortran, &a.shape); !e.empty()) return where + ": the .npy header " + e;
   if (fortran) return where + ": the array is in Fortran order; save it in C order (numpy.ascontiguousarray)";
+  // A one-byte type has no byte order; '<' in front of it is accepted as well as '|'.
   for (const DescrName& d : kDescrs)
     if (descr == d.descr || (descr.size() == 3 && descr[0] == '<' && d.descr[0] == '|' && descr.substr(1) == d.descr + 1))
       a.dtype = d.dtype;
   if (a.dtype.empty())
     return where + ": dtype '" + printable(descr) + "' is not supported" +
-           (!descr.empty() && descr[0] == '>' ? " (big-endian: save it little-endian, arr.astype('<" + printable(descr.substr(1)) + "'))"
-                                              : " (bool, int8..int64, uint8..uint64, float16/32/64)");
+           (!descr.empty() && descr[0] == '>'
+                ? " (big-endian: save it little-endian, arr.astype('<" + printable(descr.substr(1)) + "'))"
+                : " (bool, int8..int64, uint8..uint64, float16/32/64)");
   uint64_t expected = static_cast<uint64_t>(elementBytes(a.dtype));
   for (int64_t d : a.shape) {
     if (d != 0 && expected > (uint64_t{1} << 62) / static_cast<uint64_t>(d)) return where + ": the shape is too large";

@@ -114,7 +114,8 @@ TEST_CASE("npy: every version reads, every malformed file is one line", "[datase
            {"f32", {4}}, {"i32", {}}, {"u8", {2, 1, 2}}, {"bool", {0}}, {"f64", {1}}, {"f16", {2}}}) {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
-    npy::Array c{dtype, shape, std::vector<unsigned char>(static_cast<size_t>(n) * (dtype == "f64" ? 8 : dtype == "f32" || dtype == "i32" ? 4 : dtype == "f16" ? 2 : 1), 1)};
+    const size_t width = dtype == "f64" ? 8 : dtype == "f32" || dtype == "i32" ? 4 : dtype == "f16" ? 2 : 1;
+    npy::Array c{dtype, shape, std::vector<unsigned char>(static_cast<size_t>(n) * width, 1)};
     npy::Array d;
     INFO(dtype);
     REQUIRE(npy::parse(npy::serialize(c), "c.npy", &d) == "");
