@@ -377,6 +377,7 @@ int run(const Args& a) {
   float loss = 0.0f;
   bool dumped = a.dumpGrads.empty();
   int64_t evaluatedAt = -1;  // the step of the last eval line
+  bool endedOnReport = false;  // the last step printed epoch or eval lines, which ended the progress line
   double epochLoss = 0.0;    // this epoch's losses so far, as this process ran them
   int64_t epochSteps = 0;
   // The first step also pays for lazy work in the driver (PoCL compiles each kernel's
@@ -408,23 +409,30 @@ int run(const Args& a) {
              secs / done * static_cast<double>(data.lastStep - s->step()), tty);
     epochLoss += loss;
     ++epochSteps;
-    const bool epochEnd = data.fromFile && s->step() * kSamplesPerStep % data.order->trainCount() == 0;
+    // An epoch of one step (a single batch cycled, the old --data DIR) gets no report of its own.
+    const bool epochEnd = data.fromFile && data.order->trainCount() > kSamplesPerStep &&
+                          s->step() * kSamplesPerStep % data.order->trainCount() == 0;
+    const bool evaluate = data.evalSet && (epochEnd || (a.evalEvery > 0 && s->step() % a.evalEvery == 0));
+    const bool report = epochEnd || evaluate;
+    if (tty && report) fmt::print(stderr, "\n");  // end the progress line before ours
     if (epochEnd) {
       const int64_t epoch = s->step() * kSamplesPerStep / data.order->trainCount();
-      fmt::print("{}epoch {}{} done at step {}: mean train loss {:.9g} over {} steps\n", tty ? "\n" : "", epoch,
+      fmt::print("epoch {}{} done at step {}: mean train loss {:.9g} over {} steps\n", epoch,
                  data.epochs > 0 ? fmt::format("/{}", data.epochs) : "", s->step(), epochLoss / static_cast<double>(epochSteps),
                  epochSteps);
+      std::fflush(stdout);
       epochLoss = 0.0;
       epochSteps = 0;
     }
-    if (data.evalSet && (epochEnd || (a.evalEvery > 0 && s->step() % a.evalEvery == 0))) {
+    if (evaluate) {
       if (auto e = printEvalLoss(*s, data); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
       evaluatedAt = s->step();
     }
     if (a.checkpointEvery > 0 && s->step() % a.checkpointEvery == 0)
       if (auto e = saveCheckpoint(a, data, *s); !e.empty()) return fmt::print(stderr, "\nerror: {}\n", e), 1;
+    endedOnReport = report;
   }
-  if (tty) fmt::print(stderr, "\n");
+  if (tty && !endedOnReport) fmt::print(stderr, "\n");
   if (s->step() > first) {
     const auto now = std::chrono::steady_clock::now();
     const double firstSecs = std::chrono::duration<double>(firstDone - start).count();
