@@ -42,6 +42,13 @@ std::vector<fs::path> tensorProtoFolders(const fs::path& path, std::string* err)
   return dirs;
 }
 
+bool hasNpy(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".npy") return true;
+  return false;
+}
+
 }  // namespace
 
 std::string loadDataset(const std::string& path, const planfile::Plan& plan, rt::Dataset* out) {
@@ -50,6 +57,8 @@ std::string loadDataset(const std::string& path, const planfile::Plan& plan, rt:
   const std::vector<fs::path> folders = plan.inputs.empty() ? std::vector<fs::path>{} : tensorProtoFolders(path, &err);
   if (!err.empty()) return err;
   if (folders.empty()) {
+    if (fs::is_directory(path) && !hasNpy(path))
+      return fmt::format("dataset '{}' holds no input_0.pb, test_data_set_*/input_0.pb or INPUT.npy", path);
     if (auto e = rt::Dataset::read(path, plan, out); !e.empty()) return e;
   } else {
     std::vector<rt::DatasetTensor> tensors;

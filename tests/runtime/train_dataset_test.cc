@@ -97,6 +97,9 @@ TEST_CASE("TensorProto datasets: a leading N, and folders concatenated in name o
   CHECK(train::loadDataset(dir + "/one", plan, &d) ==
         "'" + dir + "/one/input_0.pb': tensor 'ids' is i64[3,5] but a sample of the plan's input is i64[1,4]: give i64[N,1,4] or i64[N*1,4]");
   CHECK_THAT(train::loadDataset(dir + "/none", plan, &d), Catch::Contains("does not exist"));
+  std::system(("mkdir -p " + dir + "/empty").c_str());
+  CHECK(train::loadDataset(dir + "/empty", plan, &d) ==
+        "dataset '" + dir + "/empty' holds no input_0.pb, test_data_set_*/input_0.pb or INPUT.npy");
 }
 
 TEST_CASE("fbl-train: two epochs of a dataset, eval loss, resume mid-epoch, bad data", "[runtime][dataset-train]") {
