@@ -246,6 +246,7 @@ struct Data {
   bool fromFile = false;  // --data given; else synthetic inputs
   fbl::rt::Dataset train, heldOutFile;
   std::optional<fbl::rt::SampleOrder> order;
+  uint64_t fingerprint = 0;  // train's, hashed once: every checkpoint records it
   const fbl::rt::Dataset* evalSet = nullptr;  // the dataset `evalSamples` index, if any
   std::vector<int64_t> evalSamples;
   fbl::ir::Graph synthetic;
@@ -262,7 +263,7 @@ fbl::rt::DatasetPosition positionAt(const Args& a, const Data& d, int64_t step) 
   p.trainSamples = d.order->trainCount();
   p.heldOut = static_cast<int64_t>(d.order->heldOut().size());
   p.samplesPerStep = kSamplesPerStep;
-  p.fingerprint = d.train.fingerprint();
+  p.fingerprint = d.fingerprint;
   p.epoch = step * kSamplesPerStep / p.trainSamples;
   p.position = step * kSamplesPerStep % p.trainSamples;
   return p;
@@ -284,6 +285,7 @@ std::string setUpData(const Args& a, const fbl::rt::Session& s, Data* d) {
     if (heldOut >= n)
       return fmt::format("'{}' has {} samples: holding out {} for evaluation leaves none to train on", a.data, n, heldOut);
     d->order.emplace(n, heldOut, a.seed);
+    d->fingerprint = d->train.fingerprint();
     if (heldOut > 0) {
       d->evalSet = &d->train;
       d->evalSamples = d->order->heldOut();
