@@ -4,11 +4,16 @@
 #include <string>
 #include <vector>
 
+#include "runtime/dataset.h"
 #include "runtime/include/fbl/fbl_runtime.h"
+#include "runtime/sample_order.h"
 #include "runtime/session.h"
 
 struct fbl_session {
   std::unique_ptr<fbl::rt::Session> s;
+};
+struct fbl_dataset {
+  fbl::rt::Dataset d;
 };
 
 namespace {
@@ -98,5 +103,41 @@ int64_t fbl_step(const fbl_session* s) { return s->s->step(); }
 int fbl_save_checkpoint(fbl_session* s, const char* path) { return result(s->s->saveCheckpoint(path)); }
 int fbl_load_checkpoint(fbl_session* s, const char* path) { return result(s->s->loadCheckpoint(path)); }
 int fbl_export_adapter(fbl_session* s, const char* dir) { return result(s->s->exportAdapter(dir)); }
+
+int fbl_dataset_open(const fbl_session* s, const char* path, fbl_dataset** out) {
+  if (!s || !path || !out) return result("fbl_dataset_open: s, path and out must not be NULL");
+  auto d = std::make_unique<fbl_dataset>();
+  if (int r = result(fbl::rt::Dataset::read(path, s->s->plan(), &d->d))) return r;
+  if (int r = result(d->d.checkValues(s->s->plan()), FBL_ERROR_INPUT)) return r;
+  *out = d.release();
+  return FBL_OK;
+}
+void fbl_dataset_close(fbl_dataset* d) { delete d; }
+int64_t fbl_dataset_size(const fbl_dataset* d) { return d ? d->d.size() : 0; }
+
+int fbl_dataset_write_sample(fbl_session* s, const fbl_dataset* d, int64_t index) {
+  if (!s || !d) return result("fbl_dataset_write_sample: s and d must not be NULL");
+  if (index < 0 || index >= d->d.size())
+    return result("sample " + std::to_string(index) + " is outside the dataset's " + std::to_string(d->d.size()));
+  for (size_t k = 0; k < d->d.inputCount(); ++k) {
+    const auto& shape = d->d.sampleShape(k);
+    const int r = fbl_write_input(s, d->d.inputName(k).c_str(), d->d.dtype(k).c_str(), shape.data(), shape.size(),
+                                  d->d.sample(k, index), d->d.sampleBytes(k));
+    if (r != FBL_OK) return result(d->d.where(k, index) + ": " + lastError, r);
+  }
+  return FBL_OK;
+}
+
+int64_t fbl_sample_at(int64_t samples, int64_t held_out, int has_seed, uint64_t seed, int64_t position) {
+  if (samples < 1 || held_out < 0 || held_out >= samples || position < 0) return -1;
+  fbl::rt::SampleOrder order(samples, held_out, has_seed ? std::optional<uint64_t>(seed) : std::nullopt);
+  return order.sampleAt(position);
+}
+
+int64_t fbl_held_out_sample(int64_t samples, int64_t held_out, int has_seed, uint64_t seed, int64_t i) {
+  if (samples < 1 || held_out < 0 || held_out >= samples || i < 0 || i >= held_out) return -1;
+  const fbl::rt::SampleOrder order(samples, held_out, has_seed ? std::optional<uint64_t>(seed) : std::nullopt);
+  return order.heldOut()[static_cast<size_t>(i)];
+}
 
 }  // extern "C"

@@ -1,16 +1,22 @@
 // fbl-train: fine-tunes a plan on an OpenCL device from the command line.
 //
-//   fbl-train PLAN --weights MODEL.onnx|WEIGHTS.safetensors [--data DIR] [--eval-data DIR] [--steps N]
+//   fbl-train PLAN --weights MODEL.onnx|WEIGHTS.safetensors [--data PATH] [--eval-data PATH]
+//             [--steps N | --epochs E] [--seed S] [--eval-split F | --eval-samples M] [--eval-every K]
 //             [--checkpoint-every K] [--checkpoint PATH] [--resume] [--dump-grads OUT]
 //             [--export-adapter DIR] [--device N] [--cache-dir DIR] [--list-devices]
 //
 // It is a desktop tool over the runtime library: it links the compiler library only to read
-// ONNX (weights from MODEL.onnx, inputs from DIR/input_N.pb TensorProtos, or without --data the
-// graph of MODEL.onnx for synthetic inputs); an app links the runtime alone and feeds
-// safetensors weights and raw input bytes through the C API.
+// ONNX (weights from MODEL.onnx, TensorProto datasets, or without --data the graph of MODEL.onnx
+// for synthetic inputs); an app links the runtime alone, reads .safetensors and .npy datasets
+// with runtime/dataset.h and feeds safetensors weights and raw input bytes through the C API.
+// The dataset's order, held-out split and resume position are runtime/sample_order.h's and
+// runtime/dataset_position.h's; this file runs the loop.
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <numeric>
+#include <optional>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -26,7 +32,11 @@
 #include "compiler/onnx/tensor_proto.h"
 #include "compiler/plan/compile_command.h"
 #include "compiler/zoo/synthetic_inputs.h"
+#include "runtime/dataset.h"
+#include "runtime/dataset_position.h"
+#include "runtime/sample_order.h"
 #include "runtime/session.h"
+#include "runtime/tools/train_data.h"
 
 namespace {
 
@@ -34,7 +44,12 @@ namespace fs = std::filesystem;
 
 struct Args {
   std::string plan, weights, data, evalData, checkpoint, dumpGrads, exportAdapter, cacheDir;
-  int steps = 50;
+  int steps = -1;  // -1: not given (50, unless --epochs)
+  int epochs = 0;
+  std::optional<uint64_t> seed;
+  double evalSplit = 0.0;
+  int evalSamples = 0;
+  int evalEvery = 0;
   int checkpointEvery = 0;
   int device = -1;
   bool resume = false;
@@ -42,15 +57,48 @@ struct Args {
 };
 
 const char* kUsage =
-    "usage: fbl-train PLAN --weights MODEL.onnx|WEIGHTS.safetensors [--data DIR] [--eval-data DIR] [--steps N]\n"
+    "usage: fbl-train PLAN --weights MODEL.onnx|WEIGHTS.safetensors [--data PATH] [--eval-data PATH]\n"
+    "                 [--steps N | --epochs E] [--seed S] [--eval-split F | --eval-samples M] [--eval-every K]\n"
     "                 [--checkpoint-every K] [--checkpoint PATH] [--resume] [--dump-grads OUT]\n"
-    "                 [--export-adapter DIR] [--device N] [--cache-dir DIR] [--list-devices]\n";
+    "                 [--export-adapter DIR] [--device N] [--cache-dir DIR] [--list-devices]\n"
+    "PATH: FILE.safetensors, FILE.npy, a folder of INPUT.npy, or TensorProtos (DIR/input_K.pb,\n"
+    "DIR/test_data_set_*/input_K.pb); see docs/runtime.md, \"Datasets\".\n";
+
+// One step trains on one sample (a sample is one batch of the plan's inputs); gradient
+// accumulation would take several, and the resume position counts samples.
+constexpr int64_t kSamplesPerStep = 1;
 
 bool parseInt(const char* s, int* out) {
   char* end = nullptr;
   const long v = std::strtol(s, &end, 10);
   if (!*s || *end || v < 0 || v > 1000000000) return false;
   *out = static_cast<int>(v);
+  return true;
+}
+
+bool parseSeed(const char* s, std::optional<uint64_t>* out) {
+  const std::string t = s;
+  if (t.empty() || t.size() > 20 || t.find_first_not_of("0123456789") != std::string::npos) return false;
+  errno = 0;
+  const unsigned long long v = std::strtoull(s, nullptr, 10);
+  if (errno == ERANGE) return false;
+  *out = static_cast<uint64_t>(v);
+  return true;
+}
+
+const char* valueKind(const std::string& flag) {
+  if (flag == "--steps" || flag == "--device" || flag == "--checkpoint-every") return "a non-negative number";
+  if (flag == "--epochs" || flag == "--eval-samples" || flag == "--eval-every") return "a positive number";
+  if (flag == "--seed") return "a number in [0, 2^64)";
+  if (flag == "--eval-split") return "a fraction strictly between 0 and 1";
+  return "a value";
+}
+
+bool parseFraction(const char* s, double* out) {
+  char* end = nullptr;
+  const double v = std::strtod(s, &end);
+  if (!*s || *end || !(v > 0.0 && v < 1.0)) return false;
+  *out = v;
   return true;
 }
 
@@ -68,6 +116,11 @@ std::string parseArgs(int argc, char** argv, Args* a) {
     else if (k == "--data") ok = value(&a->data);
     else if (k == "--eval-data") ok = value(&a->evalData);
     else if (k == "--steps") ok = number(&a->steps);
+    else if (k == "--epochs") ok = number(&a->epochs) && a->epochs > 0;
+    else if (k == "--seed") ok = i + 1 < argc && parseSeed(argv[++i], &a->seed);
+    else if (k == "--eval-split") ok = i + 1 < argc && parseFraction(argv[++i], &a->evalSplit);
+    else if (k == "--eval-samples") ok = number(&a->evalSamples) && a->evalSamples > 0;
+    else if (k == "--eval-every") ok = number(&a->evalEvery) && a->evalEvery > 0;
     else if (k == "--checkpoint-every") ok = number(&a->checkpointEvery);
     else if (k == "--checkpoint") ok = value(&a->checkpoint);
     else if (k == "--resume") a->resume = true;
@@ -79,54 +132,30 @@ std::string parseArgs(int argc, char** argv, Args* a) {
     else if (k == "-h" || k == "--help") return "help";
     else if (!k.empty() && k[0] != '-' && a->plan.empty()) a->plan = k;
     else return fmt::format("unknown argument '{}'", k);
-    if (!ok) return fmt::format("{} needs a {}", k, k == "--steps" || k == "--device" || k == "--checkpoint-every" ? "non-negative number" : "value");
+    if (!ok) return fmt::format("{} needs {}", k, valueKind(k));
   }
   if (a->listDevices) return "";
   if (a->plan.empty()) return "a plan file is required";
   if (a->weights.empty()) return "--weights is required";
   if (a->data.empty() && fs::path(a->weights).extension() != ".onnx")
     return "without --data, --weights must be MODEL.onnx: synthetic inputs take their value ranges from its graph";
+  if (a->epochs > 0 && a->steps >= 0) return "give --steps or --epochs, not both";
+  if (a->data.empty() && (a->epochs > 0 || a->evalSplit > 0.0 || a->evalSamples > 0))
+    return "--epochs, --eval-split and --eval-samples need a dataset (--data)";
+  if (a->evalSplit > 0.0 && a->evalSamples > 0) return "give --eval-split or --eval-samples, not both";
+  if (!a->evalData.empty() && (a->evalSplit > 0.0 || a->evalSamples > 0))
+    return "give --eval-data or a held-out split of --data (--eval-split, --eval-samples), not both";
+  if (a->evalEvery > 0 && a->evalData.empty() && a->evalSplit == 0.0 && a->evalSamples == 0)
+    return "--eval-every needs evaluation samples (--eval-data, --eval-split or --eval-samples)";
+  if (a->steps < 0 && a->epochs == 0) a->steps = 50;
   if (a->checkpoint.empty()) a->checkpoint = fs::path(a->plan).replace_extension(".ckpt.safetensors").string();
   return "";
 }
 
-// One batch: the raw bytes of input_N.pb for every plan input. DIR holds input_N.pb itself, or
-// test_data_set_K/ folders that the steps cycle through.
+// One batch of synthetic inputs (no --data).
 struct Batch {
   std::vector<fbl::ir::Tensor> inputs;
-  std::vector<std::string> files;  // where each input came from, for messages ("" if synthetic)
 };
-
-std::string readBatch(const fs::path& dir, size_t count, Batch* b) {
-  for (size_t i = 0; i < count; ++i) {
-    const fs::path p = dir / fmt::format("input_{}.pb", i);
-    auto t = fbl::onnx::readTensorProtoFile(p.string());
-    if (!t.ok()) return t.error().message;
-    b->inputs.push_back(std::move(t->tensor));
-    b->files.push_back(p.string());
-  }
-  return "";
-}
-
-std::string readData(const std::string& dir, size_t count, std::vector<Batch>* out) {
-  std::vector<fs::path> dirs;
-  if (fs::exists(fs::path(dir) / "input_0.pb") || count == 0) {
-    dirs.push_back(dir);
-  } else {
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(dir, ec))
-      if (e.is_directory() && fs::exists(e.path() / "input_0.pb")) dirs.push_back(e.path());
-    if (ec) return fmt::format("--data '{}': {}", dir, ec.message());
-    std::sort(dirs.begin(), dirs.end());
-  }
-  if (dirs.empty()) return fmt::format("--data '{}' has no input_0.pb (nor test_data_set_*/input_0.pb)", dir);
-  for (const fs::path& d : dirs) {
-    Batch b;
-    if (auto e = readBatch(d, count, &b); !e.empty()) return e;
-    out->push_back(std::move(b));
-  }
-  return "";
-}
 
 // Without --data: the graph of MODEL.onnx, loaded with the plan's input shapes (the plan may
 // have been compiled with --shape), so that zoo::syntheticInputs reads each integer input's
@@ -151,26 +180,25 @@ std::string loadSyntheticGraph(const std::string& model, const fbl::planfile::Pl
   return "";
 }
 
-std::string syntheticBatch(const fbl::ir::Graph& g, int64_t step, Batch* b) {
-  auto inputs = fbl::zoo::syntheticInputs(g, /*seed=*/0, step);
+std::string syntheticBatch(const fbl::ir::Graph& g, uint64_t seed, int64_t step, Batch* b) {
+  auto inputs = fbl::zoo::syntheticInputs(g, seed, step);
   if (!inputs.ok()) return inputs.error().message;
   b->inputs.clear();
   for (fbl::ir::ValueId v : g.inputs) b->inputs.push_back(std::move(inputs.value().at(v)));
   return "";
 }
 
-// Writes a batch through the runtime's typed input write, which checks dtype, shape and values
-// (runtime/input_check.h); with `checkOnly` it only checks. Errors name the file.
-std::string feed(fbl::rt::Session& s, const Batch& b, bool checkOnly = false) {
+// Writes a synthetic batch through the runtime's typed input write, which checks dtype, shape
+// and values (runtime/input_check.h).
+std::string feed(fbl::rt::Session& s, const Batch& b) {
   const auto& plan = s.plan();
   for (size_t i = 0; i < plan.inputs.size(); ++i) {
-    const auto& t = plan.tensors[plan.inputs[i]];
     const auto& x = b.inputs[i];
-    const std::string dtype(fbl::ir::dtypeName(x.dtype()));
     const std::vector<int64_t> shape(x.shape().begin(), x.shape().end());
-    std::string e = checkOnly ? s.checkInput(t.name, dtype, shape, x.raw(), x.nbytes())
-                              : s.writeInput(t.name, dtype, shape, x.raw(), x.nbytes());
-    if (!e.empty()) return i < b.files.size() && !b.files[i].empty() ? b.files[i] + ": " + e : e;
+    if (auto e = s.writeInput(plan.tensors[plan.inputs[i]].name, std::string(fbl::ir::dtypeName(x.dtype())), shape, x.raw(),
+                              x.nbytes());
+        !e.empty())
+      return e;
   }
   return "";
 }
@@ -212,6 +240,112 @@ void progress(int step, int total, float loss, double samplesPerSec, double eta,
              bar, loss, samplesPerSec, eta, tty ? "" : "\n");
 }
 
+// The dataset side of a run: the training samples and their order, the evaluation samples, and
+// the step the run goes to.
+struct Data {
+  bool fromFile = false;  // --data given; else synthetic inputs
+  fbl::rt::Dataset train, heldOutFile;
+  std::optional<fbl::rt::SampleOrder> order;
+  uint64_t fingerprint = 0;  // train's, hashed once: every checkpoint records it
+  const fbl::rt::Dataset* evalSet = nullptr;  // the dataset `evalSamples` index, if any
+  std::vector<int64_t> evalSamples;
+  fbl::ir::Graph synthetic;
+  int64_t lastStep = 0;
+  int64_t epochs = 0;  // --epochs, 0 if the run is counted in --steps
+};
+
+// What the checkpoint's dataset position says at `step`.
+fbl::rt::DatasetPosition positionAt(const Args& a, const Data& d, int64_t step) {
+  fbl::rt::DatasetPosition p;
+  p.step = step;
+  p.seed = a.seed;
+  p.samples = d.train.size();
+  p.trainSamples = d.order->trainCount();
+  p.heldOut = static_cast<int64_t>(d.order->heldOut().size());
+  p.samplesPerStep = kSamplesPerStep;
+  p.fingerprint = d.fingerprint;
+  p.epoch = step * kSamplesPerStep / p.trainSamples;
+  p.position = step * kSamplesPerStep % p.trainSamples;
+  return p;
+}
+
+std::string setUpData(const Args& a, const fbl::rt::Session& s, Data* d) {
+  const auto& plan = s.plan();
+  d->fromFile = !a.data.empty();
+  if (!d->fromFile) {
+    if (auto e = loadSyntheticGraph(a.weights, plan, &d->synthetic); !e.empty()) return e;
+    fmt::print(stderr, "data: synthetic inputs (seed {})\n", a.seed.value_or(0));
+  } else {
+    if (auto e = fbl::train::loadDataset(a.data, plan, &d->train); !e.empty()) return e;
+    const int64_t n = d->train.size();
+    // --eval-split F holds out floor(F x N) samples, at least one.
+    const int64_t heldOut = a.evalSamples > 0 ? a.evalSamples
+                            : a.evalSplit > 0.0 ? std::max<int64_t>(1, static_cast<int64_t>(a.evalSplit * static_cast<double>(n)))
+                                                : 0;
+    if (heldOut >= n)
+      return fmt::format("'{}' has {} samples: holding out {} for evaluation leaves none to train on", a.data, n, heldOut);
+    d->order.emplace(n, heldOut, a.seed);
+    d->fingerprint = d->train.fingerprint();
+    if (heldOut > 0) {
+      d->evalSet = &d->train;
+      d->evalSamples = d->order->heldOut();
+    }
+    fmt::print(stderr, "data: {} samples from {}: {} to train on{}{}\n", n, a.data, d->order->trainCount(),
+               heldOut > 0 ? fmt::format(", {} held out", heldOut) : "",
+               a.seed ? fmt::format(", shuffled by seed {}", *a.seed) : ", in file order");
+  }
+  if (!a.evalData.empty()) {
+    if (auto e = fbl::train::loadDataset(a.evalData, plan, &d->heldOutFile); !e.empty()) return "--eval-data: " + e;
+    d->evalSet = &d->heldOutFile;
+    d->evalSamples.resize(static_cast<size_t>(d->heldOutFile.size()));
+    std::iota(d->evalSamples.begin(), d->evalSamples.end(), int64_t{0});
+  }
+  d->epochs = a.epochs;
+  d->lastStep = a.epochs > 0 ? a.epochs * d->order->trainCount() / kSamplesPerStep : a.steps;
+  return "";
+}
+
+// --resume: the checkpoint, and with a dataset its position file, which must describe this run's data.
+std::string resume(const Args& a, const Data& d, fbl::rt::Session& s) {
+  if (!fs::exists(a.checkpoint)) {
+    fmt::print(stderr, "no checkpoint at {}: starting from step 0\n", a.checkpoint);
+    return "";
+  }
+  if (auto e = s.loadCheckpoint(a.checkpoint); !e.empty()) return e;
+  if (!d.fromFile) {
+    fmt::print(stderr, "resumed from {} at step {}\n", a.checkpoint, s.step());
+    return "";
+  }
+  const std::string path = fbl::rt::datasetPositionPath(a.checkpoint);
+  fbl::rt::DatasetPosition saved;
+  if (!fs::exists(path))
+    return fmt::format("checkpoint '{}' has no dataset position '{}': it was not written by a run on --data; "
+                       "remove the checkpoint to start over",
+                       a.checkpoint, path);
+  if (auto e = fbl::rt::readDatasetPosition(path, &saved); !e.empty()) return e;
+  const fbl::rt::DatasetPosition now = positionAt(a, d, s.step());
+  if (auto e = fbl::rt::checkSameData(saved, now, path); !e.empty()) return e;
+  fmt::print(stderr, "resumed from {} at step {} (epoch {}, sample {} of {})\n", a.checkpoint, s.step(), now.epoch + 1,
+             now.position, now.trainSamples);
+  return "";
+}
+
+// The dataset position first, then the checkpoint: a position file is never behind its checkpoint.
+std::string saveCheckpoint(const Args& a, const Data& d, fbl::rt::Session& s) {
+  if (d.fromFile)
+    if (auto e = fbl::rt::writeDatasetPosition(fbl::rt::datasetPositionPath(a.checkpoint), positionAt(a, d, s.step())); !e.empty())
+      return e;
+  return s.saveCheckpoint(a.checkpoint);
+}
+
+std::string printEvalLoss(fbl::rt::Session& s, const Data& d) {
+  double mean = 0.0;
+  if (auto e = fbl::train::meanEvalLoss(s, *d.evalSet, d.evalSamples, &mean); !e.empty()) return e;
+  fmt::print("eval loss {:.9g} ({} batches at step {})\n", mean, d.evalSamples.size(), s.step());
+  std::fflush(stdout);
+  return "";
+}
+
 int run(const Args& a) {
   fbl::rt::OpenOptions o;
   o.device = a.device;
@@ -233,45 +367,34 @@ int run(const Args& a) {
   err = s->loadWeights(weights);
   if (weights != a.weights) fs::remove(weights);
   if (!err.empty()) return fmt::print(stderr, "error: {}\n", err), 1;
-  std::vector<Batch> batches;
-  fbl::ir::Graph synthetic;
-  if (a.data.empty()) {
-    if (auto e = loadSyntheticGraph(a.weights, s->plan(), &synthetic); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
-    fmt::print(stderr, "data: synthetic inputs (seed 0)\n");
-  } else if (auto e = readData(a.data, s->plan().inputs.size(), &batches); !e.empty()) {
-    return fmt::print(stderr, "error: {}\n", e), 1;
-  }
-  std::vector<Batch> evalBatches;
-  if (!a.evalData.empty())
-    if (auto e = readData(a.evalData, s->plan().inputs.size(), &evalBatches); !e.empty())
-      return fmt::print(stderr, "error: --eval-data: {}\n", e), 1;
-  // Every batch is checked before the first step, so a bad one stops the run before it trains.
-  for (const auto* list : {&batches, &evalBatches})
-    for (const Batch& b : *list)
-      if (auto e = feed(*s, b, /*checkOnly=*/true); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
-  if (a.resume) {
-    if (fs::exists(a.checkpoint)) {
-      if (auto e = s->loadCheckpoint(a.checkpoint); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
-      fmt::print(stderr, "resumed from {} at step {}\n", a.checkpoint, s->step());
-    } else {
-      fmt::print(stderr, "no checkpoint at {}: starting from step 0\n", a.checkpoint);
-    }
-  }
+  // Every sample is read and checked before the first step, so a bad one stops the run before it trains.
+  Data data;
+  if (auto e = setUpData(a, *s, &data); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+  if (a.resume)
+    if (auto e = resume(a, data, *s); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
   const bool tty = ::isatty(2) != 0;
   const int64_t batchSize = s->plan().inputs.empty() ? 1 : std::max<int64_t>(1, s->plan().tensors[s->plan().inputs[0]].shape.empty() ? 1 : s->plan().tensors[s->plan().inputs[0]].shape[0]);
   const auto start = std::chrono::steady_clock::now();
   const int64_t first = s->step();
   float loss = 0.0f;
   bool dumped = a.dumpGrads.empty();
+  int64_t evaluatedAt = -1;  // the step of the last eval line
+  bool endedOnReport = false;  // the last step printed epoch or eval lines, which ended the progress line
+  double epochLoss = 0.0;    // this epoch's losses so far, as this process ran them
+  int64_t epochSteps = 0;
   // The first step also pays for lazy work in the driver (PoCL compiles each kernel's
   // work-group function at its first launch), so the steady rate is timed from the second.
   auto firstDone = start;
-  while (s->step() < a.steps) {
-    Batch generated;
-    if (batches.empty())
-      if (auto e = syntheticBatch(synthetic, s->step(), &generated); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
-    const Batch& b = batches.empty() ? generated : batches[static_cast<size_t>(s->step()) % batches.size()];
-    if (auto e = feed(*s, b); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+  while (s->step() < data.lastStep) {
+    if (data.fromFile) {
+      const int64_t sample = data.order->sampleAt(s->step() * kSamplesPerStep);
+      if (auto e = fbl::train::feedSample(*s, data.train, sample); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+    } else {
+      Batch generated;
+      if (auto e = syntheticBatch(data.synthetic, a.seed.value_or(0), s->step(), &generated); !e.empty())
+        return fmt::print(stderr, "error: {}\n", e), 1;
+      if (auto e = feed(*s, generated); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+    }
     if (auto e = s->trainStep(&loss); !e.empty()) {
       fmt::print(stderr, "{}error: {}\n", tty ? "\n" : "", e);
       if (fs::exists(a.checkpoint)) fmt::print(stderr, "the last good checkpoint is {}\n", a.checkpoint);
@@ -284,12 +407,34 @@ int run(const Args& a) {
     }
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double done = static_cast<double>(s->step() - first);
-    progress(static_cast<int>(s->step()), a.steps, loss, done * static_cast<double>(batchSize) / secs,
-             secs / done * static_cast<double>(a.steps - s->step()), tty);
+    progress(static_cast<int>(s->step()), static_cast<int>(data.lastStep), loss, done * static_cast<double>(batchSize) / secs,
+             secs / done * static_cast<double>(data.lastStep - s->step()), tty);
+    epochLoss += loss;
+    ++epochSteps;
+    // An epoch of one step (a single batch cycled, the old --data DIR) gets no report of its own.
+    const bool epochEnd = data.fromFile && data.order->trainCount() > kSamplesPerStep &&
+                          s->step() * kSamplesPerStep % data.order->trainCount() == 0;
+    const bool evaluate = data.evalSet && (epochEnd || (a.evalEvery > 0 && s->step() % a.evalEvery == 0));
+    const bool report = epochEnd || evaluate;
+    if (tty && report) fmt::print(stderr, "\n");  // end the progress line before ours
+    if (epochEnd) {
+      const int64_t epoch = s->step() * kSamplesPerStep / data.order->trainCount();
+      fmt::print("epoch {}{} done at step {}: mean train loss {:.9g} over {} steps\n", epoch,
+                 data.epochs > 0 ? fmt::format("/{}", data.epochs) : "", s->step(), epochLoss / static_cast<double>(epochSteps),
+                 epochSteps);
+      std::fflush(stdout);
+      epochLoss = 0.0;
+      epochSteps = 0;
+    }
+    if (evaluate) {
+      if (auto e = printEvalLoss(*s, data); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+      evaluatedAt = s->step();
+    }
     if (a.checkpointEvery > 0 && s->step() % a.checkpointEvery == 0)
-      if (auto e = s->saveCheckpoint(a.checkpoint); !e.empty()) return fmt::print(stderr, "\nerror: {}\n", e), 1;
+      if (auto e = saveCheckpoint(a, data, *s); !e.empty()) return fmt::print(stderr, "\nerror: {}\n", e), 1;
+    endedOnReport = report;
   }
-  if (tty) fmt::print(stderr, "\n");
+  if (tty && !endedOnReport) fmt::print(stderr, "\n");
   if (s->step() > first) {
     const auto now = std::chrono::steady_clock::now();
     const double firstSecs = std::chrono::duration<double>(firstDone - start).count();
@@ -301,18 +446,11 @@ int run(const Args& a) {
     fmt::print("done: already at step {}\n", s->step());
   }
   if (a.checkpointEvery > 0)
-    if (auto e = s->saveCheckpoint(a.checkpoint); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
-  // The held-out loss: the forward phase of every evaluation batch, averaged; nothing is updated.
-  if (!evalBatches.empty()) {
-    double sum = 0.0;
-    for (const Batch& b : evalBatches) {
-      float l = 0.0f;
-      if (auto e = feed(*s, b); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
-      if (auto e = s->evalStep(&l); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
-      sum += l;
-    }
-    fmt::print("eval loss {:.9g} ({} batches at step {})\n", sum / static_cast<double>(evalBatches.size()), evalBatches.size(), s->step());
-  }
+    if (auto e = saveCheckpoint(a, data, *s); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+  // The held-out loss at the end, unless the last step printed it: the forward phase of every
+  // evaluation sample, averaged; nothing is updated.
+  if (data.evalSet && evaluatedAt != s->step())
+    if (auto e = printEvalLoss(*s, data); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
   if (!a.exportAdapter.empty()) {
     std::error_code ec;
     fs::create_directories(a.exportAdapter, ec);

@@ -248,7 +248,7 @@ TEST_CASE("fbl-train prints the bad input's line and exits 1", "[runtime][inputs
   INFO(out.str());
   REQUIRE(WIFEXITED(st));
   CHECK(WEXITSTATUS(st) == 1);
-  CHECK_THAT(out.str(), Catch::Contains("error: " + data + "/test_data_set_1/input_0.pb: input 'input_0' position 15 "
+  CHECK_THAT(out.str(), Catch::Contains("error: " + data + "/test_data_set_1/input_0.pb: sample 1: input 'input_0' position 15 "
                                         "([0, 15]): index -257 is outside [-256, 256)"));
   CHECK_THAT(out.str(), !Catch::Contains("step 1/"));
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # kill -9 during training loses at most the steps since the last checkpoint, and --resume goes
 # on from it: a run killed three times at random moments and resumed each time ends with exactly
-# the loss of an uninterrupted run (kernels are deterministic, checkpoints atomic).
+# the loss of an uninterrupted run (kernels are deterministic, checkpoints and their dataset
+# position files atomic). It trains on a 12-sample .npy dataset shuffled by seed with 2 samples
+# held out, so a resume lands mid-epoch and must take the sample the uninterrupted run took.
 # Args: BUILD_DIR SOURCE_DIR.
 set -euo pipefail
 build=${1:?build dir}; src=${2:?source dir}
@@ -13,13 +15,24 @@ model=$src/tests/data/llama-tiny
 steps=90
 
 "$bin/fblc" compile "$model/model.onnx" --profile "$src/profiles/pocl-cpu.json" -o "$work/m.fbp" >/dev/null
+
+# tokens.npy: i64 (12, 1, 16), sample i holding (7i + 3k) mod 256 at k; numpy's v1.0 layout,
+# the header padded so that the data starts at byte 128.
+header="{'descr': '<i8', 'fortran_order': False, 'shape': (12, 1, 16), }"
+header=$(printf '%-117s' "$header")
+{
+  printf '\x93NUMPY\x01\x00\x76\x00%s\n' "$header"
+  for i in $(seq 0 11); do for k in $(seq 0 15); do
+    printf "\\x$(printf %02x $(((7 * i + 3 * k) % 256)))\\x00\\x00\\x00\\x00\\x00\\x00\\x00"
+  done; done
+} > "$work/tokens.npy"
 # `exec`: every call runs in a subshell (`$(...)` or `&`), and without it `kill -9 $!` killed
 # only that subshell, leaving fbl-train running on as an orphan that kept writing the checkpoint
 # under the next attempt (under load the final run then read its checkpoint, or found it at the
 # last step).
 train() {  # extra args...
-  exec "$bin/fbl-train" "$work/m.fbp" --weights "$work/m.safetensors" --data "$model/test_data_set_0" \
-    --steps $steps --checkpoint-every 3 --cache-dir "$work/cache" "$@"
+  exec "$bin/fbl-train" "$work/m.fbp" --weights "$work/m.safetensors" --data "$work/tokens.npy" --seed 3 \
+    --eval-samples 2 --steps $steps --checkpoint-every 3 --cache-dir "$work/cache" "$@"
 }
 
 # The uninterrupted run.

@@ -72,6 +72,26 @@ int fbl_load_checkpoint(fbl_session* s, const char* path);
 /* adapter_model.safetensors + adapter_config.json (peft) into an existing directory. */
 int fbl_export_adapter(fbl_session* s, const char* dir);
 
+/* Datasets (docs/runtime.md, "Datasets"): N samples, each one batch of every plan input, from
+ * FILE.safetensors (a tensor per input, named after it), FILE.npy (a plan of one input) or a
+ * folder of INPUT.npy; an input of shape S is given as [N, S...] or [N*S0, S1...]. Opening reads
+ * the whole dataset and checks every sample's dtype, shape and values against the session's plan
+ * (fbl_last_error names the file, tensor and sample). */
+typedef struct fbl_dataset fbl_dataset;
+int fbl_dataset_open(const fbl_session* s, const char* path, fbl_dataset** out);
+void fbl_dataset_close(fbl_dataset* d);
+int64_t fbl_dataset_size(const fbl_dataset* d);
+/* Writes sample `index` (0-based) of every input, as fbl_write_input does. */
+int fbl_dataset_write_sample(fbl_session* s, const fbl_dataset* d, int64_t index);
+/* The documented sample order, the same as fbl-train's on every platform: of `samples` samples,
+ * `held_out` are set aside for evaluation (fbl_held_out_sample gives the i-th of them) and the
+ * rest visited once an epoch, in file order without a seed (has_seed 0), else in a new
+ * permutation by `seed` each epoch. fbl_sample_at gives the sample training position
+ * `position` (0-based, over all epochs) visits. Both return -1 for arguments out of range; each
+ * call costs O(samples). */
+int64_t fbl_sample_at(int64_t samples, int64_t held_out, int has_seed, uint64_t seed, int64_t position);
+int64_t fbl_held_out_sample(int64_t samples, int64_t held_out, int has_seed, uint64_t seed, int64_t i);
+
 #ifdef __cplusplus
 }
 #endif

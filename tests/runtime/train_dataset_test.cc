@@ -1,0 +1,203 @@
+// TensorProto datasets (fbl-train's reader): input_K.pb with a leading N, and test_data_set_*
+// folders of different sample counts concatenated, each sample named by its own file.
+// fbl-train on a dataset file, end to end on PoCL with tests/data/llama-tiny: two epochs over a
+// small generated .safetensors dataset, shuffled by seed with two samples held out; the eval
+// loss is printed at each epoch's end; a run stopped mid-epoch and resumed gives exactly the
+// losses of the uninterrupted one; a resume with another seed and a dataset with a token id
+// outside the vocabulary are one line each and exit 1.
+#include <sys/wait.h>
+
+#include <fstream>
+#include <random>
+#include <regex>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "compiler/onnx/tensor_proto.h"
+#include "compiler/plan/compile_command.h"
+#include "runtime/include/fbl/fbl_runtime.h"
+#include "runtime/safetensors.h"
+#include "runtime/tools/train_data.h"
+#include "tests/runtime/runtime_test_util.h"
+
+namespace fbl::testing {
+namespace {
+
+struct Run {
+  int status = -1;
+  std::string log;  // stdout and stderr
+};
+
+Run fblTrain(const std::string& args, const std::string& name) {
+  const std::string log = tempDir() + "/" + name + ".log";
+  const int st = std::system((std::string(FBL_BIN_DIR) + "/fbl-train " + args + " > " + log + " 2>&1").c_str());
+  std::stringstream out;
+  out << std::ifstream(log).rdbuf();
+  return Run{WIFEXITED(st) ? WEXITSTATUS(st) : -1, out.str()};
+}
+
+// "step 3/20 [...] loss 5.123456 ..." -> "3 5.123456", one a step.
+std::vector<std::string> stepLosses(const std::string& log) {
+  static const std::regex line(R"(step (\d+)/\d+ \[[^\]]*\] loss (\S+))");
+  std::vector<std::string> out;
+  for (std::sregex_iterator it(log.begin(), log.end(), line), end; it != end; ++it) out.push_back((*it)[1].str() + " " + (*it)[2].str());
+  return out;
+}
+
+std::vector<double> numbersAfter(const std::string& log, const std::string& pattern) {
+  const std::regex re(pattern);
+  std::vector<double> out;
+  for (std::sregex_iterator it(log.begin(), log.end(), re), end; it != end; ++it) out.push_back(std::stod((*it)[1].str()));
+  return out;
+}
+
+std::string lineWith(const std::string& log, const std::string& start) {
+  const size_t at = log.find(start);
+  return at == std::string::npos ? "" : log.substr(at, log.find('\n', at) - at);
+}
+
+TEST_CASE("TensorProto datasets: a leading N, and folders concatenated in name order", "[dataset]") {
+  planfile::Plan plan;
+  planfile::Tensor t;
+  t.name = "ids";
+  t.dtype = "i64";
+  t.shape = {1, 4};
+  t.role = planfile::Role::Input;
+  t.bytes = 32;
+  plan.tensors.push_back(t);
+  plan.inputs.push_back(0);
+  const std::string dir = tempDir() + "/pb-dataset";
+  std::system(("rm -rf " + dir + " && mkdir -p " + dir + "/one " + dir + "/sets/test_data_set_0 " + dir + "/sets/test_data_set_1").c_str());
+  auto ids = [](int64_t n, int64_t from) {
+    ir::Tensor x(ir::DType::I64, {n, 1, 4});
+    for (int64_t i = 0; i < x.numel(); ++i) x.set(i, static_cast<double>(from + i));
+    return x;
+  };
+  REQUIRE(onnx::writeTensorProtoFile(dir + "/one/input_0.pb", "ids", ids(3, 0)).ok());
+  rt::Dataset d;
+  REQUIRE(train::loadDataset(dir + "/one", plan, &d) == "");
+  CHECK(d.size() == 3);
+  CHECK(reinterpret_cast<const int64_t*>(d.sample(0, 2))[0] == 8);
+
+  // test_data_set_0 holds one sample of the plan's own shape, test_data_set_1 two more.
+  ir::Tensor first(ir::DType::I64, {1, 4});
+  for (int64_t i = 0; i < 4; ++i) first.set(i, 100.0 + static_cast<double>(i));
+  REQUIRE(onnx::writeTensorProtoFile(dir + "/sets/test_data_set_0/input_0.pb", "ids", first).ok());
+  REQUIRE(onnx::writeTensorProtoFile(dir + "/sets/test_data_set_1/input_0.pb", "ids", ids(2, 0)).ok());
+  REQUIRE(train::loadDataset(dir + "/sets", plan, &d) == "");
+  CHECK(d.size() == 3);
+  CHECK(reinterpret_cast<const int64_t*>(d.sample(0, 0))[0] == 100);
+  CHECK(reinterpret_cast<const int64_t*>(d.sample(0, 2))[0] == 4);
+  CHECK(d.where(0, 0) == dir + "/sets/test_data_set_0/input_0.pb: sample 0");
+  CHECK(d.where(0, 2) == dir + "/sets/test_data_set_1/input_0.pb: sample 2");
+
+  ir::Tensor wrong(ir::DType::I64, {3, 5});
+  REQUIRE(onnx::writeTensorProtoFile(dir + "/one/input_0.pb", "ids", wrong).ok());
+  CHECK(train::loadDataset(dir + "/one", plan, &d) ==
+        "'" + dir + "/one/input_0.pb': tensor 'ids' is i64[3,5] but a sample of the plan's input is i64[1,4]: give i64[N,1,4] or i64[N*1,4]");
+  CHECK_THAT(train::loadDataset(dir + "/none", plan, &d), Catch::Contains("does not exist"));
+  std::system(("mkdir -p " + dir + "/empty").c_str());
+  CHECK(train::loadDataset(dir + "/empty", plan, &d) ==
+        "dataset '" + dir + "/empty' holds no input_0.pb, test_data_set_*/input_0.pb or INPUT.npy");
+}
+
+TEST_CASE("fbl-train: two epochs of a dataset, eval loss, resume mid-epoch, bad data", "[runtime][dataset-train]") {
+  plan::CompileArgs a;
+  a.model = std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/model.onnx";
+  a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
+  a.output = tempDir() + "/llama-dataset.fbp";
+  a.weights = tempDir() + "/llama-dataset.safetensors";
+  auto c = plan::compileModel(a);
+  REQUIRE(c.ok());
+  REQUIRE(plan::writeWeights(a, c->plan).ok());
+  REQUIRE(safetensors::writeFileAtomic(a.output, planfile::serialize(c->plan)) == "");
+  const planfile::Tensor& input = c->plan.tensors[c->plan.inputs.at(0)];
+  REQUIRE(input.shape == std::vector<int64_t>{1, 16});
+
+  // 12 samples: runs of token ids with a step of 1..4 from a random start, something to learn.
+  const int64_t n = 12;
+  std::vector<int64_t> ids;
+  std::mt19937 rng(5);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t start = rng() % 256, step = 1 + rng() % 4;
+    for (int64_t k = 0; k < 16; ++k) ids.push_back((start + step * k) % 256);
+  }
+  auto writeDataset = [&](const std::string& path, const std::vector<int64_t>& v) {
+    safetensors::File f;
+    f.tensors[input.name] = safetensors::Entry{"I64", {n, 1, 16}, std::vector<unsigned char>(v.size() * 8)};
+    std::memcpy(f.tensors[input.name].data.data(), v.data(), v.size() * 8);
+    REQUIRE(safetensors::write(path, f) == "");
+  };
+  const std::string data = tempDir() + "/tokens.safetensors";
+  writeDataset(data, ids);
+  const std::string common = a.output + " --weights " + a.weights + " --data " + data + " --eval-samples 2 --cache-dir " +
+                             tempDir() + "/cache ";
+
+  const Run whole = fblTrain(common + "--seed 7 --epochs 2", "dataset-whole");
+  INFO(whole.log);
+  REQUIRE(whole.status == 0);
+  CHECK_THAT(whole.log, Catch::Contains("data: 12 samples from " + data + ": 10 to train on, 2 held out, shuffled by seed 7"));
+  const std::vector<std::string> losses = stepLosses(whole.log);
+  CHECK(losses.size() == 20);
+  const std::vector<double> trainMeans = numbersAfter(whole.log, R"(epoch \d/2 done at step \d+: mean train loss (\S+) over 10 steps)");
+  const std::vector<double> evalLosses = numbersAfter(whole.log, R"(eval loss (\S+) \(2 batches at step (?:10|20)\))");
+  REQUIRE(trainMeans.size() == 2);
+  REQUIRE(evalLosses.size() == 2);
+  CHECK(trainMeans[1] < trainMeans[0]);
+  CHECK(evalLosses[1] < evalLosses[0]);
+
+  // The C API with the same order trains the same first step.
+  fbl_session* cs = nullptr;
+  REQUIRE(fbl_open(a.output.c_str(), -1, (tempDir() + "/cache").c_str(), &cs) == FBL_OK);
+  REQUIRE(fbl_load_weights(cs, a.weights.c_str()) == FBL_OK);
+  fbl_dataset* ds = nullptr;
+  REQUIRE(fbl_dataset_open(cs, data.c_str(), &ds) == FBL_OK);
+  CHECK(fbl_dataset_size(ds) == n);
+  REQUIRE(fbl_dataset_write_sample(cs, ds, fbl_sample_at(n, 2, 1, 7, 0)) == FBL_OK);
+  float first = 0.0f;
+  REQUIRE(fbl_train_step(cs, &first) == FBL_OK);
+  CHECK(fmt::format("1 {:.6f}", first) == losses.at(0));
+  CHECK(fbl_dataset_write_sample(cs, ds, n) == FBL_ERROR);
+  fbl_dataset_close(ds);
+
+  // Stopped at step 13 (epoch 2, sample 3), resumed to the end: the same losses, step for step.
+  const std::string ckpt = " --checkpoint " + tempDir() + "/dataset.ckpt --checkpoint-every 4 ";
+  std::remove((tempDir() + "/dataset.ckpt").c_str());
+  const Run part = fblTrain(common + "--seed 7 --steps 13" + ckpt, "dataset-part");
+  REQUIRE(part.status == 0);
+  const Run rest = fblTrain(common + "--seed 7 --epochs 2 --resume" + ckpt, "dataset-rest");
+  INFO(rest.log);
+  REQUIRE(rest.status == 0);
+  CHECK_THAT(rest.log, Catch::Contains("at step 13 (epoch 2, sample 3 of 10)"));
+  std::vector<std::string> resumed = stepLosses(part.log);
+  for (const std::string& l : stepLosses(rest.log)) resumed.push_back(l);
+  CHECK(resumed == losses);
+  CHECK(lineWith(rest.log, "eval loss") == lineWith(whole.log.substr(whole.log.find("at step 10)")), "eval loss"));
+  const std::string doneLoss = R"(done: step 20 loss (\S+))";
+  CHECK(numbersAfter(rest.log, doneLoss) == numbersAfter(whole.log, doneLoss));
+  CHECK(numbersAfter(rest.log, doneLoss).size() == 1);
+
+  // Another seed cannot go on from that checkpoint.
+  const Run otherSeed = fblTrain(common + "--seed 8 --epochs 2 --resume" + ckpt, "dataset-seed");
+  CHECK(otherSeed.status == 1);
+  CHECK_THAT(otherSeed.log, Catch::Contains("error: the checkpoint's dataset position '" + tempDir() +
+                                            "/dataset.ckpt.data.json' has --seed 7, this run --seed 8"));
+
+  // A token id outside the vocabulary: the file and the sample, before any step.
+  std::vector<int64_t> bad = ids;
+  bad[5 * 16 + 9] = 300;
+  const std::string badData = tempDir() + "/bad-tokens.safetensors";
+  writeDataset(badData, bad);
+  const Run refused = fblTrain(a.output + " --weights " + a.weights + " --data " + badData + " --epochs 1 --cache-dir " + tempDir() + "/cache",
+                               "dataset-bad");
+  CHECK(refused.status == 1);
+  CHECK_THAT(refused.log, Catch::Contains("error: " + badData + ": sample 5: input '" + input.name + "' position 9 ([0, 9]): index 300 is outside"));
+  CHECK_THAT(refused.log, !Catch::Contains("step 1/"));
+  CHECK(fbl_dataset_open(cs, badData.c_str(), &ds) == FBL_ERROR_INPUT);
+  CHECK_THAT(std::string(fbl_last_error()), Catch::StartsWith(badData + ": sample 5: input '" + input.name + "' position 9"));
+  fbl_close(cs);
+}
+
+}  // namespace
+}  // namespace fbl::testing
