@@ -17,8 +17,9 @@
 #include <algorithm>
 #include <limits>
 #include <map>
-#include <regex>
+#include <cctype>
 #include <set>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -109,19 +110,108 @@ std::string arenaParams(std::string src) {
   return src;
 }
 
+// A small scanner over OpenCL C source: identifiers are maximal runs of [A-Za-z0-9_], as the
+// preprocessor sees them. (std::regex did this job and took a third of llama-full's compile.)
+bool isWordChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool isSpace(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
+
+class SourceCursor {
+ public:
+  SourceCursor(const std::string& s, size_t at) : s_(&s), at_(at) {}
+  void skipSpace() {
+    while (at_ < s_->size() && isSpace((*s_)[at_])) ++at_;
+  }
+  // Consumes the word here; empty when there is none.
+  std::string_view word() {
+    const size_t b = at_;
+    while (at_ < s_->size() && isWordChar((*s_)[at_])) ++at_;
+    return std::string_view(*s_).substr(b, at_ - b);
+  }
+  // Consumes `w` and the spaces after it (at least one) when the source has that word here.
+  bool keyword(std::string_view w) {
+    SourceCursor c = *this;
+    if (c.word() != w || !isSpace(c.peek())) return false;
+    c.skipSpace();
+    *this = c;
+    return true;
+  }
+  char peek() const { return at_ < s_->size() ? (*s_)[at_] : '\0'; }
+  size_t at() const { return at_; }
+
+ private:
+  const std::string* s_;
+  size_t at_;
+};
+
+// Visits each line start of `src` (the start, and after every newline) with a cursor past its
+// leading spaces.
+template <typename Fn>
+void forEachLine(const std::string& src, Fn fn) {
+  for (size_t at = 0; at != std::string::npos; at = src.find('\n', at), at = at == std::string::npos ? at : at + 1) {
+    SourceCursor c(src, at);
+    c.skipSpace();
+    fn(c);
+  }
+}
+
+// The helper a line defines: `[inline] [static] inline TYPE NAME (` or
+// `[inline] [static] __constant sampler_t NAME =`; empty when the line defines none.
+std::string helperDefinedAt(SourceCursor c) {
+  const SourceCursor start = c;
+  for (bool leadingInline : {true, false}) {  // "inline inline T f(" aside, the first inline is optional
+    c = start;
+    if (leadingInline && !c.keyword("inline")) continue;
+    c.keyword("static");
+    if (c.keyword("__constant")) {
+      if (!c.keyword("sampler_t")) continue;
+    } else {
+      if (!c.keyword("inline")) continue;
+      const std::string_view type = c.word();
+      if (type.empty() || !isSpace(c.peek())) continue;
+      c.skipSpace();
+    }
+    const std::string name(c.word());
+    if (name.empty()) continue;
+    c.skipSpace();
+    if (c.peek() == '(' || c.peek() == '=') return name;
+  }
+  return {};
+}
+
 // Kernel sources are written to stand alone, but a plan concatenates them into one program:
 // each source's macros are #undef'd after it, and its helper functions and __constant samplers
 // get the kernel's name as a prefix, so two instantiations of one template do not collide.
 std::string scopeToKernel(std::string src, const std::string& base) {
-  static const std::regex helper(R"((?:^|\n)\s*(?:inline\s+)?(?:static\s+)?(?:__constant\s+sampler_t|(?:inline\s+)\w+)\s+(\w+)\s*[(=])");
-  std::set<std::string> names;
-  for (auto it = std::sregex_iterator(src.begin(), src.end(), helper); it != std::sregex_iterator(); ++it)
-    if ((*it)[1] != base) names.insert((*it)[1]);
-  for (const std::string& n : names) src = std::regex_replace(src, std::regex("\\b" + n + "\\b"), base + "_" + n);
-  static const std::regex define(R"((?:^|\n)\s*#define\s+(\w+))");
+  std::set<std::string> helpers;
+  forEachLine(src, [&](SourceCursor c) {
+    std::string name = helperDefinedAt(c);
+    if (!name.empty() && name != base) helpers.insert(std::move(name));
+  });
+  if (!helpers.empty()) {
+    std::string out;
+    out.reserve(src.size() + src.size() / 8);
+    for (size_t i = 0; i < src.size();) {
+      if (!isWordChar(src[i])) {
+        out += src[i++];
+        continue;
+      }
+      size_t j = i;
+      while (j < src.size() && isWordChar(src[j])) ++j;
+      const std::string word = src.substr(i, j - i);
+      if (helpers.count(word)) out += base + "_";
+      out += word;
+      i = j;
+    }
+    src = std::move(out);
+  }
   std::set<std::string> macros;
-  for (auto it = std::sregex_iterator(src.begin(), src.end(), define); it != std::sregex_iterator(); ++it)
-    macros.insert((*it)[1]);
+  forEachLine(src, [&](SourceCursor c) {
+    if (c.peek() != '#') return;
+    SourceCursor after(src, c.at() + 1);
+    if (!after.keyword("define")) return;
+    std::string name(after.word());
+    if (!name.empty()) macros.insert(std::move(name));
+  });
   for (const std::string& m : macros) src += "\n#undef " + m;
   return macros.empty() ? src : src + "\n";
 }
