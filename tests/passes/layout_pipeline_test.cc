@@ -2,7 +2,6 @@
 // forms, and the time of the passes on llama-full's joint graph.
 #include <catch2/catch.hpp>
 
-#include <chrono>
 
 #include "compiler/autodiff/training_graph.h"
 #include "compiler/onnx/load_model.h"
@@ -150,13 +149,18 @@ TEST_CASE("layout pipeline: printable and JSON forms", "[passes][layout-pipeline
     if (a.rtileOf(static_cast<ir::ValueId>(v))) CHECK(a.layoutOf(tg.graph, static_cast<ir::ValueId>(v)).ok());
 }
 
-TEST_CASE("layout pipeline: passes on llama-full's joint graph are fast", "[passes][layout-pipeline]") {
+// Pass times are measured, not asserted (a loaded machine would fail a bound): fblc compile
+// --report gives layout_pass_ms, and docs/results.md keeps the compile times.
+TEST_CASE("layout pipeline: every pass runs on llama-full's joint graph and reports its time", "[passes][layout-pipeline]") {
   auto p = adreno();
   autodiff::TrainingGraph tg = joint("llama-full");
-  auto t0 = std::chrono::steady_clock::now();
   auto res = run(tg.graph, p);
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::vector<std::string> ran;
+  for (const auto& r : res.runs) {
+    ran.push_back(r.name);
+    CHECK(r.ran);
+  }
+  CHECK(ran == passes::layoutPassNames());
   WARN("llama-full joint graph (" << tg.graph.liveNodeCount() << " nodes): " << passes::formatPassTimes(res.runs)
-                                  << "; wall " << ms << " ms");
-  CHECK(ms < 2000);  // a generous sanity bound; the target is well under 200 ms
+                                  << "; total " << res.totalMs << " ms");
 }
