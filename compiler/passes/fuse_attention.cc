@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -36,7 +38,9 @@ class Matcher {
   // Step 3: k (or kv) as [B, Hkv, S, D] without its repeat_kv; kNoValue if it has none.
   ValueId repeatKvSource(ValueId v) const;
   // Step 4: 0 none, 1 causal, 2 sliding window (*window set); -1 not classifiable.
-  int classifyMask(ValueId mask, int64_t qLen, int64_t kvLen, int64_t* window) const;
+  // Memoized per mask value: every layer of a decoder reads the same folded mask, whose S x S
+  // scan dominated the pass.
+  int classifyMask(ValueId mask, int64_t qLen, int64_t kvLen, int64_t* window);
   bool dependsOnFloatInitializer(ValueId v) const;
 
   const ir::Node* producer(ValueId v) const {
@@ -79,8 +83,15 @@ class Matcher {
   }
   NodeId id(const ir::Node* n) const { return static_cast<NodeId>(n - g_.nodes.data()); }
 
+  int classifyMaskUncached(ValueId mask, int64_t qLen, int64_t kvLen, int64_t* window) const;
+
   ir::Graph& g_;
   std::vector<std::vector<NodeId>> consumers_;
+  struct MaskClass {
+    int kind = -1;
+    int64_t window = 0;
+  };
+  std::map<std::tuple<ValueId, int64_t, int64_t>, MaskClass> maskClasses_;
 };
 
 std::optional<Match> Matcher::match(NodeId softmaxId) {
@@ -184,16 +195,29 @@ ValueId Matcher::repeatKvSource(ValueId v) const {
   return u->inputs[0];
 }
 
-int Matcher::classifyMask(ValueId mask, int64_t qLen, int64_t kvLen, int64_t* window) const {
+int Matcher::classifyMask(ValueId mask, int64_t qLen, int64_t kvLen, int64_t* window) {
+  const auto key = std::make_tuple(mask, qLen, kvLen);
+  auto it = maskClasses_.find(key);
+  if (it == maskClasses_.end()) {
+    MaskClass c;
+    c.kind = classifyMaskUncached(mask, qLen, kvLen, &c.window);
+    it = maskClasses_.emplace(key, c).first;
+  }
+  if (it->second.kind > 0) *window = it->second.window;
+  return it->second.kind;
+}
+
+int Matcher::classifyMaskUncached(ValueId mask, int64_t qLen, int64_t kvLen, int64_t* window) const {
   const ir::Value& mv = g_.values[mask];
   if (!mv.data || mv.dtype != ir::DType::F32) return -1;
   const ir::Shape& s = mv.shape;
+  const float* m = mv.data->data<float>();
   // Every [i, j] plane of the broadcast mask must be the same: compare each with the classification.
   const int64_t rows = s.size() >= 2 ? s[s.size() - 2] : 1, cols = s.empty() ? 1 : s.back();
   const int64_t planes = mv.data->numel() / std::max<int64_t>(rows * cols, 1);
   bool zeros = true, masked = false;
   for (int64_t i = 0; i < mv.data->numel(); ++i) {
-    const double x = mv.data->at(i);
+    const double x = m[i];
     if (x != 0.0 && x > kMaskedBelow) return -1;
     zeros = zeros && x == 0.0;
     masked = masked || x != 0.0;
@@ -204,7 +228,7 @@ int Matcher::classifyMask(ValueId mask, int64_t qLen, int64_t kvLen, int64_t* wi
   int64_t w = 0;
   for (int64_t i = 0; i < rows; ++i) {
     int64_t visible = 0;
-    for (int64_t j = 0; j < cols; ++j) visible += mv.data->at(i * cols + j) == 0.0;
+    for (int64_t j = 0; j < cols; ++j) visible += m[i * cols + j] == 0.0f;
     w = std::max(w, visible);
   }
   autodiff::AttentionDims d;
@@ -213,7 +237,7 @@ int Matcher::classifyMask(ValueId mask, int64_t qLen, int64_t kvLen, int64_t* wi
   for (int64_t p = 0; p < planes; ++p)
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t j = 0; j < cols; ++j)
-        if ((mv.data->at((p * rows + i) * cols + j) == 0.0) != d.visible(i, j)) return -1;
+        if ((m[(p * rows + i) * cols + j] == 0.0f) != d.visible(i, j)) return -1;
   *window = d.window;
   return d.window > 0 ? 2 : 1;
 }
