@@ -10,6 +10,7 @@
 #include "compiler/codegen/rtile_kernels.h"
 
 #include <map>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -114,11 +115,28 @@ layout::Expr perLane(const layout::Expr& e, int colVar, int64_t cols) {
 // Do lanes i1..i1+3 of a texel (i1 a multiple of 4) lie at consecutive offsets? Asks the
 // simplifier whether offset - j is free of j (then one vload4/vstore4 serves the texel); a miss
 // only costs the scalar path.
+// Memoized: a plan asks about the same few layouts for every product, and each question costs
+// a simplification (a sixth of llama-full's compile before). Per thread, so compiles may run in
+// parallel.
 bool texelContiguous(const layout::Expr& off, int colVar, int64_t cols) {
   if (cols % layout::kLanes != 0) return false;
+  struct Key {
+    layout::Expr off;
+    int colVar;
+    int64_t cols;
+    bool operator==(const Key& o) const { return colVar == o.colVar && cols == o.cols && off == o.off; }
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const { return k.off.hash() ^ (std::hash<int64_t>()(k.cols) * 31 + k.colVar); }
+  };
+  static thread_local std::unordered_map<Key, bool, KeyHash> answers;
+  const Key key{off, colVar, cols};
+  if (auto it = answers.find(key); it != answers.end()) return it->second;
   const int jVar = colVar + 1;
   const layout::Expr j = layout::Expr::var(jVar, layout::kLanes, "j_");
-  return !layout::usesVar(layout::simplify(perLane(off, colVar, cols) + j * -1), jVar);
+  const bool contiguous = !layout::usesVar(layout::simplify(perLane(off, colVar, cols) + j * -1), jVar);
+  answers.emplace(key, contiguous);
+  return contiguous;
 }
 
 // Do lanes i1..i1+3 (i1 a multiple of 4) fill one texel of an image, lane j in RGBA lane j?
