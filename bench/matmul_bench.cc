@@ -97,7 +97,7 @@ int runMatmulBench(const MatmulBenchOptions& o) {
     return 1;
   }
   // Each product's tiling: the profile's cost model (codegen/matmul_tiling.h), or one --tile.
-  auto planProf = plan::loadProfile(profPath);
+  auto planProf = plan::plannerProfile(*prof, profPath);
   if (!planProf.ok()) return fmt::print(stderr, "error: {}\n", planProf.error().message), 1;
   s.setBuildOptions(planProf->buildOptions);
   codegen::MatmulCostModel model = planProf->matmul;

@@ -15,6 +15,7 @@
 #include "compiler/codegen/matmul_tiling.h"
 #include "compiler/codegen/rtile_kernels.h"
 #include "compiler/plan/profile.h"
+#include "compiler/profile/profile.h"
 #include "compiler/strategy/cl_exec.h"
 
 namespace fbl::bench {
@@ -77,7 +78,9 @@ int runMatmulSweep(const MatmulSweepOptions& o) {
   const std::string profPath = !o.profile.empty() ? o.profile
                                : s.deviceName().find("H200") != std::string::npos ? findProfile("nvidia-h200")
                                : findProfile("pocl-cpu");
-  auto prof = plan::loadProfile(profPath);
+  auto hw = profile::loadProfile(profPath);
+  if (!hw.ok()) return fmt::print(stderr, "error: {}\n", hw.error().message), 1;
+  auto prof = plan::plannerProfile(*hw, profPath);
   if (!prof.ok()) return fmt::print(stderr, "error: {}\n", prof.error().message), 1;
   s.setBuildOptions(prof->buildOptions);
   if (o.storage != "buffer" && o.storage != "image")

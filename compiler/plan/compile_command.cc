@@ -72,8 +72,8 @@ Result<std::vector<std::string>> trainableGlobs(const CompileArgs& args) {
 
 // Runs the layout pipeline on a copy of the joint graph (its passes annotate, they do not
 // rewrite, so node and value ids stay those of `joint`) and records its decisions for the report.
-Result<passes::LayoutAssignment> runLayoutPipelineInto(const CompileArgs& args, const ir::Graph& joint, Compiled& c) {
-  FBL_ASSIGN(profile::HardwareProfile hw, profile::loadProfile(args.profile));
+Result<passes::LayoutAssignment> assignLayouts(const CompileArgs& args, const profile::HardwareProfile& hw,
+                                                       const ir::Graph& joint, Compiled& c) {
   passes::LayoutPipelineOptions opts;
   FBL_ASSIGN(opts.strategy, strategy::parseStrategy(args.strategy));
   opts.passes.dumpAfter.insert(args.dumpAfter.begin(), args.dumpAfter.end());
@@ -187,7 +187,8 @@ static nlohmann::json storageReport(const autodiff::TrainingGraph& tg, const Pla
 
 Result<Compiled> compileModel(const CompileArgs& args) {
   const auto start = std::chrono::steady_clock::now();
-  FBL_ASSIGN(Profile profile, loadProfile(args.profile));
+  FBL_ASSIGN(profile::HardwareProfile hw, profile::loadProfile(args.profile));
+  FBL_ASSIGN(Profile profile, plannerProfile(hw, args.profile));
   onnx::LoadOptions lo;
   lo.shapeOverrides = args.shapes;
   FBL_ASSIGN(ir::Graph forward, onnx::loadModel(args.model, lo));
@@ -206,11 +207,10 @@ Result<Compiled> compileModel(const CompileArgs& args) {
   to.optimizer.weightDecay = args.weightDecay;
   to.optimizer.momentum = args.momentum;
   FBL_ASSIGN(autodiff::TrainingGraph tg, autodiff::buildTrainingGraph(forward, to));
-  FBL_ASSIGN(passes::LayoutAssignment assignment, runLayoutPipelineInto(args, tg.graph, c));
+  FBL_ASSIGN(passes::LayoutAssignment assignment, assignLayouts(args, hw, tg.graph, c));
   LoweringOptions lowerOpts;
   lowerOpts.fuse = std::find(args.disabledPasses.begin(), args.disabledPasses.end(), kFusionPassName) ==
                    args.disabledPasses.end();
-  FBL_ASSIGN(profile::HardwareProfile hw, profile::loadProfile(args.profile));
   FBL_ASSIGN(lowerOpts.storage.images, useImages(args.storage, hw));
   lowerOpts.storage.maxImageWidth = hw.image2dMaxWidth;
   lowerOpts.storage.maxImageHeight = hw.image2dMaxHeight;

@@ -1,11 +1,14 @@
-// A device profile (profiles/<name>.json): the constants codegen and the planner need for one
-// kind of GPU. Heuristics live here, not inline in passes.
+// The planner's view of a hardware profile (profiles/<name>.json, read and validated once by
+// profile::loadProfile): the constants codegen and the planner need for one kind of GPU, from
+// the profile's facts and its "opencl" and "matmul" blocks (which the profile schema keeps as
+// fields of other tools). Heuristics live here, not inline in passes.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "compiler/codegen/matmul_tiling.h"
+#include "compiler/profile/profile.h"
 #include "compiler/support/result.h"
 
 namespace fbl::plan {
@@ -26,6 +29,7 @@ struct Profile {
   codegen::MatmulCostModel matmul;
 };
 
-Result<Profile> loadProfile(const std::string& path);
+// `origin` (the file) names the profile in errors.
+Result<Profile> plannerProfile(const profile::HardwareProfile& hw, const std::string& origin);
 
 }  // namespace fbl::plan

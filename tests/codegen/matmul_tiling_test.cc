@@ -6,12 +6,15 @@
 
 #include "compiler/codegen/matmul_tiling.h"
 #include "compiler/plan/profile.h"
+#include "compiler/profile/profile.h"
 
 namespace fbl::codegen {
 namespace {
 
 MatmulCostModel h200() {
-  auto p = plan::loadProfile(FBL_SOURCE_DIR "/profiles/nvidia-h200.json");
+  auto hw = profile::loadProfile(FBL_SOURCE_DIR "/profiles/nvidia-h200.json");
+  REQUIRE(hw.ok());
+  auto p = plan::plannerProfile(*hw, "nvidia-h200.json");
   REQUIRE(p.ok());
   REQUIRE_FALSE(p->matmul.candidates.empty());
   return p->matmul;

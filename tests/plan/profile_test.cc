@@ -1,21 +1,22 @@
 // The planner's reading of a profile (compiler/plan/profile.h): the `opencl` block's build options
 // reach the plan's program (the H200's register cap, docs/kernels.md "Registers"), profiles
-// without them build with -cl-std=CL1.2 alone, and a malformed block is refused naming the field.
+// without them build with -cl-std=CL1.2 alone, and a malformed block is refused naming the field
+// and the file.
 #include <catch2/catch.hpp>
-
-#include <filesystem>
-#include <fstream>
 
 #include "compiler/plan/compile_command.h"
 #include "compiler/plan/profile.h"
+#include "compiler/profile/profile.h"
 
 namespace fbl::plan {
 namespace {
 
-std::string writeProfile(const std::string& name, const std::string& text) {
-  const std::string path = (std::filesystem::temp_directory_path() / name).string();
-  std::ofstream(path) << text;
-  return path;
+// The PoCL profile with its opencl block replaced, as the planner reads it.
+Result<Profile> withOpencl(const nlohmann::json& opencl) {
+  auto hw = profile::loadProfile(FBL_SOURCE_DIR "/profiles/pocl-cpu.json");
+  REQUIRE(hw.ok());
+  hw->extra["opencl"] = opencl;
+  return plannerProfile(*hw, "test-profile.json");
 }
 
 planfile::Plan compiledWith(const std::string& profile) {
@@ -30,7 +31,9 @@ planfile::Plan compiledWith(const std::string& profile) {
 }  // namespace
 
 TEST_CASE("a profile's opencl.build_options follow -cl-std=CL1.2 in the plan", "[plan][profile]") {
-  auto h200 = loadProfile(FBL_SOURCE_DIR "/profiles/nvidia-h200.json");
+  auto hw = profile::loadProfile(FBL_SOURCE_DIR "/profiles/nvidia-h200.json");
+  REQUIRE(hw.ok());
+  auto h200 = plannerProfile(*hw, "nvidia-h200.json");
   REQUIRE(h200.ok());
   CHECK(h200->buildOptions.find("-cl-nv-maxrregcount=") != std::string::npos);
   CHECK(h200->buildOptions.find("-DFBL_NO_REQD_WORK_GROUP_SIZE") != std::string::npos);
@@ -39,16 +42,23 @@ TEST_CASE("a profile's opencl.build_options follow -cl-std=CL1.2 in the plan", "
 }
 
 TEST_CASE("a malformed opencl block is refused naming the field", "[plan][profile]") {
-  const std::string typed = writeProfile("fbl-profile-bad-options.json",
-                                         R"({"name": "p", "opencl": {"build_options": 128}})");
-  auto p = loadProfile(typed);
+  auto p = withOpencl({{"build_options", 128}});
   REQUIRE_FALSE(p.ok());
   CHECK(p.error().message.find("opencl.build_options") != std::string::npos);
-  CHECK(p.error().message.find(typed) != std::string::npos);
-  const std::string size = writeProfile("fbl-profile-bad-size.json", R"({"name": "p", "opencl": {"workgroup_size": 0}})");
-  p = loadProfile(size);
+  CHECK(p.error().message.find("test-profile.json") != std::string::npos);
+  p = withOpencl({{"workgroup_size", 0}});
   REQUIRE_FALSE(p.ok());
   CHECK(p.error().message.find("opencl.workgroup_size") != std::string::npos);
+  p = withOpencl({{"workgroup_size", "64"}});
+  REQUIRE_FALSE(p.ok());
+  CHECK(p.error().message.find("opencl.workgroup_size") != std::string::npos);
+  p = withOpencl({{"buffer_alignment_bytes", 48}});
+  REQUIRE_FALSE(p.ok());
+  CHECK(p.error().message.find("opencl.buffer_alignment_bytes") != std::string::npos);
+  p = withOpencl(nlohmann::json::array());
+  REQUIRE_FALSE(p.ok());
+  CHECK(p.error().message.find("\"opencl\"") != std::string::npos);
+  REQUIRE(withOpencl({{"workgroup_size", 128}}).ok());
 }
 
 }  // namespace fbl::plan
