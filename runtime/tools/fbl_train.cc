@@ -266,27 +266,31 @@ int run(const Args& a) {
   // The first step also pays for lazy work in the driver (PoCL compiles each kernel's
   // work-group function at its first launch), so the steady rate is timed from the second.
   auto firstDone = start;
+  // A plan compiled with --grad-accum K: each train step is one micro-batch, --steps counts
+  // optimizer steps, and the batches advance per micro-batch.
+  const int64_t accum = s->plan().loop.gradAccum, firstMicro = first * accum + s->accumulated();
   while (s->step() < a.steps) {
+    const int64_t micro = s->step() * accum + s->accumulated();
     Batch generated;
     if (batches.empty())
-      if (auto e = syntheticBatch(synthetic, s->step(), &generated); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
-    const Batch& b = batches.empty() ? generated : batches[static_cast<size_t>(s->step()) % batches.size()];
+      if (auto e = syntheticBatch(synthetic, micro, &generated); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+    const Batch& b = batches.empty() ? generated : batches[static_cast<size_t>(micro) % batches.size()];
     if (auto e = feed(*s, b); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
     if (auto e = s->trainStep(&loss); !e.empty()) {
       fmt::print(stderr, "{}error: {}\n", tty ? "\n" : "", e);
       if (fs::exists(a.checkpoint)) fmt::print(stderr, "the last good checkpoint is {}\n", a.checkpoint);
       return 1;
     }
-    if (s->step() == first + 1) firstDone = std::chrono::steady_clock::now();
+    if (micro == firstMicro) firstDone = std::chrono::steady_clock::now();
     if (!dumped) {
       if (auto e = dumpGrads(*s, a.dumpGrads, loss); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
       dumped = true;
     }
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const double done = static_cast<double>(s->step() - first);
+    const double done = static_cast<double>(micro + 1 - firstMicro);
     progress(static_cast<int>(s->step()), a.steps, loss, done * static_cast<double>(batchSize) / secs,
-             secs / done * static_cast<double>(a.steps - s->step()), tty);
-    if (a.checkpointEvery > 0 && s->step() % a.checkpointEvery == 0)
+             secs / done * static_cast<double>(a.steps * accum - micro - 1), tty);
+    if (a.checkpointEvery > 0 && s->accumulated() == 0 && s->step() % a.checkpointEvery == 0)
       if (auto e = s->saveCheckpoint(a.checkpoint); !e.empty()) return fmt::print(stderr, "\nerror: {}\n", e), 1;
   }
   if (tty) fmt::print(stderr, "\n");
