@@ -6,6 +6,7 @@
 // of an accumulation window with an lr set by fbl_set_learning_rate resumes exactly, and a plan
 // without a schedule refuses fbl_set_learning_rate.
 #include <cstdio>
+#include <functional>
 #include <map>
 
 #include "compiler/onnx/tensor_proto.h"
@@ -116,6 +117,45 @@ TEST_CASE("training loop on PoCL: fbl_set_learning_rate needs a plan with a sche
   CHECK(fbl_learning_rate(s) == Approx(1e-2));
   CHECK(fbl_accumulated(s) == 0);
   fbl_close(s);
+}
+
+}  // namespace
+}  // namespace fbl::testing
+
+namespace fbl::testing {
+namespace {
+
+TEST_CASE("training loop: plan loading refuses a bad training_loop", "[runtime][loop17]") {
+  const auto ref = loopReference();
+  const LoopPlan lp = compileLoop("check", ref.at("configs").at("all").at("flags"));
+  const planfile::Plan& good = lp.compiled.plan;
+  planfile::Plan parsed, out;  // parse() fills what the writer derives (kernel_work)
+  REQUIRE(rt::loadPlan(planfile::serialize(good), "good.fbp", nullptr, &parsed) == "");
+  out = parsed;
+  CHECK(out.loop.gradAccum == 4);
+  CHECK(out.loop.schedule == "cosine");
+  CHECK(out.loop.accumulators.size() == good.trainables.size());
+  const int32_t weight = good.trainables[0].param;
+  std::vector<std::pair<std::function<void(planfile::Plan&)>, std::string>> bad = {
+      {[](planfile::Plan& p) { p.loop.gradAccum = 0; }, "grad_accum 0"},
+      {[](planfile::Plan& p) { p.loop.schedule = "step"; }, "unknown schedule 'step'"},
+      {[](planfile::Plan& p) { p.loop.lr = -1; }, "lr"},
+      {[](planfile::Plan& p) { p.loop.clipGradNorm = -2; }, "clip_grad_norm"},
+      {[weight](planfile::Plan& p) { p.loop.lrTensor = weight; }, "lr_tensor must be one f32"},
+      {[](planfile::Plan& p) { p.loop.accumKeep = 1 << 20; }, "accum_keep"},
+      {[weight](planfile::Plan& p) { p.loop.accumulators[0] = weight; }, "not one of the plan's state tensors"},
+      {[](planfile::Plan& p) { p.loop.accumulators.clear(); }, "needs accum_keep and accumulators"},
+  };
+  for (const auto& [corrupt, says] : bad) {
+    INFO(says);
+    planfile::Plan p = parsed;
+    corrupt(p);
+    planfile::Plan loaded;  // parse() appends: a fresh plan each time
+    const std::string e = rt::loadPlan(planfile::serialize(p), "bad.fbp", nullptr, &loaded);
+    INFO(e);
+    CHECK(e.find(says) != std::string::npos);
+    CHECK(e.find('\n') == std::string::npos);
+  }
 }
 
 }  // namespace
