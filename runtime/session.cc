@@ -393,6 +393,13 @@ struct Session::Impl {
       if (pt.role == planfile::Role::State)
         if (auto e = fill(static_cast<int32_t>(t), 0); !e.empty()) return e;
     }
+    // The loop's scalars hold a first step's values until a step writes them (runPhases reads them too).
+    if (plan.loop.lrTensor >= 0) {
+      const auto lr = static_cast<float>(planfile::scheduledLr(plan.loop, baseLr, 1));
+      if (auto e = write(plan.loop.lrTensor, &lr, sizeof lr); !e.empty()) return e;
+    }
+    if (plan.loop.accumKeep >= 0)
+      if (auto e = fill(plan.loop.accumKeep, 0); !e.empty()) return e;
     return "";
   }
 
