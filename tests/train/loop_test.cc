@@ -70,6 +70,32 @@ TEST_CASE("training loop: the schedules give transformers' learning rates", "[tr
   }
 }
 
+TEST_CASE("training loop: weight decay uses the scheduled lr (none at warmup's lr 0)", "[train][loop17]") {
+  auto g = onnx::loadModel(kLoopModel);
+  REQUIRE(g.ok());
+  auto batch = train::loadInputs(*g, kLoopData);
+  REQUIRE(batch.ok());
+  for (const int64_t warmup : {0, 2}) {
+    autodiff::TrainingOptions opts;
+    opts.optimizer.lr = 1e-2f;
+    opts.optimizer.weightDecay = 0.5f;
+    opts.optimizer.lrSchedule = "constant";
+    opts.optimizer.warmupSteps = warmup;
+    auto tg = autodiff::buildTrainingGraph(*g, opts);
+    REQUIRE(tg.ok());
+    auto trainer = train::RefTrainer::create(std::move(*tg), opts.optimizer);
+    auto before = trainer->parameter(0);
+    REQUIRE(before.ok());
+    REQUIRE(trainer->step(*batch).ok());
+    auto after = trainer->parameter(0);
+    REQUIRE(after.ok());
+    bool same = true;
+    for (int64_t i = 0; i < before->numel(); ++i) same = same && before->at(i) == after->at(i);
+    // torch's AdamW: p *= 1 - lr * wd with the scheduler's lr, 0 on warmup's first step.
+    CHECK(same == (warmup > 0));
+  }
+}
+
 TEST_CASE("training loop: a bad option is refused with one line", "[train][loop17]") {
   auto g = onnx::loadModel(kLoopModel);
   REQUIRE(g.ok());
