@@ -123,6 +123,7 @@ ir::ValueId clipScale(GradBuilder& b, const std::vector<ir::ValueId>& grads, flo
     ir::ValueId sq = b.emit("ReduceSumSquare", {gr}, ir::DType::F32, {}, {{"keepdims", int64_t{0}}});
     total = total == ir::kNoValue ? sq : b.add(total, sq);
   }
+  if (total == ir::kNoValue) return b.scalar(1.0, ir::DType::F32);  // nothing to clip
   ir::ValueId norm = b.emit("Sqrt", {total}, ir::DType::F32, {});
   ir::ValueId coef = b.div(b.scalar(maxNorm, ir::DType::F32), b.add(norm, b.scalar(1e-6, ir::DType::F32)));
   return b.emit("Min", {coef, b.scalar(1.0, ir::DType::F32)}, ir::DType::F32, {});
