@@ -453,7 +453,9 @@ inline std::string parse(const std::string& bytes, Plan* p) {
     if (j.contains("training_loop")) {
       at = "training_loop";
       const auto& o = j.at("training_loop");
-      p->loop.gradAccum = static_cast<int32_t>(intField(o, "grad_accum"));
+      const int64_t accum = intField(o, "grad_accum");
+      if (accum < 1 || accum > (1 << 20)) return "plan's training_loop grad_accum " + std::to_string(accum) + " is not in [1, 2^20]";
+      p->loop.gradAccum = static_cast<int32_t>(accum);
       p->loop.clipGradNorm = o.at("clip_grad_norm").get<double>();
       p->loop.schedule = o.at("schedule").get<std::string>();
       p->loop.lr = o.at("lr").get<double>();
