@@ -3,9 +3,11 @@
 // layout (the kernel not instantiated gets row-major ones); an output lies where the input it
 // updates does.
 // AdamW: p *= 1 - lr*wd; m, v = EMAs of g and g^2; p -= lr/bc1 * m / (sqrt(v)/sqrt(bc2) + eps).
+// With the training loop's inputs (ADAM_LOOP_PARAMS) the lr is read from lr_in and g is scaled by
+// grad_scale (clipping) first.
 __kernel void {{NAME}}_adamw(__global const float* p, __global const float* g,
                              __global const float* m, __global const float* v,
-                             __global const long* step, __global float* p_out,
+                             __global const long* step{{ADAM_LOOP_PARAMS}}, __global float* p_out,
                              __global float* m_out, __global float* v_out) {
   const uint i = get_global_id(0);
   if (i >= {{N}}u) return;
@@ -13,7 +15,7 @@ __kernel void {{NAME}}_adamw(__global const float* p, __global const float* g,
   const float t = (float)step[0];
   const float bc1 = 1.0f - pow({{BETA1}}, t);
   const float bc2 = 1.0f - pow({{BETA2}}, t);
-  const float gi = g[o_g];
+  const float gi = g[o_g]{{GRAD_SCALE}};
   const float mi = {{BETA1}} * m[o_m] + (1.0f - {{BETA1}}) * gi;
   const float vi = {{BETA2}} * v[o_v] + (1.0f - {{BETA2}}) * gi * gi;
   const float pi = p[o_p] * (1.0f - {{LR}} * {{WD}});

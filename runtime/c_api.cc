@@ -100,6 +100,12 @@ void fbl_set_progress(fbl_session* s, fbl_progress_fn fn, void* user, int32_t ev
 }
 void fbl_cancel(fbl_session* s) { s->s->cancel(); }
 int64_t fbl_step(const fbl_session* s) { return s->s->step(); }
+int32_t fbl_accumulated(const fbl_session* s) { return s->s->accumulated(); }
+int fbl_set_learning_rate(fbl_session* s, float lr) {
+  if (!s) return result("fbl_set_learning_rate: s must not be NULL");
+  return result(s->s->setLearningRate(lr));
+}
+double fbl_learning_rate(const fbl_session* s) { return s->s->learningRate(); }
 int fbl_save_checkpoint(fbl_session* s, const char* path) { return result(s->s->saveCheckpoint(path)); }
 int fbl_load_checkpoint(fbl_session* s, const char* path) { return result(s->s->loadCheckpoint(path)); }
 int fbl_export_adapter(fbl_session* s, const char* dir) { return result(s->s->exportAdapter(dir)); }

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <vector>
@@ -288,6 +289,40 @@ std::string checkRuntimeTensors(const Plan& p) {
   return "";
 }
 
+// training_loop (runtime/training_loop.h): the scalars the runtime writes are f32 scalars of role
+// step, and the accumulators are listed state; a field that is off has no tensor.
+std::string checkTrainingLoop(const Plan& p) {
+  const planfile::TrainingLoop& l = p.loop;
+  const auto n = static_cast<int32_t>(p.tensors.size());
+  auto scalar = [&](int32_t t, const char* what) -> std::string {
+    if (t < 0 || t >= n) return std::string("training_loop: ") + what + " " + num(t) + " is not a tensor";
+    const Tensor& s = p.tensors[t];
+    if (s.image() || s.dtype != "f32" || planfile::logicalBytes(s) != 4 || s.pack >= 0 || s.role != Role::Step)
+      return tensorName(p, t) + ": training_loop's " + what + " must be one f32 in a buffer with role step (is " + s.dtype +
+             dims(s.shape) + ", role " + planfile::roleName(s.role) + ")";
+    return "";
+  };
+  if (l.gradAccum < 1 || l.gradAccum > (1 << 20)) return "training_loop: grad_accum " + num(l.gradAccum) + " is not in [1, 2^20]";
+  if (!std::isfinite(l.clipGradNorm) || l.clipGradNorm < 0)
+    return "training_loop: clip_grad_norm " + std::to_string(l.clipGradNorm) + " is not a number >= 0";
+  if (l.schedule.empty() != (l.lrTensor < 0)) return "training_loop: a schedule needs an lr_tensor, and only a schedule has one";
+  if (!l.schedule.empty()) {
+    if (!planfile::knownSchedule(l.schedule)) return "training_loop: unknown schedule '" + l.schedule + "' (constant, linear or cosine)";
+    if (!std::isfinite(l.lr) || l.lr <= 0) return "training_loop: lr " + std::to_string(l.lr) + " is not a positive number";
+    if (l.warmupSteps < 0 || l.totalSteps < 0 || (l.schedule != "constant" && l.totalSteps < 1))
+      return "training_loop: warmup_steps " + num(l.warmupSteps) + " and total_steps " + num(l.totalSteps) + " do not make a schedule";
+    if (auto e = scalar(l.lrTensor, "lr_tensor"); !e.empty()) return e;
+  }
+  if ((l.gradAccum > 1) != (l.accumKeep >= 0) || (l.gradAccum > 1) == l.accumulators.empty())
+    return "training_loop: grad_accum " + num(l.gradAccum) + " needs accum_keep and accumulators, and grad_accum 1 has neither";
+  if (l.gradAccum > 1)
+    if (auto e = scalar(l.accumKeep, "accum_keep"); !e.empty()) return e;
+  for (int32_t a : l.accumulators)
+    if (std::find(p.state.begin(), p.state.end(), a) == p.state.end())
+      return "training_loop: accumulator " + num(a) + " is not one of the plan's state tensors";
+  return "";
+}
+
 int phaseOrder(const std::string& phase) {
   if (phase == "forward") return 0;
   if (phase == "backward") return 1;
@@ -471,6 +506,7 @@ std::string launchName(const Plan& p, size_t index, bool transfer) {
 std::string checkPlan(const Plan& p) {
   if (auto e = checkTensors(p); !e.empty()) return e;
   if (auto e = checkRuntimeTensors(p); !e.empty()) return e;
+  if (auto e = checkTrainingLoop(p); !e.empty()) return e;
   if (auto e = checkLaunches(p); !e.empty()) return e;
   return checkOverlaps(p);
 }

@@ -20,6 +20,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/training_loop.h"
+
 namespace fbl::planfile {
 
 inline constexpr char kMagic[8] = {'F', 'B', 'L', 'P', 'L', 'A', 'N', '\n'};
@@ -30,7 +32,9 @@ inline constexpr char kMagic[8] = {'F', 'B', 'L', 'P', 'L', 'A', 'N', '\n'};
 // 4: Launch::argBytes, each argument's byte size as the launch declares it, and
 // Plan::kernelWork, each kernel's work sizes and the bytes its parameters need; the loader checks
 // every launch against both (runtime/plan_check.h).
-inline constexpr uint32_t kVersion = 4;
+// 5: Plan::loop (`training_loop`: gradient accumulation, clipping, the lr schedule); a version-4
+// runtime would ignore it and train with other semantics, so the version says so.
+inline constexpr uint32_t kVersion = 5;
 
 inline uint64_t fnv1a64(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
   const auto* p = static_cast<const unsigned char*>(data);
@@ -162,6 +166,7 @@ struct Plan {
   std::vector<Trainable> trainables;
   std::vector<int32_t> state;
   nlohmann::json optimizer = nlohmann::json::object();
+  TrainingLoop loop;               // written only when enabled(): default plans are unchanged
   nlohmann::json adapterConfig = nlohmann::json::object();  // peft's adapter_config.json
   std::vector<unsigned char> blob;
   // What `fblc explain` reads: the layout pipeline's decisions and the graph they were made on
@@ -264,6 +269,12 @@ inline nlohmann::json toJson(const Plan& p) {
   j["trainables"] = std::move(tr);
   j["state"] = p.state;
   j["optimizer"] = p.optimizer;
+  if (p.loop.enabled())
+    j["training_loop"] = {{"grad_accum", p.loop.gradAccum},   {"clip_grad_norm", p.loop.clipGradNorm},
+                          {"schedule", p.loop.schedule},      {"lr", p.loop.lr},
+                          {"warmup_steps", p.loop.warmupSteps}, {"total_steps", p.loop.totalSteps},
+                          {"lr_tensor", p.loop.lrTensor},     {"accum_keep", p.loop.accumKeep},
+                          {"accumulators", p.loop.accumulators}};
   j["adapter_config"] = p.adapterConfig;
   if (!p.explain.is_null() && !p.explain.empty()) j["explain"] = p.explain;
   return j;
@@ -439,6 +450,21 @@ inline std::string parse(const std::string& bytes, Plan* p) {
                                o.at("adapter_key").get<std::string>()});
     p->state = indexList(j, "state");
     p->optimizer = j.at("optimizer");
+    if (j.contains("training_loop")) {
+      at = "training_loop";
+      const auto& o = j.at("training_loop");
+      const int64_t accum = intField(o, "grad_accum");
+      if (accum < 1 || accum > (1 << 20)) return "plan's training_loop grad_accum " + std::to_string(accum) + " is not in [1, 2^20]";
+      p->loop.gradAccum = static_cast<int32_t>(accum);
+      p->loop.clipGradNorm = o.at("clip_grad_norm").get<double>();
+      p->loop.schedule = o.at("schedule").get<std::string>();
+      p->loop.lr = o.at("lr").get<double>();
+      p->loop.warmupSteps = intField(o, "warmup_steps");
+      p->loop.totalSteps = intField(o, "total_steps");
+      p->loop.lrTensor = indexField(o, "lr_tensor");
+      p->loop.accumKeep = indexField(o, "accum_keep");
+      p->loop.accumulators = indexList(o, "accumulators");
+    }
     p->adapterConfig = j.at("adapter_config");
     if (j.contains("explain")) p->explain = j.at("explain");
   } catch (const std::exception& e) {

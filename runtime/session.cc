@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -148,6 +149,8 @@ struct Session::Impl {
   std::vector<cl_kernel> transferKernels;  // one per transfer launch
   std::vector<bool> loaded;        // weights/trainables filled by loadWeights or a checkpoint
   int64_t step = 0;
+  int32_t accumulated = 0;         // micro-batches since the last optimizer step
+  double baseLr = 0;               // the schedule's base lr (plan.loop.lr, or setLearningRate's)
   bool profiling = false;
   std::vector<std::pair<int32_t, cl_event>> events;  // launch index, its event (profiling only)
   std::vector<LaunchTime> times;
@@ -382,6 +385,7 @@ struct Session::Impl {
     }
     // 5. constants and state
     loaded.assign(plan.tensors.size(), false);
+    baseLr = plan.loop.lr;
     for (size_t t = 0; t < plan.tensors.size(); ++t) {
       const planfile::Tensor& pt = plan.tensors[t];
       if (pt.role == planfile::Role::Constant && pt.constOffset >= 0 && pt.bytes > 0)
@@ -389,6 +393,13 @@ struct Session::Impl {
       if (pt.role == planfile::Role::State)
         if (auto e = fill(static_cast<int32_t>(t), 0); !e.empty()) return e;
     }
+    // The loop's scalars hold a first step's values until a step writes them (runPhases reads them too).
+    if (plan.loop.lrTensor >= 0) {
+      const auto lr = static_cast<float>(planfile::scheduledLr(plan.loop, baseLr, 1));
+      if (auto e = write(plan.loop.lrTensor, &lr, sizeof lr); !e.empty()) return e;
+    }
+    if (plan.loop.accumKeep >= 0)
+      if (auto e = fill(plan.loop.accumKeep, 0); !e.empty()) return e;
     return "";
   }
 
@@ -434,6 +445,21 @@ const DeviceInfo& Session::device() const { return impl_->dev.info; }
 const DeviceLimits& Session::deviceLimits() const { return impl_->limits; }
 bool Session::programFromCache() const { return impl_->fromCache; }
 int64_t Session::step() const { return impl_->step; }
+int32_t Session::accumulated() const { return impl_->accumulated; }
+
+std::string Session::setLearningRate(float lr) {
+  if (impl_->plan.loop.schedule.empty())
+    return "the plan's learning rate is compiled into its kernels; compile with --lr-schedule (constant, linear or cosine) to change it";
+  if (!std::isfinite(lr) || lr <= 0) return "the learning rate must be a positive number, not " + std::to_string(lr);
+  impl_->baseLr = lr;
+  return "";
+}
+
+double Session::learningRate() const {
+  const planfile::Plan& p = impl_->plan;
+  if (p.loop.schedule.empty()) return p.optimizer.value("lr", 0.0);
+  return planfile::scheduledLr(p.loop, impl_->baseLr, impl_->step + 1);
+}
 const std::vector<LaunchTime>& Session::launchTimes() const { return impl_->times; }
 
 std::string Session::loadWeights(const std::string& path) {
@@ -511,15 +537,26 @@ std::string Session::trainStep(float* loss) {
   if (m.plan.loss < 0) return "the plan has no loss";
   if (auto e = m.missingWeights(); !e.empty()) return e;
   const int64_t next = m.step + 1;
+  const planfile::TrainingLoop& loop = m.plan.loop;
+  // With gradient accumulation only a window's last micro-batch runs the optimizer.
+  const bool update = m.accumulated + 1 >= loop.gradAccum;
   const std::string cancelled = "step " + std::to_string(next) +
                                 " was cancelled before its optimizer phase; trainables, optimizer state and the step are as before";
   if (m.control.take()) return m.cancel(cancelled);
   if (m.plan.step >= 0)
     if (auto e = m.write(m.plan.step, &next, sizeof next); !e.empty()) return e;
+  if (loop.lrTensor >= 0) {
+    const auto lr = static_cast<float>(planfile::scheduledLr(loop, m.baseLr, next));
+    if (auto e = m.write(loop.lrTensor, &lr, sizeof lr); !e.empty()) return e;
+  }
+  if (loop.accumKeep >= 0) {
+    const float keep = m.accumulated == 0 ? 0.0f : 1.0f;
+    if (auto e = m.write(loop.accumKeep, &keep, sizeof keep); !e.empty()) return e;
+  }
   // Phases are in step order (runtime/plan_check.h): the optimizer launches are the tail.
   size_t optimizer = 0;
   while (optimizer < m.plan.launches.size() && m.plan.launches[optimizer].phase != "optimizer") ++optimizer;
-  const auto total = static_cast<int32_t>(m.plan.launches.size());
+  const auto total = static_cast<int32_t>(update ? m.plan.launches.size() : optimizer);
   bool stopped = false;
   if (auto e = m.runRange(0, optimizer, next, total, /*cancellable=*/true, &stopped); !e.empty()) return e;
   if (stopped) return m.cancel(cancelled);
@@ -531,8 +568,11 @@ std::string Session::trainStep(float* loss) {
   if (!std::isfinite(l)) return "loss is " + std::string(std::isnan(l) ? "NaN" : "infinite") + " at step " + std::to_string(next) + "; trainables were not updated";
   // The last moment a cancel is honoured: from here on the step runs to its end.
   if (m.control.take()) return m.cancel(cancelled);
-  if (auto e = m.runRange(optimizer, m.plan.launches.size(), next, total, /*cancellable=*/false, &stopped); !e.empty()) return e;
+  if (update)
+    if (auto e = m.runRange(optimizer, m.plan.launches.size(), next, total, /*cancellable=*/false, &stopped); !e.empty()) return e;
   for (const auto& c : m.plan.commits) {
+    const bool accumulator = std::find(loop.accumulators.begin(), loop.accumulators.end(), c[1]) != loop.accumulators.end();
+    if (!update && !accumulator) continue;
     st = clEnqueueCopyBuffer(m.queue, m.arena, m.arena, static_cast<size_t>(m.plan.tensors[c[0]].offset),
                              static_cast<size_t>(m.plan.tensors[c[1]].offset),
                              static_cast<size_t>(m.plan.tensors[c[1]].bytes), 0, nullptr, nullptr);
@@ -540,7 +580,12 @@ std::string Session::trainStep(float* loss) {
   }
   st = clFinish(m.queue);
   if (st != CL_SUCCESS) return clErr("clFinish", st);
-  m.step = next;
+  if (update) {
+    m.step = next;
+    m.accumulated = 0;
+  } else {
+    ++m.accumulated;
+  }
   return m.collectTimes();
 }
 
@@ -590,6 +635,13 @@ std::string Session::saveCheckpoint(const std::string& path) {
   f.metadata["format"] = "fbl-checkpoint-1";
   f.metadata["step"] = std::to_string(m.step);
   f.metadata["model"] = m.plan.model;
+  // The training loop's position, so that a resumed run continues exactly (runtime/training_loop.h).
+  if (m.plan.loop.gradAccum > 1) f.metadata["grad_accum_position"] = std::to_string(m.accumulated);
+  if (!m.plan.loop.schedule.empty()) {
+    char lr[32];
+    std::snprintf(lr, sizeof lr, "%.17g", m.baseLr);
+    f.metadata["learning_rate"] = lr;
+  }
   return safetensors::write(path, f);
 }
 
@@ -600,6 +652,9 @@ std::string Session::loadCheckpoint(const std::string& path) {
   // The whole file first: a refused checkpoint leaves trainables, state and step as they were.
   int64_t step = 0;
   if (auto e = checkCheckpoint(m.plan, f, path, &step); !e.empty()) return e;
+  int32_t accumulated = 0;
+  double baseLr = 0;
+  if (auto e = checkLoopState(m.plan, f, path, &accumulated, &baseLr); !e.empty()) return e;
   std::vector<int32_t> ids;
   for (const planfile::Trainable& t : m.plan.trainables) ids.push_back(t.param);
   ids.insert(ids.end(), m.plan.state.begin(), m.plan.state.end());
@@ -609,6 +664,8 @@ std::string Session::loadCheckpoint(const std::string& path) {
     m.loaded[t] = true;
   }
   m.step = step;
+  m.accumulated = accumulated;
+  m.baseLr = baseLr;
   return "";
 }
 

@@ -72,7 +72,9 @@ class Session {
   std::string readTensor(int32_t tensor, std::vector<unsigned char>* out);
 
   // One optimizer step: forward, backward, a check that the loss is finite, then the optimizer
-  // and the commits of updated parameters and state. A non-finite loss returns an error naming
+  // and the commits of updated parameters and state. With the plan's grad_accum K
+  // (runtime/training_loop.h) one micro-batch: forward, backward and the gradient's
+  // accumulation, the optimizer only on every K-th call. A non-finite loss returns an error naming
   // the step and leaves trainables and state untouched. Refused before any launch while a
   // weight or an input was never written.
   std::string trainStep(float* loss);
@@ -90,7 +92,15 @@ class Session {
   // Runs the launches of the given phases only ("forward", ...) and nothing else (tests,
   // benchmarks); refused while an input was never written.
   std::string runPhases(const std::vector<std::string>& phases);
-  int64_t step() const;
+  int64_t step() const;  // optimizer steps done
+  // Micro-batches accumulated since the last optimizer step (0 without grad_accum).
+  int32_t accumulated() const;
+  // A plan compiled with a schedule: sets the schedule's base learning rate, from the next
+  // optimizer step on (the warmup and decay factors still apply); saved in checkpoints. Refused
+  // ("" otherwise) for a plan whose lr is a literal in its kernels, or an lr not positive.
+  std::string setLearningRate(float lr);
+  // The learning rate the next optimizer step uses (the compiled one without a schedule).
+  double learningRate() const;
   // With OpenOptions::profileLaunches: the launches of the last successful trainStep or
   // runPhases, in enqueue order, with their device times (commit copies are not launches).
   // Empty without profiling or after a failed call.

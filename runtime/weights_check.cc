@@ -1,5 +1,8 @@
 #include "runtime/weights_check.h"
 
+#include <cmath>
+#include <cstdlib>
+
 #include <vector>
 
 namespace fbl::rt {
@@ -54,6 +57,31 @@ std::string checkCheckpoint(const planfile::Plan& plan, const safetensors::File&
   ids.insert(ids.end(), plan.state.begin(), plan.state.end());
   for (int32_t t : ids)
     if (auto e = matches(plan, t, file, plan.tensors[t].name, where); !e.empty()) return e;
+  return "";
+}
+
+std::string checkLoopState(const planfile::Plan& plan, const safetensors::File& file, const std::string& path,
+                           int32_t* accumulated, double* baseLr) {
+  const std::string where = "checkpoint '" + path + "'";
+  *accumulated = 0;
+  *baseLr = plan.loop.lr;
+  auto position = file.metadata.find("grad_accum_position");
+  if (position != file.metadata.end()) {
+    const std::string& s = position->second;
+    if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoll(s) >= plan.loop.gradAccum)
+      return where + ": metadata grad_accum_position '" + s + "' is not a micro-batch count below the plan's grad_accum " +
+             std::to_string(plan.loop.gradAccum);
+    *accumulated = static_cast<int32_t>(std::stoll(s));
+  }
+  auto lr = file.metadata.find("learning_rate");
+  if (lr != file.metadata.end() && !plan.loop.schedule.empty()) {
+    char* end = nullptr;
+    const double v = std::strtod(lr->second.c_str(), &end);
+    if (lr->second.empty() || *end != '\0' || !std::isfinite(v) || v <= 0)
+      return where + ": metadata learning_rate '" + lr->second + "' is not a positive number";
+    *baseLr = v;
+  }
   return "";
 }
 

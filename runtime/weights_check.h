@@ -19,4 +19,11 @@ std::string checkWeights(const planfile::Plan& plan, const safetensors::File& fi
 std::string checkCheckpoint(const planfile::Plan& plan, const safetensors::File& file, const std::string& path,
                             int64_t* step);
 
+// The training loop's position in a checkpoint (runtime/training_loop.h): metadata
+// `grad_accum_position` (micro-batches accumulated, < the plan's grad_accum) and `learning_rate`
+// (the schedule's base lr, fbl_set_learning_rate's). A key the file lacks keeps the plan's start:
+// 0 and the compiled lr.
+std::string checkLoopState(const planfile::Plan& plan, const safetensors::File& file, const std::string& path,
+                           int32_t* accumulated, double* baseLr);
+
 }  // namespace fbl::rt

@@ -22,6 +22,12 @@ struct OptimizerOptions {
   float beta2 = 0.999f;
   float eps = 1e-8f;
   float weightDecay = 0.0f;
+  // The training loop (runtime/training_loop.h); every default leaves the graph as before.
+  int gradAccum = 1;           // micro-batches per optimizer step, averaged (PyTorch's loss / K)
+  float clipGradNorm = 0.0f;   // > 0: clip the gradient's global L2 norm on the device
+  std::string lrSchedule;      // "": lr baked into the kernels; constant | linear | cosine: an lr input
+  int64_t warmupSteps = 0;
+  int64_t totalSteps = 0;
 };
 
 struct TrainingOptions {
@@ -46,8 +52,15 @@ struct TrainingGraph {
   ir::ValueId loss = ir::kNoValue;
   // A scalar i64 graph input holding the 1-based step number (AdamW's bias correction).
   ir::ValueId step = ir::kNoValue;
+  // Scalar f32 graph inputs the loop writes each step: the learning rate (with a schedule) and
+  // the accumulated gradient's keep factor (0 on a window's first micro-batch; grad accumulation).
+  ir::ValueId lr = ir::kNoValue;
+  ir::ValueId accumKeep = ir::kNoValue;
   std::vector<TrainableParam> trainables;
+  // Optimizer state, the gradient accumulators among them (their `current` values are also in
+  // `accumulators`: a micro-batch that does not end a window commits only those).
   std::vector<OptimizerState> state;
+  std::vector<ir::ValueId> accumulators;
 };
 
 // Graph outputs of the result: the forward outputs (the loss among them), then every updated

@@ -142,14 +142,22 @@ Out adamw(const ir::Node& n, const ref::Inputs& in) {
     return kernelError(n, "step must be an integer scalar");
   int64_t t = in[4]->toInt64s()[0];
   if (t < 1) return kernelError(n, fmt::format("step must be 1 or more, not {}", t));
-  double lr = n.attrFloat("lr", 1e-3f), b1 = n.attrFloat("beta1", 0.9f),
+  if (in.size() != 5 && in.size() != 7) return kernelError(n, "takes 5 inputs, or 7 with lr and grad_scale");
+  for (size_t k = 5; k < in.size(); ++k)
+    if (in[k] == nullptr || in[k]->numel() != 1 || in[k]->dtype() != ir::DType::F32)
+      return kernelError(n, "lr and grad_scale must be f32 scalars");
+  const bool loop = in.size() == 7;
+  double lr = loop ? double(in[5]->data<float>()[0]) : n.attrFloat("lr", 1e-3f), b1 = n.attrFloat("beta1", 0.9f),
          b2 = n.attrFloat("beta2", 0.999f), eps = n.attrFloat("epsilon", 1e-8f),
          wd = n.attrFloat("weight_decay", 0.0f);
   double stepSize = lr / (1 - std::pow(b1, double(t)));
   double bc2Sqrt = std::sqrt(1 - std::pow(b2, double(t)));
   float decay = static_cast<float>(1 - lr * wd);
   Tensor p = *in[0], m = *in[2], v = *in[3];
-  const float* g = in[1]->data<float>();
+  // clip_grad_norm_ multiplies the gradient in place, in float, before the step reads it.
+  std::vector<float> g(in[1]->data<float>(), in[1]->data<float>() + in[1]->numel());
+  if (loop)
+    for (float& x : g) x *= in[6]->data<float>()[0];
   float* pp = p.data<float>();
   float* mm = m.data<float>();
   float* vv = v.data<float>();

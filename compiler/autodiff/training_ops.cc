@@ -11,7 +11,8 @@
 //   fbl.ConvGradInput(dy, w){shape,strides,pads,dilations,group}
 //   fbl.ConvGradWeight(dy, x){shape,strides,pads,dilations,group}
 //   fbl.SGD(p, g[, buf]){lr,momentum,weight_decay} -> p'[, buf']
-//   fbl.AdamW(p, g, m, v, step){lr,beta1,beta2,epsilon,weight_decay} -> p', m', v'
+//   fbl.AdamW(p, g, m, v, step[, lr, grad_scale]){lr,beta1,beta2,epsilon,weight_decay} -> p', m', v'
+//     (the two scalar inputs, together: the lr replaces the attribute, g is multiplied by grad_scale)
 //   fbl.Attention, fbl.AttentionGrad: attention.h
 #include "compiler/autodiff/attention.h"
 #include "compiler/autodiff/training_kernels.h"
@@ -89,7 +90,7 @@ std::vector<OpSchema> trainingSchemas() {
       {"fbl.ConvGradInput", 2, 2, conv, shapeAttr},
       {"fbl.ConvGradWeight", 2, 2, conv, shapeAttr},
       {"fbl.SGD", 2, 3, {"lr", "momentum", "weight_decay"}, likeInputs<0, 2>},
-      {"fbl.AdamW", 5, 5, {"lr", "beta1", "beta2", "epsilon", "weight_decay"}, likeInputs<0, 2, 3>},
+      {"fbl.AdamW", 5, 7, {"lr", "beta1", "beta2", "epsilon", "weight_decay"}, likeInputs<0, 2, 3>},
        })
     all.push_back(std::move(s));
   return all;

@@ -215,6 +215,12 @@ Result<NodeCode> emitOptimizer(const ir::Graph& g, const ir::Node& n, const Targ
   const std::string unused = "  const uint o_p = i, o_g = i, o_m = i, o_v = i, o_b = i;";
   vars["ADAM_INDEX"] = adam ? index : unused;
   vars["SGD_INDEX"] = adam ? unused : index;
+  // The training loop's AdamW (compiler/autodiff/optimizer.cc) reads its lr and gradient scale
+  // from two scalar tensors after the step, so a schedule changes no kernel.
+  const bool loopInputs = adam && n.inputs.size() == 7;
+  vars["ADAM_LOOP_PARAMS"] = loopInputs ? ", __global const float* lr_in, __global const float* grad_scale" : "";
+  vars["GRAD_SCALE"] = loopInputs ? " * grad_scale[0]" : "";
+  if (loopInputs) vars["LR"] = "lr_in[0]";
   if (adam) {
     vars["SGD_PARAMS"] = "__global const float* p, __global const float* g, __global float* p_out";
     vars["SGD_BODY"] = "";

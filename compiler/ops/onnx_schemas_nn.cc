@@ -208,6 +208,7 @@ std::vector<OpSchema> nnSchemas() {
       {"Conv", 2, 3, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}, conv},
       {"ReduceMean", 1, 2, reduceAttrs, reduce},
       {"ReduceSum", 1, 2, reduceAttrs, reduce},
+      {"ReduceSumSquare", 1, 2, reduceAttrs, reduce},
       {"ReduceMax", 1, 2, reduceAttrs, reduce},
       {"Softmax", 1, 1, {"axis"}, softmax},
       {"LogSoftmax", 1, 1, {"axis"}, softmax},

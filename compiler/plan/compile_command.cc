@@ -206,6 +206,11 @@ Result<Compiled> compileModel(const CompileArgs& args) {
   to.optimizer.lr = args.lr;
   to.optimizer.weightDecay = args.weightDecay;
   to.optimizer.momentum = args.momentum;
+  to.optimizer.gradAccum = args.gradAccum;
+  to.optimizer.clipGradNorm = args.clipGradNorm;
+  to.optimizer.lrSchedule = args.lrSchedule;
+  to.optimizer.warmupSteps = args.warmupSteps;
+  to.optimizer.totalSteps = args.totalSteps;
   FBL_ASSIGN(autodiff::TrainingGraph tg, autodiff::buildTrainingGraph(forward, to));
   FBL_ASSIGN(passes::LayoutAssignment assignment, assignLayouts(args, hw, tg.graph, c));
   LoweringOptions lowerOpts;
@@ -229,6 +234,14 @@ Result<Compiled> compileModel(const CompileArgs& args) {
   c.plan.optimizer["lr"] = args.lr;
   c.plan.optimizer["weight_decay"] = args.weightDecay;
   if (args.optimizer == "sgd") c.plan.optimizer["momentum"] = args.momentum;
+  c.plan.loop.gradAccum = args.gradAccum;
+  c.plan.loop.clipGradNorm = args.clipGradNorm;
+  c.plan.loop.schedule = args.lrSchedule;
+  if (!args.lrSchedule.empty()) {
+    c.plan.loop.lr = args.lr;
+    c.plan.loop.warmupSteps = args.warmupSteps;
+    c.plan.loop.totalSteps = args.totalSteps;
+  }
   c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return c;
 }

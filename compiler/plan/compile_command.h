@@ -30,6 +30,12 @@ struct CompileArgs {
   float lr = 1e-3f;
   float weightDecay = 0.0f;
   float momentum = 0.0f;
+  // The training loop (runtime/training_loop.h, docs/runtime.md "The training loop").
+  int gradAccum = 1;
+  float clipGradNorm = 0.0f;
+  std::string lrSchedule;   // "" (the lr baked in), constant, linear or cosine
+  int64_t warmupSteps = 0;
+  int64_t totalSteps = 0;
   double loraAlpha = 16.0;
   // The layout pipeline (docs/layout-pipeline.md) and the strategy's lowering
   // (layout_lowering.h): what runs as kernels and what is read through maps.

@@ -287,7 +287,7 @@ class Builder {
       addLaunches(n, code, nl ? nl->kind : "compute", scratch, fusedOps, fusedNodes);
     }
     for (ir::ValueId v : g_.inputs)
-      if (v != in_.step) {
+      if (!runtimeWritten(v)) {
         plan_.inputs.push_back(tensorOf(v));
         addInputChecks(v);
       }
@@ -295,6 +295,9 @@ class Builder {
     std::set<int32_t> keep;
     if (in_.loss != ir::kNoValue) keep.insert(plan_.loss = tensorOf(in_.loss));
     if (in_.step != ir::kNoValue) plan_.step = tensorOf(in_.step);
+    if (in_.lr != ir::kNoValue) plan_.loop.lrTensor = tensorOf(in_.lr);
+    if (in_.accumKeep != ir::kNoValue) plan_.loop.accumKeep = tensorOf(in_.accumKeep);
+    for (ir::ValueId a : in_.accumulators) plan_.loop.accumulators.push_back(tensorOf(a));
     for (const auto& t : in_.trainables) {
       planfile::Trainable pt;
       pt.param = tensorOf(t.param);
@@ -426,6 +429,11 @@ class Builder {
     keep->insert(src);
   }
 
+  // The scalars the runtime writes each step: the step number and the training loop's.
+  bool runtimeWritten(ir::ValueId v) const {
+    return v != ir::kNoValue && (v == in_.step || v == in_.lr || v == in_.accumKeep);
+  }
+
   int32_t addTensor(std::string name, ir::DType dt, const ir::Shape& shape, Role role) {
     planfile::Tensor t;
     t.name = std::move(name);
@@ -439,7 +447,7 @@ class Builder {
 
   Role roleOf(ir::ValueId v) const {
     const ir::Value& val = g_.values[v];
-    if (v == in_.step) return Role::Step;
+    if (runtimeWritten(v)) return Role::Step;
     if (trainable_.count(v)) return Role::Trainable;
     if (state_.count(v)) return Role::State;
     switch (val.kind) {
@@ -594,6 +602,9 @@ PlanInputs trainingInputs(const autodiff::TrainingGraph& tg, std::string model, 
   in.graph = &tg.graph;
   in.loss = tg.loss;
   in.step = tg.step;
+  in.lr = tg.lr;
+  in.accumKeep = tg.accumKeep;
+  in.accumulators = tg.accumulators;
   in.trainables = tg.trainables;
   in.state = tg.state;
   in.model = std::move(model);

@@ -20,6 +20,10 @@ struct PlanInputs {
   const ir::Graph* graph = nullptr;
   ir::ValueId loss = ir::kNoValue;
   ir::ValueId step = ir::kNoValue;
+  // The training loop's scalars (role step, written by the runtime) and gradient accumulators.
+  ir::ValueId lr = ir::kNoValue;
+  ir::ValueId accumKeep = ir::kNoValue;
+  std::vector<ir::ValueId> accumulators;
   std::vector<autodiff::TrainableParam> trainables;
   std::vector<autodiff::OptimizerState> state;
   // Values whose bytes must survive the step (beyond loss, grads and updated values).

@@ -10,6 +10,13 @@ std::string printPlan(const planfile::Plan& p) {
   s += fmt::format("plan {} (format {}, profile {})\n", p.model, planfile::kVersion, p.profile);
   s += fmt::format("arena {} bytes, alignment {}, blob {} bytes\n", p.arenaBytes, p.alignment, p.blob.size());
   s += fmt::format("inputs t{}  loss t{}  step t{}\n", fmt::join(p.inputs, " t"), p.loss, p.step);
+  if (p.loop.enabled()) {
+    const planfile::TrainingLoop& l = p.loop;
+    s += fmt::format("training_loop grad_accum {} clip_grad_norm {} schedule '{}' lr {} warmup {} total {}  lr t{}  keep t{}",
+                     l.gradAccum, l.clipGradNorm, l.schedule, l.lr, l.warmupSteps, l.totalSteps, l.lrTensor, l.accumKeep);
+    if (!l.accumulators.empty()) s += fmt::format("  accumulators t{}", fmt::join(l.accumulators, " t"));
+    s += "\n";
+  }
   for (const planfile::InputCheck& c : p.inputChecks) {
     s += fmt::format("  check t{} {} [{}, {})", c.input, c.kind, c.lo, c.hi);
     if (c.hasIgnore) s += fmt::format(" or {}", c.ignoreIndex);

@@ -12,7 +12,7 @@
 namespace fbl::ref::detail {
 namespace {
 
-enum class Reduce { Sum, Mean, Max, Min };
+enum class Reduce { Sum, Mean, Max, Min, SumSquare };
 
 template <Reduce kOp>
 Outputs reduceOp(const Node& n, const Inputs& in) {
@@ -68,6 +68,8 @@ Outputs reduceOp(const Node& n, const Inputs& in) {
         a = (val > a || val != val) ? val : a;
       } else if constexpr (kOp == Reduce::Min) {
         a = (val < a || val != val) ? val : a;
+      } else if constexpr (kOp == Reduce::SumSquare) {
+        a += val * val;
       } else {
         a += val;
       }
@@ -210,6 +212,7 @@ std::vector<KernelEntry> reduceKernels() {
       {"ReduceMean", reduceOp<Reduce::Mean>},
       {"ReduceMax", reduceOp<Reduce::Max>},
       {"ReduceMin", reduceOp<Reduce::Min>},
+      {"ReduceSumSquare", reduceOp<Reduce::SumSquare>},
       {"Softmax", softmaxOp<false>},
       {"LogSoftmax", softmaxOp<true>},
       {"LayerNormalization", layerNormOp},

@@ -73,6 +73,14 @@ void addTrainingOptions(CLI::App* cmd, Args& args, const char* trainableDefault)
   cmd->add_option("--lr", args.lr, "Learning rate")->default_val(1e-3f);
   cmd->add_option("--weight-decay", args.weightDecay, "Weight decay")->default_val(0.0f);
   cmd->add_option("--momentum", args.momentum, "SGD momentum")->default_val(0.0f);
+  cmd->add_option("--grad-accum", args.gradAccum, "Micro-batches (train steps) per optimizer step, gradients averaged")
+      ->default_val(1);
+  cmd->add_option("--clip-grad-norm", args.clipGradNorm, "Clip the gradients' global L2 norm to this (0: off)")
+      ->default_val(0.0f);
+  cmd->add_option("--lr-schedule", args.lrSchedule, "constant, linear or cosine (with warmup); the lr becomes a run-time input");
+  cmd->add_option("--warmup-steps", args.warmupSteps, "Optimizer steps of linear warmup from 0 (with --lr-schedule)")
+      ->default_val(0);
+  cmd->add_option("--total-steps", args.totalSteps, "Optimizer steps at which linear and cosine reach 0")->default_val(0);
 }
 
 // The layout pipeline's switches (docs/layout-pipeline.md): shared by inspect and compile.

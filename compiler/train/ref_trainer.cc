@@ -1,5 +1,6 @@
 #include "compiler/train/ref_trainer.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -27,6 +28,11 @@ Result<autodiff::TrainingOptions> trainingOptions(const RunRefArgs& args) {
   opts.optimizer.lr = args.lr;
   opts.optimizer.momentum = args.momentum;
   opts.optimizer.weightDecay = args.weightDecay;
+  opts.optimizer.gradAccum = args.gradAccum;
+  opts.optimizer.clipGradNorm = args.clipGradNorm;
+  opts.optimizer.lrSchedule = args.lrSchedule;
+  opts.optimizer.warmupSteps = args.warmupSteps;
+  opts.optimizer.totalSteps = args.totalSteps;
   return opts;
 }
 
@@ -51,31 +57,57 @@ Result<std::map<ir::ValueId, ir::Tensor>> loadInputs(const ir::Graph& g, const s
   return feeds;
 }
 
-RefTrainer::RefTrainer(autodiff::TrainingGraph tg) : tg_(std::move(tg)), exec_(tg_.graph) {}
+RefTrainer::RefTrainer(autodiff::TrainingGraph tg, const autodiff::OptimizerOptions& opts)
+    : tg_(std::move(tg)), exec_(tg_.graph) {
+  loop_.gradAccum = opts.gradAccum;
+  loop_.clipGradNorm = opts.clipGradNorm;
+  loop_.schedule = opts.lrSchedule;
+  loop_.lr = opts.lr;
+  loop_.warmupSteps = opts.warmupSteps;
+  loop_.totalSteps = opts.totalSteps;
+}
 
-std::unique_ptr<RefTrainer> RefTrainer::create(autodiff::TrainingGraph tg) {
-  return std::unique_ptr<RefTrainer>(new RefTrainer(std::move(tg)));
+std::unique_ptr<RefTrainer> RefTrainer::create(autodiff::TrainingGraph tg, const autodiff::OptimizerOptions& opts) {
+  return std::unique_ptr<RefTrainer>(new RefTrainer(std::move(tg), opts));
 }
 
 Result<StepResult> RefTrainer::step(const std::map<ir::ValueId, ir::Tensor>& batch) {
   const ir::Graph& g = tg_.graph;
   for (ir::ValueId in : g.inputs)
-    if (in != tg_.step && batch.find(in) == batch.end())
+    if (in != tg_.step && in != tg_.lr && in != tg_.accumKeep && batch.find(in) == batch.end())
       return makeError("{}: no data for input '{}'", g.sourcePath, g.values[in].name);
+  // As the runtime (runtime/session.cc): only a window's last micro-batch updates; the others
+  // carry the accumulators alone.
+  const bool update = micro_ + 1 >= loop_.gradAccum;
+  auto isAccumulator = [&](ir::ValueId v) {
+    return std::find(tg_.accumulators.begin(), tg_.accumulators.end(), v) != tg_.accumulators.end();
+  };
   std::map<ir::ValueId, ir::Tensor> feeds = batch;
   if (tg_.step != ir::kNoValue) feeds[tg_.step] = ir::Tensor::scalar<int64_t>(steps_ + 1);
+  if (tg_.lr != ir::kNoValue)
+    feeds[tg_.lr] = ir::Tensor::scalar<float>(static_cast<float>(planfile::scheduledLr(loop_, loop_.lr, steps_ + 1)));
+  if (tg_.accumKeep != ir::kNoValue) feeds[tg_.accumKeep] = ir::Tensor::scalar<float>(micro_ == 0 ? 0.0f : 1.0f);
   std::vector<ir::ValueId> fetch{tg_.loss};
   for (const auto& t : tg_.trainables) fetch.push_back(t.grad);
-  for (const auto& t : tg_.trainables) fetch.push_back(t.updated);
-  for (const auto& s : tg_.state) fetch.push_back(s.updated);
+  if (update)
+    for (const auto& t : tg_.trainables) fetch.push_back(t.updated);
+  for (const auto& s : tg_.state)
+    if (update || isAccumulator(s.current)) fetch.push_back(s.updated);
   FBL_ASSIGN(std::vector<ir::Tensor> out, exec_.run(feeds, fetch));
   StepResult r;
   r.loss = static_cast<float>(out[0].at(0));
   size_t k = 1, n = tg_.trainables.size();
   for (size_t i = 0; i < n; ++i) r.grads.push_back(std::move(out[k++]));
-  for (size_t i = 0; i < n; ++i) FBL_TRY(exec_.setValue(tg_.trainables[i].param, std::move(out[k++])));
-  for (const auto& s : tg_.state) FBL_TRY(exec_.setValue(s.current, std::move(out[k++])));
-  ++steps_;
+  if (update)
+    for (size_t i = 0; i < n; ++i) FBL_TRY(exec_.setValue(tg_.trainables[i].param, std::move(out[k++])));
+  for (const auto& s : tg_.state)
+    if (update || isAccumulator(s.current)) FBL_TRY(exec_.setValue(s.current, std::move(out[k++])));
+  if (update) {
+    ++steps_;
+    micro_ = 0;
+  } else {
+    ++micro_;
+  }
   return r;
 }
 
@@ -118,7 +150,7 @@ Status run(const RunRefArgs& args) {
   FBL_TRY(onnx::requireInitializerData(forward));  // external data: read at import, or say what is missing
   FBL_ASSIGN(Feeds batch, loadInputs(forward, args.dataDir));
   FBL_ASSIGN(autodiff::TrainingGraph tg, autodiff::buildTrainingGraph(forward, opts));
-  auto trainer = RefTrainer::create(std::move(tg));
+  auto trainer = RefTrainer::create(std::move(tg), opts.optimizer);
   for (int s = 1; s <= args.steps; ++s) {
     FBL_ASSIGN(StepResult r, trainer->step(batch));
     fmt::print("step {} loss {:.6f}\n", s, r.loss);

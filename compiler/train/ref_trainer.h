@@ -15,11 +15,14 @@
 #include "compiler/ir/graph.h"
 #include "compiler/ref/executor.h"
 #include "compiler/support/result.h"
+#include "runtime/training_loop.h"
 
 namespace fbl::train {
 
 // `fblc run-ref MODEL.onnx --data DIR [--steps N] [--dump OUT] [--trainable GLOB]...
-//  [--optimizer adamw|sgd] [--lr X] [--momentum X] [--weight-decay X] [--shape NAME=1x16]...`
+//  [--optimizer adamw|sgd] [--lr X] [--momentum X] [--weight-decay X] [--grad-accum K]
+//  [--clip-grad-norm X] [--lr-schedule constant|linear|cosine --warmup-steps W --total-steps T]
+//  [--shape NAME=1x16]...`; with --grad-accum K each printed step is one micro-batch.
 struct RunRefArgs {
   std::string model;
   std::string dataDir;   // input_N.pb files, N counting the graph's inputs (test_data_set_0 form)
@@ -30,6 +33,11 @@ struct RunRefArgs {
   float lr = 1e-3f;
   float momentum = 0.0f;     // SGD
   float weightDecay = 0.0f;  // AdamW's decoupled decay, SGD's L2 term
+  int gradAccum = 1;         // the training loop, as `fblc compile` (runtime/training_loop.h)
+  float clipGradNorm = 0.0f;
+  std::string lrSchedule;
+  int64_t warmupSteps = 0;
+  int64_t totalSteps = 0;
   std::map<std::string, ir::Shape> shapes;  // graph-input shape overrides
 };
 
@@ -51,23 +59,28 @@ struct StepResult {
 
 class RefTrainer {
  public:
-  // The trainer keeps the graph at a stable address for its Executor.
-  static std::unique_ptr<RefTrainer> create(autodiff::TrainingGraph tg);
+  // The trainer keeps the graph at a stable address for its Executor. `opts` must be the ones the
+  // graph was built with: their training loop (accumulation, schedule) drives step().
+  static std::unique_ptr<RefTrainer> create(autodiff::TrainingGraph tg, const autodiff::OptimizerOptions& opts = {});
 
-  // One training step on `batch` (feeds for the forward graph's inputs).
+  // One training step on `batch` (feeds for the forward graph's inputs): with gradient
+  // accumulation one micro-batch, the optimizer running on a window's last.
   Result<StepResult> step(const std::map<ir::ValueId, ir::Tensor>& batch);
 
   const autodiff::TrainingGraph& training() const { return tg_; }
-  int64_t stepsDone() const { return steps_; }
+  int64_t stepsDone() const { return steps_; }  // optimizer steps
+  int32_t accumulated() const { return micro_; }  // micro-batches since the last optimizer step
   // The current value of a trainable (after the steps run so far).
   Result<ir::Tensor> parameter(size_t trainableIndex);
 
  private:
-  explicit RefTrainer(autodiff::TrainingGraph tg);
+  RefTrainer(autodiff::TrainingGraph tg, const autodiff::OptimizerOptions& opts);
 
   autodiff::TrainingGraph tg_;
   ref::Executor exec_;
+  planfile::TrainingLoop loop_;
   int64_t steps_ = 0;
+  int32_t micro_ = 0;
 };
 
 }  // namespace fbl::train

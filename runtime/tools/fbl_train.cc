@@ -64,10 +64,6 @@ const char* kUsage =
     "PATH: FILE.safetensors, FILE.npy, a folder of INPUT.npy, or TensorProtos (DIR/input_K.pb,\n"
     "DIR/test_data_set_*/input_K.pb); see docs/runtime.md, \"Datasets\".\n";
 
-// One step trains on one sample (a sample is one batch of the plan's inputs); gradient
-// accumulation would take several, and the resume position counts samples.
-constexpr int64_t kSamplesPerStep = 1;
-
 bool parseInt(const char* s, int* out) {
   char* end = nullptr;
   const long v = std::strtol(s, &end, 10);
@@ -252,6 +248,9 @@ struct Data {
   fbl::ir::Graph synthetic;
   int64_t lastStep = 0;
   int64_t epochs = 0;  // --epochs, 0 if the run is counted in --steps
+  // Samples an optimizer step takes: one a micro-batch (a sample is one batch of the plan's
+  // inputs), the plan's --grad-accum of them a step. The resume position counts samples.
+  int64_t samplesPerStep = 1;
 };
 
 // What the checkpoint's dataset position says at `step`.
@@ -262,10 +261,10 @@ fbl::rt::DatasetPosition positionAt(const Args& a, const Data& d, int64_t step) 
   p.samples = d.train.size();
   p.trainSamples = d.order->trainCount();
   p.heldOut = static_cast<int64_t>(d.order->heldOut().size());
-  p.samplesPerStep = kSamplesPerStep;
+  p.samplesPerStep = d.samplesPerStep;
   p.fingerprint = d.fingerprint;
-  p.epoch = step * kSamplesPerStep / p.trainSamples;
-  p.position = step * kSamplesPerStep % p.trainSamples;
+  p.epoch = step * d.samplesPerStep / p.trainSamples;
+  p.position = step * d.samplesPerStep % p.trainSamples;
   return p;
 }
 
@@ -301,7 +300,9 @@ std::string setUpData(const Args& a, const fbl::rt::Session& s, Data* d) {
     std::iota(d->evalSamples.begin(), d->evalSamples.end(), int64_t{0});
   }
   d->epochs = a.epochs;
-  d->lastStep = a.epochs > 0 ? a.epochs * d->order->trainCount() / kSamplesPerStep : a.steps;
+  d->samplesPerStep = std::max<int64_t>(1, plan.loop.gradAccum);
+  // With accumulation, samples past the last whole window of the last epoch are not trained on.
+  d->lastStep = a.epochs > 0 ? a.epochs * d->order->trainCount() / d->samplesPerStep : a.steps;
   return "";
 }
 
@@ -385,13 +386,18 @@ int run(const Args& a) {
   // The first step also pays for lazy work in the driver (PoCL compiles each kernel's
   // work-group function at its first launch), so the steady rate is timed from the second.
   auto firstDone = start;
+  // A plan compiled with --grad-accum K: each train step is one micro-batch (one sample), --steps
+  // counts optimizer steps, and the samples advance per micro-batch.
+  const int64_t accum = data.samplesPerStep, firstMicro = first * accum + s->accumulated();
+  bool epochEvalDue = false;  // an epoch ended inside the current accumulation window
   while (s->step() < data.lastStep) {
+    const int64_t micro = s->step() * accum + s->accumulated();
     if (data.fromFile) {
-      const int64_t sample = data.order->sampleAt(s->step() * kSamplesPerStep);
+      const int64_t sample = data.order->sampleAt(micro);
       if (auto e = fbl::train::feedSample(*s, data.train, sample); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
     } else {
       Batch generated;
-      if (auto e = syntheticBatch(data.synthetic, a.seed.value_or(0), s->step(), &generated); !e.empty())
+      if (auto e = syntheticBatch(data.synthetic, a.seed.value_or(0), micro, &generated); !e.empty())
         return fmt::print(stderr, "error: {}\n", e), 1;
       if (auto e = feed(*s, generated); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
     }
@@ -400,28 +406,30 @@ int run(const Args& a) {
       if (fs::exists(a.checkpoint)) fmt::print(stderr, "the last good checkpoint is {}\n", a.checkpoint);
       return 1;
     }
-    if (s->step() == first + 1) firstDone = std::chrono::steady_clock::now();
+    if (micro == firstMicro) firstDone = std::chrono::steady_clock::now();
     if (!dumped) {
       if (auto e = dumpGrads(*s, a.dumpGrads, loss); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
       dumped = true;
     }
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const double done = static_cast<double>(s->step() - first);
+    const double done = static_cast<double>(micro + 1 - firstMicro);
     progress(static_cast<int>(s->step()), static_cast<int>(data.lastStep), loss, done * static_cast<double>(batchSize) / secs,
-             secs / done * static_cast<double>(data.lastStep - s->step()), tty);
+             secs / done * static_cast<double>(data.lastStep * accum - micro - 1), tty);
     epochLoss += loss;
     ++epochSteps;
-    // An epoch of one step (a single batch cycled, the old --data DIR) gets no report of its own.
-    const bool epochEnd = data.fromFile && data.order->trainCount() > kSamplesPerStep &&
-                          s->step() * kSamplesPerStep % data.order->trainCount() == 0;
-    const bool evaluate = data.evalSet && (epochEnd || (a.evalEvery > 0 && s->step() % a.evalEvery == 0));
+    // An epoch of one sample (a single batch cycled, the old --data DIR) gets no report of its own.
+    const bool epochEnd = data.fromFile && data.order->trainCount() > 1 && (micro + 1) % data.order->trainCount() == 0;
+    epochEvalDue = epochEvalDue || epochEnd;
+    // Evaluations and checkpoints fall between accumulation windows, after an optimizer step.
+    const bool windowEnd = s->accumulated() == 0;
+    const bool evaluate = data.evalSet && windowEnd && (epochEvalDue || (a.evalEvery > 0 && s->step() % a.evalEvery == 0));
     const bool report = epochEnd || evaluate;
     if (tty && report) fmt::print(stderr, "\n");  // end the progress line before ours
     if (epochEnd) {
-      const int64_t epoch = s->step() * kSamplesPerStep / data.order->trainCount();
-      fmt::print("epoch {}{} done at step {}: mean train loss {:.9g} over {} steps\n", epoch,
+      const int64_t epoch = (micro + 1) / data.order->trainCount();
+      fmt::print("epoch {}{} done at step {}: mean train loss {:.9g} over {} {}\n", epoch,
                  data.epochs > 0 ? fmt::format("/{}", data.epochs) : "", s->step(), epochLoss / static_cast<double>(epochSteps),
-                 epochSteps);
+                 epochSteps, accum > 1 ? "micro-batches" : "steps");
       std::fflush(stdout);
       epochLoss = 0.0;
       epochSteps = 0;
@@ -429,8 +437,9 @@ int run(const Args& a) {
     if (evaluate) {
       if (auto e = printEvalLoss(*s, data); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
       evaluatedAt = s->step();
+      epochEvalDue = false;
     }
-    if (a.checkpointEvery > 0 && s->step() % a.checkpointEvery == 0)
+    if (a.checkpointEvery > 0 && windowEnd && s->step() % a.checkpointEvery == 0)
       if (auto e = saveCheckpoint(a, data, *s); !e.empty()) return fmt::print(stderr, "\nerror: {}\n", e), 1;
     endedOnReport = report;
   }

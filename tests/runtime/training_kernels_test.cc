@@ -116,6 +116,20 @@ TEST_CASE("optimizer kernels match the reference", "[runtime][kernels][training]
                    {{"lr", 0.01f}, {"beta1", 0.9f}, {"beta2", 0.999f}, {"epsilon", 1e-8f}, {"weight_decay", 0.1f}}, 3));
   }
   {
+    // The training loop's form (compiler/autodiff/optimizer.cc): lr and grad_scale as inputs; the
+    // attribute's lr must be ignored, the decay must use the input's.
+    Case c;
+    auto p = updatable(c, "p");
+    auto g = c.in("g", DType::F32, {4, 9});
+    auto m = updatable(c, "m");
+    auto v = updatable(c, "v", 0.0, 0.1);
+    auto step = c.in("step", DType::I64, {}, 3, 4);
+    auto lr = c.in("lr", DType::F32, {}, 0.01, 0.2);
+    auto scale = c.in("grad_scale", DType::F32, {}, 0.2, 1.0);
+    c.run(c.b.node("fbl.AdamW", {p, g, m, v, step, lr, scale},
+                   {{"lr", 5.0f}, {"beta1", 0.9f}, {"beta2", 0.999f}, {"epsilon", 1e-8f}, {"weight_decay", 0.1f}}, 3));
+  }
+  {
     Case c;
     auto p = updatable(c, "p");
     auto g = c.in("g", DType::F32, {4, 9});

@@ -65,7 +65,24 @@ void fbl_set_progress(fbl_session* s, fbl_progress_fn fn, void* user, int32_t ev
  * during the optimizer phase, or between steps) cancels the next step before its first launch.
  * The step after a cancelled one runs normally. */
 void fbl_cancel(fbl_session* s);
+/* Optimizer steps done. */
 int64_t fbl_step(const fbl_session* s);
+
+/* The training loop (docs/runtime.md, "The training loop"): what `fblc compile` set with
+ * --grad-accum, --clip-grad-norm and --lr-schedule.
+ * With --grad-accum K, fbl_train_step takes one micro-batch: it returns that micro-batch's loss and
+ * adds its gradient (divided by K, as PyTorch's loss / K) to the accumulated one; every K-th call
+ * also runs the optimizer (clipping included) on the accumulated gradient and starts a new window.
+ * fbl_step counts optimizer steps; this counts the micro-batches accumulated since the last one
+ * (0 to K-1). */
+int32_t fbl_accumulated(const fbl_session* s);
+/* Sets the base learning rate of the plan's schedule (--lr-schedule) from the next optimizer step
+ * on: the step uses lr * factor(step), the warmup and decay factors unchanged, as if the plan had
+ * been compiled with --lr lr. Checkpoints save it. FBL_ERROR for a plan compiled without
+ * --lr-schedule (its lr is a literal in the kernels) or an lr that is not a positive number. */
+int fbl_set_learning_rate(fbl_session* s, float lr);
+/* The learning rate the next optimizer step will use. */
+double fbl_learning_rate(const fbl_session* s);
 
 int fbl_save_checkpoint(fbl_session* s, const char* path);
 int fbl_load_checkpoint(fbl_session* s, const char* path);
