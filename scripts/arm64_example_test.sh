@@ -19,8 +19,8 @@ missing() {
   echo "SKIPPED: $* (bash scripts/dev.sh arm64-test installs and builds it)"; exit 77
 }
 
-qemu=$(command -v qemu-aarch64-static || command -v qemu-aarch64 || true)
-[ -n "$qemu" ] || missing "no qemu-aarch64(-static)"
+qemu=$(command -v qemu-aarch64 || command -v qemu-aarch64-static || true)
+[ -n "$qemu" ] || missing "no qemu-aarch64 (Debian: qemu-user)"
 [ -x "$build/bin/fblc" ] || missing "no $build/bin/fblc"
 [ -x "$arm/bin/fbl-example" ] || missing "no $arm/bin/fbl-example"
 [ -f "$arm/qemu-icd/pocl.icd" ] || missing "no PoCL for arm64 in $arm/qemu-sysroot"
