@@ -70,10 +70,19 @@ build_arm64() {
 arm64_sysroot() {
   install_missing "${arm64_test_packages[@]}"
   local sysroot=build-arm64/qemu-sysroot stamp=build-arm64/qemu-sysroot/.fbl-packages
-  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "${arm64_sysroot_packages[*]}" ]; then return 0; fi
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "${arm64_sysroot_packages[*]}" ]; then
+    unpack_arm64_sysroot "$sysroot" "$stamp"
+  fi
+  # Rewritten every time: the checkout may have moved.
+  mkdir -p build-arm64/qemu-icd
+  echo "$root/$sysroot/usr/lib/aarch64-linux-gnu/libpocl.so.2" > build-arm64/qemu-icd/pocl.icd
+}
+
+unpack_arm64_sysroot() {
+  local sysroot=$1 stamp=$2
   echo "unpacking PoCL for arm64 into $sysroot"
   rm -rf "$sysroot" build-arm64/debs
-  mkdir -p "$sysroot" build-arm64/debs build-arm64/qemu-icd
+  mkdir -p "$sysroot" build-arm64/debs
   # apt-get download runs as _apt when it can: give it a folder it may write.
   chmod 777 build-arm64/debs
   if ! (cd build-arm64/debs && apt-get download -q "${arm64_sysroot_packages[@]}" > download.log 2>&1); then
@@ -85,8 +94,7 @@ arm64_sysroot() {
   if [ "$n" -ne ${#arm64_sysroot_packages[@]} ]; then
     echo "error: got $n of ${#arm64_sysroot_packages[@]} arm64 packages in build-arm64/debs" >&2; exit 1
   fi
-  local pocl; pocl=$(ls "$root/$sysroot"/usr/lib/aarch64-linux-gnu/libpocl.so.2)
-  echo "$pocl" > build-arm64/qemu-icd/pocl.icd
+  [ -e "$sysroot/usr/lib/aarch64-linux-gnu/libpocl.so.2" ] || { echo "error: no libpocl.so.2 in $sysroot" >&2; exit 1; }
   rm -rf build-arm64/debs
   echo "${arm64_sysroot_packages[*]}" > "$stamp"
 }
