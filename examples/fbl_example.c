@@ -1,0 +1,196 @@
+/* fbl-example: what an app does with the runtime, in C over runtime/include/fbl/fbl_runtime.h
+ * alone. It links libfbl_runtime and nothing else of fbl (no compiler, no protobuf, no LLVM).
+ *
+ *   fbl-example PLAN WEIGHTS OUT_DIR [--steps N] [--input NAME] [--seq N] [--vocab N]
+ *               [--device N] [--cache-dir DIR]
+ *
+ * 1. Opens PLAN (written on a desktop by `fblc compile`) and loads WEIGHTS (the safetensors file
+ *    `fblc compile` writes beside it).
+ * 2. Writes one batch of token ids (a fixed sequence in [0, vocab)) to the plan's input, the way
+ *    an app hands the output of its tokenizer.
+ * 3. Evaluates it (fbl_eval_step: forward only), trains N steps on it, evaluates it again.
+ * 4. Saves a checkpoint to OUT_DIR/checkpoint.safetensors, loads it back, and exports the LoRA
+ *    adapter (peft's adapter_model.safetensors + adapter_config.json) into OUT_DIR, which must exist.
+ *
+ * The last line is "eval loss BEFORE -> AFTER" (tests/scripts/example_app.sh and
+ * scripts/arm64_example_test.sh read it). Exit status: 0, 1 when the runtime refuses something
+ * (one line from fbl_last_error), 2 for a bad command line. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime: Linux and Android have it; timespec_get needs API 29 */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/include/fbl/fbl_runtime.h"
+
+static const char* kUsage =
+    "usage: fbl-example PLAN WEIGHTS OUT_DIR [--steps N] [--input NAME] [--seq N] [--vocab N]\n"
+    "                   [--device N] [--cache-dir DIR]\n";
+
+typedef struct Args {
+  const char* plan;
+  const char* weights;
+  const char* out;
+  const char* input;
+  const char* cacheDir;
+  long steps, seq, vocab, device;
+} Args;
+
+/* A whole decimal number in [lo, hi], else 0. */
+static int parseLong(const char* s, long lo, long hi, long* out) {
+  char* end = NULL;
+  long v = strtol(s, &end, 10);
+  if (!*s || *end || v < lo || v > hi) return 0;
+  *out = v;
+  return 1;
+}
+
+static int usageError(const char* what, const char* arg) {
+  fprintf(stderr, "error: %s%s%s\n%s", what, arg ? " " : "", arg ? arg : "", kUsage);
+  return 2;
+}
+
+static int parseArgs(int argc, char** argv, Args* a) {
+  const char* positional[3] = {NULL, NULL, NULL};
+  int npos = 0;
+  for (int i = 1; i < argc; ++i) {
+    const char* k = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(k, "-h") || !strcmp(k, "--help")) {
+      fputs(kUsage, stdout);
+      exit(0);
+    }
+    if (k[0] == '-' && !v) return usageError("missing the value of", k);
+    if (!strcmp(k, "--steps")) {
+      if (!parseLong(v, 0, 1000000, &a->steps)) return usageError("--steps needs a number in [0, 1000000], not", v);
+    } else if (!strcmp(k, "--seq")) {
+      if (!parseLong(v, 1, 1 << 20, &a->seq)) return usageError("--seq needs a number in [1, 1048576], not", v);
+    } else if (!strcmp(k, "--vocab")) {
+      if (!parseLong(v, 1, 1L << 30, &a->vocab)) return usageError("--vocab needs a number in [1, 2^30], not", v);
+    } else if (!strcmp(k, "--device")) {
+      if (!parseLong(v, -1, 1024, &a->device)) return usageError("--device needs -1 or a device index, not", v);
+    } else if (!strcmp(k, "--input")) {
+      a->input = v;
+    } else if (!strcmp(k, "--cache-dir")) {
+      a->cacheDir = v;
+    } else if (k[0] == '-') {
+      return usageError("unknown option", k);
+    } else {
+      if (npos == 3) return usageError("one argument too many:", k);
+      positional[npos++] = k;
+      continue;
+    }
+    ++i; /* the option's value */
+  }
+  if (npos < 3) return usageError("PLAN, WEIGHTS and OUT_DIR are required", NULL);
+  a->plan = positional[0];
+  a->weights = positional[1];
+  a->out = positional[2];
+  return 0;
+}
+
+static double seconds(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Reports the end of each phase of the first step: under an emulator it takes minutes, because
+ * the OpenCL driver compiles every kernel at its first launch. */
+static int onProgress(void* user, const fbl_progress* p) {
+  const double* start = (const double*)user;
+  if (p->step == 1)
+    fprintf(stderr, "step 1: %s done, %d of %d launches (%.1f s)\n", p->phase, p->done, p->total, seconds() - *start);
+  return 0;
+}
+
+static int fail(const char* what) {
+  fprintf(stderr, "error: %s: %s\n", what, fbl_last_error());
+  return 1;
+}
+
+static int run(const Args* a) {
+  const double start = seconds();
+  fbl_session* s = NULL;
+  if (fbl_open(a->plan, (int)a->device, a->cacheDir, &s) != FBL_OK) return fail("fbl_open");
+  int rc = 1;
+  int64_t* tokens = NULL;
+  char path[4096];
+  if (fbl_load_weights(s, a->weights) != FBL_OK) {
+    fail("fbl_load_weights");
+    goto done;
+  }
+  fprintf(stderr, "opened %s and loaded %s in %.1f s\n", a->plan, a->weights, seconds() - start);
+
+  /* The batch: [1, seq] token ids. An app writes its tokenizer's output here. */
+  tokens = (int64_t*)malloc((size_t)a->seq * sizeof(int64_t));
+  if (!tokens) {
+    fprintf(stderr, "error: out of memory for %ld tokens\n", a->seq);
+    goto done;
+  }
+  for (long i = 0; i < a->seq; ++i) tokens[i] = (int64_t)((i * 37 + 11) % a->vocab);
+  const int64_t shape[2] = {1, a->seq};
+  if (fbl_write_input(s, a->input, "i64", shape, 2, tokens, (size_t)a->seq * sizeof(int64_t)) != FBL_OK) {
+    fail("fbl_write_input");
+    goto done;
+  }
+
+  float before = 0.0f, after = 0.0f, loss = 0.0f;
+  if (fbl_eval_step(s, &before) != FBL_OK) {
+    fail("fbl_eval_step");
+    goto done;
+  }
+  printf("eval loss before training: %.6f\n", before);
+
+  double first = 0.0;
+  fbl_set_progress(s, onProgress, (void*)&start, 1 << 30);
+  const double trainStart = seconds();
+  for (long i = 0; i < a->steps; ++i) {
+    const double t = seconds();
+    if (fbl_train_step(s, &loss) != FBL_OK) {
+      fail("fbl_train_step");
+      goto done;
+    }
+    if (i == 0) first = seconds() - t;
+    printf("step %lld loss %.6f (%.2f s)\n", (long long)fbl_step(s), loss, seconds() - t);
+    fflush(stdout);
+  }
+  fbl_set_progress(s, NULL, NULL, 1);
+  const double trained = seconds() - trainStart;
+
+  if (fbl_eval_step(s, &after) != FBL_OK) {
+    fail("fbl_eval_step");
+    goto done;
+  }
+
+  snprintf(path, sizeof path, "%s/checkpoint.safetensors", a->out);
+  if (fbl_save_checkpoint(s, path) != FBL_OK) {
+    fail("fbl_save_checkpoint");
+    goto done;
+  }
+  /* An app restarted later resumes here: trainables, optimizer state and the step come back. */
+  if (fbl_load_checkpoint(s, path) != FBL_OK) {
+    fail("fbl_load_checkpoint");
+    goto done;
+  }
+  printf("checkpoint: %s (step %lld)\n", path, (long long)fbl_step(s));
+  if (fbl_export_adapter(s, a->out) != FBL_OK) {
+    fail("fbl_export_adapter");
+    goto done;
+  }
+  printf("adapter: %s/adapter_model.safetensors, adapter_config.json\n", a->out);
+  printf("time: %.1f s in all, first step %.1f s, %ld steps %.1f s\n", seconds() - start, first, a->steps, trained);
+  printf("eval loss %.6f -> %.6f\n", before, after);
+  rc = 0;
+done:
+  free(tokens);
+  fbl_close(s);
+  return rc;
+}
+
+int main(int argc, char** argv) {
+  Args a = {NULL, NULL, NULL, "input_0", NULL, 5, 16, 256, -1};
+  const int e = parseArgs(argc, argv, &a);
+  if (e) return e;
+  return run(&a);
+}
