@@ -1,7 +1,7 @@
 // One export of the architecture corpus (tests/data/corpus) end to end on PoCL: compiled by
 // fblc's pipeline with the trajectory's AdamW settings, it must give PyTorch's first-step loss and
 // gradients, follow PyTorch's 10-step loss trajectory and export peft's adapters (keys, shapes and
-// values). T5's optimize=True export is the one run here: its LoRA names come from node metadata,
+// values). An evaluation step before each train step must give PyTorch's loss at those weights. T5's optimize=True export is the one run here: its LoRA names come from node metadata,
 // its labels are shifted right by a ScatterElements kernel, and it has an encoder, a decoder and a
 // relative position bias. tests/data/corpus/measure.py runs every export the same way.
 #include <algorithm>
@@ -55,9 +55,11 @@ void trainsLikePyTorch(const std::string& arch, const std::string& style) {
     torch["m." + g->name] = g->tensor;
   }
   const auto losses = traj["losses"].get<std::vector<double>>();
-  double worstLoss = 0, worstGrad = 0;
+  double worstLoss = 0, worstGrad = 0, worstEval = 0;
   for (size_t k = 0; k < losses.size(); ++k) {
-    float loss = 0;
+    float eval = 0, loss = 0;
+    REQUIRE(s->evalStep(&eval) == "");
+    worstEval = std::max(worstEval, std::abs(eval - losses[k]) / std::abs(losses[k]));
     REQUIRE(s->trainStep(&loss) == "");
     worstLoss = std::max(worstLoss, std::abs(loss - losses[k]) / std::abs(losses[k]));
     if (k > 0) continue;
@@ -78,6 +80,7 @@ void trainsLikePyTorch(const std::string& arch, const std::string& style) {
     }
   }
   CHECK(worstLoss <= 5e-4);  // as tests/train/corpus_test.cc: Adam amplifies rounding near g = 0
+  CHECK(worstEval <= 5e-4);
   const std::string out = tempDir() + "/corpus-adapter-" + arch;
   fs::create_directories(out);
   REQUIRE(s->exportAdapter(out) == "");
@@ -92,8 +95,9 @@ void trainsLikePyTorch(const std::string& arch, const std::string& style) {
     worstAdapter = std::max(worstAdapter, relativeToMaxAbs(mine.at(key), want));
   }
   CHECK(worstAdapter <= 5e-4);
-  std::printf("corpus %s/%s on PoCL: worst gradient error %.1e, 10 steps worst relative loss difference %.1e, "
-              "adapters %.1e of max-abs\n", arch.c_str(), style.c_str(), worstGrad, worstLoss, worstAdapter);
+  std::printf("corpus %s/%s on PoCL: worst gradient error %.1e, 10 steps worst relative loss difference %.1e "
+              "(evaluation steps %.1e), adapters %.1e of max-abs\n",
+              arch.c_str(), style.c_str(), worstGrad, worstLoss, worstEval, worstAdapter);
 }
 
 TEST_CASE("the corpus's T5 (optimize=True export) trains on PoCL like PyTorch and peft", "[runtime][corpus15]") {
