@@ -115,6 +115,28 @@ void diffLaunches(const Plan& a, const Plan& b, PlanDiff& d) {
   }
 }
 
+// The settings a user chose at compile time: the optimizer's, and the training loop's (a plan
+// without a training_loop section has its defaults). The loop's tensor indices are left to the
+// tensor and launch lists.
+void diffTraining(const Plan& a, const Plan& b, PlanDiff& d) {
+  std::set<std::string> keys;
+  for (const auto* o : {&a.optimizer, &b.optimizer})
+    for (auto it = o->begin(); it != o->end(); ++it) keys.insert(it.key());
+  auto setting = [](const nlohmann::json& o, const std::string& k) { return o.contains(k) ? o.at(k).dump() : "(none)"; };
+  for (const std::string& k : keys) compare(d.trainingChanged, "optimizer." + k, setting(a.optimizer, k), setting(b.optimizer, k));
+  auto loop = [](const planfile::TrainingLoop& l) {
+    return std::vector<std::pair<std::string, std::string>>{
+        {"grad_accum", std::to_string(l.gradAccum)},
+        {"clip_grad_norm", nlohmann::json(l.clipGradNorm).dump()},
+        {"schedule", l.schedule.empty() ? "(none)" : l.schedule},
+        {"lr", nlohmann::json(l.lr).dump()},
+        {"warmup_steps", std::to_string(l.warmupSteps)},
+        {"total_steps", std::to_string(l.totalSteps)}};
+  };
+  const auto la = loop(a.loop), lb = loop(b.loop);
+  for (size_t i = 0; i < la.size(); ++i) compare(d.trainingChanged, "training_loop." + la[i].first, la[i].second, lb[i].second);
+}
+
 nlohmann::json items(const std::vector<ItemChange>& list) {
   nlohmann::json out = nlohmann::json::array();
   for (const ItemChange& c : list) {
@@ -123,6 +145,12 @@ nlohmann::json items(const std::vector<ItemChange>& list) {
     for (const FieldChange& f : c.fields) o["changes"][f.field] = {{"before", f.before}, {"after", f.after}};
     out.push_back(std::move(o));
   }
+  return out;
+}
+
+nlohmann::json training(const std::vector<FieldChange>& list) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const FieldChange& f : list) out[f.field] = {{"before", f.before}, {"after", f.after}};
   return out;
 }
 
@@ -157,7 +185,7 @@ nlohmann::json byName(const Plan& p) {
 bool PlanDiff::same() const {
   return arenaBefore == arenaAfter && imagesBefore == imagesAfter && tensorsAdded.empty() && tensorsRemoved.empty() &&
          tensorsChanged.empty() && tensorsMoved == 0 && launchesAdded.empty() && launchesRemoved.empty() &&
-         launchesChanged.empty() && otherKeys.empty();
+         launchesChanged.empty() && trainingChanged.empty() && otherKeys.empty();
 }
 
 PlanDiff diffPlans(const Plan& a, const Plan& b) {
@@ -172,6 +200,7 @@ PlanDiff diffPlans(const Plan& a, const Plan& b) {
   d.launchesAfter = b.launches.size();
   diffTensors(a, b, d);
   diffLaunches(a, b, d);
+  diffTraining(a, b, d);
   // Whatever the lists above do not cover (the program, the blob, commits, checks, ...).
   const nlohmann::json ja = byName(a), jb = byName(b);
   std::set<std::string> keys;
@@ -179,7 +208,7 @@ PlanDiff diffPlans(const Plan& a, const Plan& b) {
   for (auto it = jb.begin(); it != jb.end(); ++it) keys.insert(it.key());
   for (const std::string& k : keys) {
     if (k == "tensors" || k == "launches" || k == "transfers" || k == "arena_bytes" || k == "image_slots" || k == "kernels" ||
-        k == "kernel_work")
+        k == "kernel_work" || k == "optimizer" || k == "training_loop")
       continue;
     if (!ja.contains(k) || !jb.contains(k) || ja.at(k) != jb.at(k)) d.otherKeys.push_back(k);
   }
@@ -210,6 +239,7 @@ std::string formatDiff(const PlanDiff& d, const std::string& oldPath, const std:
   list("-", d.launchesRemoved);
   list("+", d.launchesAdded);
   list("~", d.launchesChanged);
+  for (const FieldChange& f : d.trainingChanged) s += fmt::format("training: {} {} -> {}\n", f.field, f.before, f.after);
   if (!d.otherKeys.empty()) {
     std::string keys;
     for (const std::string& k : d.otherKeys) keys += (keys.empty() ? "" : ", ") + k;
@@ -239,6 +269,7 @@ nlohmann::json diffJson(const PlanDiff& d, const std::string& oldPath, const std
             {"added", items(d.launchesAdded)},
             {"removed", items(d.launchesRemoved)},
             {"changed", items(d.launchesChanged)}}},
+          {"training", training(d.trainingChanged)},
           {"other", d.otherKeys}};
 }
 

@@ -5,7 +5,8 @@
 //     storage, bytes, image extent) what changed; moves in the arena are counted apart;
 //  3. launches, matched by phase, graph node (the first of a fused launch's nodes) and occurrence:
 //     added, removed, and per field (kernel op, work sizes, kind, fused nodes, arguments);
-//  4. anything else in the file (program text, blob, commits, input checks, ...) by its key.
+//  4. the optimizer and the training loop, per setting ("optimizer.lr", "training_loop.grad_accum");
+//  5. anything else in the file (program text, blob, commits, input checks, ...) by its key.
 // Exit status: 0 the same, 1 different, 2 a file that cannot be read as a plan.
 #pragma once
 
@@ -36,6 +37,7 @@ struct PlanDiff {
   std::vector<ItemChange> tensorsAdded, tensorsRemoved, tensorsChanged;
   size_t tensorsMoved = 0;           // same tensor, another offset (any change upstream moves them)
   std::vector<ItemChange> launchesAdded, launchesRemoved, launchesChanged;
+  std::vector<FieldChange> trainingChanged;  // optimizer and training-loop settings
   std::vector<std::string> otherKeys;  // top-level plan keys that differ beyond the above
 
   bool same() const;

@@ -21,11 +21,12 @@ std::string writePlan(const planfile::Plan& p, const std::string& name) {
   return path;
 }
 
-planfile::Plan compileLlama(const std::string& strategy) {
+planfile::Plan compileLlama(const std::string& strategy, int gradAccum = 1) {
   plan::CompileArgs a;
   a.model = std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/model.onnx";
   a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
   a.strategy = strategy;
+  a.gradAccum = gradAccum;
   auto c = plan::compileModel(a);
   REQUIRE(c.ok());
   return c->plan;
@@ -87,6 +88,18 @@ TEST_CASE("fblc diff: a strategy change names its tensors, launches and memory",
   // Launches are matched by node, not position: the reuse plan's extra launches are additions,
   // and a launch present in both is not reported as changed only because it moved.
   CHECK(j.at("launches").at("added").size() + j.at("launches").at("changed").size() > 0);
+}
+
+TEST_CASE("fblc diff: training settings are named one by one", "[analysis][diff]") {
+  const std::string a = writePlan(compileLlama("fblayout"), "accum1"), b = writePlan(compileLlama("fblayout", 4), "accum4");
+  const Run text = diff(a, b);
+  CHECK(text.rc == 1);
+  CHECK_THAT(text.out, Catch::Contains("training: training_loop.grad_accum 1 -> 4"));
+  CHECK_THAT(text.out, Catch::Contains("+ state "));  // the accumulators
+  const auto j = nlohmann::json::parse(diff(a, b, true).out);
+  CHECK(j.at("training").at("training_loop.grad_accum").at("after") == "4");
+  CHECK_FALSE(j.at("training").contains("training_loop.schedule"));  // unchanged settings are not listed
+  CHECK(std::find(j.at("other").begin(), j.at("other").end(), "training_loop") == j.at("other").end());
 }
 
 TEST_CASE("fblc diff: a file that is not a plan exits 2 with one line", "[analysis][diff]") {
