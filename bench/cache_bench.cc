@@ -25,7 +25,7 @@
 #include "bench/oclgrind_device.h"
 #include "bench/strategy_run.h"
 #include "compiler/onnx/load_model.h"
-#include "compiler/plan/compile_command.h"
+#include "compiler/driver/compile_command.h"
 #include "compiler/profile/profile.h"
 #include "compiler/strategy/cl_exec.h"
 #include "compiler/zoo/synthetic_inputs.h"
@@ -133,12 +133,12 @@ std::string simulateModel(Context& cx, const std::string& model) {
     std::vector<planfile::Plan> plans;
     std::vector<std::string> keys;
     for (const std::string& prof : o.profiles) {
-      plan::CompileArgs ca;
+      driver::CompileArgs ca;
       ca.model = model;
       ca.profile = prof;
       ca.strategy = st;
       ca.storage = o.storage;
-      auto c = plan::compileModel(ca);
+      auto c = driver::compileModel(ca);
       if (!c.ok()) return fmt::format("strategy {}: {}", st, c.error().message);
       keys.push_back(planKey(c->plan));
       plans.push_back(std::move(c->plan));

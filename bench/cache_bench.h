@@ -19,7 +19,7 @@ struct CacheBenchOptions {
   // (the same plan) share one Oclgrind execution.
   std::vector<std::string> profiles;
   std::vector<std::string> strategies;  // all | fblayout | reuse | explicit; empty: all
-  std::string storage = "auto";         // MODEL form: plan::CompileArgs::storage (buffer | image | auto)
+  std::string storage = "auto";         // MODEL form: driver::CompileArgs::storage (buffer | image | auto)
   int64_t scale = 4;                    // matmul: divides Figure 16's M, K, N
   int64_t seq = 32, heads = 4, hidden = 128;  // transforms
   int rows = 512;                       // patterns: rows of each thread's band (fblc profile's)

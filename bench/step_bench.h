@@ -1,5 +1,5 @@
 // `fbl-bench step`: whole training steps of a model on an OpenCL device, per layout strategy.
-// It compiles the model in-process (plan::compileModel), opens the plan with fbl::rt::Session,
+// It compiles the model in-process (driver::compileModel), opens the plan with fbl::rt::Session,
 // feeds synthetic inputs (zoo::syntheticInputs) and reports samples/s, time per phase, launches,
 // modelled bytes moved, layout-movement launches and the planned peak, as a table or JSON, and
 // optionally as an SVG bar chart. With `ablation`, the runs are the layout pipeline's breakdown
@@ -16,7 +16,7 @@ struct StepBenchOptions {
   std::string model;
   std::string profile;
   std::vector<std::string> strategies;  // all | fblayout | reuse | explicit; empty: all
-  // buffer | image | auto (plan::CompileArgs::storage), each run per strategy; empty: auto. Given,
+  // buffer | image | auto (driver::CompileArgs::storage), each run per strategy; empty: auto. Given,
   // results are named "<strategy>/<storage>".
   std::vector<std::string> storages;
   int steps = 10;

@@ -35,7 +35,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/plan/compile_command.h"
+#include "compiler/driver/compile_command.h"
 #include "compiler/zoo/synthetic_inputs.h"
 #include "runtime/plan_file.h"
 #include "runtime/safetensors.h"
@@ -227,13 +227,13 @@ std::string runStrategy(const RunOptions& o, const ir::Graph& g, StrategyRun* r)
   r->variant = o.variant;
   r->disabledPasses = o.disabledPasses;
   r->labelStorage = o.labelStorage;
-  plan::CompileArgs ca;
+  driver::CompileArgs ca;
   ca.model = o.model;
   ca.profile = o.profile;
   ca.strategy = o.strategy;
   ca.storage = o.storage;
   ca.disabledPasses = o.disabledPasses;
-  auto c = plan::compileModel(ca);
+  auto c = driver::compileModel(ca);
   if (!c.ok()) return c.error().message;
   r->compileS = c->seconds;
   staticFigures(c->plan, r);
@@ -247,7 +247,7 @@ std::string runStrategy(const RunOptions& o, const ir::Graph& g, StrategyRun* r)
   if (!s) return err;
   r->device = s->device().name + " (" + s->device().platform + ")";
   ca.weights = tmp.make("weights.safetensors");
-  if (Status st = plan::writeWeights(ca, s->plan()); !st.ok()) {
+  if (Status st = driver::writeWeights(ca, s->plan()); !st.ok()) {
     r->randomWeights = true;
     r->weightsNote = st.error().message;
     if (auto e = randomWeights(s->plan(), o.seed, ca.weights); !e.empty()) return e;

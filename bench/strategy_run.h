@@ -1,5 +1,5 @@
 // One model, one layout strategy, measured on an OpenCL device: what `fbl-bench step` and
-// `fbl-bench transforms` share. It compiles in-process with the strategy (plan::compileModel),
+// `fbl-bench transforms` share. It compiles in-process with the strategy (driver::compileModel),
 // opens the plan with launch profiling on (rt::OpenOptions::profileLaunches), trains on synthetic
 // inputs and sums the device time of every launch by phase and by kind; the launches of kind
 // "transform" and "conversion" are the layout-transformation time.
@@ -32,7 +32,7 @@ struct RunOptions {
   bool phaseRounds = true;  // also time runPhases({phase}) per phase, steps-1 rounds
   std::vector<std::string> disabledPasses;  // layout passes switched off (ablation)
   std::string variant;                      // the ablation's name for this run; "" otherwise
-  std::string storage = "auto";             // plan::CompileArgs::storage
+  std::string storage = "auto";             // driver::CompileArgs::storage
   bool labelStorage = false;                // name runs "<strategy>/<storage>" (several storages asked)
   bool unprofiled = true;                   // also time the steps in a session without launch profiling
 };

@@ -11,7 +11,7 @@
 
 #include "compiler/analysis/explain.h"
 #include "compiler/analysis/plan_diff.h"
-#include "compiler/plan/compile_command.h"
+#include "compiler/driver/compile_command.h"
 #include "compiler/profile/profile_command.h"
 #include "compiler/tools/inspect_command.h"
 #include "compiler/train/ref_trainer.h"
@@ -131,7 +131,7 @@ void addProfile(CLI::App& app, int& rc) {
 }
 
 void addCompile(CLI::App& app, int& rc) {
-  static fbl::plan::CompileArgs args;
+  static fbl::driver::CompileArgs args;
   static std::vector<std::string> shapes;
   auto* cmd = app.add_subcommand("compile", "Compile an ONNX training-forward graph into a plan");
   cmd->add_option("model", args.model, "ONNX model file")->required();
@@ -149,7 +149,7 @@ void addCompile(CLI::App& app, int& rc) {
                   "Where tensors live: buffer (the arena), image (image2d where kernels take them) or auto "
                   "(images where the profile says reads go through a texture cache)")
       ->check(CLI::IsMember({"buffer", "image", "auto"}));
-  cmd->callback([&rc] { runWithShapes(shapes, args.shapes, rc, [] { return fbl::plan::runCompile(args); }); });
+  cmd->callback([&rc] { runWithShapes(shapes, args.shapes, rc, [] { return fbl::driver::runCompile(args); }); });
 }
 
 void addExplain(CLI::App& app, int& rc) {

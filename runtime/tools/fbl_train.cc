@@ -30,7 +30,7 @@
 
 #include "compiler/onnx/load_model.h"
 #include "compiler/onnx/tensor_proto.h"
-#include "compiler/plan/compile_command.h"
+#include "compiler/driver/compile_command.h"
 #include "compiler/zoo/synthetic_inputs.h"
 #include "runtime/dataset.h"
 #include "runtime/dataset_position.h"
@@ -359,10 +359,10 @@ int run(const Args& a) {
   std::string weights = a.weights;
   if (fs::path(weights).extension() == ".onnx") {
     // The runtime parses no protobuf: convert the initializers the plan names through the compiler.
-    fbl::plan::CompileArgs ca;
+    fbl::driver::CompileArgs ca;
     ca.model = a.weights;
     ca.weights = (fs::temp_directory_path() / fmt::format("fbl-train-{}.safetensors", ::getpid())).string();
-    if (auto st = fbl::plan::writeWeights(ca, s->plan()); !st.ok()) return fmt::print(stderr, "error: {}\n", st.error().message), 1;
+    if (auto st = fbl::driver::writeWeights(ca, s->plan()); !st.ok()) return fmt::print(stderr, "error: {}\n", st.error().message), 1;
     weights = ca.weights;
   }
   err = s->loadWeights(weights);

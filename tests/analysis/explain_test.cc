@@ -5,17 +5,17 @@
 #include <catch2/catch.hpp>
 
 #include "compiler/analysis/explain.h"
-#include "compiler/plan/compile_command.h"
+#include "compiler/driver/compile_command.h"
 
 using namespace fbl;
 
 namespace {
 
-plan::Compiled compileTiny() {
-  plan::CompileArgs a;
+driver::Compiled compileTiny() {
+  driver::CompileArgs a;
   a.model = std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/model.onnx";
   a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
-  auto c = plan::compileModel(a);
+  auto c = driver::compileModel(a);
   INFO((c.ok() ? std::string() : c.error().message));
   REQUIRE(c.ok());
   return std::move(c).value();
@@ -30,7 +30,7 @@ size_t count(const std::string& s, const std::string& what) {
 }  // namespace
 
 TEST_CASE("explain: tensors, transformations and launches of llama-tiny", "[analysis][explain]") {
-  const plan::Compiled c = compileTiny();
+  const driver::Compiled c = compileTiny();
   const nlohmann::json& section = c.plan.explain;
   REQUIRE(section.is_object());
   REQUIRE(section.contains("layout_assignment"));
@@ -103,7 +103,7 @@ TEST_CASE("explain: tensors, transformations and launches of llama-tiny", "[anal
 
 TEST_CASE("explain: the section round-trips; a plan without it still explains launches",
           "[analysis][explain]") {
-  plan::Compiled c = compileTiny();
+  driver::Compiled c = compileTiny();
   const std::string bytes = planfile::serialize(c.plan);
   planfile::Plan back;
   REQUIRE(planfile::parse(bytes, &back) == "");

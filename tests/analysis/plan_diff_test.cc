@@ -10,7 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include "compiler/analysis/plan_diff.h"
-#include "compiler/plan/compile_command.h"
+#include "compiler/driver/compile_command.h"
 
 namespace fbl::analysis {
 namespace {
@@ -22,12 +22,12 @@ std::string writePlan(const planfile::Plan& p, const std::string& name) {
 }
 
 planfile::Plan compileLlama(const std::string& strategy, int gradAccum = 1) {
-  plan::CompileArgs a;
+  driver::CompileArgs a;
   a.model = std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/model.onnx";
   a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
   a.strategy = strategy;
   a.gradAccum = gradAccum;
-  auto c = plan::compileModel(a);
+  auto c = driver::compileModel(a);
   REQUIRE(c.ok());
   return c->plan;
 }

@@ -17,7 +17,7 @@
 #include "compiler/onnx/external_data.h"
 #include "compiler/onnx/importer.h"
 #include "compiler/onnx/load_model.h"
-#include "compiler/plan/compile_command.h"
+#include "compiler/driver/compile_command.h"
 #include "compiler/train/ref_trainer.h"
 #include "runtime/safetensors.h"
 #include "tests/onnx/onnx_test_util.h"
@@ -148,14 +148,14 @@ TEST_CASE("external data: load, run-ref, compile and the weight writer agree on 
 
   // compile: the same plan; the weight writer: the same tensors.
   TempDir tmp;
-  plan::CompileArgs ca, cb;
+  driver::CompileArgs ca, cb;
   ca.model = kInline;
   cb.model = kFixture + "/model.onnx";
-  for (plan::CompileArgs* c : {&ca, &cb}) c->profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
+  for (driver::CompileArgs* c : {&ca, &cb}) c->profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
   ca.weights = tmp.file("inline.safetensors");
   cb.weights = tmp.file("external.safetensors");
-  auto pa = plan::compileModel(ca);
-  auto pb = plan::compileModel(cb);
+  auto pa = driver::compileModel(ca);
+  auto pb = driver::compileModel(cb);
   REQUIRE((pa.ok() && pb.ok()));
   // Named after the folder, in the plan and in the program's first line.
   const auto body = [](const std::string& program) { return program.substr(program.find('\n')); };
@@ -163,8 +163,8 @@ TEST_CASE("external data: load, run-ref, compile and the weight writer agree on 
   pb->plan.model = pa->plan.model;
   pb->plan.program = pa->plan.program;
   CHECK((planfile::serialize(pa->plan) == planfile::serialize(pb->plan)));
-  REQUIRE(plan::writeWeights(ca, pa->plan).ok());
-  REQUIRE(plan::writeWeights(cb, pb->plan).ok());
+  REQUIRE(driver::writeWeights(ca, pa->plan).ok());
+  REQUIRE(driver::writeWeights(cb, pb->plan).ok());
   safetensors::File wa, wb;
   REQUIRE(safetensors::read(ca.weights, &wa) == "");
   REQUIRE(safetensors::read(cb.weights, &wb) == "");
@@ -190,13 +190,13 @@ TEST_CASE("external data: without the data file, what needs the bytes names it",
   args.model = tmp.file("model.onnx");
   args.dataDir = kData + "/llama-tiny/test_data_set_0";
   CHECK(train::runRefCommand(args) == 1);
-  plan::CompileArgs ca;
+  driver::CompileArgs ca;
   ca.model = tmp.file("model.onnx");
   ca.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
   ca.weights = tmp.file("w.safetensors");
-  auto c = plan::compileModel(ca);
+  auto c = driver::compileModel(ca);
   REQUIRE(c.ok());  // the plan needs shapes only
-  auto w = plan::writeWeights(ca, c->plan);
+  auto w = driver::writeWeights(ca, c->plan);
   REQUIRE_FALSE(w.ok());
   CHECK_THAT(w.error().message, Catch::Contains("is missing"));
 }

@@ -12,11 +12,15 @@
 #include <set>
 
 #include "compiler/onnx/load_model.h"
-#include "compiler/plan/compile_command.h"
+#include "compiler/driver/compile_command.h"
 #include "compiler/zoo/zoo.h"
 #include <filesystem>
 
 namespace fbl::plan {
+
+using driver::Compiled;
+using driver::CompileArgs;
+using driver::compileModel;
 namespace {
 
 Compiled compile(const std::string& model, const std::string& strategy, std::vector<std::string> disabled = {}) {

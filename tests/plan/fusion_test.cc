@@ -8,9 +8,13 @@
 #include <algorithm>
 #include <set>
 
-#include "compiler/plan/compile_command.h"
+#include "compiler/driver/compile_command.h"
 
 namespace fbl::plan {
+
+using driver::Compiled;
+using driver::CompileArgs;
+using driver::compileModel;
 namespace {
 
 Compiled compile(const std::string& strategy, std::vector<std::string> disabled = {}) {

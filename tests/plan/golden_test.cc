@@ -10,10 +10,13 @@
 
 #include <fmt/format.h>
 
-#include "compiler/plan/compile_command.h"
+#include "compiler/driver/compile_command.h"
 #include "compiler/plan/plan_printer.h"
 
 namespace fbl::plan {
+
+using driver::CompileArgs;
+using driver::compileModel;
 namespace {
 
 CompileArgs argsFor(const std::string& model) {

@@ -4,11 +4,14 @@
 // and the file.
 #include <catch2/catch.hpp>
 
-#include "compiler/plan/compile_command.h"
+#include "compiler/driver/compile_command.h"
 #include "compiler/plan/profile.h"
 #include "compiler/profile/profile.h"
 
 namespace fbl::plan {
+
+using driver::CompileArgs;
+using driver::compileModel;
 namespace {
 
 // The PoCL profile with its opencl block replaced, as the planner reads it.

@@ -13,9 +13,13 @@
 
 #include <set>
 
-#include "compiler/plan/compile_command.h"
+#include "compiler/driver/compile_command.h"
 
 namespace fbl::plan {
+
+using driver::Compiled;
+using driver::CompileArgs;
+using driver::compileModel;
 namespace {
 
 Compiled compile(const std::string& model, const std::string& profile, const std::string& strategy,

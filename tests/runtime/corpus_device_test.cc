@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/onnx/tensor_proto.h"
-#include "compiler/plan/compile_command.h"
+#include "compiler/driver/compile_command.h"
 #include "tests/runtime/runtime_test_util.h"
 
 namespace fbl::testing {
@@ -27,7 +27,7 @@ void trainsLikePyTorch(const std::string& arch, const std::string& style) {
   std::ifstream tf(dir + "/trajectory.json");
   REQUIRE(tf.good());
   const auto traj = nlohmann::json::parse(tf);
-  plan::CompileArgs a;
+  driver::CompileArgs a;
   a.model = dir + "/" + style + "/model.onnx";
   a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
   a.output = tempDir() + "/corpus-" + arch + "-" + style + ".fbp";
@@ -37,10 +37,10 @@ void trainsLikePyTorch(const std::string& arch, const std::string& style) {
   REQUIRE(traj["betas"][0].get<double>() == Approx(0.9));  // fbl's AdamW defaults
   REQUIRE(traj["betas"][1].get<double>() == Approx(0.999));
   REQUIRE(traj["eps"].get<double>() == Approx(1e-8));
-  auto c = plan::compileModel(a);
+  auto c = driver::compileModel(a);
   INFO((c.ok() ? std::string() : c.error().message));
   REQUIRE(c.ok());
-  REQUIRE(plan::writeWeights(a, c->plan).ok());
+  REQUIRE(driver::writeWeights(a, c->plan).ok());
   auto s = openPlan(c->plan, "corpus-" + arch);
   REQUIRE(s->loadWeights(a.weights) == "");
   for (size_t i = 0; i < c->plan.inputs.size(); ++i) {

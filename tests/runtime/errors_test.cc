@@ -2,14 +2,14 @@
 #include <filesystem>
 #include <fstream>
 
-#include "compiler/plan/compile_command.h"
+#include "compiler/driver/compile_command.h"
 #include "tests/runtime/runtime_test_util.h"
 
 namespace fbl::testing {
 namespace {
 
 struct Compiled {
-  plan::CompileArgs args;
+  driver::CompileArgs args;
   planfile::Plan plan;
 };
 
@@ -19,9 +19,9 @@ Compiled compileBert() {
   c.args.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
   c.args.output = tempDir() + "/bert-err.fbp";
   c.args.weights = tempDir() + "/bert-err.safetensors";
-  auto r = plan::compileModel(c.args);
+  auto r = driver::compileModel(c.args);
   REQUIRE(r.ok());
-  REQUIRE(plan::writeWeights(c.args, r->plan).ok());
+  REQUIRE(driver::writeWeights(c.args, r->plan).ok());
   c.plan = r->plan;
   return c;
 }

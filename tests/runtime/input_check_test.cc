@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "compiler/onnx/tensor_proto.h"
-#include "compiler/plan/compile_command.h"
+#include "compiler/driver/compile_command.h"
 #include "runtime/include/fbl/fbl_runtime.h"
 #include "runtime/input_check.h"
 #include "tests/runtime/runtime_test_util.h"
@@ -132,8 +132,8 @@ TEST_CASE("input checks survive the plan file, and a check on no input is refuse
   CHECK_THAT(planfile::parse(planfile::serialize(p), &back), Catch::Contains("bad input check (node 'node_pos')"));
 }
 
-plan::CompileArgs argsFor(const std::string& model) {
-  plan::CompileArgs a;
+driver::CompileArgs argsFor(const std::string& model) {
+  driver::CompileArgs a;
   a.model = std::string(FBL_TEST_DATA_DIR) + "/" + model + "/model.onnx";
   a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
   a.output = tempDir() + "/" + model + "-inputs.fbp";
@@ -151,8 +151,8 @@ ir::Tensor corpusInput(const std::string& model, int i) {
 TEST_CASE("compiled plans record the vocabulary and the classes of their inputs", "[runtime][inputs]") {
   // bert-tiny: input_0 (token ids) indexes the word embeddings; input_1 labels the MLM loss, whose
   // scores have as many classes as the table has rows.
-  const plan::CompileArgs a = argsFor("bert-tiny");
-  auto c = plan::compileModel(a);
+  const driver::CompileArgs a = argsFor("bert-tiny");
+  auto c = driver::compileModel(a);
   REQUIRE(c.ok());
   const planfile::Plan& p = c->plan;
   REQUIRE(p.inputs.size() == 2);
@@ -183,10 +183,10 @@ TEST_CASE("compiled plans record the vocabulary and the classes of their inputs"
 }
 
 TEST_CASE("Session and C API refuse a bad input before any launch", "[runtime][inputs]") {
-  const plan::CompileArgs a = argsFor("llama-tiny");
-  auto c = plan::compileModel(a);
+  const driver::CompileArgs a = argsFor("llama-tiny");
+  auto c = driver::compileModel(a);
   REQUIRE(c.ok());
-  REQUIRE(plan::writeWeights(a, c->plan).ok());
+  REQUIRE(driver::writeWeights(a, c->plan).ok());
   const planfile::Plan& p = c->plan;
   REQUIRE(p.inputs.size() == 1);
   const std::string name = p.tensors[p.inputs[0]].name;
@@ -225,10 +225,10 @@ TEST_CASE("Session and C API refuse a bad input before any launch", "[runtime][i
 }
 
 TEST_CASE("fbl-train prints the bad input's line and exits 1", "[runtime][inputs]") {
-  const plan::CompileArgs a = argsFor("llama-tiny");
-  auto c = plan::compileModel(a);
+  const driver::CompileArgs a = argsFor("llama-tiny");
+  auto c = driver::compileModel(a);
   REQUIRE(c.ok());
-  REQUIRE(plan::writeWeights(a, c->plan).ok());
+  REQUIRE(driver::writeWeights(a, c->plan).ok());
   const std::string planPath = tempDir() + "/llama-train-inputs.fbp";
   REQUIRE(safetensors::writeFileAtomic(planPath, planfile::serialize(c->plan)) == "");
   // Two batches, the second bad: the run stops before its first step.

@@ -16,7 +16,7 @@
 #include <random>
 #include <set>
 
-#include "compiler/plan/compile_command.h"
+#include "compiler/driver/compile_command.h"
 #include "runtime/plan_check.h"
 #include "runtime/weights_check.h"
 #include "tests/runtime/runtime_test_util.h"
@@ -27,7 +27,7 @@ namespace {
 using nlohmann::json;
 
 struct Model {
-  plan::CompileArgs args;
+  driver::CompileArgs args;
   planfile::Plan plan;
   std::string bytes;
 };
@@ -43,9 +43,9 @@ const Model& llamaTiny(const std::string& storage = "auto") {
   c.args.storage = storage;
   c.args.output = tempDir() + "/fuzz-" + storage + ".fbp";
   c.args.weights = tempDir() + "/fuzz-" + storage + ".safetensors";
-  auto r = plan::compileModel(c.args);
+  auto r = driver::compileModel(c.args);
   REQUIRE(r.ok());
-  REQUIRE(plan::writeWeights(c.args, r->plan).ok());
+  REQUIRE(driver::writeWeights(c.args, r->plan).ok());
   c.bytes = planfile::serialize(r->plan);
   REQUIRE(planfile::parse(c.bytes, &c.plan) == "");  // with argBytes, as the runtime sees it
   std::ofstream(c.args.output, std::ios::binary) << c.bytes;

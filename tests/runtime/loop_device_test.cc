@@ -10,7 +10,7 @@
 #include <map>
 
 #include "compiler/onnx/tensor_proto.h"
-#include "compiler/plan/compile_command.h"
+#include "compiler/driver/compile_command.h"
 #include "runtime/include/fbl/fbl_runtime.h"
 #include "tests/runtime/runtime_test_util.h"
 #include "tests/train/loop_reference.h"
@@ -19,22 +19,22 @@ namespace fbl::testing {
 namespace {
 
 struct LoopPlan {
-  plan::Compiled compiled;
+  driver::Compiled compiled;
   std::string weights;
   std::vector<ir::Tensor> inputs;  // the stored batch, by plan input order
 };
 
 LoopPlan compileLoop(const std::string& name, const nlohmann::json& flags) {
-  plan::CompileArgs a;
+  driver::CompileArgs a;
   a.model = kLoopModel;
   a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
   a.output = tempDir() + "/loop-" + name + ".fbp";
   a.weights = tempDir() + "/loop-" + name + ".safetensors";
   applyLoopFlags(flags, a);
-  auto c = plan::compileModel(a);
+  auto c = driver::compileModel(a);
   INFO((c.ok() ? std::string() : c.error().message));
   REQUIRE(c.ok());
-  REQUIRE(plan::writeWeights(a, c->plan).ok());
+  REQUIRE(driver::writeWeights(a, c->plan).ok());
   LoopPlan lp{std::move(*c), a.weights, {}};
   for (size_t i = 0; i < lp.compiled.plan.inputs.size(); ++i) {
     auto t = onnx::readTensorProtoFile(kLoopData + "/input_" + std::to_string(i) + ".pb");

@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "compiler/onnx/load_model.h"
-#include "compiler/plan/compile_command.h"
+#include "compiler/driver/compile_command.h"
 #include "compiler/train/ref_trainer.h"
 #include "tests/onnx/onnx_test_util.h"
 #include "tests/runtime/runtime_test_util.h"
@@ -77,16 +77,16 @@ std::string writeModel(const std::string& path) {
 TEST_CASE("a model with CumSum, a sequence split and ScatterND trains on PoCL as on the reference",
           "[runtime][train][index]") {
   const std::string model = writeModel(tempDir() + "/new-ops.onnx");
-  plan::CompileArgs a;
+  driver::CompileArgs a;
   a.model = model;
   a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
   a.weights = tempDir() + "/new-ops.safetensors";
   a.lr = 1e-2f;
-  auto c = plan::compileModel(a);
+  auto c = driver::compileModel(a);
   INFO((c.ok() ? std::string() : c.error().message));
   REQUIRE(c.ok());
   REQUIRE(c->plan.trainables.size() == 2);  // the head, and the token table through split and GLU
-  REQUIRE(plan::writeWeights(a, c->plan).ok());
+  REQUIRE(driver::writeWeights(a, c->plan).ok());
   auto s = openPlan(c->plan, "new-ops");
   REQUIRE(s->loadWeights(a.weights) == "");
   const ir::Tensor ids = ir::Tensor::fromVector<int64_t>({1, kSeq}, {3, 9, 0, 4, 1, 1});

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/plan/compile_command.h"
+#include "compiler/driver/compile_command.h"
 #include "runtime/include/fbl/fbl_runtime.h"
 #include "tests/runtime/runtime_test_util.h"
 
@@ -21,14 +21,14 @@ struct Files {
 
 const Files& llamaTiny() {
   static const Files f = [] {
-    plan::CompileArgs a;
+    driver::CompileArgs a;
     a.model = std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/model.onnx";
     a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
     a.output = tempDir() + "/control.fbp";
     a.weights = tempDir() + "/control.safetensors";
-    auto c = plan::compileModel(a);
+    auto c = driver::compileModel(a);
     REQUIRE(c.ok());
-    REQUIRE(plan::writeWeights(a, c->plan).ok());
+    REQUIRE(driver::writeWeights(a, c->plan).ok());
     Files out{a.output, a.weights, {}};
     const std::string bytes = planfile::serialize(c->plan);
     std::ofstream(out.plan, std::ios::binary) << bytes;

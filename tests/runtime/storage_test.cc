@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "compiler/onnx/tensor_proto.h"
-#include "compiler/plan/compile_command.h"
+#include "compiler/driver/compile_command.h"
 #include "tests/runtime/runtime_test_util.h"
 
 namespace fbl::testing {
@@ -23,17 +23,17 @@ struct Compiled {
 };
 
 Compiled compileLlamaTiny(const std::string& strategy, const std::string& storage) {
-  plan::CompileArgs a;
+  driver::CompileArgs a;
   a.model = std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/model.onnx";
   a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
   a.output = tempDir() + "/storage-" + strategy + "-" + storage + ".fbp";
   a.weights = tempDir() + "/storage-llama-tiny.safetensors";
   a.strategy = strategy;
   a.storage = storage;
-  auto c = plan::compileModel(a);
+  auto c = driver::compileModel(a);
   INFO((c.ok() ? std::string() : c.error().message));
   REQUIRE(c.ok());
-  REQUIRE(plan::writeWeights(a, c->plan).ok());
+  REQUIRE(driver::writeWeights(a, c->plan).ok());
   return {std::move(c->plan), a.weights};
 }
 

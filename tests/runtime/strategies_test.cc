@@ -12,7 +12,7 @@
 #include <map>
 
 #include "compiler/onnx/tensor_proto.h"
-#include "compiler/plan/compile_command.h"
+#include "compiler/driver/compile_command.h"
 #include "tests/runtime/runtime_test_util.h"
 
 namespace fbl::testing {
@@ -32,17 +32,17 @@ struct StepResult {
 };
 
 StepResult firstStep(const std::string& model, const std::string& strategy, const std::string& storage) {
-  plan::CompileArgs a;
+  driver::CompileArgs a;
   a.model = std::string(FBL_TEST_DATA_DIR) + "/" + model + "/model.onnx";
   a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
   a.output = tempDir() + "/" + model + "." + strategy + "." + storage + ".fbp";
   a.weights = tempDir() + "/" + model + ".safetensors";
   a.strategy = strategy;
   a.storage = storage;
-  auto c = plan::compileModel(a);
+  auto c = driver::compileModel(a);
   INFO((c.ok() ? std::string() : c.error().message));
   REQUIRE(c.ok());
-  REQUIRE(plan::writeWeights(a, c->plan).ok());
+  REQUIRE(driver::writeWeights(a, c->plan).ok());
   StepResult r;
   r.counts = c->lowering;
   r.attentionFused = c->attentionFused;

@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 
 #include "compiler/onnx/tensor_proto.h"
-#include "compiler/plan/compile_command.h"
+#include "compiler/driver/compile_command.h"
 #include "runtime/include/fbl/fbl_runtime.h"
 #include "runtime/safetensors.h"
 #include "runtime/tools/train_data.h"
@@ -103,14 +103,14 @@ TEST_CASE("TensorProto datasets: a leading N, and folders concatenated in name o
 }
 
 TEST_CASE("fbl-train: two epochs of a dataset, eval loss, resume mid-epoch, bad data", "[runtime][dataset-train]") {
-  plan::CompileArgs a;
+  driver::CompileArgs a;
   a.model = std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/model.onnx";
   a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
   a.output = tempDir() + "/llama-dataset.fbp";
   a.weights = tempDir() + "/llama-dataset.safetensors";
-  auto c = plan::compileModel(a);
+  auto c = driver::compileModel(a);
   REQUIRE(c.ok());
-  REQUIRE(plan::writeWeights(a, c->plan).ok());
+  REQUIRE(driver::writeWeights(a, c->plan).ok());
   REQUIRE(safetensors::writeFileAtomic(a.output, planfile::serialize(c->plan)) == "");
   const planfile::Tensor& input = c->plan.tensors[c->plan.inputs.at(0)];
   REQUIRE(input.shape == std::vector<int64_t>{1, 16});

@@ -8,7 +8,7 @@
 
 #include "compiler/onnx/load_model.h"
 #include "compiler/onnx/tensor_proto.h"
-#include "compiler/plan/compile_command.h"
+#include "compiler/driver/compile_command.h"
 #include "compiler/train/ref_trainer.h"
 #include "tests/runtime/runtime_test_util.h"
 
@@ -21,8 +21,8 @@ namespace fs = std::filesystem;
 // again from the node metadata; its test checks that and the adapters it exports.
 const char* const kTinyModels[] = {"llama-tiny", "bert-tiny", "vit-tiny", "bert-tiny-torchscript"};
 
-plan::CompileArgs argsFor(const std::string& model) {
-  plan::CompileArgs a;
+driver::CompileArgs argsFor(const std::string& model) {
+  driver::CompileArgs a;
   a.model = std::string(FBL_TEST_DATA_DIR) + "/" + model + "/model.onnx";
   a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
   a.output = tempDir() + "/" + model + ".fbp";
@@ -44,12 +44,12 @@ std::vector<ir::Tensor> readInputs(const std::string& model) {
 }
 
 // Compiles, writes plan and weights, opens the plan and feeds the corpus inputs.
-std::unique_ptr<rt::Session> openModel(const std::string& model, plan::Compiled* compiled) {
-  plan::CompileArgs a = argsFor(model);
-  auto c = plan::compileModel(a);
+std::unique_ptr<rt::Session> openModel(const std::string& model, driver::Compiled* compiled) {
+  driver::CompileArgs a = argsFor(model);
+  auto c = driver::compileModel(a);
   INFO((c.ok() ? std::string() : c.error().message));
   REQUIRE(c.ok());
-  REQUIRE(plan::writeWeights(a, c->plan).ok());
+  REQUIRE(driver::writeWeights(a, c->plan).ok());
   auto s = openPlan(c->plan, model);
   REQUIRE(s->loadWeights(a.weights) == "");
   const std::vector<ir::Tensor> inputs = readInputs(model);
@@ -72,7 +72,7 @@ ir::Tensor readAs(rt::Session& s, int32_t t, ir::DType dt) {
 TEST_CASE("first step matches PyTorch's loss and LoRA gradients", "[runtime][train]") {
   for (const char* model : kTinyModels) {
     INFO(model);
-    plan::Compiled c;
+    driver::Compiled c;
     auto s = openModel(model, &c);
     float loss = 0.0f;
     REQUIRE(s->trainStep(&loss) == "");
@@ -111,7 +111,7 @@ TEST_CASE("first step matches PyTorch's loss and LoRA gradients", "[runtime][tra
 // of the same model (peft's keys, PyTorch's orientation).
 TEST_CASE("llama-tiny-folded trains on the device under its PyTorch names", "[runtime][train]") {
   const std::string model = "llama-tiny-folded";
-  plan::Compiled c;
+  driver::Compiled c;
   auto s = openModel(model, &c);
   float loss = 0.0f;
   REQUIRE(s->trainStep(&loss) == "");
@@ -163,7 +163,7 @@ TEST_CASE("50 steps follow the reference executor's loss curve", "[runtime][trai
   models.push_back("llama-tiny-folded");
   for (const std::string& model : models) {
     INFO(model);
-    plan::Compiled c;
+    driver::Compiled c;
     auto s = openModel(model, &c);
     // The same joint graph on the reference executor, parameters and state carried by hand.
     auto fwd = onnx::loadModel(argsFor(model).model);

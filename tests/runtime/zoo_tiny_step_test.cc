@@ -8,7 +8,7 @@
 
 #include "compiler/autodiff/training_graph.h"
 #include "compiler/onnx/load_model.h"
-#include "compiler/plan/compile_command.h"
+#include "compiler/driver/compile_command.h"
 #include "compiler/train/ref_trainer.h"
 #include "compiler/zoo/synthetic_inputs.h"
 #include "compiler/zoo/zoo.h"
@@ -25,16 +25,16 @@ void stepOnDevice(const std::string& name) {
   auto built = zoo::buildZooModel(name, o);
   INFO((built.ok() ? std::string() : built.error().message));
   REQUIRE(built.ok());
-  plan::CompileArgs a;
+  driver::CompileArgs a;
   a.model = tempDir() + "/" + name + ".onnx";
   a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
   a.output = tempDir() + "/" + name + ".fbp";
   a.weights = tempDir() + "/" + name + ".safetensors";
   REQUIRE((*built)->write(a.model).ok());
-  auto c = plan::compileModel(a);
+  auto c = driver::compileModel(a);
   INFO((c.ok() ? std::string() : c.error().message));
   REQUIRE(c.ok());
-  REQUIRE(plan::writeWeights(a, c->plan).ok());
+  REQUIRE(driver::writeWeights(a, c->plan).ok());
   auto s = openPlan(c->plan, name);
   REQUIRE(s->loadWeights(a.weights) == "");
 
@@ -42,7 +42,7 @@ void stepOnDevice(const std::string& name) {
   // step 0: fbl-train's first batch).
   auto fwd = onnx::loadModel(a.model);
   REQUIRE(fwd.ok());
-  auto globs = plan::trainableGlobs(a);
+  auto globs = driver::trainableGlobs(a);
   REQUIRE(globs.ok());
   autodiff::TrainingOptions to;
   to.trainableGlobs = *globs;

@@ -1,4 +1,4 @@
-#include "compiler/plan/compile_command.h"
+#include "compiler/driver/compile_command.h"
 
 #include <algorithm>
 #include <chrono>
@@ -20,7 +20,20 @@
 #include "compiler/strategy/strategy.h"
 #include "runtime/safetensors.h"
 
-namespace fbl::plan {
+namespace fbl::driver {
+
+// What the driver takes from the planner (compiler/plan/).
+using plan::BuildStats;
+using plan::buildPlan;
+using plan::kFusionPassName;
+using plan::LayoutLowering;
+using plan::lowerLayouts;
+using plan::LoweringOptions;
+using plan::Plan;
+using plan::PlanInputs;
+using plan::plannerProfile;
+using plan::Profile;
+using plan::trainingInputs;
 
 namespace {
 
@@ -344,4 +357,4 @@ int runCompile(const CompileArgs& args) {
   return 0;
 }
 
-}  // namespace fbl::plan
+}  // namespace fbl::driver

@@ -1,5 +1,7 @@
-// `fblc compile`: ONNX training-forward graph -> plan file (+ base weights as safetensors, +
-// optional report). The logic lives here; compiler/tools/fblc.cc only parses the command line.
+// The compiler's driver, `fblc compile`: ONNX training-forward graph -> plan file (+ base weights
+// as safetensors, + optional report). It runs the stages in order (import, fuse-attention,
+// autodiff, the layout pipeline, lowering, plan building) and owns no logic of its own; benches,
+// fbl-train and tests call it too. compiler/tools/fblc.cc only parses the command line.
 #pragma once
 
 #include <map>
@@ -14,7 +16,7 @@
 #include "compiler/profile/profile.h"
 #include "compiler/support/result.h"
 
-namespace fbl::plan {
+namespace fbl::driver {
 
 struct CompileArgs {
   std::string model;
@@ -50,12 +52,12 @@ struct CompileArgs {
 };
 
 struct Compiled {
-  Plan plan;
-  BuildStats stats;
+  plan::Plan plan;
+  plan::BuildStats stats;
   double seconds = 0.0;
   nlohmann::json transforms;  // the layout pipeline's transform decisions (report's `transforms`)
   nlohmann::json passTimesMs;  // pass name -> milliseconds
-  LoweringCounts lowering;     // what the strategy did to movement ops (layout_lowering.h)
+  plan::LoweringCounts lowering;  // what the strategy did to movement ops (layout_lowering.h)
   // The report's `storage`: frozen MatMul weights and how many are R-Tiled, the trainables
   // stored R-Tiled, image tensors and bytes, buffer bytes.
   nlohmann::json storage;
@@ -73,8 +75,8 @@ Result<bool> useImages(const std::string& storage, const profile::HardwareProfil
 // Everything but the files: load, differentiate, build the plan.
 Result<Compiled> compileModel(const CompileArgs& args);
 // Writes the initializers the plan names (external data included) as safetensors.
-Status writeWeights(const CompileArgs& args, const Plan& plan);
+Status writeWeights(const CompileArgs& args, const plan::Plan& plan);
 // The command: prints one line per error, returns the exit code.
 int runCompile(const CompileArgs& args);
 
-}  // namespace fbl::plan
+}  // namespace fbl::driver
