@@ -131,6 +131,26 @@ ir::ValueId clipScale(GradBuilder& b, const std::vector<ir::ValueId>& grads, flo
 
 }  // namespace
 
+Result<OptimizerOptions> optimizerOptions(const TrainingFlags& f) {
+  OptimizerOptions o;
+  if (f.optimizer == "adamw") {
+    o.kind = OptimizerKind::AdamW;
+  } else if (f.optimizer == "sgd") {
+    o.kind = OptimizerKind::SGD;
+  } else {
+    return makeError("--optimizer must be adamw or sgd, not '{}'", f.optimizer);
+  }
+  o.lr = f.lr;
+  o.momentum = f.momentum;
+  o.weightDecay = f.weightDecay;
+  o.gradAccum = f.gradAccum;
+  o.clipGradNorm = f.clipGradNorm;
+  o.lrSchedule = f.lrSchedule;
+  o.warmupSteps = f.warmupSteps;
+  o.totalSteps = f.totalSteps;
+  return o;
+}
+
 Status appendOptimizer(TrainingGraph& tg, const OptimizerOptions& o) {
   FBL_TRY(validate(o));
   ir::Graph& g = tg.graph;

@@ -30,6 +30,25 @@ struct OptimizerOptions {
   int64_t totalSteps = 0;
 };
 
+// The optimizer and training-loop settings as `fblc compile` and `fblc run-ref` take them on the
+// command line; both commands' argument structs derive from it.
+struct TrainingFlags {
+  std::string optimizer = "adamw";  // adamw | sgd
+  float lr = 1e-3f;
+  float momentum = 0.0f;     // SGD
+  float weightDecay = 0.0f;  // AdamW's decoupled decay, SGD's L2 term
+  // The training loop (runtime/training_loop.h, docs/runtime.md "The training loop").
+  int gradAccum = 1;
+  float clipGradNorm = 0.0f;
+  std::string lrSchedule;    // "" (the lr baked in), constant, linear or cosine
+  int64_t warmupSteps = 0;
+  int64_t totalSteps = 0;
+};
+
+// The flags as optimizer options; an error naming --optimizer when it is neither adamw nor sgd
+// (the values themselves are checked where the optimizer is built).
+Result<OptimizerOptions> optimizerOptions(const TrainingFlags& f);
+
 struct TrainingOptions {
   std::vector<std::string> trainableGlobs{"*lora_*"};
   OptimizerOptions optimizer;

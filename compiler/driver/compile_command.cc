@@ -209,21 +209,7 @@ Result<Compiled> compileModel(const CompileArgs& args) {
   FBL_TRY(fuseAttentionFor(args, forward, c));
   autodiff::TrainingOptions to;
   FBL_ASSIGN(to.trainableGlobs, trainableGlobs(args));
-  if (args.optimizer == "adamw") {
-    to.optimizer.kind = autodiff::OptimizerKind::AdamW;
-  } else if (args.optimizer == "sgd") {
-    to.optimizer.kind = autodiff::OptimizerKind::SGD;
-  } else {
-    return makeError("--optimizer must be adamw or sgd, not '{}'", args.optimizer);
-  }
-  to.optimizer.lr = args.lr;
-  to.optimizer.weightDecay = args.weightDecay;
-  to.optimizer.momentum = args.momentum;
-  to.optimizer.gradAccum = args.gradAccum;
-  to.optimizer.clipGradNorm = args.clipGradNorm;
-  to.optimizer.lrSchedule = args.lrSchedule;
-  to.optimizer.warmupSteps = args.warmupSteps;
-  to.optimizer.totalSteps = args.totalSteps;
+  FBL_ASSIGN(to.optimizer, autodiff::optimizerOptions(args));
   FBL_ASSIGN(autodiff::TrainingGraph tg, autodiff::buildTrainingGraph(forward, to));
   FBL_ASSIGN(passes::LayoutAssignment assignment, assignLayouts(args, hw, tg.graph, c));
   LoweringOptions lowerOpts;

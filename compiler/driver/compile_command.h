@@ -18,7 +18,8 @@
 
 namespace fbl::driver {
 
-struct CompileArgs {
+// The optimizer and training loop: autodiff::TrainingFlags.
+struct CompileArgs : autodiff::TrainingFlags {
   std::string model;
   std::string profile;
   std::string output;       // MODEL.fbp
@@ -28,16 +29,6 @@ struct CompileArgs {
   // Globs of the trainable initializers; empty: the model's `fbl.trainable` metadata
   // (comma-separated globs, as zoo models carry), else "*lora_*".
   std::vector<std::string> trainable;
-  std::string optimizer = "adamw";  // adamw | sgd
-  float lr = 1e-3f;
-  float weightDecay = 0.0f;
-  float momentum = 0.0f;
-  // The training loop (runtime/training_loop.h, docs/runtime.md "The training loop").
-  int gradAccum = 1;
-  float clipGradNorm = 0.0f;
-  std::string lrSchedule;   // "" (the lr baked in), constant, linear or cosine
-  int64_t warmupSteps = 0;
-  int64_t totalSteps = 0;
   double loraAlpha = 16.0;
   // The layout pipeline (docs/layout-pipeline.md) and the strategy's lowering
   // (layout_lowering.h): what runs as kernels and what is read through maps.

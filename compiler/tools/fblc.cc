@@ -64,11 +64,10 @@ void runWithShapes(const std::vector<std::string>& shapes, std::map<std::string,
   rc = run();
 }
 
-// What to train and how: shared by compile and run-ref (same member names in both args).
-template <typename Args>
-void addTrainingOptions(CLI::App* cmd, Args& args, const char* trainableDefault) {
-  cmd->add_option("--trainable", args.trainable, "Glob of trainable initializers (repeatable)")
-      ->default_str(trainableDefault);
+// What to train and how: shared by compile and run-ref.
+void addTrainingOptions(CLI::App* cmd, std::vector<std::string>& trainable, fbl::autodiff::TrainingFlags& args,
+                        const char* trainableDefault) {
+  cmd->add_option("--trainable", trainable, "Glob of trainable initializers (repeatable)")->default_str(trainableDefault);
   cmd->add_option("--optimizer", args.optimizer, "adamw or sgd")->default_str("adamw");
   cmd->add_option("--lr", args.lr, "Learning rate")->default_val(1e-3f);
   cmd->add_option("--weight-decay", args.weightDecay, "Weight decay")->default_val(0.0f);
@@ -141,7 +140,7 @@ void addCompile(CLI::App& app, int& rc) {
   cmd->add_option("--report", args.report, "Compile report JSON to write");
   addShapeOption(cmd, shapes);
   // compileModel falls back to the model's `fbl.trainable` metadata, then *lora_*.
-  addTrainingOptions(cmd, args, "the model's fbl.trainable, else *lora_*");
+  addTrainingOptions(cmd, args.trainable, args, "the model's fbl.trainable, else *lora_*");
   cmd->add_option("--lora-alpha", args.loraAlpha, "LoRA alpha written to adapter_config.json")
       ->default_val(16.0);
   addLayoutPipelineOptions(cmd, args);
@@ -178,7 +177,7 @@ void addRunRef(CLI::App& app, int& rc) {
   cmd->add_option("--steps", args.steps, "Training steps; each step's loss is printed")->default_val(1);
   cmd->add_option("--dump", args.dumpDir, "Write the first step's loss.pb and grads/<name>.pb here");
   addShapeOption(cmd, shapes);
-  addTrainingOptions(cmd, args, "*lora_*");
+  addTrainingOptions(cmd, args.trainable, args, "*lora_*");
   cmd->callback([&rc] { runWithShapes(shapes, args.shapes, rc, [] { return fbl::train::runRefCommand(args); }); });
 }
 

@@ -18,21 +18,7 @@ Result<autodiff::TrainingOptions> trainingOptions(const RunRefArgs& args) {
   autodiff::TrainingOptions opts;
   opts.trainableGlobs = args.trainable;
   if (opts.trainableGlobs.empty()) opts.trainableGlobs = {"*lora_*"};
-  if (args.optimizer == "adamw") {
-    opts.optimizer.kind = autodiff::OptimizerKind::AdamW;
-  } else if (args.optimizer == "sgd") {
-    opts.optimizer.kind = autodiff::OptimizerKind::SGD;
-  } else {
-    return makeError("--optimizer '{}': expected adamw or sgd", args.optimizer);
-  }
-  opts.optimizer.lr = args.lr;
-  opts.optimizer.momentum = args.momentum;
-  opts.optimizer.weightDecay = args.weightDecay;
-  opts.optimizer.gradAccum = args.gradAccum;
-  opts.optimizer.clipGradNorm = args.clipGradNorm;
-  opts.optimizer.lrSchedule = args.lrSchedule;
-  opts.optimizer.warmupSteps = args.warmupSteps;
-  opts.optimizer.totalSteps = args.totalSteps;
+  FBL_ASSIGN(opts.optimizer, autodiff::optimizerOptions(args));
   return opts;
 }
 

@@ -23,21 +23,13 @@ namespace fbl::train {
 //  [--optimizer adamw|sgd] [--lr X] [--momentum X] [--weight-decay X] [--grad-accum K]
 //  [--clip-grad-norm X] [--lr-schedule constant|linear|cosine --warmup-steps W --total-steps T]
 //  [--shape NAME=1x16]...`; with --grad-accum K each printed step is one micro-batch.
-struct RunRefArgs {
+// The optimizer and training loop: autodiff::TrainingFlags, as `fblc compile` takes them.
+struct RunRefArgs : autodiff::TrainingFlags {
   std::string model;
   std::string dataDir;   // input_N.pb files, N counting the graph's inputs (test_data_set_0 form)
   int steps = 1;
   std::string dumpDir;   // empty: no dump; else OUT/loss.pb and OUT/grads/<initializer>.pb
   std::vector<std::string> trainable{"*lora_*"};
-  std::string optimizer = "adamw";  // "adamw" or "sgd"
-  float lr = 1e-3f;
-  float momentum = 0.0f;     // SGD
-  float weightDecay = 0.0f;  // AdamW's decoupled decay, SGD's L2 term
-  int gradAccum = 1;         // the training loop, as `fblc compile` (runtime/training_loop.h)
-  float clipGradNorm = 0.0f;
-  std::string lrSchedule;
-  int64_t warmupSteps = 0;
-  int64_t totalSteps = 0;
   std::map<std::string, ir::Shape> shapes;  // graph-input shape overrides
 };
 
