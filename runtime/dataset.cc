@@ -7,16 +7,11 @@
 #include "runtime/input_check.h"
 #include "runtime/npy.h"
 #include "runtime/safetensors.h"
+#include "runtime/shape_text.h"
 
 namespace fbl::rt {
 
 namespace {
-
-std::string dims(const std::vector<int64_t>& v) {
-  std::string s;
-  for (int64_t d : v) s += (s.empty() ? "" : ",") + std::to_string(d);
-  return "[" + s + "]";
-}
 
 std::string inputList(const planfile::Plan& plan) {
   std::string s;
@@ -130,7 +125,7 @@ std::string Dataset::fromTensors(std::vector<DatasetTensor> tensors, const planf
       const std::string who = "'" + t.file + "': tensor '" + t.input + "'";
       const int64_t k = samplesIn(t.shape, pt.shape);
       if (t.dtype != pt.dtype || k < 0)
-        return who + " is " + t.dtype + dims(t.shape) + " but a sample of the plan's input is " + pt.dtype + dims(pt.shape) +
+        return who + " is " + t.dtype + shapeText(t.shape) + " but a sample of the plan's input is " + pt.dtype + shapeText(pt.shape) +
                ": give " + sampleForms(pt);
       if (t.data.size() != static_cast<size_t>(k) * in.sampleBytes)
         return who + " has " + std::to_string(t.data.size()) + " bytes, not the " +

@@ -3,15 +3,11 @@
 #include <cmath>
 #include <cstring>
 
+#include "runtime/shape_text.h"
+
 namespace fbl::rt {
 
 namespace {
-
-std::string shapeStr(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t d = 0; d < shape.size(); ++d) s += (d ? "," : "") + std::to_string(shape[d]);
-  return s + "]";
-}
 
 // "position 17 ([1, 1])": the flat row-major position and its coordinates.
 std::string where(const planfile::Tensor& t, int64_t pos) {
@@ -80,7 +76,7 @@ std::string checkInput(const planfile::Plan& plan, int32_t t, const void* data, 
   const bool input = pt.role == planfile::Role::Input;
   if (static_cast<int64_t>(bytes) != want)
     return std::string(input ? "input '" : "tensor '") + pt.name + "' takes " + std::to_string(want) + " bytes (" +
-           pt.dtype + shapeStr(pt.shape) + "), not " + std::to_string(bytes);
+           pt.dtype + shapeText(pt.shape) + "), not " + std::to_string(bytes);
   if (!input || bytes == 0) return "";
   if (data == nullptr) return "input '" + pt.name + "': no data";
   const auto* p = static_cast<const unsigned char*>(data);
@@ -117,7 +113,7 @@ std::string checkInput(const planfile::Plan& plan, int32_t t, const std::string&
   const planfile::Tensor& pt = plan.tensors[t];
   if (dtype != pt.dtype || shape != pt.shape)
     return std::string(pt.role == planfile::Role::Input ? "input '" : "tensor '") + pt.name + "' is " + dtype +
-           shapeStr(shape) + " but the plan expects " + pt.dtype + shapeStr(pt.shape);
+           shapeText(shape) + " but the plan expects " + pt.dtype + shapeText(pt.shape);
   return checkInput(plan, t, data, bytes);
 }
 

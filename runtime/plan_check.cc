@@ -23,6 +23,8 @@
 #include <map>
 #include <vector>
 
+#include "runtime/shape_text.h"
+
 namespace fbl::rt {
 
 namespace {
@@ -39,12 +41,6 @@ constexpr int64_t kMaxImageSide = int64_t{1} << 20;
 constexpr uint64_t kMaxWorkItems = uint64_t{1} << 32;
 
 std::string num(int64_t v) { return std::to_string(v); }
-
-std::string dims(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + num(v[i]);
-  return s + "]";
-}
 
 bool knownDType(const std::string& d) {
   static const char* names[] = {"f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8",
@@ -197,7 +193,7 @@ std::string checkTensors(const Plan& p) {
     const std::string who = tensorName(p, static_cast<int32_t>(i));
     if (!knownDType(t.dtype)) return who + ": dtype '" + t.dtype + "' is not one the runtime knows";
     const int64_t logical = checkedLogicalBytes(t);
-    if (logical < 0) return who + ": shape " + dims(t.shape) + " has a negative or too large dimension";
+    if (logical < 0) return who + ": shape " + shapeText(t.shape) + " has a negative or too large dimension";
     const bool packed = t.pack >= 0 || t.unpack >= 0;
     if (t.image()) {
       if (t.offset != 0 || t.bytes != 0) return who + ": an image tensor has offset and bytes 0, not " + num(t.offset) + " and " + num(t.bytes);
@@ -209,11 +205,11 @@ std::string checkTensors(const Plan& p) {
       if (t.bytes > 0 && t.offset % p.alignment != 0)
         return who + ": offset " + num(t.offset) + " is not a multiple of the alignment " + num(p.alignment);
       if (!packed && t.layout == "row_major" && t.bytes != logical)
-        return who + ": bytes " + num(t.bytes) + " are not its " + t.dtype + dims(t.shape) + "'s " + num(logical);
+        return who + ": bytes " + num(t.bytes) + " are not its " + t.dtype + shapeText(t.shape) + "'s " + num(logical);
       if (t.bytes < logical)
-        return who + ": bytes " + num(t.bytes) + " cannot hold its " + t.dtype + dims(t.shape) + " (" + num(logical) + ")";
+        return who + ": bytes " + num(t.bytes) + " cannot hold its " + t.dtype + shapeText(t.shape) + " (" + num(logical) + ")";
       if (!rtileBytesMatch(t))
-        return who + ": bytes " + num(t.bytes) + " are not whole tiles of its layout '" + t.layout + "' over " + t.dtype + dims(t.shape);
+        return who + ": bytes " + num(t.bytes) + " are not whole tiles of its layout '" + t.layout + "' over " + t.dtype + shapeText(t.shape);
     }
     if (t.constOffset >= 0 && t.constOffset % 16 != 0)
       return who + ": const_offset " + num(t.constOffset) + " is not 16-byte aligned (the blob aligns every constant)";
@@ -246,12 +242,12 @@ std::string checkRuntimeTensors(const Plan& p) {
   if (p.loss >= 0) {
     const Tensor& l = p.tensors[p.loss];
     if (l.image() || l.dtype != "f32" || l.bytes < 4 || l.unpack >= 0)
-      return tensorName(p, p.loss) + ": the loss must be an f32 buffer of at least one element (is " + l.dtype + dims(l.shape) + ", " + l.storage + ")";
+      return tensorName(p, p.loss) + ": the loss must be an f32 buffer of at least one element (is " + l.dtype + shapeText(l.shape) + ", " + l.storage + ")";
   }
   if (p.step >= 0) {
     const Tensor& s = p.tensors[p.step];
     if (s.image() || s.dtype != "i64" || planfile::logicalBytes(s) != 8 || s.pack >= 0 || s.role != Role::Step)
-      return tensorName(p, p.step) + ": the step must be one i64 in a buffer with role step (is " + s.dtype + dims(s.shape) + ", role " + planfile::roleName(s.role) + ")";
+      return tensorName(p, p.step) + ": the step must be one i64 in a buffer with role step (is " + s.dtype + shapeText(s.shape) + ", role " + planfile::roleName(s.role) + ")";
   }
   for (int32_t i : p.inputs)
     if (p.tensors[i].role != Role::Input || (p.tensors[i].image() && p.tensors[i].pack < 0))
@@ -265,7 +261,7 @@ std::string checkRuntimeTensors(const Plan& p) {
     if (tr.grad < 0) return tensorName(p, tr.param) + ": the trainable has no gradient";
     const Tensor& grad = p.tensors[tr.grad];
     if (grad.dtype != param.dtype || grad.shape != param.shape)
-      return tensorName(p, tr.grad) + ": the gradient is " + grad.dtype + dims(grad.shape) + " but its trainable is " + param.dtype + dims(param.shape);
+      return tensorName(p, tr.grad) + ": the gradient is " + grad.dtype + shapeText(grad.shape) + " but its trainable is " + param.dtype + shapeText(param.shape);
   }
   for (int32_t s : p.state)
     if (p.tensors[s].role != Role::State) return tensorName(p, s) + ": an optimizer state has role " + planfile::roleName(p.tensors[s].role);
@@ -299,7 +295,7 @@ std::string checkTrainingLoop(const Plan& p) {
     const Tensor& s = p.tensors[t];
     if (s.image() || s.dtype != "f32" || planfile::logicalBytes(s) != 4 || s.pack >= 0 || s.role != Role::Step)
       return tensorName(p, t) + ": training_loop's " + what + " must be one f32 in a buffer with role step (is " + s.dtype +
-             dims(s.shape) + ", role " + planfile::roleName(s.role) + ")";
+             shapeText(s.shape) + ", role " + planfile::roleName(s.role) + ")";
     return "";
   };
   if (l.gradAccum < 1 || l.gradAccum > (1 << 20)) return "training_loop: grad_accum " + num(l.gradAccum) + " is not in [1, 2^20]";
@@ -362,18 +358,18 @@ std::string checkLaunch(const Plan& p, size_t index, bool transfer,
   }
   const planfile::KernelWork& work = p.kernelWork[l.kernel];
   if (l.global != work.global || l.local != work.local)
-    return who + ": work size global " + dims(l.global) + " local " + dims(l.local) + " is not its kernel's (kernel_work: global " +
-           dims(work.global) + " local " + dims(work.local) + ")";
+    return who + ": work size global " + shapeText(l.global) + " local " + shapeText(l.local) + " is not its kernel's (kernel_work: global " +
+           shapeText(work.global) + " local " + shapeText(work.local) + ")";
   if (l.global.empty() || l.global.size() > 3) return who + ": global has " + num(static_cast<int64_t>(l.global.size())) + " dimensions (1 to 3)";
   if (!l.local.empty() && l.local.size() != l.global.size())
-    return who + ": local " + dims(l.local) + " and global " + dims(l.global) + " differ in rank";
+    return who + ": local " + shapeText(l.local) + " and global " + shapeText(l.global) + " differ in rank";
   uint64_t items = 1;
   for (size_t d = 0; d < l.global.size(); ++d) {
     const std::string at = "[" + num(static_cast<int64_t>(d)) + "]";
     if (l.global[d] < 1 || static_cast<uint64_t>(l.global[d]) >= kMaxWorkItems)
       return who + ": global" + at + " " + num(l.global[d]) + " is outside [1, 2^32)";
     items *= static_cast<uint64_t>(l.global[d]);
-    if (items > kMaxWorkItems) return who + ": global " + dims(l.global) + " has more than 2^32 work-items";
+    if (items > kMaxWorkItems) return who + ": global " + shapeText(l.global) + " has more than 2^32 work-items";
     if (!l.local.empty() && (l.local[d] < 1 || l.local[d] > l.global[d] || l.global[d] % l.local[d] != 0))
       return who + ": global" + at + " " + num(l.global[d]) + " is not a multiple of local" + at + " " + num(l.local[d]);
   }
@@ -520,7 +516,7 @@ std::string checkLaunchGeometry(const Plan& p, const DeviceLimits& limits) {
         return who + ": global has " + num(static_cast<int64_t>(l.global.size())) + " dimensions, the device " + num(limits.maxDims);
       for (size_t d = 0; d < l.global.size(); ++d)
         if (limits.addressBits < 64 && static_cast<uint64_t>(l.global[d]) >> limits.addressBits != 0)
-          return who + ": global" + dims(l.global) + " exceeds the device's " + num(limits.addressBits) + "-bit sizes";
+          return who + ": global" + shapeText(l.global) + " exceeds the device's " + num(limits.addressBits) + "-bit sizes";
       if (l.local.empty()) continue;
       uint64_t group = 1;
       for (size_t d = 0; d < l.local.size(); ++d) {
@@ -530,7 +526,7 @@ std::string checkLaunchGeometry(const Plan& p, const DeviceLimits& limits) {
         group *= static_cast<uint64_t>(l.local[d]);
       }
       if (group > limits.maxGroupSize)
-        return who + ": local " + dims(l.local) + " is a work-group of " + num(static_cast<int64_t>(group)) + " work-items, the device allows " +
+        return who + ": local " + shapeText(l.local) + " is a work-group of " + num(static_cast<int64_t>(group)) + " work-items, the device allows " +
                num(static_cast<int64_t>(limits.maxGroupSize));
     }
   return "";

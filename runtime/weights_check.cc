@@ -2,18 +2,13 @@
 
 #include <cmath>
 #include <cstdlib>
-
 #include <vector>
+
+#include "runtime/shape_text.h"
 
 namespace fbl::rt {
 
 namespace {
-
-std::string dims(const std::vector<int64_t>& v) {
-  std::string s;
-  for (int64_t d : v) s += (s.empty() ? "" : ",") + std::to_string(d);
-  return "[" + s + "]";
-}
 
 // The entry `key` of the file has tensor t's dtype and shape.
 std::string matches(const planfile::Plan& plan, int32_t t, const safetensors::File& file, const std::string& key,
@@ -24,7 +19,7 @@ std::string matches(const planfile::Plan& plan, int32_t t, const safetensors::Fi
   const safetensors::Entry& e = it->second;
   const std::string want = safetensors::fromFblDType(pt.dtype);
   if (e.dtype != want || e.shape != pt.shape)
-    return where + ": tensor '" + key + "' is " + e.dtype + dims(e.shape) + " but the plan expects " + want + dims(pt.shape);
+    return where + ": tensor '" + key + "' is " + e.dtype + shapeText(e.shape) + " but the plan expects " + want + shapeText(pt.shape);
   if (static_cast<int64_t>(e.data.size()) != planfile::logicalBytes(pt))
     return where + ": tensor '" + key + "' has " + std::to_string(e.data.size()) + " bytes, not " + std::to_string(planfile::logicalBytes(pt));
   return "";
