@@ -4,7 +4,8 @@
 // small generated .safetensors dataset, shuffled by seed with two samples held out; the eval
 // loss is printed at each epoch's end; a run stopped mid-epoch and resumed gives exactly the
 // losses of the uninterrupted one; a resume with another seed and a dataset with a token id
-// outside the vocabulary are one line each and exit 1.
+// outside the vocabulary are one line each and exit 1. The same under --grad-accum 2, with an
+// epoch ending inside an accumulation window.
 #include <sys/wait.h>
 
 #include <fstream>
@@ -197,6 +198,65 @@ TEST_CASE("fbl-train: two epochs of a dataset, eval loss, resume mid-epoch, bad 
   CHECK(fbl_dataset_open(cs, badData.c_str(), &ds) == FBL_ERROR_INPUT);
   CHECK_THAT(std::string(fbl_last_error()), Catch::StartsWith(badData + ": sample 5: input '" + input.name + "' position 9"));
   fbl_close(cs);
+}
+
+
+// A plan compiled with --grad-accum 2: each train step is one micro-batch of one sample, an
+// optimizer step takes two. 13 samples, 2 held out: epoch 1 ends on the first micro-batch of the
+// sixth window, so its evaluation waits for that window's optimizer step; a run stopped after 3
+// optimizer steps and resumed gives the uninterrupted run's losses, micro-batch for micro-batch.
+TEST_CASE("fbl-train: a dataset under gradient accumulation, epochs ending inside a window", "[runtime][dataset-train]") {
+  driver::CompileArgs a;
+  a.model = std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/model.onnx";
+  a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
+  a.output = tempDir() + "/llama-dataset-accum.fbp";
+  a.weights = tempDir() + "/llama-dataset-accum.safetensors";
+  a.gradAccum = 2;
+  a.lr = 1e-2f;
+  auto c = driver::compileModel(a);
+  REQUIRE(c.ok());
+  REQUIRE(driver::writeWeights(a, c->plan).ok());
+  REQUIRE(safetensors::writeFileAtomic(a.output, planfile::serialize(c->plan)) == "");
+  const planfile::Tensor& input = c->plan.tensors[c->plan.inputs.at(0)];
+  const int64_t n = 13;
+  std::vector<int64_t> ids;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t k = 0; k < 16; ++k) ids.push_back((i * 17 + (1 + i % 3) * k) % 256);
+  safetensors::File f;
+  f.tensors[input.name] = safetensors::Entry{"I64", {n, 1, 16}, std::vector<unsigned char>(ids.size() * 8)};
+  std::memcpy(f.tensors[input.name].data.data(), ids.data(), ids.size() * 8);
+  const std::string data = tempDir() + "/tokens-accum.safetensors";
+  REQUIRE(safetensors::write(data, f) == "");
+  const std::string common = a.output + " --weights " + a.weights + " --data " + data + " --eval-samples 2 --seed 3 --cache-dir " +
+                             tempDir() + "/cache ";
+
+  const Run whole = fblTrain(common + "--epochs 2", "accum-whole");
+  INFO(whole.log);
+  REQUIRE(whole.status == 0);
+  const std::vector<std::string> losses = stepLosses(whole.log);
+  CHECK(losses.size() == 22);  // 2 epochs x 11 samples, one a micro-batch: 11 optimizer steps
+  CHECK(losses.front().rfind("0 ", 0) == 0);  // the first window's micro-batches report step 0, then 1
+  CHECK(numbersAfter(whole.log, R"(epoch 1/2 done at step (\d+): mean train loss \S+ over 11 micro-batches)") ==
+        std::vector<double>{5});
+  CHECK(numbersAfter(whole.log, R"(epoch 2/2 done at step (\d+): mean train loss \S+ over 11 micro-batches)") ==
+        std::vector<double>{11});
+  // Epoch 1 ended inside window 6: its evaluation comes after that window's optimizer step.
+  CHECK(numbersAfter(whole.log, R"(eval loss \S+ \(2 batches at step (\d+)\))") == std::vector<double>{6, 11});
+  CHECK_THAT(whole.log, Catch::Contains("done: step 11 "));
+
+  const std::string ckpt = " --checkpoint " + tempDir() + "/accum.ckpt --checkpoint-every 3 ";
+  std::remove((tempDir() + "/accum.ckpt").c_str());
+  const Run part = fblTrain(common + "--steps 3" + ckpt, "accum-part");
+  INFO(part.log);
+  REQUIRE(part.status == 0);
+  const Run rest = fblTrain(common + "--epochs 2 --resume" + ckpt, "accum-rest");
+  INFO(rest.log);
+  REQUIRE(rest.status == 0);
+  CHECK_THAT(rest.log, Catch::Contains("at step 3 (epoch 1, sample 6 of 11)"));
+  std::vector<std::string> resumed = stepLosses(part.log);
+  CHECK(resumed.size() == 6);
+  for (const std::string& l : stepLosses(rest.log)) resumed.push_back(l);
+  CHECK(resumed == losses);
 }
 
 }  // namespace
