@@ -29,6 +29,7 @@
 #include <map>
 
 #include "runtime/input_check.h"
+#include "runtime/opencl_devices.h"
 #include "runtime/plan_check.h"
 #include "runtime/program_cache.h"
 #include "runtime/safetensors.h"
@@ -46,36 +47,14 @@ struct Dev {
   DeviceInfo info;
 };
 
-std::string devStr(cl_device_id d, cl_device_info w) {
-  size_t n = 0;
-  clGetDeviceInfo(d, w, 0, nullptr, &n);
-  std::string s(n, '\0');
-  clGetDeviceInfo(d, w, n, s.data(), nullptr);
-  while (!s.empty() && s.back() == '\0') s.pop_back();
-  return s;
-}
-
 std::vector<Dev> allDevices() {
   std::vector<Dev> out;
-  cl_uint np = 0;
-  if (clGetPlatformIDs(0, nullptr, &np) != CL_SUCCESS || np == 0) return out;
-  std::vector<cl_platform_id> ps(np);
-  clGetPlatformIDs(np, ps.data(), nullptr);
-  for (cl_platform_id p : ps) {
-    cl_uint nd = 0;
-    if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &nd) != CL_SUCCESS || nd == 0) continue;
-    std::vector<cl_device_id> ds(nd);
-    clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, nd, ds.data(), nullptr);
-    size_t n = 0;
-    clGetPlatformInfo(p, CL_PLATFORM_NAME, 0, nullptr, &n);
-    std::string pname(n, '\0');
-    clGetPlatformInfo(p, CL_PLATFORM_NAME, n, pname.data(), nullptr);
-    while (!pname.empty() && pname.back() == '\0') pname.pop_back();
-    for (cl_device_id d : ds) {
-      cl_device_type type = 0;
-      clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof type, &type, nullptr);
-      out.push_back({p, d, {pname, devStr(d, CL_DEVICE_NAME), devStr(d, CL_DRIVER_VERSION), (type & CL_DEVICE_TYPE_GPU) != 0}});
-    }
+  for (const ClDeviceEntry& e : enumerateClDevices()) {
+    cl_device_type type = 0;
+    clGetDeviceInfo(e.device, CL_DEVICE_TYPE, sizeof type, &type, nullptr);
+    out.push_back({e.platform, e.device,
+                   {e.platformName, clDeviceString(e.device, CL_DEVICE_NAME), clDeviceString(e.device, CL_DRIVER_VERSION),
+                    (type & CL_DEVICE_TYPE_GPU) != 0}});
   }
   return out;
 }

@@ -1,6 +1,6 @@
-// The host-side compiler's view of the local OpenCL devices (fblc profile, fbl-bench): one
-// numbering of platforms x devices shared by every tool, so `--device N` means the same device
-// everywhere on the compiler side.
+// The host-side compiler's view of the local OpenCL devices (fblc profile, fbl-bench), over the
+// runtime's enumeration (runtime/opencl_devices.h): `--device N` means the same device in every
+// tool and in the runtime.
 #pragma once
 
 #ifndef CL_TARGET_OPENCL_VERSION
