@@ -58,6 +58,24 @@ std::string lineWith(const std::string& log, const std::string& start) {
   return at == std::string::npos ? "" : log.substr(at, log.find('\n', at) - at);
 }
 
+// llama-tiny compiled for PoCL into tempDir()/NAME.fbp with its weights beside it.
+driver::CompileArgs compiledLlamaTiny(const std::string& name, driver::Compiled* out, int gradAccum = 1,
+                                      float lr = 1e-3f) {
+  driver::CompileArgs a;
+  a.model = std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/model.onnx";
+  a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
+  a.output = tempDir() + "/" + name + ".fbp";
+  a.weights = tempDir() + "/" + name + ".safetensors";
+  a.gradAccum = gradAccum;
+  a.lr = lr;
+  auto c = driver::compileModel(a);
+  REQUIRE(c.ok());
+  REQUIRE(driver::writeWeights(a, c->plan).ok());
+  REQUIRE(safetensors::writeFileAtomic(a.output, planfile::serialize(c->plan)) == "");
+  *out = std::move(*c);
+  return a;
+}
+
 TEST_CASE("TensorProto datasets: a leading N, and folders concatenated in name order", "[dataset]") {
   planfile::Plan plan;
   planfile::Tensor t;
@@ -104,15 +122,9 @@ TEST_CASE("TensorProto datasets: a leading N, and folders concatenated in name o
 }
 
 TEST_CASE("fbl-train: two epochs of a dataset, eval loss, resume mid-epoch, bad data", "[runtime][dataset-train]") {
-  driver::CompileArgs a;
-  a.model = std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/model.onnx";
-  a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
-  a.output = tempDir() + "/llama-dataset.fbp";
-  a.weights = tempDir() + "/llama-dataset.safetensors";
-  auto c = driver::compileModel(a);
-  REQUIRE(c.ok());
-  REQUIRE(driver::writeWeights(a, c->plan).ok());
-  REQUIRE(safetensors::writeFileAtomic(a.output, planfile::serialize(c->plan)) == "");
+  driver::Compiled compiled;
+  const driver::CompileArgs a = compiledLlamaTiny("llama-dataset", &compiled);
+  const driver::Compiled* c = &compiled;
   const planfile::Tensor& input = c->plan.tensors[c->plan.inputs.at(0)];
   REQUIRE(input.shape == std::vector<int64_t>{1, 16});
 
@@ -200,23 +212,14 @@ TEST_CASE("fbl-train: two epochs of a dataset, eval loss, resume mid-epoch, bad 
   fbl_close(cs);
 }
 
-
 // A plan compiled with --grad-accum 2: each train step is one micro-batch of one sample, an
 // optimizer step takes two. 13 samples, 2 held out: epoch 1 ends on the first micro-batch of the
 // sixth window, so its evaluation waits for that window's optimizer step; a run stopped after 3
 // optimizer steps and resumed gives the uninterrupted run's losses, micro-batch for micro-batch.
 TEST_CASE("fbl-train: a dataset under gradient accumulation, epochs ending inside a window", "[runtime][dataset-train]") {
-  driver::CompileArgs a;
-  a.model = std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/model.onnx";
-  a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
-  a.output = tempDir() + "/llama-dataset-accum.fbp";
-  a.weights = tempDir() + "/llama-dataset-accum.safetensors";
-  a.gradAccum = 2;
-  a.lr = 1e-2f;
-  auto c = driver::compileModel(a);
-  REQUIRE(c.ok());
-  REQUIRE(driver::writeWeights(a, c->plan).ok());
-  REQUIRE(safetensors::writeFileAtomic(a.output, planfile::serialize(c->plan)) == "");
+  driver::Compiled compiled;
+  const driver::CompileArgs a = compiledLlamaTiny("llama-dataset-accum", &compiled, 2, 1e-2f);
+  const driver::Compiled* c = &compiled;
   const planfile::Tensor& input = c->plan.tensors[c->plan.inputs.at(0)];
   const int64_t n = 13;
   std::vector<int64_t> ids;
