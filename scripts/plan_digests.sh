@@ -1,0 +1,28 @@
+#!/bin/bash
+# Plan digests of the test models under every strategy and storage, plus the H200 profile: run
+# before and after a refactor and diff the two files to prove the plans byte-identical.
+# usage: scripts/plan_digests.sh OUTFILE [BUILD_DIR]   (run from the repository root)
+set -u
+out=$1
+bin=${2:-build}/bin/fblc
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+: > "$out"
+for m in llama-tiny bert-tiny vit-tiny bert-tiny-torchscript llama-tiny-folded llama-full; do
+  for s in fblayout reuse explicit; do
+    for st in buffer image; do
+      if "$bin" compile tests/data/$m/model.onnx --profile profiles/pocl-cpu.json --strategy $s \
+          --storage $st -o "$tmp/p.fbp" > /dev/null 2>&1; then
+        echo "$m $s $st $(sha256sum "$tmp/p.fbp" | cut -c1-16)" >> "$out"
+      else
+        echo "$m $s $st FAIL" >> "$out"
+      fi
+    done
+  done
+  if "$bin" compile tests/data/$m/model.onnx --profile profiles/nvidia-h200.json -o "$tmp/p.fbp" \
+      > /dev/null 2>&1; then
+    echo "$m h200 $(sha256sum "$tmp/p.fbp" | cut -c1-16)" >> "$out"
+  else
+    echo "$m h200 FAIL" >> "$out"
+  fi
+done
