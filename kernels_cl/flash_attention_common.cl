@@ -28,14 +28,16 @@
 #define LN2 0.6931471805599453f
 {{ACCESS}}
 
-// Stages rows [row0, row0 + N) of a [.., LEN, W] operand, element (i, e) at src[OFF(b, h, i, e)],
-// into local rows of stride W + 1 (the pad puts one column of consecutive rows in different
-// banks); rows past LEN read as zeros. Every work-item of the group takes part.
-#define STAGE_ROWS(dst, N, W, LEN, row0, src, OFF, b, h)                 \
-  for (uint x_ = get_local_id(0); x_ < (N) * (W); x_ += WG) {            \
-    const uint r_ = x_ / (W), e_ = x_ % (W), i_ = (row0) + r_;           \
-    dst[r_ * ((W) + 1u) + e_] = i_ < (LEN) ? src[OFF(b, h, i_, e_)] : 0.0f; \
+// Stages columns [e0, e0 + W) of rows [row0, row0 + N) of a [.., LEN, *] operand, element (i, e)
+// at src[OFF(b, h, i, e)], into local rows of stride W + 1 (the pad puts one column of
+// consecutive rows in different banks); rows past LEN read as zeros. Every work-item of the group
+// takes part. STAGE_ROWS stages whole rows of width W.
+#define STAGE_COLS(dst, N, W, e0, LEN, row0, src, OFF, b, h)                       \
+  for (uint x_ = get_local_id(0); x_ < (N) * (W); x_ += WG) {                      \
+    const uint r_ = x_ / (W), e_ = x_ % (W), i_ = (row0) + r_;                     \
+    dst[r_ * ((W) + 1u) + e_] = i_ < (LEN) ? src[OFF(b, h, i_, (e0) + e_)] : 0.0f; \
   }
+#define STAGE_ROWS(dst, N, W, LEN, row0, src, OFF, b, h) STAGE_COLS(dst, N, W, 0u, LEN, row0, src, OFF, b, h)
 
 // Is key j hidden from query i by the index masks (causal, sliding window)?
 inline int attnHidden(uint i, uint j) {

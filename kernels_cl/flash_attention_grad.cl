@@ -1,10 +1,9 @@
 // fbl.AttentionGrad, flash style (the MLX order): no atomics, no score matrix in memory.
 //   _rowterm    dr[row] = dO[row] . o[row], one work-item per query row;
-//   _dq         work-group (query block, batch * head): the block's q and dO stay in local
-//               memory while key/value tiles stream through it; P = exp2(s - lse),
-//               dS = P (dO . v - dr), dq = scale dS k;
-//   _dkdv       work-group (key block, batch * kv head, or batch * head with SPLIT_GROUP): the
-//               block's k and v stay while query tiles (q, dO, lse, dr) stream; dv = sum P dO,
+//   _dq         work-group (query block, batch * head): key/value tiles stream past the block's
+//               queries; P = exp2(s - lse), dS = P (dO . v - dr), dq = scale dS k;
+//   _dkdv       work-group (key block, batch * kv head, or batch * head with SPLIT_GROUP): query
+//               tiles (q, dO, lse, dr) stream past the block's keys; dv = sum P dO,
 //               dk = scale sum dS q;
 //   _dkdv_sum   with SPLIT_GROUP only: each query head of a GQA group wrote its own dk and dv
 //               partials (more work-groups where a group's heads would leave SMs idle); sums them.
@@ -12,14 +11,21 @@
 // s and dp, work-item (sy, sx) computes rows sy + SY a and columns sx + SX c, reading MR + MC
 // local values per MR x MC products; P and dS go through local memory to the accumulation, where
 // work-item (oy, ox) owns rows oy + OY a and head dims ox + EX c of the block's gradients.
-// Blocks the causal / sliding-window mask hides are skipped; rows past the end are zeros and
-// write nothing.
+// Head dims pass through local memory NCH chunks at a time (CW of q and k, CWV of v and dO):
+// with NCH = 1 the block's own rows stay resident while the other side streams; large head dims
+// (Gemma's 256) take chunks so that 32-row tiles still fit local memory, the block's rows are
+// staged again with each chunk, and the accumulation walks the chunks back (the last one staged
+// is still there). Blocks the causal / sliding-window mask hides are skipped; rows past the end
+// are zeros and write nothing.
 #define TILE {{TILE}}u
 #define WG {{WG}}u
 #define SX {{SX}}u
 #define SY (WG / SX)
 #define EX {{EX}}u
 #define OY (WG / EX)
+#define NCH {{NCH}}
+#define CW (D / NCH)
+#define CWV (DV / NCH)
 #define MR (TILE / SY)  // score rows of a work-item
 #define MC (TILE / SX)  // score columns of a work-item
 #define AR (TILE / OY)  // accumulated rows of a work-item
@@ -49,14 +55,16 @@ __kernel void {{NAME}}_rowterm({{ROWTERM_PARAMS}}) {
   }
 
 __kernel void WG_SIZE {{NAME}}_dq({{DQ_PARAMS}}) {
-  __local float qt[TILE * (D + 1)], dot[TILE * (DV + 1)];  // resident: the block's queries
-  __local float kt[TILE * (D + 1)], vt[TILE * (DV + 1)];   // streamed: a key tile
-  __local float dst[TILE * PSTRIDE];                        // dS, [query][key]
+  __local float qt[TILE * (CW + 1)], dot[TILE * (CWV + 1)];  // the block's queries
+  __local float kt[TILE * (CW + 1)], vt[TILE * (CWV + 1)];   // a key tile
+  __local float dst[TILE * PSTRIDE];                          // dS, [query][key]
   const uint l = get_local_id(0), sy = l / SX, sx = l % SX, oy = l / EX, ox = l % EX;
   const uint bh = get_group_id(1), b = bh / HEADS, h = bh % HEADS, kvh = h / GROUP;
   const uint q0 = get_group_id(0) * TILE;
+#if NCH == 1
   STAGE_ROWS(qt, TILE, D, SQ, q0, q, offQ, b, h);
   STAGE_ROWS(dot, TILE, DV, SQ, q0, dout, offDO, b, h);
+#endif
   float lse2[MR], rowTerm[MR];
   for (uint a = 0; a < MR; ++a) {
     const uint i = q0 + sy + SY * a;
@@ -68,15 +76,21 @@ __kernel void WG_SIZE {{NAME}}_dq({{DQ_PARAMS}}) {
     for (uint c = 0; c < D / EX; ++c) acc[a][c] = 0.0f;
   const uint kEnd = attnKeyEnd(min(SQ, q0 + TILE));
   for (uint k0 = attnKeyBegin(q0) / TILE * TILE; k0 < kEnd; k0 += TILE) {
-    barrier(CLK_LOCAL_MEM_FENCE);  // every work-item is done with the previous tile
-    STAGE_ROWS(kt, TILE, D, SK, k0, k, offK, b, kvh);
-    STAGE_ROWS(vt, TILE, DV, SK, k0, v, offV, b, kvh);
-    barrier(CLK_LOCAL_MEM_FENCE);
     float s[MR][MC], dp[MR][MC];
     for (uint a = 0; a < MR; ++a)
       for (uint c = 0; c < MC; ++c) s[a][c] = dp[a][c] = 0.0f;
-    SCORE_BLOCK(s, qt, kt, D);
-    SCORE_BLOCK(dp, dot, vt, DV);
+    for (uint n = 0; n < NCH; ++n) {
+      barrier(CLK_LOCAL_MEM_FENCE);  // every work-item is done with the previous chunk or tile
+#if NCH > 1
+      STAGE_COLS(qt, TILE, CW, n * CW, SQ, q0, q, offQ, b, h);
+      STAGE_COLS(dot, TILE, CWV, n * CWV, SQ, q0, dout, offDO, b, h);
+#endif
+      STAGE_COLS(kt, TILE, CW, n * CW, SK, k0, k, offK, b, kvh);
+      STAGE_COLS(vt, TILE, CWV, n * CWV, SK, k0, v, offV, b, kvh);
+      barrier(CLK_LOCAL_MEM_FENCE);
+      SCORE_BLOCK(s, qt, kt, CW);
+      SCORE_BLOCK(dp, dot, vt, CWV);
+    }
     for (uint a = 0; a < MR; ++a)
       for (uint c = 0; c < MC; ++c) {
         float slope;
@@ -86,12 +100,20 @@ __kernel void WG_SIZE {{NAME}}_dq({{DQ_PARAMS}}) {
         dst[ir * PSTRIDE + jc] = p * (dp[a][c] - rowTerm[a]) * slope * SCALE;
       }
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint j = 0; j < TILE; ++j) {
-      float ds[AR];
-      for (uint a = 0; a < AR; ++a) ds[a] = dst[(oy + OY * a) * PSTRIDE + j];
-      for (uint c = 0; c < D / EX; ++c) {
-        const float kv = kt[j * (D + 1u) + ox + EX * c];
-        for (uint a = 0; a < AR; ++a) acc[a][c] += ds[a] * kv;
+#pragma unroll
+    for (int n = NCH - 1; n >= 0; --n) {
+      if (n + 1 < NCH) {  // the last chunk staged is still in kt
+        barrier(CLK_LOCAL_MEM_FENCE);
+        STAGE_COLS(kt, TILE, CW, n * CW, SK, k0, k, offK, b, kvh);
+        barrier(CLK_LOCAL_MEM_FENCE);
+      }
+      for (uint j = 0; j < TILE; ++j) {
+        float ds[AR];
+        for (uint a = 0; a < AR; ++a) ds[a] = dst[(oy + OY * a) * PSTRIDE + j];
+        for (uint c = 0; c < CW / EX; ++c) {
+          const float kv = kt[j * (CW + 1u) + ox + EX * c];
+          for (uint a = 0; a < AR; ++a) acc[a][n * (CW / EX) + c] += ds[a] * kv;
+        }
       }
     }
   }
@@ -112,9 +134,9 @@ __kernel void WG_SIZE {{NAME}}_dq({{DQ_PARAMS}}) {
 #endif
 
 __kernel void WG_SIZE {{NAME}}_dkdv({{DKDV_PARAMS}}) {
-  __local float kt[TILE * (D + 1)], vt[TILE * (DV + 1)];   // resident: the block's keys
-  __local float qt[TILE * (D + 1)], dot[TILE * (DV + 1)];  // streamed: a query tile
-  __local float pt[TILE * PSTRIDE], dst[TILE * PSTRIDE];    // P and dS, [key][query]
+  __local float kt[TILE * (CW + 1)], vt[TILE * (CWV + 1)];   // the block's keys
+  __local float qt[TILE * (CW + 1)], dot[TILE * (CWV + 1)];  // a query tile
+  __local float pt[TILE * PSTRIDE], dst[TILE * PSTRIDE];      // P and dS, [key][query]
   __local float lse2t[TILE], rowt[TILE];
   const uint l = get_local_id(0), sy = l / SX, sx = l % SX, oy = l / EX, ox = l % EX;
 #if SPLIT_GROUP
@@ -125,8 +147,10 @@ __kernel void WG_SIZE {{NAME}}_dkdv({{DKDV_PARAMS}}) {
   const uint hBegin = kvh * GROUP, hEnd = hBegin + GROUP;
 #endif
   const uint k0 = get_group_id(0) * TILE;
+#if NCH == 1
   STAGE_ROWS(kt, TILE, D, SK, k0, k, offK, b, kvh);
   STAGE_ROWS(vt, TILE, DV, SK, k0, v, offV, b, kvh);
+#endif
   float dk[AR][D / EX], dv[AR][DV / EX];
   for (uint a = 0; a < AR; ++a) {
     for (uint c = 0; c < D / EX; ++c) dk[a][c] = 0.0f;
@@ -135,20 +159,27 @@ __kernel void WG_SIZE {{NAME}}_dkdv({{DKDV_PARAMS}}) {
   const uint qEnd = attnQueryEnd(min(SK, k0 + TILE));
   for (uint h = hBegin; h < hEnd; ++h) {
     for (uint i0 = attnQueryBegin(k0) / TILE * TILE; i0 < qEnd; i0 += TILE) {
-      barrier(CLK_LOCAL_MEM_FENCE);  // every work-item is done with the previous tile
-      STAGE_ROWS(qt, TILE, D, SQ, i0, q, offQ, b, h);
-      STAGE_ROWS(dot, TILE, DV, SQ, i0, dout, offDO, b, h);
-      for (uint x = l; x < TILE; x += WG) {
-        const uint i = i0 + x;
-        lse2t[x] = i < SQ ? attnLse2(lse[offLse(b, h, i)]) : 0.0f;
-        rowt[x] = i < SQ ? dr[(b * HEADS + h) * SQ + i] : 0.0f;
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
       float s[MR][MC], dp[MR][MC];
       for (uint a = 0; a < MR; ++a)
         for (uint c = 0; c < MC; ++c) s[a][c] = dp[a][c] = 0.0f;
-      SCORE_BLOCK(s, kt, qt, D);
-      SCORE_BLOCK(dp, vt, dot, DV);
+      for (uint n = 0; n < NCH; ++n) {
+        barrier(CLK_LOCAL_MEM_FENCE);  // every work-item is done with the previous chunk or tile
+#if NCH > 1
+        STAGE_COLS(kt, TILE, CW, n * CW, SK, k0, k, offK, b, kvh);
+        STAGE_COLS(vt, TILE, CWV, n * CWV, SK, k0, v, offV, b, kvh);
+#endif
+        STAGE_COLS(qt, TILE, CW, n * CW, SQ, i0, q, offQ, b, h);
+        STAGE_COLS(dot, TILE, CWV, n * CWV, SQ, i0, dout, offDO, b, h);
+        if (n == 0u)
+          for (uint x = l; x < TILE; x += WG) {
+            const uint i = i0 + x;
+            lse2t[x] = i < SQ ? attnLse2(lse[offLse(b, h, i)]) : 0.0f;
+            rowt[x] = i < SQ ? dr[(b * HEADS + h) * SQ + i] : 0.0f;
+          }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        SCORE_BLOCK(s, kt, qt, CW);
+        SCORE_BLOCK(dp, vt, dot, CWV);
+      }
       for (uint a = 0; a < MR; ++a)
         for (uint c = 0; c < MC; ++c) {
           float slope;
@@ -159,19 +190,28 @@ __kernel void WG_SIZE {{NAME}}_dkdv({{DKDV_PARAMS}}) {
           dst[jr * PSTRIDE + ic] = p * (dp[a][c] - rowt[ic]) * slope * SCALE;
         }
       barrier(CLK_LOCAL_MEM_FENCE);
-      for (uint i = 0; i < TILE; ++i) {
-        float p[AR], ds[AR];
-        for (uint a = 0; a < AR; ++a) {
-          p[a] = pt[(oy + OY * a) * PSTRIDE + i];
-          ds[a] = dst[(oy + OY * a) * PSTRIDE + i];
+#pragma unroll
+      for (int n = NCH - 1; n >= 0; --n) {
+        if (n + 1 < NCH) {  // the last chunk staged is still in qt and dot
+          barrier(CLK_LOCAL_MEM_FENCE);
+          STAGE_COLS(qt, TILE, CW, n * CW, SQ, i0, q, offQ, b, h);
+          STAGE_COLS(dot, TILE, CWV, n * CWV, SQ, i0, dout, offDO, b, h);
+          barrier(CLK_LOCAL_MEM_FENCE);
         }
-        for (uint c = 0; c < D / EX; ++c) {
-          const float qv = qt[i * (D + 1u) + ox + EX * c];
-          for (uint a = 0; a < AR; ++a) dk[a][c] += ds[a] * qv;
-        }
-        for (uint c = 0; c < DV / EX; ++c) {
-          const float dov = dot[i * (DV + 1u) + ox + EX * c];
-          for (uint a = 0; a < AR; ++a) dv[a][c] += p[a] * dov;
+        for (uint i = 0; i < TILE; ++i) {
+          float p[AR], ds[AR];
+          for (uint a = 0; a < AR; ++a) {
+            p[a] = pt[(oy + OY * a) * PSTRIDE + i];
+            ds[a] = dst[(oy + OY * a) * PSTRIDE + i];
+          }
+          for (uint c = 0; c < CW / EX; ++c) {
+            const float qv = qt[i * (CW + 1u) + ox + EX * c];
+            for (uint a = 0; a < AR; ++a) dk[a][n * (CW / EX) + c] += ds[a] * qv;
+          }
+          for (uint c = 0; c < CWV / EX; ++c) {
+            const float dov = dot[i * (CWV + 1u) + ox + EX * c];
+            for (uint a = 0; a < AR; ++a) dv[a][n * (CWV / EX) + c] += p[a] * dov;
+          }
         }
       }
     }

@@ -52,25 +52,37 @@ AttentionTiling attentionTiling(int64_t headDim, int64_t valueDim, const Target&
 AttentionGradTiling attentionGradTiling(const autodiff::AttentionDims& d, const Target& t) {
   const bool gpu = t.deviceClass == DeviceClass::kGpu;
   AttentionGradTiling a;
-  // Local floats: resident and streamed tiles of padded rows (q, dO, k, v), P and dS, the
-  // streamed rows' lse and row terms (_dkdv, the larger kernel). The largest tile that fits the
-  // profile's local memory (else 16 KB on GPUs, 32 KB on CPUs), at most 32: two 32-row tiles
-  // already give each work-item a 2 x 4 block of scores to reuse its local reads over.
+  // Local floats: the block's and the streamed tiles of padded rows (q, dO, k, v) over one chunk
+  // of the head dims, P and dS, the streamed rows' lse and row terms (_dkdv, the larger kernel).
+  // The largest tile that fits the profile's local memory (else 16 KB on GPUs, 32 KB on CPUs), at
+  // most 32: two 32-row tiles already give each work-item a 2 x 4 block of scores to reuse its
+  // local reads over. A tile that does not fit with whole rows takes the head dims in chunks (at
+  // least 16 dims each, so that staging stays coalesced): Gemma's head_dim 256 on the H200 gets
+  // 32-row tiles in 4 chunks instead of 8-row tiles with whole rows.
   const int64_t known = t.matmul.localMemoryBytes;
   const int64_t budget = (known > 0 ? known : gpu ? 16 * 1024 : 32 * 1024) / 4;
-  auto floats = [&](int64_t tile) {
-    return 2 * tile * (d.headDim + 1 + d.valueDim + 1) + 2 * tile * (tile + 1) + 2 * tile;
+  auto floats = [&](int64_t tile, int64_t chunks) {
+    return 2 * tile * (d.headDim / chunks + 1 + d.valueDim / chunks + 1) + 2 * tile * (tile + 1) + 2 * tile;
   };
-  a.tile = 32;
-  while (a.tile > 1 && floats(a.tile) > budget) a.tile /= 2;
+  auto canHalve = [&](int64_t chunks) {
+    const int64_t next = 2 * chunks;
+    return d.headDim % next == 0 && d.valueDim % next == 0 && d.headDim / next >= 16 && d.valueDim / next >= 16;
+  };
+  for (a.tile = 32;; a.tile /= 2) {
+    for (a.chunks = 1; floats(a.tile, a.chunks) > budget && canHalve(a.chunks);) a.chunks *= 2;
+    if (floats(a.tile, a.chunks) <= budget || a.tile == 1) break;
+  }
   a.scoreCols = std::min<int64_t>(8, a.tile);
-  // The widest power of two up to 16 that divides both head dims: work-items ox, ox + EX, ...
+  // The widest power of two up to 16 that divides both chunk widths: work-items ox, ox + EX, ...
+  const int64_t chunkDim = d.headDim / a.chunks, chunkValueDim = d.valueDim / a.chunks;
   a.gradDims = 1;
-  while (a.gradDims < 16 && d.headDim % (2 * a.gradDims) == 0 && d.valueDim % (2 * a.gradDims) == 0)
+  while (a.gradDims < 16 && chunkDim % (2 * a.gradDims) == 0 && chunkValueDim % (2 * a.gradDims) == 0)
     a.gradDims *= 2;
-  // Work-groups of 128 on GPUs (64 on CPUs), fewer where the tile cannot give every work-item
-  // whole rows in both stages.
+  // Work-groups of 128 on GPUs (64 on CPUs), more where a work-item would otherwise hold over 64
+  // gradient accumulators (they must stay in registers), fewer where the tile cannot give every
+  // work-item whole rows in both stages.
   a.workItems = gpu ? 128 : 64;
+  while (a.tile * (d.headDim + d.valueDim) / a.workItems > 64 && a.workItems < 256) a.workItems *= 2;
   a.gradDims = std::min(a.gradDims, a.workItems);
   auto fits = [&] {
     const int64_t sy = a.workItems / a.scoreCols, oy = a.workItems / a.gradDims;
@@ -250,6 +262,7 @@ Result<NodeCode> emitAttention(const ir::Graph& g, const ir::Node& n, const Targ
       {"WG", str(a.workItems)},
       {"SX", str(a.scoreCols)},
       {"EX", str(a.gradDims)},
+      {"NCH", str(a.chunks)},
       {"SPLIT_GROUP", a.splitGroups ? "1" : "0"},
       {"ROWTERM_PARAMS", "__global const float* dout, __global const float* o, __global float* dr"},
       {"DQ_PARAMS", in + "__global float* dq"},

@@ -113,10 +113,11 @@ struct AttentionTiling {
 };
 AttentionTiling attentionTiling(int64_t headDim, int64_t valueDim, const Target& t);
 // The backward kernels' tiling (kernels_cl/flash_attention_grad.cl): TILE x TILE blocks, WG
-// work-items, SX of them across a score block's columns and EX across a gradient's head dims;
-// splitGroups: each query head of a GQA group gets its own dk/dv work-groups, summed afterwards.
+// work-items, SX of them across a score block's columns and EX across a gradient's head dims,
+// the head dims through local memory in `chunks` parts; splitGroups: each query head of a GQA
+// group gets its own dk/dv work-groups, summed afterwards.
 struct AttentionGradTiling {
-  int64_t tile = 16, workItems = 64, scoreCols = 8, gradDims = 16;
+  int64_t tile = 16, workItems = 64, scoreCols = 8, gradDims = 16, chunks = 1;
   bool splitGroups = false;
 };
 AttentionGradTiling attentionGradTiling(const autodiff::AttentionDims& d, const Target& t);

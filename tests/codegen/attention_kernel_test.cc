@@ -3,7 +3,7 @@
 // element: o, lse, dq, dk, dv. Cases cover GQA (4 query heads on 2 key/value heads), causal,
 // a sliding window shorter than the sequence, softcap, padding masks read through their
 // broadcast, lengths that are not a multiple of the tile, queries and keys of different lengths
-// (cross-attention), head_dim 16, 32 and 64, q read through
+// (cross-attention), head_dim 16, 32, 64 and 256 (head dims staged in chunks), q read through
 // a transposed view, an unwanted dk, head dims that are not powers of two; each with the CPU
 // tiling and with the GPU tilings of phones and of the H200 (wider work-groups, tiles sized to
 // local memory, GQA heads split over work-groups).
@@ -244,7 +244,8 @@ void runBothTilings(const AttnCase& c, unsigned seed) {
     INFO((t.deviceClass == codegen::DeviceClass::kGpu ? "GPU" : "CPU")
          << " tiling (local " << t.matmul.localMemoryBytes << "): forward rows " << fwd.rows << ", cols " << fwd.cols
          << ", td " << fwd.td << "; backward tile " << bwd.tile << ", work-items " << bwd.workItems << ", sx "
-         << bwd.scoreCols << ", ex " << bwd.gradDims << (bwd.splitGroups ? ", GQA heads split" : ""));
+         << bwd.scoreCols << ", ex " << bwd.gradDims << ", chunks " << bwd.chunks
+         << (bwd.splitGroups ? ", GQA heads split" : ""));
     runCase(c, t, seed);
   }
 }
@@ -293,6 +294,17 @@ TEST_CASE("flash attention kernels: head_dim 80, value dim 48, 41 tokens (tiles 
   c.heads = 6;
   c.kvHeads = 2;
   runBothTilings(c, 7);
+}
+
+TEST_CASE("flash attention kernels: head_dim 256 (Gemma), softcap, sliding window: head dims in chunks",
+          "[codegen][attention]") {
+  AttnCase c;
+  c.dim = c.valueDim = 256;
+  c.qLen = c.kvLen = 45;
+  c.window = 20;
+  c.softcap = 0.9f;
+  c.scale = 0.0625f;
+  runBothTilings(c, 8);
 }
 
 TEST_CASE("flash attention kernels: q through a transposed view, no dk wanted, head_dim 16", "[codegen][attention]") {
