@@ -1,69 +1,105 @@
 // fbl.Attention forward, flash style: o and the row log-sum-exp, no score matrix in memory.
-// Work-group (query block, batch * head) owning ROWS query rows, TD work-items a row: work-item t
-// holds the head dims t, t + TD, ... of its row in registers, so a row of local memory is read by
-// neighbouring work-items at neighbouring addresses. Key and value tiles of COLS rows go through
-// local memory. A dot product is summed from the TD partials in local memory (PART: consecutive
-// rows at consecutive addresses, so the work-items reading one column hit distinct banks). A row
-// keeps an online softmax in base 2 (running max m, running sum l, the accumulator rescaled by
-// exp2(m_old - m_new) once per tile). Tiles outside the rows' causal / sliding-window range
-// are never loaded.
-#define ROWS {{ROWS}}u
-#define COLS {{COLS}}u
-#define TD {{TD}}u
-#define DS (D / TD)
-#define VS (DV / TD)
-#define WG (ROWS * TD)
-// Partial sums part[t][col][row]. A warp of 32 holds 32 / TD rows of every t; padding each t
-// plane by 32 / TD floats puts those rows of different t in different banks.
-#define PLANE (COLS * ROWS + 32u / TD)
-#define PART(t, c, r) ((t) * PLANE + (c) * ROWS + (r))
+// Work-group (query block of TILE rows, batch * head); key/value tiles of TILE rows stream past
+// the block's queries. Register-tiled like the backward's block kernels, with the same roles and
+// head-dim chunks (flash_attention_common.cl): score blocks, then P through local memory to the
+// accumulation of o.
+// Online softmax in base 2: each score work-item writes its rows' maxima over its columns, and
+// every work-item that needs a row's new maximum (the score stage for P, the accumulation for
+// the rescale exp2(m_old - m_new)) takes the max of those partials and of its own copy of the
+// running max, so the copies agree without a row owner. Tiles outside the rows' causal /
+// sliding-window range are never loaded.
 {{COMMON}}
+
 __kernel void WG_SIZE {{NAME}}({{PARAMS}}) {
-  __local float ks[COLS * (D + 1)];
-  __local float vs[COLS * (DV + 1)];
-  __local float part[TD * PLANE];
-  const uint l = get_local_id(0), r = l / TD, t = l % TD;
+  __local float qt[TILE * (CW + 1)], kt[TILE * (CW + 1)], vt[TILE * (CWV + 1)];
+  __local float pt[TILE * PSTRIDE];                  // P, [query][key]
+  __local float pmax[TILE * SX], psum[TILE * SX];  // per row: each score work-item's max and sum
+  const uint l = get_local_id(0), sy = l / SX, sx = l % SX, oy = l / EX, ox = l % EX;
   const uint bh = get_group_id(1), b = bh / HEADS, h = bh % HEADS, kvh = h / GROUP;
-  const uint q0 = get_group_id(0) * ROWS, i = q0 + r;
-  const int live = i < SQ;
-  float qr[DS], acc[VS];
-  for (uint e = 0; e < DS; ++e) qr[e] = live ? q[offQ(b, h, i, e * TD + t)] : 0.0f;
-  for (uint e = 0; e < VS; ++e) acc[e] = 0.0f;
-  float m = -INFINITY, sum = 0.0f;
-  const uint kEnd = attnKeyEnd(min(SQ, q0 + ROWS));
-  for (uint k0 = attnKeyBegin(q0) / COLS * COLS; k0 < kEnd; k0 += COLS) {
-    barrier(CLK_LOCAL_MEM_FENCE);  // every work-item is done with the previous tile
-    STAGE_ROWS(ks, COLS, D, SK, k0, k, offK, b, kvh);
-    STAGE_ROWS(vs, COLS, DV, SK, k0, v, offV, b, kvh);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint j = 0; j < COLS; ++j) {
-      float s = 0.0f;
-      for (uint e = 0; e < DS; ++e) s += qr[e] * ks[j * (D + 1u) + e * TD + t];
-      part[PART(t, j, r)] = s;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    float sc[COLS];
-    float tileMax = -INFINITY, slope;
-    for (uint j = 0; j < COLS; ++j) {
-      float s = 0.0f;
-      for (uint u = 0; u < TD; ++u) s += part[PART(u, j, r)];
-      sc[j] = attnScore(s, b, h, i, k0 + j, MASK, &slope);
-      tileMax = fmax(tileMax, sc[j]);
-    }
-    const float mNew = fmax(m, tileMax);
-    if (mNew == -INFINITY) continue;  // nothing visible to this row yet
-    const float alpha = exp2(m - mNew);
-    sum *= alpha;
-    for (uint e = 0; e < VS; ++e) acc[e] *= alpha;
-    for (uint j = 0; j < COLS; ++j) {
-      const float p = exp2(sc[j] - mNew);
-      sum += p;
-      for (uint e = 0; e < VS; ++e) acc[e] += p * vs[j * (DV + 1u) + e * TD + t];
-    }
-    m = mNew;
+  const uint q0 = get_group_id(0) * TILE;
+#if NCH == 1
+  STAGE_ROWS(qt, TILE, D, SQ, q0, q, offQ, b, h);
+#endif
+  float mS[MR];                             // running row maxima, the score stage's copy
+  float mA[AR], sum[AR], acc[AR][DV / EX];  // the accumulation's copy, sums and o
+  for (uint a = 0; a < MR; ++a) mS[a] = -INFINITY;
+  for (uint a = 0; a < AR; ++a) {
+    mA[a] = -INFINITY;
+    sum[a] = 0.0f;
+    for (uint c = 0; c < DV / EX; ++c) acc[a][c] = 0.0f;
   }
-  if (!live) return;
-  const float inv = 1.0f / sum;
-  for (uint e = 0; e < VS; ++e) o[offO(b, h, i, e * TD + t)] = acc[e] * inv;
-  if (t == 0) lse[offLse(b, h, i)] = (m + log2(sum)) * LN2;
+  const uint kEnd = attnKeyEnd(min(SQ, q0 + TILE));
+  for (uint k0 = attnKeyBegin(q0) / TILE * TILE; k0 < kEnd; k0 += TILE) {
+    float s[MR][MC];
+    for (uint a = 0; a < MR; ++a)
+      for (uint c = 0; c < MC; ++c) s[a][c] = 0.0f;
+    for (uint n = 0; n < NCH; ++n) {
+      barrier(CLK_LOCAL_MEM_FENCE);  // every work-item is done with the previous chunk or tile
+#if NCH > 1
+      STAGE_COLS(qt, TILE, CW, n * CW, SQ, q0, q, offQ, b, h);
+#else
+      STAGE_ROWS(vt, TILE, DV, SK, k0, v, offV, b, kvh);
+#endif
+      STAGE_COLS(kt, TILE, CW, n * CW, SK, k0, k, offK, b, kvh);
+      barrier(CLK_LOCAL_MEM_FENCE);
+      SCORE_BLOCK(s, qt, kt, CW);
+    }
+    for (uint a = 0; a < MR; ++a) {
+      const uint ir = sy + SY * a;
+      float mx = -INFINITY, slope;
+      for (uint c = 0; c < MC; ++c) {
+        s[a][c] = attnScore(s[a][c], b, h, q0 + ir, k0 + sx + SX * c, MASK, &slope);
+        mx = fmax(mx, s[a][c]);
+      }
+      pmax[ir * SX + sx] = mx;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint a = 0; a < MR; ++a) {
+      const uint ir = sy + SY * a;
+      for (uint u = 0; u < SX; ++u) mS[a] = fmax(mS[a], pmax[ir * SX + u]);
+      float ps = 0.0f;
+      for (uint c = 0; c < MC; ++c) {
+        const float p = s[a][c] == -INFINITY ? 0.0f : exp2(s[a][c] - mS[a]);
+        pt[ir * PSTRIDE + sx + SX * c] = p;
+        ps += p;
+      }
+      psum[ir * SX + sx] = ps;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint a = 0; a < AR; ++a) {
+      const uint ir = oy + OY * a;
+      float mNew = mA[a], ps = 0.0f;
+      for (uint u = 0; u < SX; ++u) {
+        mNew = fmax(mNew, pmax[ir * SX + u]);
+        ps += psum[ir * SX + u];
+      }
+      const float alpha = mNew == -INFINITY ? 1.0f : exp2(mA[a] - mNew);  // nothing visible yet: all zeros
+      sum[a] = sum[a] * alpha + ps;
+      for (uint c = 0; c < DV / EX; ++c) acc[a][c] *= alpha;
+      mA[a] = mNew;
+    }
+#pragma unroll
+    for (int n = 0; n < NCH; ++n) {
+#if NCH > 1
+      if (n > 0) barrier(CLK_LOCAL_MEM_FENCE);  // every work-item is done with the previous chunk
+      STAGE_COLS(vt, TILE, CWV, n * CWV, SK, k0, v, offV, b, kvh);
+      barrier(CLK_LOCAL_MEM_FENCE);
+#endif
+      for (uint j = 0; j < TILE; ++j) {
+        float p[AR];
+        for (uint a = 0; a < AR; ++a) p[a] = pt[(oy + OY * a) * PSTRIDE + j];
+        for (uint c = 0; c < CWV / EX; ++c) {
+          const float vv = vt[j * (CWV + 1u) + ox + EX * c];
+          for (uint a = 0; a < AR; ++a) acc[a][n * (CWV / EX) + c] += p[a] * vv;
+        }
+      }
+    }
+  }
+  for (uint a = 0; a < AR; ++a) {
+    const uint i = q0 + oy + OY * a;
+    if (i >= SQ) continue;
+    const float inv = 1.0f / sum[a];
+    for (uint c = 0; c < DV / EX; ++c) o[offO(b, h, i, ox + EX * c)] = acc[a][c] * inv;
+    if (ox == 0u) lse[offLse(b, h, i)] = (mA[a] + log2(sum[a])) * LN2;
+  }
 }

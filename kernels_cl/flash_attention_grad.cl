@@ -17,21 +17,8 @@
 // staged again with each chunk, and the accumulation walks the chunks back (the last one staged
 // is still there). Blocks the causal / sliding-window mask hides are skipped; rows past the end
 // are zeros and write nothing.
-#define TILE {{TILE}}u
-#define WG {{WG}}u
-#define SX {{SX}}u
-#define SY (WG / SX)
-#define EX {{EX}}u
-#define OY (WG / EX)
-#define NCH {{NCH}}
-#define CW (D / NCH)
-#define CWV (DV / NCH)
-#define MR (TILE / SY)  // score rows of a work-item
-#define MC (TILE / SX)  // score columns of a work-item
-#define AR (TILE / OY)  // accumulated rows of a work-item
 #define SPLIT_GROUP {{SPLIT_GROUP}}
 #define BATCH {{BATCH}}u
-#define PSTRIDE (TILE + 1u)  // P and dS rows, padded like STAGE_ROWS's
 {{COMMON}}
 
 __kernel void {{NAME}}_rowterm({{ROWTERM_PARAMS}}) {
@@ -42,17 +29,6 @@ __kernel void {{NAME}}_rowterm({{ROWTERM_PARAMS}}) {
   for (uint e = 0; e < DV; ++e) s += dout[offDO(b, h, i, e)] * o[offO(b, h, i, e)];
   dr[row] = s;
 }
-
-// s[a][c] += sum over e < W of rowTile[(sy + SY a)][e] * colTile[(sx + SX c)][e], both tiles of
-// row stride W + 1.
-#define SCORE_BLOCK(s, rowTile, colTile, W)                                            \
-  for (uint e = 0; e < (W); ++e) {                                                     \
-    float rv[MR], cv[MC];                                                              \
-    for (uint a = 0; a < MR; ++a) rv[a] = rowTile[(sy + SY * a) * ((W) + 1u) + e];     \
-    for (uint c = 0; c < MC; ++c) cv[c] = colTile[(sx + SX * c) * ((W) + 1u) + e];     \
-    for (uint a = 0; a < MR; ++a)                                                      \
-      for (uint c = 0; c < MC; ++c) s[a][c] += rv[a] * cv[c];                          \
-  }
 
 __kernel void WG_SIZE {{NAME}}_dq({{DQ_PARAMS}}) {
   __local float qt[TILE * (CW + 1)], dot[TILE * (CWV + 1)];  // the block's queries

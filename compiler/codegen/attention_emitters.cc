@@ -1,8 +1,7 @@
 // fbl.Attention and fbl.AttentionGrad (compiler/autodiff/attention.h) as the flash kernel pair:
-//   1. the tilings: forward, TD work-items per row so that each holds at most 16 (GPU) or 32
-//      head dims, ROWS rows a work-group (about 128 work-items on GPUs), COLS-row tiles as large
-//      as local memory allows (attentionTiling); backward, square tiles register-blocked like a
-//      GEMM, GQA heads split over work-groups where the device would idle (attentionGradTiling);
+//   1. the tilings: square tiles register-blocked like a GEMM, as large as local memory allows
+//      with the head dims in chunks where needed (attentionTiling, attentionGradTiling); backward,
+//      GQA heads split over work-groups where the device would idle;
 //   2. one access function per operand, offX(b, h, i, d) -> buffer offset: the operand's layout
 //      (a read-through view, an R-Tile buffer, row-major) composed with the identity, or for a
 //      mask with its broadcast from [B, H, Sq, Sk];
@@ -27,72 +26,73 @@ std::string str(int64_t v) { return std::to_string(v); }
 
 }  // namespace
 
-AttentionTiling attentionTiling(int64_t headDim, int64_t valueDim, const Target& t) {
-  const bool gpu = t.deviceClass == DeviceClass::kGpu;
-  AttentionTiling a;
-  // GPUs: at most 16 dims a work-item, so a 128-work-item group covers 32 rows at head_dim 64
-  // and a 512-token head still has 16 query blocks (parallelism over SMs, few registers).
-  const int64_t maxDims = gpu ? 16 : 32;
-  while ((headDim / a.td > maxDims || valueDim / a.td > maxDims) && headDim % (2 * a.td) == 0 &&
-         valueDim % (2 * a.td) == 0)
-    a.td *= 2;
-  a.rows = std::max<int64_t>(8, (gpu ? 128 : 32) / a.td);
-  // Local floats: key and value tiles of COLS padded rows, the padded partial-sum planes. The
-  // budget is 5/6 of the profile's local memory (the H200: 40 KB of 48), else 16 KB, which
-  // phones (32 KB: Adreno, Mali) and Oclgrind run; CPUs 32 KB.
-  const int64_t known = t.matmul.localMemoryBytes;
-  const int64_t budget = (known > 0 ? known * 5 / 6 : gpu ? 16 * 1024 : 32 * 1024) / 4;
-  auto floats = [&] { return a.cols * (headDim + 1 + valueDim + 1 + a.rows * a.td) + 32; };
-  a.cols = gpu ? 64 : 16;
-  while (a.cols > 4 && floats() > budget) a.cols /= 2;
-  while (a.rows > 1 && floats() > budget) a.rows /= 2;
-  return a;
-}
+namespace {
 
-AttentionGradTiling attentionGradTiling(const autodiff::AttentionDims& d, const Target& t) {
+// The block tiling both kernels share: the largest tile (a power of two up to 32: two 32-row
+// tiles already give each work-item a 2 x 4 block of scores to reuse its local reads over) whose
+// local floats (`localFloats(tile, chunks)`) fit the profile's local memory, else 16 KB on GPUs,
+// 32 KB on CPUs. A tile that does not fit with whole rows takes the head dims in chunks of at
+// least 16 dims (so that staging stays coalesced): Gemma's head_dim 256 on the H200 gets 32-row
+// tiles in 4 chunks instead of 8-row tiles. `accumulatorDims`: the head dims a row accumulates
+// (o: dv; dk and dv: d + dv), at most 64 of which a work-item holds.
+template <typename LocalFloats>
+AttentionTiling blockTiling(const AttentionDims& d, const Target& t, LocalFloats localFloats, int64_t accumulatorDims) {
   const bool gpu = t.deviceClass == DeviceClass::kGpu;
-  AttentionGradTiling a;
-  // Local floats: the block's and the streamed tiles of padded rows (q, dO, k, v) over one chunk
-  // of the head dims, P and dS, the streamed rows' lse and row terms (_dkdv, the larger kernel).
-  // The largest tile that fits the profile's local memory (else 16 KB on GPUs, 32 KB on CPUs), at
-  // most 32: two 32-row tiles already give each work-item a 2 x 4 block of scores to reuse its
-  // local reads over. A tile that does not fit with whole rows takes the head dims in chunks (at
-  // least 16 dims each, so that staging stays coalesced): Gemma's head_dim 256 on the H200 gets
-  // 32-row tiles in 4 chunks instead of 8-row tiles with whole rows.
   const int64_t known = t.matmul.localMemoryBytes;
   const int64_t budget = (known > 0 ? known : gpu ? 16 * 1024 : 32 * 1024) / 4;
-  auto floats = [&](int64_t tile, int64_t chunks) {
-    return 2 * tile * (d.headDim / chunks + 1 + d.valueDim / chunks + 1) + 2 * tile * (tile + 1) + 2 * tile;
-  };
   auto canHalve = [&](int64_t chunks) {
     const int64_t next = 2 * chunks;
     return d.headDim % next == 0 && d.valueDim % next == 0 && d.headDim / next >= 16 && d.valueDim / next >= 16;
   };
+  AttentionTiling a;
   for (a.tile = 32;; a.tile /= 2) {
-    for (a.chunks = 1; floats(a.tile, a.chunks) > budget && canHalve(a.chunks);) a.chunks *= 2;
-    if (floats(a.tile, a.chunks) <= budget || a.tile == 1) break;
+    for (a.chunks = 1; localFloats(a.tile, a.chunks) > budget && canHalve(a.chunks);) a.chunks *= 2;
+    if (localFloats(a.tile, a.chunks) <= budget || a.tile == 1) break;
   }
   a.scoreCols = std::min<int64_t>(8, a.tile);
   // The widest power of two up to 16 that divides both chunk widths: work-items ox, ox + EX, ...
   const int64_t chunkDim = d.headDim / a.chunks, chunkValueDim = d.valueDim / a.chunks;
-  a.gradDims = 1;
-  while (a.gradDims < 16 && chunkDim % (2 * a.gradDims) == 0 && chunkValueDim % (2 * a.gradDims) == 0)
-    a.gradDims *= 2;
-  // Work-groups of 128 on GPUs (64 on CPUs), more where a work-item would otherwise hold over 64
-  // gradient accumulators (they must stay in registers), fewer where the tile cannot give every
-  // work-item whole rows in both stages.
+  a.accumulatorDims = 1;
+  while (a.accumulatorDims < 16 && chunkDim % (2 * a.accumulatorDims) == 0 &&
+         chunkValueDim % (2 * a.accumulatorDims) == 0)
+    a.accumulatorDims *= 2;
+  // Work-groups of 128 on GPUs (64 on CPUs), more (up to 256) where a work-item would otherwise
+  // hold over 64 accumulators (they must stay in registers), fewer where the tile cannot give
+  // every work-item whole rows in both stages.
   a.workItems = gpu ? 128 : 64;
-  while (a.tile * (d.headDim + d.valueDim) / a.workItems > 64 && a.workItems < 256) a.workItems *= 2;
-  a.gradDims = std::min(a.gradDims, a.workItems);
+  while (a.tile * accumulatorDims / a.workItems > 64 && a.workItems < 256) a.workItems *= 2;
+  a.accumulatorDims = std::min(a.accumulatorDims, a.workItems);
   auto fits = [&] {
-    const int64_t sy = a.workItems / a.scoreCols, oy = a.workItems / a.gradDims;
+    const int64_t sy = a.workItems / a.scoreCols, oy = a.workItems / a.accumulatorDims;
     return sy > 0 && oy > 0 && a.tile % sy == 0 && a.tile % oy == 0;
   };
   while (a.workItems > 1 && !fits()) {
     a.workItems /= 2;
     a.scoreCols = std::min(a.scoreCols, a.workItems);
-    a.gradDims = std::min(a.gradDims, a.workItems);
+    a.accumulatorDims = std::min(a.accumulatorDims, a.workItems);
   }
+  return a;
+}
+
+}  // namespace
+
+AttentionTiling attentionTiling(const AttentionDims& d, const Target& t) {
+  // Local floats: the query and key tiles over one chunk, the value tile over one chunk, P, and
+  // each score work-item's row maxima and sums.
+  auto localFloats = [&](int64_t tile, int64_t chunks) {
+    return 2 * tile * (d.headDim / chunks + 1) + tile * (d.valueDim / chunks + 1) + tile * (tile + 1) +
+           2 * tile * std::min<int64_t>(8, tile);
+  };
+  return blockTiling(d, t, localFloats, d.valueDim);
+}
+
+AttentionTiling attentionGradTiling(const AttentionDims& d, const Target& t) {
+  // Local floats (_dkdv, the larger kernel): the block's and the streamed tiles (q, dO, k, v)
+  // over one chunk, P and dS, the streamed rows' lse and row terms.
+  auto localFloats = [&](int64_t tile, int64_t chunks) {
+    return 2 * tile * (d.headDim / chunks + 1 + d.valueDim / chunks + 1) + 2 * tile * (tile + 1) + 2 * tile;
+  };
+  AttentionTiling a = blockTiling(d, t, localFloats, d.headDim + d.valueDim);
   // A GQA group's heads share their key block's work-group unless that leaves the device short
   // of work-groups (fewer than two per compute unit); then each head gets its own and a last
   // kernel sums the partials.
@@ -147,8 +147,13 @@ Result<std::string> accessFn(const std::string& fn, const layout::Layout& l, con
   return fmt::format("inline uint {}({}) {{ return {}; }}\n", fn, params, off);
 }
 
-std::map<std::string, std::string> commonHoles(const AttentionDims& d, bool hasMask) {
-  return {{"H", str(d.heads)},
+std::map<std::string, std::string> commonHoles(const AttentionDims& d, bool hasMask, const AttentionTiling& a) {
+  return {{"TILE", str(a.tile)},
+          {"WG", str(a.workItems)},
+          {"SX", str(a.scoreCols)},
+          {"EX", str(a.accumulatorDims)},
+          {"NCH", str(a.chunks)},
+          {"H", str(d.heads)},
           {"HKV", str(d.kvHeads)},
           {"GROUP", str(d.group())},
           {"SQ", str(d.qLen)},
@@ -213,22 +218,16 @@ Result<NodeCode> emitAttention(const ir::Graph& g, const ir::Node& n, const Targ
       access += fn;
       arg[name] = val(n.outputs[o]);
     }
-    const AttentionTiling a = attentionTiling(d.headDim, d.valueDim, t);
-    auto holes = commonHoles(d, hasMask);
+    const AttentionTiling a = attentionTiling(d, t);
     const std::string params = "__global const float* q, __global const float* k, __global const float* v, " + maskParam +
                                "__global float* o, __global float* lse";
     std::vector<ArgRef> args{arg["Q"], arg["K"], arg["V"]};
     if (hasMask) args.push_back(arg["Mask"]);
     args.insert(args.end(), {arg["O"], arg["Lse"]});
     code.launches.push_back(launch("flash_attention",
-                                   {{"COMMON", common(holes, access)},
-                                    {"PARAMS", params},
-                                    {"ROWS", str(a.rows)},
-                                    {"COLS", str(a.cols)},
-                                    {"TD", str(a.td)}},
-                                   "attention",
-                                   std::move(args), {roundUp(d.qLen, a.rows) / a.rows * a.rows * a.td, bh},
-                                   {a.rows * a.td, 1}));
+                                   {{"COMMON", common(commonHoles(d, hasMask, a), access)}, {"PARAMS", params}},
+                                   "attention", std::move(args),
+                                   {roundUp(d.qLen, a.tile) / a.tile * a.workItems, bh}, {a.workItems, 1}));
     return code;
   }
   // Backward: scratch 0 holds the row terms; unwanted dk/dv go to scratch as well.
@@ -251,18 +250,12 @@ Result<NodeCode> emitAttention(const ir::Graph& g, const ir::Node& n, const Targ
   }
   const bool wantsDq = !n.outputs.empty() && n.outputs[0] != ir::kNoValue;
   if (!wantsDq) access += "inline uint offDQ(uint ib, uint ih, uint ii, uint id) { return 0u; }\n";
-  const AttentionGradTiling a = attentionGradTiling(d, t);
-  auto holes = commonHoles(d, hasMask);
+  const AttentionTiling a = attentionGradTiling(d, t);
   const std::string in = "__global const float* dout, __global const float* q, __global const float* k, "
                          "__global const float* v, __global const float* lse, " + maskParam + "__global const float* dr, ";
   const std::map<std::string, std::string> vars{
-      {"COMMON", common(holes, access)},
+      {"COMMON", common(commonHoles(d, hasMask, a), access)},
       {"BATCH", str(d.batch)},
-      {"TILE", str(a.tile)},
-      {"WG", str(a.workItems)},
-      {"SX", str(a.scoreCols)},
-      {"EX", str(a.gradDims)},
-      {"NCH", str(a.chunks)},
       {"SPLIT_GROUP", a.splitGroups ? "1" : "0"},
       {"ROWTERM_PARAMS", "__global const float* dout, __global const float* o, __global float* dr"},
       {"DQ_PARAMS", in + "__global float* dq"},

@@ -103,24 +103,18 @@ struct SceLossShape {
 Result<SceLossShape> sceLossShape(const ir::Graph& g, const ir::Node& n, ir::ValueId scores, ir::ValueId labels,
                                   const Target& t);
 
-// fbl.Attention / fbl.AttentionGrad as the flash kernel pair (attention_emitters.cc): TD
-// work-items per row, ROWS rows a work-group, tiles of COLS rows through local memory. Every
+// fbl.Attention / fbl.AttentionGrad as the flash kernel pair (attention_emitters.cc). Every
 // operand and output is read or written through `layouts` (nullptr: row-major), buffers only.
-// The forward kernel's tiling (kernels_cl/flash_attention.cl): ROWS query rows a work-group, TD
-// work-items a row, key/value tiles of COLS rows.
+// The block tiling of kernels_cl/flash_attention*.cl: TILE x TILE blocks, WG work-items, SX of
+// them across a score block's columns and EX across an accumulator's head dims, the head dims
+// through local memory in `chunks` parts; splitGroups (backward): each query head of a GQA group
+// gets its own dk/dv work-groups, summed afterwards.
 struct AttentionTiling {
-  int64_t rows = 16, cols = 16, td = 1;
-};
-AttentionTiling attentionTiling(int64_t headDim, int64_t valueDim, const Target& t);
-// The backward kernels' tiling (kernels_cl/flash_attention_grad.cl): TILE x TILE blocks, WG
-// work-items, SX of them across a score block's columns and EX across a gradient's head dims,
-// the head dims through local memory in `chunks` parts; splitGroups: each query head of a GQA
-// group gets its own dk/dv work-groups, summed afterwards.
-struct AttentionGradTiling {
-  int64_t tile = 16, workItems = 64, scoreCols = 8, gradDims = 16, chunks = 1;
+  int64_t tile = 16, workItems = 64, scoreCols = 8, accumulatorDims = 16, chunks = 1;
   bool splitGroups = false;
 };
-AttentionGradTiling attentionGradTiling(const autodiff::AttentionDims& d, const Target& t);
+AttentionTiling attentionTiling(const autodiff::AttentionDims& d, const Target& t);
+AttentionTiling attentionGradTiling(const autodiff::AttentionDims& d, const Target& t);
 bool isAttentionOp(std::string_view op);
 Result<NodeCode> emitAttention(const ir::Graph& g, const ir::Node& n, const Target& t, const NodeLayouts* layouts);
 Result<NodeCode> emitAttentionNode(const ir::Graph& g, const ir::Node& n, const Target& t);

@@ -8,6 +8,7 @@
 // tiling and with the GPU tilings of phones and of the H200 (wider work-groups, tiles sized to
 // local memory, GQA heads split over work-groups).
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -236,16 +237,16 @@ void runBothTilings(const AttnCase& c, unsigned seed) {
   h200.matmul.localMemoryBytes = 49152;
   h200.computeUnits = 132;
   for (const codegen::Target& t : {cpu, phone, h200}) {
-    const auto fwd = codegen::attentionTiling(c.dim, c.valueDim, t);
     autodiff::AttentionDims d;
     d.batch = c.batch, d.heads = c.heads, d.kvHeads = c.kvHeads, d.qLen = c.qLen, d.kvLen = c.kvLen;
     d.headDim = c.dim, d.valueDim = c.valueDim;
-    const auto bwd = codegen::attentionGradTiling(d, t);
+    auto describe = [](const codegen::AttentionTiling& a) {
+      return fmt::format("tile {}, work-items {}, sx {}, ex {}, chunks {}{}", a.tile, a.workItems, a.scoreCols,
+                         a.accumulatorDims, a.chunks, a.splitGroups ? ", GQA heads split" : "");
+    };
     INFO((t.deviceClass == codegen::DeviceClass::kGpu ? "GPU" : "CPU")
-         << " tiling (local " << t.matmul.localMemoryBytes << "): forward rows " << fwd.rows << ", cols " << fwd.cols
-         << ", td " << fwd.td << "; backward tile " << bwd.tile << ", work-items " << bwd.workItems << ", sx "
-         << bwd.scoreCols << ", ex " << bwd.gradDims << ", chunks " << bwd.chunks
-         << (bwd.splitGroups ? ", GQA heads split" : ""));
+         << " tiling (local " << t.matmul.localMemoryBytes << "): forward " << describe(codegen::attentionTiling(d, t))
+         << "; backward " << describe(codegen::attentionGradTiling(d, t)));
     runCase(c, t, seed);
   }
 }
