@@ -8,6 +8,7 @@
 // epoch ending inside an accumulation window. Without --data, synthetic batches from the plan.
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <fstream>
 #include <random>
 #include <regex>
@@ -221,7 +222,8 @@ TEST_CASE("fbl-train: synthetic inputs from the plan's bounds, weights beside th
   driver::Compiled compiled;
   const driver::CompileArgs a = compiledLlamaTiny("llama-synthetic", &compiled);
   const std::string cache = " --cache-dir " + tempDir() + "/cache";
-  const Run run = fblTrain(a.output + " --steps 3 --seed 5" + cache, "synthetic");
+  const std::string dump = tempDir() + "/synthetic-dump";
+  const Run run = fblTrain(a.output + " --steps 3 --seed 5 --dump-grads " + dump + cache, "synthetic");
   INFO(run.log);
   REQUIRE(run.status == 0);
   CHECK_THAT(run.log, Catch::Contains("data: synthetic inputs (seed 5)"));
@@ -246,6 +248,24 @@ TEST_CASE("fbl-train: synthetic inputs from the plan's bounds, weights beside th
     float loss = 0.0f;
     REQUIRE(fbl_train_step(cs, &loss) == FBL_OK);
     CHECK(fmt::format("{} {:.6f}", k + 1, loss) == losses.at(static_cast<size_t>(k)));
+    if (k > 0) continue;
+    // --dump-grads wrote the first step's loss and gradients as TensorProtos.
+    auto dumpedLoss = onnx::readTensorProtoFile(dump + "/loss.pb");
+    REQUIRE(dumpedLoss.ok());
+    CHECK(dumpedLoss->tensor.at(0) == loss);
+    for (const planfile::Trainable& t : compiled.plan.trainables) {
+      const planfile::Tensor& param = compiled.plan.tensors[t.param];
+      std::string file = param.name + ".pb";
+      std::replace(file.begin(), file.end(), '/', '_');
+      auto dumped = onnx::readTensorProtoFile(dump + "/grads/" + file);
+      INFO(file);
+      REQUIRE(dumped.ok());
+      CHECK(dumped->name == param.name);
+      REQUIRE(dumped->tensor.nbytes() == static_cast<size_t>(planfile::logicalBytes(param)));
+      std::vector<float> grad(dumped->tensor.nbytes() / 4);
+      REQUIRE(fbl_read_tensor(cs, compiled.plan.tensors[t.grad].name.c_str(), grad.data(), dumped->tensor.nbytes()) == FBL_OK);
+      CHECK(std::memcmp(grad.data(), dumped->tensor.raw(), dumped->tensor.nbytes()) == 0);
+    }
   }
   fbl_close(cs);
 
