@@ -23,7 +23,6 @@ std::string where(const planfile::Tensor& t, int64_t pos) {
   return s + "])";
 }
 
-bool isIntegerType(const std::string& dt) { return dt == "i64" || dt == "i32" || dt == "i8" || dt == "u8"; }
 bool isFloatType(const std::string& dt) { return dt == "f32" || dt == "f64" || dt == "f16" || dt == "bf16"; }
 
 int64_t intAt(const unsigned char* p, const std::string& dt) {
@@ -70,6 +69,8 @@ std::string violation(const planfile::InputCheck& c, int64_t v) {
 
 }  // namespace
 
+bool checkedIntegerType(const std::string& dt) { return dt == "i64" || dt == "i32" || dt == "i8" || dt == "u8"; }
+
 std::string checkInput(const planfile::Plan& plan, int32_t t, const void* data, size_t bytes) {
   const planfile::Tensor& pt = plan.tensors[t];
   const int64_t want = planfile::logicalBytes(pt);
@@ -89,7 +90,7 @@ std::string checkInput(const planfile::Plan& plan, int32_t t, const void* data, 
       if (nf.empty()) continue;
       if (bad++ == 0) first = where(pt, i) + ": value " + nf + " is not finite";
     }
-  } else if (isIntegerType(pt.dtype)) {
+  } else if (checkedIntegerType(pt.dtype)) {
     std::vector<const planfile::InputCheck*> checks;
     for (const planfile::InputCheck& c : plan.inputChecks)
       if (c.input == t) checks.push_back(&c);

@@ -21,6 +21,10 @@
 
 namespace fbl::rt {
 
+// The integer dtypes whose elements are read against Plan::inputChecks (i64, i32, i8, u8); the
+// loader refuses a check on an input of another dtype, which no write would meet (plan_check.h).
+bool checkedIntegerType(const std::string& dtype);
+
 // The host's row-major bytes for plan tensor `t`, of `bytes` bytes. "" when they may be written;
 // tensors that are not inputs are checked for their byte count only.
 std::string checkInput(const planfile::Plan& plan, int32_t t, const void* data, size_t bytes);

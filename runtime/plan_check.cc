@@ -23,6 +23,7 @@
 #include <map>
 #include <vector>
 
+#include "runtime/input_check.h"
 #include "runtime/shape_text.h"
 
 namespace fbl::rt {
@@ -252,9 +253,13 @@ std::string checkRuntimeTensors(const Plan& p) {
   for (int32_t i : p.inputs)
     if (p.tensors[i].role != Role::Input || (p.tensors[i].image() && p.tensors[i].pack < 0))
       return tensorName(p, i) + ": an input must have role input and be writable (role " + planfile::roleName(p.tensors[i].role) + ")";
-  for (const planfile::InputCheck& c : p.inputChecks)
+  for (const planfile::InputCheck& c : p.inputChecks) {
     if (c.lo >= c.hi && !(c.lo == c.hi && c.hasIgnore))
       return "input check of node '" + c.node + "': bounds [" + num(c.lo) + ", " + num(c.hi) + ") are empty";
+    if (!checkedIntegerType(p.tensors[c.input].dtype))
+      return "input check of node '" + c.node + "': " + tensorName(p, c.input) + " is " + p.tensors[c.input].dtype +
+             ", not an integer input (i64, i32, i8, u8)";
+  }
   for (const planfile::Trainable& tr : p.trainables) {
     const Tensor& param = p.tensors[tr.param];
     if (param.role != Role::Trainable) return tensorName(p, tr.param) + ": a trainable's param has role " + planfile::roleName(param.role);

@@ -1,9 +1,9 @@
-// Synthetic training batches for a graph's inputs, so that a model trains without a data set
-// (`fbl-train` without --data): float inputs are standard-normal (images, audio features,
-// latents), integer inputs are uniform in [0, bound) where the bound is the smallest of the
-// input's analysis::inputBounds (the rows of the table it indexes through Gather, the class
-// count of the SoftmaxCrossEntropyLoss it labels; the plan records the same bounds). An integer
-// input with neither (a diffusion timestep) gets kDefaultIntegerBound. Every draw comes from one fixed-seed generator.
+// Synthetic training batches for a graph's inputs: runtime/synthetic_inputs.h's generator (the
+// one fbl-train runs on a plan without --data), with each integer input's bound read from the
+// graph: the smallest of its analysis::inputBounds (the rows of the table it indexes through
+// Gather, the class count of the SoftmaxCrossEntropyLoss it labels), which the plan records as
+// its input_checks; an integer input with neither (a diffusion timestep) gets
+// rt::kDefaultIntegerBound. A plan and its graph give the same batch.
 #pragma once
 
 #include <cstdint>
@@ -11,10 +11,9 @@
 
 #include "compiler/ir/graph.h"
 #include "compiler/support/result.h"
+#include "runtime/synthetic_inputs.h"
 
 namespace fbl::zoo {
-
-inline constexpr int64_t kDefaultIntegerBound = 1000;
 
 // The exclusive upper bound of integer input `input` (see above).
 int64_t integerInputBound(const ir::Graph& g, ir::ValueId input);

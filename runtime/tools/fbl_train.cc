@@ -1,14 +1,16 @@
 // fbl-train: fine-tunes a plan on an OpenCL device from the command line.
 //
-//   fbl-train PLAN --weights MODEL.onnx|WEIGHTS.safetensors [--data PATH] [--eval-data PATH]
+//   fbl-train PLAN [--weights WEIGHTS.safetensors] [--data PATH] [--eval-data PATH]
 //             [--steps N | --epochs E] [--seed S] [--eval-split F | --eval-samples M] [--eval-every K]
 //             [--checkpoint-every K] [--checkpoint PATH] [--resume] [--dump-grads OUT]
 //             [--export-adapter DIR] [--device N] [--cache-dir DIR] [--list-devices]
 //
-// It is a desktop tool over the runtime library: it links the compiler library only to read
-// ONNX (weights from MODEL.onnx, TensorProto datasets, or without --data the graph of MODEL.onnx
-// for synthetic inputs); an app links the runtime alone, reads .safetensors and .npy datasets
-// with runtime/dataset.h and feeds safetensors weights and raw input bytes through the C API.
+// It is a desktop tool over the runtime library: the weights are the .safetensors `fblc compile`
+// wrote beside the plan, synthetic inputs (no --data) are drawn within the plan's input_checks
+// (runtime/synthetic_inputs.h). It takes one thing from the compiler library, TensorProto files
+// (datasets in .pb, --dump-grads), through tensor_proto_io.h. An app links the runtime alone,
+// reads .safetensors and .npy datasets with runtime/dataset.h and feeds safetensors weights and
+// raw input bytes through the C API.
 // The dataset's order, held-out split and resume position are runtime/sample_order.h's and
 // runtime/dataset_position.h's; this file runs the loop.
 #include <unistd.h>
@@ -28,14 +30,12 @@
 
 #include <fmt/format.h>
 
-#include "compiler/onnx/load_model.h"
-#include "compiler/onnx/tensor_proto.h"
-#include "compiler/driver/compile_command.h"
-#include "compiler/zoo/synthetic_inputs.h"
 #include "runtime/dataset.h"
 #include "runtime/dataset_position.h"
 #include "runtime/sample_order.h"
 #include "runtime/session.h"
+#include "runtime/synthetic_inputs.h"
+#include "runtime/tools/tensor_proto_io.h"
 #include "runtime/tools/train_data.h"
 
 namespace {
@@ -57,10 +57,11 @@ struct Args {
 };
 
 const char* kUsage =
-    "usage: fbl-train PLAN --weights MODEL.onnx|WEIGHTS.safetensors [--data PATH] [--eval-data PATH]\n"
+    "usage: fbl-train PLAN [--weights WEIGHTS.safetensors] [--data PATH] [--eval-data PATH]\n"
     "                 [--steps N | --epochs E] [--seed S] [--eval-split F | --eval-samples M] [--eval-every K]\n"
     "                 [--checkpoint-every K] [--checkpoint PATH] [--resume] [--dump-grads OUT]\n"
     "                 [--export-adapter DIR] [--device N] [--cache-dir DIR] [--list-devices]\n"
+    "--weights: what `fblc compile` wrote beside the plan (default: PLAN with .safetensors).\n"
     "PATH: FILE.safetensors, FILE.npy, a folder of INPUT.npy, or TensorProtos (DIR/input_K.pb,\n"
     "DIR/test_data_set_*/input_K.pb); see docs/runtime.md, \"Datasets\".\n";
 
@@ -132,9 +133,9 @@ std::string parseArgs(int argc, char** argv, Args* a) {
   }
   if (a->listDevices) return "";
   if (a->plan.empty()) return "a plan file is required";
-  if (a->weights.empty()) return "--weights is required";
-  if (a->data.empty() && fs::path(a->weights).extension() != ".onnx")
-    return "without --data, --weights must be MODEL.onnx: synthetic inputs take their value ranges from its graph";
+  if (a->weights.empty()) a->weights = fs::path(a->plan).replace_extension(".safetensors").string();
+  if (fs::path(a->weights).extension() == ".onnx")
+    return "--weights takes the .safetensors `fblc compile` wrote beside the plan (default: PLAN with .safetensors), not the ONNX model";
   if (a->epochs > 0 && a->steps >= 0) return "give --steps or --epochs, not both";
   if (a->data.empty() && (a->epochs > 0 || a->evalSplit > 0.0 || a->evalSamples > 0))
     return "--epochs, --eval-split and --eval-samples need a dataset (--data)";
@@ -148,54 +149,16 @@ std::string parseArgs(int argc, char** argv, Args* a) {
   return "";
 }
 
-// One batch of synthetic inputs (no --data).
-struct Batch {
-  std::vector<fbl::ir::Tensor> inputs;
-};
-
-// Without --data: the graph of MODEL.onnx, loaded with the plan's input shapes (the plan may
-// have been compiled with --shape), so that zoo::syntheticInputs reads each integer input's
-// bound (vocabulary, class count) from it.
-std::string loadSyntheticGraph(const std::string& model, const fbl::planfile::Plan& plan, fbl::ir::Graph* out) {
-  auto g = fbl::onnx::loadModel(model);
-  if (!g.ok()) return g.error().message;
-  if (g->inputs.size() != plan.inputs.size())
-    return fmt::format("{} has {} inputs but the plan {}", model, g->inputs.size(), plan.inputs.size());
-  fbl::onnx::LoadOptions lo;
-  bool differ = false;
-  for (size_t i = 0; i < plan.inputs.size(); ++i) {
-    const auto& shape = plan.tensors[plan.inputs[i]].shape;
-    lo.shapeOverrides[g->values[g->inputs[i]].name] = fbl::ir::Shape(shape.begin(), shape.end());
-    differ = differ || g->values[g->inputs[i]].shape != lo.shapeOverrides[g->values[g->inputs[i]].name];
-  }
-  if (differ) {
-    g = fbl::onnx::loadModel(model, lo);
-    if (!g.ok()) return g.error().message;
-  }
-  *out = std::move(g.value());
-  return "";
-}
-
-std::string syntheticBatch(const fbl::ir::Graph& g, uint64_t seed, int64_t step, Batch* b) {
-  auto inputs = fbl::zoo::syntheticInputs(g, seed, step);
-  if (!inputs.ok()) return inputs.error().message;
-  b->inputs.clear();
-  for (fbl::ir::ValueId v : g.inputs) b->inputs.push_back(std::move(inputs.value().at(v)));
-  return "";
-}
-
-// Writes a synthetic batch through the runtime's typed input write, which checks dtype, shape
-// and values (runtime/input_check.h).
-std::string feed(fbl::rt::Session& s, const Batch& b) {
-  const auto& plan = s.plan();
-  for (size_t i = 0; i < plan.inputs.size(); ++i) {
-    const auto& x = b.inputs[i];
-    const std::vector<int64_t> shape(x.shape().begin(), x.shape().end());
-    if (auto e = s.writeInput(plan.tensors[plan.inputs[i]].name, std::string(fbl::ir::dtypeName(x.dtype())), shape, x.raw(),
-                              x.nbytes());
-        !e.empty())
+// Without --data: batch `step` of runtime/synthetic_inputs.h, drawn within the plan's
+// input_checks, written through the runtime's typed input write, which checks dtype, shape and
+// values (runtime/input_check.h).
+std::string feedSynthetic(fbl::rt::Session& s, const std::vector<fbl::rt::SyntheticInput>& inputs, uint64_t seed,
+                          int64_t step) {
+  std::vector<std::vector<unsigned char>> batch;
+  if (auto e = fbl::rt::syntheticBatch(inputs, seed, step, &batch); !e.empty()) return e;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (auto e = s.writeInput(inputs[i].name, inputs[i].dtype, inputs[i].shape, batch[i].data(), batch[i].size()); !e.empty())
       return e;
-  }
   return "";
 }
 
@@ -207,21 +170,19 @@ std::string dumpGrads(fbl::rt::Session& s, const std::string& out, float loss) {
   if (ec) return fmt::format("--dump-grads '{}': cannot create the folder: {}", out, ec.message());
   const auto& plan = s.plan();
   const auto& lt = plan.tensors[plan.loss];
-  fbl::ir::Tensor l(fbl::ir::DType::F32, lt.shape);
-  l.set(0, loss);
-  if (auto st = fbl::onnx::writeTensorProtoFile((fs::path(out) / "loss.pb").string(), lt.name, l); !st.ok())
-    return st.error().message;
+  fbl::train::ProtoTensor l{lt.name, "f32", lt.shape, {}};  // the loader makes the loss f32, of one element or more
+  l.bytes.resize(static_cast<size_t>(fbl::planfile::logicalBytes(lt)), 0);
+  std::memcpy(l.bytes.data(), &loss, sizeof loss);
+  if (auto e = fbl::train::writeTensorProto((fs::path(out) / "loss.pb").string(), l); !e.empty()) return e;
   for (const auto& t : plan.trainables) {
     const auto& pt = plan.tensors[t.param];
-    std::vector<unsigned char> bytes;
-    if (auto e = s.readTensor(t.grad, &bytes); !e.empty()) return e;
-    fbl::ir::Tensor g(fbl::ir::DType::F32, pt.shape);
-    std::memcpy(g.raw(), bytes.data(), std::min(bytes.size(), g.nbytes()));
+    fbl::train::ProtoTensor g{pt.name, "f32", pt.shape, {}};
+    if (auto e = s.readTensor(t.grad, &g.bytes); !e.empty()) return e;
+    g.bytes.resize(static_cast<size_t>(fbl::planfile::logicalBytes(pt)), 0);
     std::string file = pt.name + ".pb";
     for (char& ch : file)
       if (ch == '/' || ch == '\\') ch = '_';
-    if (auto st = fbl::onnx::writeTensorProtoFile((fs::path(out) / "grads" / file).string(), pt.name, g); !st.ok())
-      return st.error().message;
+    if (auto e = fbl::train::writeTensorProto((fs::path(out) / "grads" / file).string(), g); !e.empty()) return e;
   }
   return "";
 }
@@ -245,7 +206,7 @@ struct Data {
   uint64_t fingerprint = 0;  // train's, hashed once: every checkpoint records it
   const fbl::rt::Dataset* evalSet = nullptr;  // the dataset `evalSamples` index, if any
   std::vector<int64_t> evalSamples;
-  fbl::ir::Graph synthetic;
+  std::vector<fbl::rt::SyntheticInput> synthetic;  // no --data: the plan's inputs and their bounds
   int64_t lastStep = 0;
   int64_t epochs = 0;  // --epochs, 0 if the run is counted in --steps
   // Samples an optimizer step takes: one a micro-batch (a sample is one batch of the plan's
@@ -272,7 +233,7 @@ std::string setUpData(const Args& a, const fbl::rt::Session& s, Data* d) {
   const auto& plan = s.plan();
   d->fromFile = !a.data.empty();
   if (!d->fromFile) {
-    if (auto e = loadSyntheticGraph(a.weights, plan, &d->synthetic); !e.empty()) return e;
+    d->synthetic = fbl::rt::syntheticInputs(plan);
     fmt::print(stderr, "data: synthetic inputs (seed {})\n", a.seed.value_or(0));
   } else {
     if (auto e = fbl::train::loadDataset(a.data, plan, &d->train); !e.empty()) return e;
@@ -348,6 +309,11 @@ std::string printEvalLoss(fbl::rt::Session& s, const Data& d) {
 }
 
 int run(const Args& a) {
+  // Before the device builds the program: a missing default file is the likely mistake.
+  if (!fs::exists(a.weights))
+    return fmt::print(stderr, "error: weights '{}' do not exist: `fblc compile` writes them beside the plan (--weights names another file)\n",
+                      a.weights),
+           1;
   fbl::rt::OpenOptions o;
   o.device = a.device;
   o.cacheDir = a.cacheDir;
@@ -356,18 +322,7 @@ int run(const Args& a) {
   if (!s) return fmt::print(stderr, "error: {}\n", err), 1;
   fmt::print(stderr, "device: {} ({}){}\n", s->device().name, s->device().platform,
              s->programFromCache() ? ", program from cache" : "");
-  std::string weights = a.weights;
-  if (fs::path(weights).extension() == ".onnx") {
-    // The runtime parses no protobuf: convert the initializers the plan names through the compiler.
-    fbl::driver::CompileArgs ca;
-    ca.model = a.weights;
-    ca.weights = (fs::temp_directory_path() / fmt::format("fbl-train-{}.safetensors", ::getpid())).string();
-    if (auto st = fbl::driver::writeWeights(ca, s->plan()); !st.ok()) return fmt::print(stderr, "error: {}\n", st.error().message), 1;
-    weights = ca.weights;
-  }
-  err = s->loadWeights(weights);
-  if (weights != a.weights) fs::remove(weights);
-  if (!err.empty()) return fmt::print(stderr, "error: {}\n", err), 1;
+  if (auto e = s->loadWeights(a.weights); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
   // Every sample is read and checked before the first step, so a bad one stops the run before it trains.
   Data data;
   if (auto e = setUpData(a, *s, &data); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
@@ -396,10 +351,8 @@ int run(const Args& a) {
       const int64_t sample = data.order->sampleAt(micro);
       if (auto e = fbl::train::feedSample(*s, data.train, sample); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
     } else {
-      Batch generated;
-      if (auto e = syntheticBatch(data.synthetic, a.seed.value_or(0), micro, &generated); !e.empty())
+      if (auto e = feedSynthetic(*s, data.synthetic, a.seed.value_or(0), micro); !e.empty())
         return fmt::print(stderr, "error: {}\n", e), 1;
-      if (auto e = feed(*s, generated); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
     }
     if (auto e = s->trainStep(&loss); !e.empty()) {
       fmt::print(stderr, "{}error: {}\n", tty ? "\n" : "", e);

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/onnx/tensor_proto.h"
+#include "runtime/tools/tensor_proto_io.h"
 
 namespace fbl::train {
 
@@ -18,13 +18,10 @@ namespace fs = std::filesystem;
 std::string readTensorProtos(const fs::path& dir, const planfile::Plan& plan, std::vector<rt::DatasetTensor>* out) {
   for (size_t k = 0; k < plan.inputs.size(); ++k) {
     const fs::path p = dir / fmt::format("input_{}.pb", k);
-    auto t = onnx::readTensorProtoFile(p.string());
-    if (!t.ok()) return t.error().message;
-    const ir::Tensor& x = t->tensor;
-    const auto* bytes = reinterpret_cast<const unsigned char*>(x.raw());
-    out->push_back(rt::DatasetTensor{plan.tensors[plan.inputs[k]].name, std::string(ir::dtypeName(x.dtype())),
-                                     std::vector<int64_t>(x.shape().begin(), x.shape().end()),
-                                     std::vector<unsigned char>(bytes, bytes + x.nbytes()), p.string()});
+    ProtoTensor t;
+    if (auto e = readTensorProto(p.string(), &t); !e.empty()) return e;
+    out->push_back(rt::DatasetTensor{plan.tensors[plan.inputs[k]].name, std::move(t.dtype), std::move(t.shape),
+                                     std::move(t.bytes), p.string()});
   }
   return "";
 }

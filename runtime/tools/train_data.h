@@ -1,6 +1,6 @@
 // fbl-train's side of datasets: finding and reading --data / --eval-data (the runtime reads
-// .safetensors and .npy; TensorProto folders need the compiler's protobuf reader, so they are
-// read here), and feeding or evaluating samples through a session.
+// .safetensors and .npy; TensorProto folders need protobuf, read through tensor_proto_io.h), and
+// feeding or evaluating samples through a session.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,8 @@
 // Inputs are checked before any launch, and no kernel reads outside a tensor for any input:
 //  - rt::checkInput on a plan written by hand: every error class and its line (no device);
-//  - the plan records the bounds (compile, then the plan file round trip);
-//  - Session and C API refuse a bad write, write nothing, and say so; fbl-train exits 1 with the
+//  - the plan records the bounds (compile, then the plan file round trip), and synthetic batches
+//    drawn within them are the graph's;
+//  - Session and C API refuse a bad write, write nothing, run no launch, and say so; fbl-train exits 1 with the
 //    line, not 139;
 //  - the kernel guards, with the checks bypassed (a plan whose input_checks were removed): an
 //    index outside the table gathers 0, a label outside the classes counts as ignored.
@@ -12,10 +13,14 @@
 #include <fstream>
 #include <sstream>
 
+#include "compiler/onnx/load_model.h"
 #include "compiler/onnx/tensor_proto.h"
 #include "compiler/driver/compile_command.h"
+#include "compiler/zoo/synthetic_inputs.h"
 #include "runtime/include/fbl/fbl_runtime.h"
 #include "runtime/input_check.h"
+#include "runtime/plan_check.h"
+#include "runtime/synthetic_inputs.h"
 #include "tests/runtime/runtime_test_util.h"
 
 namespace fbl::testing {
@@ -180,6 +185,48 @@ TEST_CASE("compiled plans record the vocabulary and the classes of their inputs"
   CHECK(ids);
   CHECK(labels);
   CHECK(classes == rows);
+  // A check on an input whose values it cannot read (not an integer) is refused at load.
+  planfile::Plan floatIds;
+  REQUIRE(planfile::parse(planfile::serialize(p), &floatIds) == "");
+  CHECK(rt::checkPlan(floatIds) == "");
+  floatIds.tensors[floatIds.inputs[0]].dtype = "f64";
+  CHECK_THAT(rt::checkPlan(floatIds), Catch::Contains("tensor '" + p.tensors[p.inputs[0]].name + "' is f64, not an integer input"));
+}
+
+// fbl-train draws synthetic batches from the plan (runtime/synthetic_inputs.h, bounds from its
+// input_checks); the compiler draws them from the ONNX graph (zoo::syntheticInputs, bounds from
+// analysis::inputBounds). The two must be the same bytes: token ids, labels and pixels.
+TEST_CASE("a plan's synthetic batch is its graph's", "[runtime][inputs]") {
+  for (const char* model : {"llama-tiny", "bert-tiny", "vit-tiny"}) {
+    INFO(model);
+    const driver::CompileArgs a = argsFor(model);
+    auto c = driver::compileModel(a);
+    REQUIRE(c.ok());
+    auto g = onnx::loadModel(a.model);
+    REQUIRE(g.ok());
+    const std::vector<rt::SyntheticInput> specs = rt::syntheticInputs(c->plan);
+    REQUIRE(specs.size() == g->inputs.size());
+    bool integers = false;
+    for (size_t i = 0; i < specs.size(); ++i) {
+      if (specs[i].dtype != "i64") continue;
+      CHECK(specs[i].bound == zoo::integerInputBound(*g, g->inputs[i]));
+      CHECK(specs[i].bound < rt::kDefaultIntegerBound);  // a vocabulary or a class count, not the default
+      integers = true;
+    }
+    CHECK(integers);
+    for (const int64_t step : {0, 3}) {
+      std::vector<std::vector<unsigned char>> fromPlan;
+      REQUIRE(rt::syntheticBatch(specs, 7, step, &fromPlan) == "");
+      auto fromGraph = zoo::syntheticInputs(*g, 7, step);
+      REQUIRE(fromGraph.ok());
+      for (size_t i = 0; i < specs.size(); ++i) {
+        const ir::Tensor& t = fromGraph->at(g->inputs[i]);
+        INFO(specs[i].name << " step " << step);
+        REQUIRE(fromPlan[i].size() == t.nbytes());
+        CHECK(std::memcmp(fromPlan[i].data(), t.raw(), t.nbytes()) == 0);
+      }
+    }
+  }
 }
 
 TEST_CASE("Session and C API refuse a bad input before any launch", "[runtime][inputs]") {
@@ -211,8 +258,15 @@ TEST_CASE("Session and C API refuse a bad input before any launch", "[runtime][i
   REQUIRE(safetensors::writeFileAtomic(path, planfile::serialize(p)) == "");
   fbl_session* cs = nullptr;
   REQUIRE(fbl_open(path.c_str(), -1, (tempDir() + "/cache").c_str(), &cs) == FBL_OK);
+  REQUIRE(fbl_load_weights(cs, a.weights.c_str()) == FBL_OK);
+  int reports = 0;  // one a launch: none may run on a refused batch
+  fbl_set_progress(cs, [](void* n, const fbl_progress*) { return ++*static_cast<int*>(n), 0; }, &reports, 1);
   CHECK(fbl_write_tensor(cs, name.c_str(), bad.raw(), bad.nbytes()) == FBL_ERROR_INPUT);
   CHECK(std::string(fbl_last_error()) == err);
+  CHECK(fbl_train_step(cs, &loss) == FBL_ERROR);
+  CHECK_THAT(std::string(fbl_last_error()), Catch::Contains("input '" + name + "' was never written"));
+  CHECK(reports == 0);
+  CHECK(fbl_step(cs) == 0);
   const int64_t shape[] = {1, 16};
   CHECK(fbl_write_input(cs, name.c_str(), "i64", shape, 2, bad.raw(), bad.nbytes()) == FBL_ERROR_INPUT);
   CHECK(std::string(fbl_last_error()) == err);
@@ -221,6 +275,10 @@ TEST_CASE("Session and C API refuse a bad input before any launch", "[runtime][i
   CHECK_THAT(std::string(fbl_last_error()), Catch::Contains("no tensor 'no_such_input'"));
   CHECK(fbl_write_input(cs, name.c_str(), "i64", shape, 2, ids.raw(), ids.nbytes()) == FBL_OK);
   CHECK(std::string(fbl_last_error()).empty());
+  CHECK(reports == 0);
+  CHECK(fbl_train_step(cs, &loss) == FBL_OK);
+  CHECK(reports > 0);
+  CHECK(fbl_step(cs) == 1);
   fbl_close(cs);
 }
 

@@ -5,9 +5,10 @@
 // loss is printed at each epoch's end; a run stopped mid-epoch and resumed gives exactly the
 // losses of the uninterrupted one; a resume with another seed and a dataset with a token id
 // outside the vocabulary are one line each and exit 1. The same under --grad-accum 2, with an
-// epoch ending inside an accumulation window.
+// epoch ending inside an accumulation window. Without --data, synthetic batches from the plan.
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <fstream>
 #include <random>
 #include <regex>
@@ -15,8 +16,10 @@
 
 #include <fmt/format.h>
 
+#include "compiler/onnx/load_model.h"
 #include "compiler/onnx/tensor_proto.h"
 #include "compiler/driver/compile_command.h"
+#include "compiler/zoo/synthetic_inputs.h"
 #include "runtime/include/fbl/fbl_runtime.h"
 #include "runtime/safetensors.h"
 #include "runtime/tools/train_data.h"
@@ -210,6 +213,69 @@ TEST_CASE("fbl-train: two epochs of a dataset, eval loss, resume mid-epoch, bad 
   CHECK(fbl_dataset_open(cs, badData.c_str(), &ds) == FBL_ERROR_INPUT);
   CHECK_THAT(std::string(fbl_last_error()), Catch::StartsWith(badData + ": sample 5: input '" + input.name + "' position 9"));
   fbl_close(cs);
+}
+
+// Without --data, fbl-train draws batch k from the plan alone (its inputs and input_checks) and
+// reads the weights `fblc compile` wrote beside the plan; the batches are those the compiler
+// draws from the ONNX graph (zoo::syntheticInputs), so the C API fed those gives the same losses.
+TEST_CASE("fbl-train: synthetic inputs from the plan's bounds, weights beside the plan", "[runtime][dataset-train]") {
+  driver::Compiled compiled;
+  const driver::CompileArgs a = compiledLlamaTiny("llama-synthetic", &compiled);
+  const std::string cache = " --cache-dir " + tempDir() + "/cache";
+  const std::string dump = tempDir() + "/synthetic-dump";
+  const Run run = fblTrain(a.output + " --steps 3 --seed 5 --dump-grads " + dump + cache, "synthetic");
+  INFO(run.log);
+  REQUIRE(run.status == 0);
+  CHECK_THAT(run.log, Catch::Contains("data: synthetic inputs (seed 5)"));
+  const std::vector<std::string> losses = stepLosses(run.log);
+  REQUIRE(losses.size() == 3);
+
+  auto g = onnx::loadModel(a.model);
+  REQUIRE(g.ok());
+  fbl_session* cs = nullptr;
+  REQUIRE(fbl_open(a.output.c_str(), -1, (tempDir() + "/cache").c_str(), &cs) == FBL_OK);
+  REQUIRE(fbl_load_weights(cs, a.weights.c_str()) == FBL_OK);
+  for (int64_t k = 0; k < 3; ++k) {
+    auto batch = zoo::syntheticInputs(*g, 5, k);
+    REQUIRE(batch.ok());
+    for (ir::ValueId v : g->inputs) {
+      const ir::Tensor& t = batch->at(v);
+      const std::vector<int64_t> shape(t.shape().begin(), t.shape().end());
+      INFO(fbl_last_error());
+      REQUIRE(fbl_write_input(cs, g->values[v].name.c_str(), std::string(ir::dtypeName(t.dtype())).c_str(), shape.data(),
+                              shape.size(), t.raw(), t.nbytes()) == FBL_OK);
+    }
+    float loss = 0.0f;
+    REQUIRE(fbl_train_step(cs, &loss) == FBL_OK);
+    CHECK(fmt::format("{} {:.6f}", k + 1, loss) == losses.at(static_cast<size_t>(k)));
+    if (k > 0) continue;
+    // --dump-grads wrote the first step's loss and gradients as TensorProtos.
+    auto dumpedLoss = onnx::readTensorProtoFile(dump + "/loss.pb");
+    REQUIRE(dumpedLoss.ok());
+    CHECK(dumpedLoss->tensor.at(0) == loss);
+    for (const planfile::Trainable& t : compiled.plan.trainables) {
+      const planfile::Tensor& param = compiled.plan.tensors[t.param];
+      std::string file = param.name + ".pb";
+      std::replace(file.begin(), file.end(), '/', '_');
+      auto dumped = onnx::readTensorProtoFile(dump + "/grads/" + file);
+      INFO(file);
+      REQUIRE(dumped.ok());
+      CHECK(dumped->name == param.name);
+      REQUIRE(dumped->tensor.nbytes() == static_cast<size_t>(planfile::logicalBytes(param)));
+      std::vector<float> grad(dumped->tensor.nbytes() / 4);
+      REQUIRE(fbl_read_tensor(cs, compiled.plan.tensors[t.grad].name.c_str(), grad.data(), dumped->tensor.nbytes()) == FBL_OK);
+      CHECK(std::memcmp(grad.data(), dumped->tensor.raw(), dumped->tensor.nbytes()) == 0);
+    }
+  }
+  fbl_close(cs);
+
+  const Run onnx = fblTrain(a.output + " --weights " + a.model + " --steps 1" + cache, "synthetic-onnx");
+  CHECK(onnx.status == 2);
+  CHECK_THAT(onnx.log, Catch::Contains("error: --weights takes the .safetensors `fblc compile` wrote beside the plan"));
+  const std::string missing = tempDir() + "/no-such.safetensors";
+  const Run none = fblTrain(a.output + " --weights " + missing + " --steps 1" + cache, "synthetic-missing");
+  CHECK(none.status == 1);
+  CHECK_THAT(none.log, Catch::Contains("error: weights '" + missing + "' do not exist"));
 }
 
 // A plan compiled with --grad-accum 2: each train step is one micro-batch of one sample, an

@@ -12,6 +12,7 @@
 #include "compiler/train/ref_trainer.h"
 #include "compiler/zoo/synthetic_inputs.h"
 #include "compiler/zoo/zoo.h"
+#include "runtime/synthetic_inputs.h"
 #include "tests/runtime/runtime_test_util.h"
 
 namespace fbl::testing {
@@ -50,6 +51,15 @@ void stepOnDevice(const std::string& name) {
   REQUIRE(tg.ok());
   auto batch = zoo::syntheticInputs(*fwd, 0, 0);
   REQUIRE(batch.ok());
+  // fbl-train draws it from the plan alone: the same bytes.
+  std::vector<std::vector<unsigned char>> fromPlan;
+  REQUIRE(rt::syntheticBatch(rt::syntheticInputs(c->plan), 0, 0, &fromPlan) == "");
+  REQUIRE(fromPlan.size() == fwd->inputs.size());
+  for (size_t i = 0; i < fromPlan.size(); ++i) {
+    const ir::Tensor& t = batch->at(fwd->inputs[i]);
+    REQUIRE(fromPlan[i].size() == t.nbytes());
+    CHECK(std::memcmp(fromPlan[i].data(), t.raw(), t.nbytes()) == 0);
+  }
   std::map<ir::ValueId, ir::Tensor> feeds;
   for (const auto& [v, t] : *batch) {
     const std::string& input = fwd->values[v].name;

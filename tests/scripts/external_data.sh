@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every command reads a model whose weights sit in model.onnx.data (tests/data/llama-tiny-external,
 # llama-tiny with every initializer moved out): inspect, run-ref (the same losses as llama-tiny's
-# inline file), compile, and fbl-train with --weights MODEL.onnx.
+# inline file), compile (whose weights file holds the external data), and fbl-train on them.
 # Args: BUILD_DIR SOURCE_DIR.
 set -euo pipefail
 build=${1:?build dir}; src=${2:?source dir}
@@ -23,7 +23,7 @@ echo "external: $(echo $got)"
 if [[ "$got" != "$want" ]]; then echo "FAIL: run-ref gives other losses on the external-data file"; exit 1; fi
 
 "$bin/fblc" compile "$ext" --profile "$src/profiles/pocl-cpu.json" -o "$work/m.fbp" >/dev/null
-"$bin/fbl-train" "$work/m.fbp" --weights "$ext" --data "$data" --steps 2 --cache-dir "$work/cache" \
+"$bin/fbl-train" "$work/m.fbp" --weights "$work/m.safetensors" --data "$data" --steps 2 --cache-dir "$work/cache" \
   > "$work/train.txt" 2>"$work/train.err" || { cat "$work/train.err"; echo "FAIL: fbl-train"; exit 1; }
 grep '^done: step 2' "$work/train.txt"
 echo PASS

@@ -27,7 +27,8 @@ for m in $models; do
       >"$work/$m.compile.log" 2>&1; then
     echo "FAIL $m: compile: $(tail -1 "$work/$m.compile.log")"; failed=1; continue
   fi
-  if ! out=$("$bin/fbl-train" "$work/$m.fbp" --weights "$work/$m.onnx" --steps 1 --cache-dir "$build/zoo-step-cache" \
+  # The weights are the $m.safetensors compile wrote beside the plan (fbl-train's default).
+  if ! out=$("$bin/fbl-train" "$work/$m.fbp" --steps 1 --cache-dir "$build/zoo-step-cache" \
       --device "$dev" 2>"$work/$m.train.log"); then
     echo "FAIL $m: fbl-train: $(tail -1 "$work/$m.train.log")"; failed=1; continue
   fi
