@@ -31,9 +31,11 @@ namespace {
 // The block tiling both kernels share: the largest tile (a power of two up to 32: two 32-row
 // tiles already give each work-item a 2 x 4 block of scores to reuse its local reads over) whose
 // local floats (`localFloats(tile, chunks)`) fit the profile's local memory, else 16 KB on GPUs,
-// 32 KB on CPUs. A tile that does not fit with whole rows takes the head dims in chunks of at
-// least 16 dims (so that staging stays coalesced): Gemma's head_dim 256 on the H200 gets 32-row
-// tiles in 4 chunks instead of 8-row tiles. `accumulatorDims`: the head dims a row accumulates
+// 32 KB on CPUs. Whole rows are preferred down to 8-row tiles; below that the head dims pass in
+// chunks of at least 16 dims (so that staging stays coalesced), which is what phones need at
+// head_dim 256. On the H200, chunks that kept Gemma's head_dim 256 at 32-row tiles lost to 8-row
+// tiles with whole rows (docs/kernels.md): a chunk adds a staging round and two barriers, and
+// 32-row blocks left one work-group per SM. `accumulatorDims`: the head dims a row accumulates
 // (o: dv; dk and dv: d + dv), at most 64 of which a work-item holds.
 template <typename LocalFloats>
 AttentionTiling blockTiling(const AttentionDims& d, const Target& t, LocalFloats localFloats, int64_t accumulatorDims) {
@@ -45,9 +47,12 @@ AttentionTiling blockTiling(const AttentionDims& d, const Target& t, LocalFloats
     return d.headDim % next == 0 && d.valueDim % next == 0 && d.headDim / next >= 16 && d.valueDim / next >= 16;
   };
   AttentionTiling a;
-  for (a.tile = 32;; a.tile /= 2) {
-    for (a.chunks = 1; localFloats(a.tile, a.chunks) > budget && canHalve(a.chunks);) a.chunks *= 2;
-    if (localFloats(a.tile, a.chunks) <= budget || a.tile == 1) break;
+  for (a.tile = 32; a.tile > 8 && localFloats(a.tile, 1) > budget;) a.tile /= 2;
+  if (localFloats(a.tile, 1) > budget) {
+    for (a.tile = 32;; a.tile /= 2) {
+      for (a.chunks = 1; localFloats(a.tile, a.chunks) > budget && canHalve(a.chunks);) a.chunks *= 2;
+      if (localFloats(a.tile, a.chunks) <= budget || a.tile == 1) break;
+    }
   }
   a.scoreCols = std::min<int64_t>(8, a.tile);
   // The widest power of two up to 16 that divides both chunk widths: work-items ox, ox + EX, ...
