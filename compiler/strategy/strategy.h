@@ -25,6 +25,9 @@ enum class Strategy { kFBLayout, kReuse, kExplicit };
 inline constexpr Strategy kAllStrategies[] = {Strategy::kFBLayout, Strategy::kReuse, Strategy::kExplicit};
 
 const char* strategyName(Strategy s);  // "fblayout", "reuse", "explicit"
+// Every name, for help texts and errors: "fblayout, reuse or explicit".
+std::string strategyNameList();
+// An unknown name is an error that lists the known ones.
 Result<Strategy> parseStrategy(const std::string& name);
 
 }  // namespace fbl::strategy

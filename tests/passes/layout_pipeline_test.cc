@@ -120,8 +120,6 @@ TEST_CASE("layout pipeline: baseline strategies", "[passes][layout-pipeline]") {
   CHECK(r.rtiles.empty());
   CHECK(r.summary().eliminated == 0);
   CHECK(e.summary().conversions > r.summary().conversions);  // backward-direction conversions
-  CHECK(strategy::parseStrategy("explicit").ok());
-  CHECK_FALSE(strategy::parseStrategy("fast").ok());
 }
 
 TEST_CASE("layout pipeline: printable and JSON forms", "[passes][layout-pipeline]") {
