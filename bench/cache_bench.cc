@@ -6,7 +6,8 @@
 //     feeding the same accesses to each one's memory model.
 //  3. Per group: write the group's models, run the work once (a plan's launches phase by phase
 //     through Session::runPhases, so every launch runs whatever the loss; the MatMul plans of
-//     compiler/strategy; the pattern kernels), and pair the plugin's records with what ran.
+//     bench/support/operator_plans.h; the pattern kernels), and pair the plugin's records with
+//     what ran.
 //  4. Sum per phase and strategy per profile and report (bench/cache_report.h).
 // Values do not change the simulated traffic of these kernels (no data-dependent addresses but
 // token ids, which come from the synthetic inputs), so plans run on whatever weights they hold.
@@ -24,10 +25,11 @@
 #include "bench/cache_report.h"
 #include "bench/oclgrind_device.h"
 #include "bench/strategy_run.h"
+#include "bench/support/matmul_run.h"
 #include "compiler/onnx/load_model.h"
 #include "compiler/driver/compile_command.h"
 #include "compiler/profile/profile.h"
-#include "compiler/strategy/cl_exec.h"
+#include "compiler/strategy/strategy.h"
 #include "compiler/zoo/synthetic_inputs.h"
 #include "compiler/zoo/zoo.h"
 #include "runtime/plan_file.h"
@@ -170,7 +172,7 @@ std::string simulateTransforms(Context& cx) {
 // the pass they precede) with the GPU tiling, one execution. Uploads and downloads are not
 // counted; the products find their inputs in L2 as the uploads left them.
 std::string simulateMatmul(Context& cx) {
-  using namespace fbl::strategy;
+  using strategy::parseStrategy;
   const CacheBenchOptions& o = cx.o;
   if (o.scale < 1 || 512 % o.scale || 2048 % o.scale || 8192 % o.scale)
     return fmt::format("--scale {} must divide M=512, K=2048 and N=8192", o.scale);
@@ -212,7 +214,7 @@ std::string simulateMatmul(Context& cx) {
       auto session = ClSession::open(-1);  // a context of its own: the plugin reads the group's models
       if (!session.ok()) return session.error().message;
       if (auto r = cx.device.take(); !r.ok()) return r.error().message;
-      auto ran = runMatmulPlan(**session, plans[group[0]], strategy::fixedTiling(tiling, (*session)->computeUnits()), data, /*repeats=*/0);
+      auto ran = runMatmulPlan(**session, plans[group[0]], fixedTiling(tiling, (*session)->computeUnits()), data, /*repeats=*/0);
       if (!ran.ok()) return fmt::format("{}: {}", name, ran.error().message);
       auto recs = cx.device.take();
       if (!recs.ok()) return recs.error().message;

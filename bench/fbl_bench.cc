@@ -20,8 +20,14 @@
 #include "bench/transforms_bench.h"
 #include "compiler/onnx/importer.h"
 #include "compiler/onnx/load_model.h"
+#include "compiler/strategy/strategy.h"
 
 namespace {
+
+// --strategy's help: the names of compiler/strategy/strategy.h.
+std::string strategyHelp(bool all) {
+  return fmt::format("{}{} (repeatable; default all)", all ? "all, " : "", fbl::strategy::strategyNameList());
+}
 
 struct Timing {
   double minS = 0, medianS = 0;
@@ -100,7 +106,7 @@ int main(int argc, char** argv) {
     matmul->add_option("--k", mm.k, "K")->default_val(2048);
     matmul->add_option("--n", mm.n, "N")->default_val(8192);
     matmul->add_option("--scale", mm.scale, "Divide M, K, N by this (default: 4 on a CPU device, 1 on a GPU)")->default_val(0);
-    matmul->add_option("--strategy", mm.strategies, "fblayout, reuse, explicit (repeatable; default all)");
+    matmul->add_option("--strategy", mm.strategies, strategyHelp(false));
     matmul->add_option("--runs", mm.runs, "Timed repetitions after one warm-up")->default_val(5);
     matmul->add_option("--device", mm.device, "OpenCL device index (default: first GPU, else first device)");
     matmul->add_option("--profile", mm.profile, "Hardware profile for the traffic model (default: by device)");
@@ -127,7 +133,7 @@ int main(int argc, char** argv) {
     auto* step = app.add_subcommand("step", "Training steps of a model per layout strategy (OpenCL): samples/s, phases, launches, bytes");
     step->add_option("model", sb.model, "ONNX training-forward model")->required();
     step->add_option("--profile", sb.profile, "Hardware profile JSON")->required();
-    step->add_option("--strategy", sb.strategies, "all, fblayout, reuse, explicit (repeatable; default all)");
+    step->add_option("--strategy", sb.strategies, strategyHelp(true));
     step->add_option("--storage", sb.storages,
                      "buffer, image or auto (repeatable: each strategy runs with each; default auto, the profile's choice)")
         ->check(CLI::IsMember({"buffer", "image", "auto"}));
@@ -149,7 +155,7 @@ int main(int argc, char** argv) {
     transforms->add_option("--heads", ac.heads, "Attention heads");
     transforms->add_option("--hidden", ac.hidden, "Model width (head_dim = hidden / heads)");
     transforms->add_option("--profile", tb.profile, "Hardware profile JSON (default: by device)");
-    transforms->add_option("--strategy", tb.strategies, "all, fblayout, reuse, explicit (repeatable; default all)");
+    transforms->add_option("--strategy", tb.strategies, strategyHelp(true));
     transforms->add_option("--steps", tb.steps, "Training steps (the first is timed apart)")->default_val(3);
     transforms->add_option("--device", tb.device, "OpenCL device index (default: first GPU, else first device)");
     transforms->add_option("--seed", tb.seed, "Seed of the weights and synthetic inputs")->default_val(0);
@@ -172,7 +178,7 @@ int main(int argc, char** argv) {
                  "or matmul (Figure 16), transforms (Figure 17), patterns (Figure 4)");
     cache->add_option("what", cacheWhat, "MODEL.onnx, PLAN.fbp, matmul, transforms or patterns")->required();
     cache->add_option("--profile", cb.profiles, "Phone profile with a memory_model block (repeatable; default profiles/adreno-830.json)");
-    cache->add_option("--strategy", cb.strategies, "all, fblayout, reuse, explicit (repeatable; default all)");
+    cache->add_option("--strategy", cb.strategies, strategyHelp(true));
     cache->add_option("--storage", cb.storage, "MODEL: buffer, image or auto (the profile's choice; default)")
         ->check(CLI::IsMember({"buffer", "image", "auto"}));
     cache->add_option("--scale", cb.scale, "matmul: divide Figure 16's M=512, K=2048, N=8192 by this")->default_val(4);

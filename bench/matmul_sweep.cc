@@ -12,11 +12,11 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/profile_paths.h"
+#include "bench/support/cl_session.h"
 #include "compiler/codegen/matmul_tiling.h"
 #include "compiler/codegen/rtile_kernels.h"
 #include "compiler/plan/profile.h"
 #include "compiler/profile/profile.h"
-#include "compiler/strategy/cl_exec.h"
 
 namespace fbl::bench {
 
@@ -72,9 +72,9 @@ float rhsAt(const Product& p, const Operands& o, int64_t kk, int64_t j) {
 }  // namespace
 
 int runMatmulSweep(const MatmulSweepOptions& o) {
-  auto session = strategy::ClSession::open(o.device);
+  auto session = ClSession::open(o.device);
   if (!session.ok()) return fmt::print(stderr, "error: {}\n", session.error().message), 1;
-  strategy::ClSession& s = **session;
+  ClSession& s = **session;
   const std::string profPath = !o.profile.empty() ? o.profile
                                : s.deviceName().find("H200") != std::string::npos ? findProfile("nvidia-h200")
                                : findProfile("pocl-cpu");

@@ -36,6 +36,7 @@
 #include <fmt/format.h>
 
 #include "compiler/driver/compile_command.h"
+#include "compiler/strategy/strategy.h"
 #include "compiler/zoo/synthetic_inputs.h"
 #include "runtime/plan_file.h"
 #include "runtime/safetensors.h"
@@ -213,10 +214,13 @@ std::string timeUnprofiled(const RunOptions& o, const ir::Graph& g, const std::s
 std::string expandStrategies(const std::vector<std::string>& requested, std::vector<std::string>* out) {
   out->clear();
   for (const std::string& st : requested.empty() ? std::vector<std::string>{"all"} : requested) {
-    const auto& all = strategyNames();
-    if (st == "all") out->insert(out->end(), all.begin(), all.end());
-    else if (std::find(all.begin(), all.end(), st) != all.end()) out->push_back(st);
-    else return fmt::format("--strategy must be all, fblayout, reuse or explicit, not '{}'", st);
+    if (st == "all") {
+      for (strategy::Strategy s : strategy::kAllStrategies) out->push_back(strategy::strategyName(s));
+    } else if (strategy::parseStrategy(st).ok()) {
+      out->push_back(st);
+    } else {
+      return fmt::format("--strategy must be all, {}, not '{}'", strategy::strategyNameList(), st);
+    }
   }
   return "";
 }

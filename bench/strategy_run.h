@@ -16,12 +16,8 @@
 
 namespace fbl::bench {
 
-inline const std::vector<std::string>& strategyNames() {
-  static const std::vector<std::string> s{"fblayout", "reuse", "explicit"};
-  return s;
-}
-
-// "all" expands to every strategy; an unknown name is an error (returned, one line).
+// "all" expands to every strategy of strategy::kAllStrategies; an unknown name is an error
+// (returned, one line).
 std::string expandStrategies(const std::vector<std::string>& requested, std::vector<std::string>* out);
 
 struct RunOptions {

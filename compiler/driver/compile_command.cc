@@ -106,7 +106,8 @@ Result<passes::LayoutAssignment> assignLayouts(const CompileArgs& args, const pr
 Status fuseAttentionFor(const CompileArgs& args, ir::Graph& forward, Compiled& c) {
   const bool off = std::find(args.disabledPasses.begin(), args.disabledPasses.end(),
                              std::string(passes::FuseAttention::name())) != args.disabledPasses.end();
-  if (args.strategy != "fblayout" || off) return Status::success();
+  FBL_ASSIGN(strategy::Strategy s, strategy::parseStrategy(args.strategy));
+  if (s != strategy::Strategy::kFBLayout || off) return Status::success();
   passes::FuseAttention fuse;
   passes::PassOptions po;
   if (args.verifyPasses) po.verify = true;

@@ -14,6 +14,7 @@
 #include "compiler/ir/tensor.h"
 #include "compiler/plan/plan_builder.h"
 #include "compiler/profile/profile.h"
+#include "compiler/strategy/strategy.h"
 #include "compiler/support/result.h"
 
 namespace fbl::driver {
@@ -32,7 +33,7 @@ struct CompileArgs : autodiff::TrainingFlags {
   double loraAlpha = 16.0;
   // The layout pipeline (docs/layout-pipeline.md) and the strategy's lowering
   // (layout_lowering.h): what runs as kernels and what is read through maps.
-  std::string strategy = "fblayout";        // fblayout | reuse | explicit
+  std::string strategy = strategy::strategyName(strategy::Strategy::kFBLayout);  // parseStrategy's names
   // Where tensors live (layout_lowering.h, step 4): "buffer" (the arena only), "image" (image2d
   // objects where writer and readers take them), "auto" (images where the profile says image
   // reads go through a texture cache).

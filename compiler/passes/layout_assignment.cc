@@ -13,6 +13,8 @@ namespace fbl::passes {
 
 using ir::NodeId;
 using ir::ValueId;
+using strategy::Strategy;
+using strategy::strategyName;
 
 const char* opClassName(OpClass c) {
   switch (c) {

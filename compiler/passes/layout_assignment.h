@@ -47,15 +47,6 @@ namespace fbl::passes {
 enum class OpClass : uint8_t { kNone, kFtiC, kFtdC, kFtiD, kFtdD };
 const char* opClassName(OpClass c);  // "FTI-C", "FTD-C", "FTI-D", "FTD-D", "-"
 
-// The strategies of compiler/strategy/strategy.h, at graph level. fblayout: the full
-// pipeline. reuse: one linear layout per tensor, reused by the backward pass (strided reads
-// where the reduction direction differs), movement ops run as kernels. explicit: linear
-// layouts plus an explicit conversion before every backward reduction that walks a reused
-// forward tensor along the other direction, movement ops run as kernels.
-using Strategy = strategy::Strategy;
-using strategy::parseStrategy;
-using strategy::strategyName;
-
 struct RTileEntry {
   ir::ValueId value = ir::kNoValue;
   layout::RTileChoice choice;
@@ -125,8 +116,13 @@ struct TransformSummary {
   double eliminatedShare() const { return total ? double(eliminated) / double(total) : 1.0; }
 };
 
+// What each strategy (compiler/strategy/strategy.h) decides here. fblayout: the full pipeline.
+// reuse: one linear layout per tensor, reused by the backward pass (strided reads where the
+// reduction direction differs), movement ops run as kernels. explicit: linear layouts plus an
+// explicit conversion before every backward reduction that walks a reused forward tensor along
+// the other direction, movement ops run as kernels.
 struct LayoutAssignment {
-  Strategy strategy = Strategy::kFBLayout;
+  strategy::Strategy strategy = strategy::Strategy::kFBLayout;
   std::string profile;
   std::vector<OpClass> nodeClass;         // by NodeId
   std::vector<ValueLayout> values;        // by ValueId

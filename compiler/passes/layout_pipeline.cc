@@ -35,7 +35,7 @@ Result<LayoutPipelineResult> runLayoutPipeline(ir::Graph& g, const profile::Hard
   PassOptions po = opts.passes;
   for (const std::string& n : loweringPassNames()) po.disabled.erase(n);
   for (const std::string& n : graphPassNames()) po.disabled.erase(n);
-  if (opts.strategy != Strategy::kFBLayout)
+  if (opts.strategy != strategy::Strategy::kFBLayout)
     for (std::string_view n : {AssignRTile::name(), TileIndexElimination::name(), GlobalLayoutSelection::name()})
       po.disabled.insert(std::string(n));
   PassManager pm(po);

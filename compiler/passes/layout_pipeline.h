@@ -20,12 +20,13 @@
 #include "compiler/passes/layout_assignment.h"
 #include "compiler/passes/pass_manager.h"
 #include "compiler/profile/profile.h"
+#include "compiler/strategy/strategy.h"
 #include "compiler/support/result.h"
 
 namespace fbl::passes {
 
 struct LayoutPipelineOptions {
-  Strategy strategy = Strategy::kFBLayout;
+  strategy::Strategy strategy = strategy::Strategy::kFBLayout;
   PassOptions passes;  // verify, dumpAfter, disabled
 };
 

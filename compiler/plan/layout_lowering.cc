@@ -17,7 +17,7 @@ using codegen::OperandLayout;
 using ir::NodeId;
 using ir::ValueId;
 using passes::ReadThrough;
-using passes::Strategy;
+using strategy::Strategy;
 
 // Ops the plan builder turns into aliases of their input's bytes (kernel_emitter.cc's views).
 bool isViewOp(const std::string& op) {

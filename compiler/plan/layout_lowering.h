@@ -49,6 +49,7 @@
 
 #include "compiler/codegen/operand_layout.h"
 #include "compiler/passes/layout_assignment.h"
+#include "compiler/strategy/strategy.h"
 
 namespace fbl::plan {
 
@@ -103,7 +104,7 @@ struct LoweringOptions {
 };
 
 struct LayoutLowering {
-  passes::Strategy strategy = passes::Strategy::kFBLayout;
+  strategy::Strategy strategy = strategy::Strategy::kFBLayout;
   std::vector<NodeLowering> nodes;  // by NodeId
   std::map<ir::ValueId, layout::Layout> storage;  // values not stored row-major
   std::map<ir::ValueId, std::string> storageNote;  // "rtile 16x64 strips", "image", "texture" for reports

@@ -13,6 +13,7 @@
 #include "compiler/analysis/plan_diff.h"
 #include "compiler/driver/compile_command.h"
 #include "compiler/profile/profile_command.h"
+#include "compiler/strategy/strategy.h"
 #include "compiler/tools/inspect_command.h"
 #include "compiler/train/ref_trainer.h"
 #include "compiler/zoo/zoo_command.h"
@@ -85,8 +86,8 @@ void addTrainingOptions(CLI::App* cmd, std::vector<std::string>& trainable, fbl:
 // The layout pipeline's switches (docs/layout-pipeline.md): shared by inspect and compile.
 template <typename Args>
 void addLayoutPipelineOptions(CLI::App* cmd, Args& args) {
-  cmd->add_option("--strategy", args.strategy, "Layout strategy: fblayout, reuse or explicit")
-      ->default_str("fblayout");
+  const std::string help = fmt::format("Layout strategy: {}", fbl::strategy::strategyNameList());
+  cmd->add_option("--strategy", args.strategy, help)->default_str(args.strategy);
   cmd->add_option("--dump-after", args.dumpAfter, "Print the IR after this layout pass (or all)");
   cmd->add_option("--disable-pass", args.disabledPasses, "Switch a layout pass, fusion or fuse-attention off (ablation)");
   cmd->add_flag("--verify-passes", args.verifyPasses, "Run the IR verifier between passes");

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "compiler/ir/tensor.h"
+#include "compiler/strategy/strategy.h"
 
 namespace fbl::tools {
 
@@ -18,7 +19,7 @@ struct InspectArgs {
   bool listOps = false;   // print the supported op vocabulary and exit
   // The layout pipeline that --training runs (docs/layout-pipeline.md).
   std::string profile;    // default: the source tree's profiles/adreno-830.json
-  std::string strategy = "fblayout";
+  std::string strategy = strategy::strategyName(strategy::Strategy::kFBLayout);
   std::vector<std::string> dumpAfter;      // pass names, or "all"
   std::vector<std::string> disabledPasses;
   bool verifyPasses = false;

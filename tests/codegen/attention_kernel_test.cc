@@ -16,10 +16,10 @@
 #include <map>
 #include <random>
 
+#include "bench/support/cl_session.h"
 #include "compiler/codegen/emit_util.h"
 #include "compiler/codegen/operand_layout.h"
 #include "compiler/ref/kernels.h"
-#include "compiler/strategy/cl_exec.h"
 #include "tests/ops/graph_builder.h"
 
 namespace fbl::testing {
@@ -38,10 +38,10 @@ struct AttnCase {
   bool wantDk = true;
 };
 
-strategy::ClSession& session() {
-  static std::unique_ptr<strategy::ClSession> s = [] {
+bench::ClSession& session() {
+  static std::unique_ptr<bench::ClSession> s = [] {
     setenv("POCL_CACHE_DIR", FBL_SOURCE_DIR "/build-pocl-cache", 0);
-    auto r = strategy::ClSession::open();
+    auto r = bench::ClSession::open();
     if (!r.ok()) FAIL(r.error().message);
     return std::move(*r);
   }();

@@ -79,7 +79,7 @@ struct EpilogueCase {
   int64_t computeUnits = 2;  // many: split-K, whose sum kernel runs the epilogue
 };
 
-void checkEpilogue(strategy::ClSession& s, const EpilogueCase& c, std::mt19937& rng) {
+void checkEpilogue(bench::ClSession& s, const EpilogueCase& c, std::mt19937& rng) {
   testing::GraphBuilder b;
   std::map<ir::ValueId, Buffer> bufs;
   const ir::ValueId x = b.input("a", ir::DType::F32, c.a), w = b.input("b", ir::DType::F32, c.b);
@@ -164,7 +164,7 @@ void checkEpilogue(strategy::ClSession& s, const EpilogueCase& c, std::mt19937& 
 
 // A random tree of float elementwise nodes, all of shape `out`; every non-leaf but the root is
 // inlined into the root's kernel.
-void checkGroup(strategy::ClSession& s, std::mt19937& rng) {
+void checkGroup(bench::ClSession& s, std::mt19937& rng) {
   const Shape out = randomShape(rng, 2);
   testing::GraphBuilder b;
   std::map<ir::ValueId, Buffer> bufs;
@@ -229,7 +229,7 @@ void checkGroup(strategy::ClSession& s, std::mt19937& rng) {
 
 // A reduction (ReduceSum / ReduceMean over random axes, or fbl.ReduceSumTo) whose input is
 // computed per element by fused producers: Op2(Op1(l0, l1), l2).
-void checkReduceGroup(strategy::ClSession& s, std::mt19937& rng, const std::string& op) {
+void checkReduceGroup(bench::ClSession& s, std::mt19937& rng, const std::string& op) {
   const Shape in = randomShape(rng, 2);
   testing::GraphBuilder b;
   std::map<ir::ValueId, Buffer> bufs;

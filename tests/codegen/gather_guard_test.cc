@@ -6,9 +6,9 @@
 
 #include <random>
 
+#include "bench/support/cl_session.h"
 #include "compiler/codegen/emit_util.h"
 #include "compiler/codegen/operand_layout.h"
-#include "compiler/strategy/cl_exec.h"
 #include "tests/codegen/layout_kernel_harness.h"
 #include "tests/ops/graph_builder.h"
 

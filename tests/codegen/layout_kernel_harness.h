@@ -14,8 +14,8 @@
 #include <memory>
 #include <random>
 
+#include "bench/support/cl_session.h"
 #include "compiler/codegen/operand_layout.h"
-#include "compiler/strategy/cl_exec.h"
 #include "tests/ops/graph_builder.h"
 
 namespace fbl::codegen::harness {
@@ -25,9 +25,9 @@ using layout::MovementOp;
 using layout::TileSpec;
 using ir::Shape;
 
-inline std::unique_ptr<strategy::ClSession> openSession() {
+inline std::unique_ptr<bench::ClSession> openSession() {
   setenv("POCL_CACHE_DIR", FBL_SOURCE_DIR "/build-pocl-cache", 0);
-  auto s = strategy::ClSession::open();
+  auto s = bench::ClSession::open();
   if (!s.ok()) FAIL(s.error().message);
   return std::move(*s);
 }
@@ -146,7 +146,7 @@ struct Buffer {
 
 // Runs every launch of `code`, arguments bound to `bufs` by value id (scratch allocated here);
 // downloads every value buffer afterwards.
-inline void runCode(strategy::ClSession& s, const NodeCode& code, std::map<ir::ValueId, Buffer>& bufs) {
+inline void runCode(bench::ClSession& s, const NodeCode& code, std::map<ir::ValueId, Buffer>& bufs) {
   std::map<ir::ValueId, cl_mem> mems;
   for (auto& [v, b] : bufs) {
     auto m = s.buffer(b.words.size(), b.words.data());

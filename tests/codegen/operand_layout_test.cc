@@ -13,9 +13,9 @@
 #include <map>
 #include <random>
 
+#include "bench/support/cl_session.h"
 #include "compiler/codegen/emit_util.h"
 #include "compiler/codegen/operand_layout.h"
-#include "compiler/strategy/cl_exec.h"
 #include "tests/codegen/layout_kernel_harness.h"
 #include "tests/ops/graph_builder.h"
 
@@ -44,7 +44,7 @@ double ewRef(const std::string& op, const std::vector<double>& x) {
   return x[0];  // Expand
 }
 
-void checkElementwise(strategy::ClSession& s, const EwCase& c, std::mt19937& rng) {
+void checkElementwise(bench::ClSession& s, const EwCase& c, std::mt19937& rng) {
   const Shape out = randomShape(rng);
   testing::GraphBuilder b;
   std::vector<ir::ValueId> ins;
@@ -124,7 +124,7 @@ Shape storedShape(Shape s, bool t) {
   return s;
 }
 
-void checkMatmul(strategy::ClSession& s, const MmCase& c, std::mt19937& rng) {
+void checkMatmul(bench::ClSession& s, const MmCase& c, std::mt19937& rng) {
   testing::GraphBuilder b;
   const ir::ValueId x = b.input("a", ir::DType::F32, c.a), w = b.input("b", ir::DType::F32, c.b);
   std::map<std::string, ir::AttrValue> attrs;
@@ -193,7 +193,7 @@ void checkMatmul(strategy::ClSession& s, const MmCase& c, std::mt19937& rng) {
   REQUIRE(bad == 0);
 }
 
-void checkCopy(strategy::ClSession& s, std::mt19937& rng) {
+void checkCopy(bench::ClSession& s, std::mt19937& rng) {
   const Shape sh = randomShape(rng, 2);
   testing::GraphBuilder b;
   OperandLayout src;

@@ -9,14 +9,17 @@
 #include <cstdlib>
 #include <random>
 
+#include "bench/support/matmul_run.h"
 #include "compiler/codegen/rtile_kernels.h"
 #include "compiler/profile/profile.h"
-#include "compiler/strategy/cl_exec.h"
 
 using fbl::codegen::MatmulTiling;
 using fbl::layout::Layout;
 using fbl::layout::TileSpec;
-using namespace fbl::strategy;
+using namespace fbl::bench;
+using fbl::strategy::kAllStrategies;
+using fbl::strategy::Strategy;
+using fbl::strategy::strategyName;
 
 namespace {
 

@@ -9,15 +9,16 @@
 #include <cstdlib>
 #include <random>
 
+#include "bench/support/cl_session.h"
+#include "bench/support/operator_plans.h"
 #include "compiler/codegen/rtile_kernels.h"
 #include "compiler/profile/profile.h"
-#include "compiler/strategy/cl_exec.h"
 
 using fbl::codegen::ReduceOp;
 using fbl::codegen::ReduceOperands;
 using fbl::layout::Layout;
 using fbl::layout::TileSpec;
-using fbl::strategy::ClSession;
+using fbl::bench::ClSession;
 
 namespace {
 
@@ -228,7 +229,7 @@ TEST_CASE("rtile norm strategies: fblayout, reuse and explicit give the same y, 
     std::vector<std::vector<float>> first;
     for (fbl::strategy::Strategy st : fbl::strategy::kAllStrategies) {
       INFO(fbl::strategy::strategyName(st) << " " << d.rows << "x" << d.cols);
-      auto plan = fbl::strategy::planNorm(st, d.rows, d.cols, *prof);
+      auto plan = fbl::bench::planNorm(st, d.rows, d.cols, *prof);
       REQUIRE(plan.ok());
       std::map<std::string, cl_mem> mem;
       for (const auto& [name, pl] : plan->tensors) mem[name] = must(f.s->allocate(pl.layout));

@@ -13,6 +13,7 @@
 
 #include "compiler/onnx/tensor_proto.h"
 #include "compiler/driver/compile_command.h"
+#include "compiler/strategy/strategy.h"
 #include "tests/runtime/runtime_test_util.h"
 
 namespace fbl::testing {
@@ -20,7 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* const kStrategies[] = {"fblayout", "reuse", "explicit"};
 const char* const kStorages[] = {"buffer", "image"};
 
 struct StepResult {
@@ -92,8 +92,9 @@ void checkStrategies(const std::vector<const char*>& models) {
       torch[g->name] = g->tensor;
     }
     std::map<std::string, StepResult> results;
-    for (const char* strategy : kStrategies)
+    for (strategy::Strategy st : strategy::kAllStrategies)
     for (const char* storage : kStorages) {
+      const char* strategy = strategy::strategyName(st);
       INFO(strategy << " / " << storage);
       StepResult r = firstStep(model, strategy, storage);
       CHECK(std::fabs(r.loss - expected->tensor.at(0)) <= 1e-4 * std::max(1.0, std::fabs(expected->tensor.at(0))));

@@ -1,4 +1,4 @@
-// Modelled bytes read (see traffic.h):
+// Modelled bytes read (see matmul_traffic.h):
 //  1. an operand's tile loads are regions of its stored matrix: (TM or TN) x TK, transposed when
 //     the operand is read transposed; the grid of regions is loaded once per work-group column
 //     (lhs) or row (rhs) of the output;
@@ -6,12 +6,12 @@
 //     the layout and the distinct cache blocks counted (images: C_h x C_w texels; buffers: lines);
 //  3. bytes = mean blocks per region x regions x reloads x block bytes; conversions read their
 //     source's blocks once.
-#include "compiler/strategy/traffic.h"
+#include "bench/support/matmul_traffic.h"
 
 #include <algorithm>
 #include <set>
 
-namespace fbl::strategy {
+namespace fbl::bench {
 
 using layout::Layout;
 
@@ -84,4 +84,4 @@ PassTraffic modelPassTraffic(const MatmulPlan& plan, const MatmulStep& step, con
   return out;
 }
 
-}  // namespace fbl::strategy
+}  // namespace fbl::bench

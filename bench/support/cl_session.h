@@ -1,8 +1,8 @@
 // Runs layout-parameterised kernels (codegen/rtile_kernels.h) on an OpenCL device: tensors in any
 // Layout (images or buffers), host upload/download through conversion kernels (a row-major
 // buffer converted on the device, so no host-side index arithmetic over millions of elements),
-// and the MatMul strategy plans of strategy.h, timed by OpenCL events. Used by the kernel tests
-// and by `fbl-bench matmul`; the whole-model runtime (runtime/) has its own executor.
+// each kernel timed by OpenCL events. A harness for the kernel tests and `fbl-bench`, outside the
+// compiler; whole-model plans run on the runtime (runtime/).
 #pragma once
 
 #ifndef CL_TARGET_OPENCL_VERSION
@@ -10,16 +10,16 @@
 #endif
 #include <CL/cl.h>
 
-#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "compiler/codegen/rtile_kernels.h"
-#include "compiler/strategy/strategy.h"
+#include "compiler/layout/layout.h"
+#include "compiler/support/result.h"
 
-namespace fbl::strategy {
+namespace fbl::bench {
 
 class ClSession {
  public:
@@ -62,31 +62,4 @@ class ClSession {
   std::vector<cl_mem> owned_;
 };
 
-struct MatmulData {
-  std::vector<float> a, b, dc;  // inputs, row-major [M x K], [K x N], [M x N]
-  std::vector<float> c, da, db; // outputs
-};
-
-// Device times of one execution of a plan, per pass: the product and the conversions before it.
-struct PassTime {
-  double kernelMs = 0, conversionMs = 0;
-  double totalMs() const { return kernelMs + conversionMs; }
-};
-
-struct MatmulRun {
-  MatmulData data;                              // inputs and the outputs of the last repeat
-  std::vector<std::map<MatmulPass, PassTime>> repeats;
-};
-
-// The tiling of one [m x k] x [k x n] product, splitK resolved.
-using TilingFor = std::function<codegen::MatmulTiling(int64_t m, int64_t n, int64_t k)>;
-// One tiling for every product; splitK 0: chosen per product for this device (chooseSplitK).
-TilingFor fixedTiling(const codegen::MatmulTiling& tiling, int64_t computeUnits);
-
-// Uploads A, B, dC into the plan's layouts, runs forward, dA and dB `repeats` times (after one
-// warm-up that also builds the kernels), and downloads C, dA, dB. Each product is tiled by
-// `tilingFor`; the split-K sum counts as product time.
-Result<MatmulRun> runMatmulPlan(ClSession& s, const MatmulPlan& plan, const TilingFor& tilingFor, MatmulData data,
-                                int repeats);
-
-}  // namespace fbl::strategy
+}  // namespace fbl::bench

@@ -5,10 +5,10 @@
 // blocks reads more bytes: that is the difference between strategies this model shows.
 #pragma once
 
+#include "bench/support/operator_plans.h"
 #include "compiler/codegen/rtile_kernels.h"
-#include "compiler/strategy/strategy.h"
 
-namespace fbl::strategy {
+namespace fbl::bench {
 
 struct PassTraffic {
   double productBytes = 0;     // the product's tile loads
@@ -24,4 +24,4 @@ struct PassTraffic {
 PassTraffic modelPassTraffic(const MatmulPlan& plan, const MatmulStep& step, const codegen::MatmulTiling& tiling,
                              const profile::HardwareProfile& p, int64_t computeUnits, int samples = 48);
 
-}  // namespace fbl::strategy
+}  // namespace fbl::bench

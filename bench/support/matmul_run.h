@@ -1,0 +1,43 @@
+// One MatMul strategy plan (operator_plans.h) executed on a ClSession: forward, dA and dB, each
+// with the conversions before it, timed per pass. `fbl-bench matmul` measures with it and the
+// MatMul kernel tests check its outputs against the reference.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <vector>
+
+#include "bench/support/cl_session.h"
+#include "bench/support/operator_plans.h"
+#include "compiler/codegen/rtile_kernels.h"
+
+namespace fbl::bench {
+
+struct MatmulData {
+  std::vector<float> a, b, dc;  // inputs, row-major [M x K], [K x N], [M x N]
+  std::vector<float> c, da, db; // outputs
+};
+
+// Device times of one execution of a plan, per pass: the product and the conversions before it.
+struct PassTime {
+  double kernelMs = 0, conversionMs = 0;
+  double totalMs() const { return kernelMs + conversionMs; }
+};
+
+struct MatmulRun {
+  MatmulData data;                              // inputs and the outputs of the last repeat
+  std::vector<std::map<MatmulPass, PassTime>> repeats;
+};
+
+// The tiling of one [m x k] x [k x n] product, splitK resolved.
+using TilingFor = std::function<codegen::MatmulTiling(int64_t m, int64_t n, int64_t k)>;
+// One tiling for every product; splitK 0: chosen per product for this device (chooseSplitK).
+TilingFor fixedTiling(const codegen::MatmulTiling& tiling, int64_t computeUnits);
+
+// Uploads A, B, dC into the plan's layouts, runs forward, dA and dB `repeats` times (after one
+// warm-up that also builds the kernels), and downloads C, dA, dB. Each product is tiled by
+// `tilingFor`; the split-K sum counts as product time.
+Result<MatmulRun> runMatmulPlan(ClSession& s, const MatmulPlan& plan, const TilingFor& tilingFor, MatmulData data,
+                                int repeats);
+
+}  // namespace fbl::bench
