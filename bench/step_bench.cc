@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/strategy_run.h"
+#include "compiler/driver/compile_command.h"
 #include "compiler/onnx/load_model.h"
 #include "compiler/passes/layout_pipeline.h"
 
@@ -98,13 +99,11 @@ int runStepBench(const StepBenchOptions& o) {
   if (o.ablation) {
     if (!o.strategies.empty())
       return fmt::print(stderr, "error: --ablation runs its own variants; give it without --strategy\n"), 2;
-    std::vector<std::string> known = passes::layoutPassNames();
-    for (const std::string& p : passes::loweringPassNames()) known.push_back(p);
-    for (const std::string& p : passes::graphPassNames()) known.push_back(p);
+    const std::vector<std::string> known = driver::compilePassNames();
     for (const AblationVariant& v : ablationVariants()) {
       for (const std::string& p : v.disabledPasses)
         if (std::find(known.begin(), known.end(), p) == known.end())
-          return fmt::print(stderr, "error: ablation variant '{}' disables '{}', which the layout pipeline does not have\n",
+          return fmt::print(stderr, "error: ablation variant '{}' disables '{}', which fblc compile does not have\n",
                             v.name, p), 3;
       runs.push_back({o.model, o.profile, v.strategy, o.steps, o.device, o.seed, true, v.disabledPasses, v.name});
     }

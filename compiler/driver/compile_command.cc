@@ -15,7 +15,7 @@
 #include "compiler/onnx/load_model.h"
 #include "compiler/passes/fuse_attention.h"
 #include "compiler/passes/layout_pipeline.h"
-#include "compiler/plan/fusion.h"
+#include "compiler/plan/layout_lowering.h"
 #include "compiler/profile/profile.h"
 #include "compiler/strategy/strategy.h"
 #include "runtime/safetensors.h"
@@ -25,10 +25,9 @@ namespace fbl::driver {
 // What the driver takes from the planner (compiler/plan/).
 using plan::BuildStats;
 using plan::buildPlan;
-using plan::kFusionPassName;
 using plan::LayoutLowering;
-using plan::lowerLayouts;
 using plan::LoweringOptions;
+using plan::LoweringPasses;
 using plan::Plan;
 using plan::PlanInputs;
 using plan::plannerProfile;
@@ -83,42 +82,6 @@ Result<std::vector<std::string>> trainableGlobs(const CompileArgs& args) {
   return std::vector<std::string>{"*lora_*"};
 }
 
-// Runs the layout pipeline on a copy of the joint graph (its passes annotate, they do not
-// rewrite, so node and value ids stay those of `joint`) and records its decisions for the report.
-Result<passes::LayoutAssignment> assignLayouts(const CompileArgs& args, const profile::HardwareProfile& hw,
-                                                       const ir::Graph& joint, Compiled& c) {
-  passes::LayoutPipelineOptions opts;
-  FBL_ASSIGN(opts.strategy, strategy::parseStrategy(args.strategy));
-  opts.passes.dumpAfter.insert(args.dumpAfter.begin(), args.dumpAfter.end());
-  opts.passes.disabled.insert(args.disabledPasses.begin(), args.disabledPasses.end());
-  if (args.verifyPasses) opts.passes.verify = true;
-  ir::Graph g = joint;
-  FBL_ASSIGN(passes::LayoutPipelineResult r, passes::runLayoutPipeline(g, hw, opts));
-  c.transforms = passes::transformsToJson(g, r.assignment);
-  c.passTimesMs = nlohmann::json::object();
-  for (const passes::PassRun& run : r.runs) c.passTimesMs[run.name] = run.ran ? run.ms : 0.0;
-  FBL_ASSERT(g.nodes.size() == joint.nodes.size() && g.values.size() == joint.values.size());
-  return std::move(r.assignment);
-}
-
-// fblayout replaces attention blocks by fbl.Attention before autodiff (fuse_attention.h); the
-// baselines keep them as exported.
-Status fuseAttentionFor(const CompileArgs& args, ir::Graph& forward, Compiled& c) {
-  const bool off = std::find(args.disabledPasses.begin(), args.disabledPasses.end(),
-                             std::string(passes::FuseAttention::name())) != args.disabledPasses.end();
-  FBL_ASSIGN(strategy::Strategy s, strategy::parseStrategy(args.strategy));
-  if (s != strategy::Strategy::kFBLayout || off) return Status::success();
-  passes::FuseAttention fuse;
-  passes::PassOptions po;
-  if (args.verifyPasses) po.verify = true;
-  passes::PassManager pm(po);
-  pm.add(fuse);
-  FBL_ASSIGN(std::vector<passes::PassRun> runs, pm.run(forward));
-  c.attentionFused = fuse.counts().fused;
-  c.attentionSummary = fuse.summary();
-  return Status::success();
-}
-
 // Values the plan reads back or keeps: they must be computed even when their producer is a
 // movement op the strategy would fold into its readers.
 std::vector<ir::ValueId> valuesThatMustExist(const autodiff::TrainingGraph& tg) {
@@ -137,12 +100,80 @@ Result<bool> useImages(const std::string& storage, const profile::HardwareProfil
   return true;
 }
 
+namespace {
+
 // What the runtime writes and reads from the host, and what the optimizer updates in place.
-static void hostValuesOf(const autodiff::TrainingGraph& tg, LoweringOptions& o) {
+void hostValuesOf(const autodiff::TrainingGraph& tg, LoweringOptions& o) {
   for (ir::ValueId v = 0; v < static_cast<ir::ValueId>(tg.graph.values.size()); ++v)
     if (tg.graph.values[v].kind == ir::ValueKind::Initializer) o.hostValues.push_back(v);
   for (const auto& t : tg.trainables) o.inPlaceUpdates.emplace_back(t.param, t.updated);
   for (const auto& s : tg.state) o.inPlaceUpdates.emplace_back(s.current, s.updated);
+}
+
+// autodiff as a pass: the forward graph in, the joint training graph (forward, backward,
+// optimizer) out. What the lowering needs to know of the training graph is filled in here.
+class Differentiate {
+ public:
+  Differentiate(const autodiff::TrainingOptions& o, std::vector<ir::ValueId>& mustExist, LoweringOptions& lowering)
+      : opts_(o), mustExist_(mustExist), lowering_(lowering) {}
+  static constexpr std::string_view name() { return "autodiff"; }
+  Result<bool> run(ir::Graph& g) {
+    FBL_TRY(onnx::checkStaticShapes(g));
+    FBL_ASSIGN(tg, autodiff::buildTrainingGraph(g, opts_));
+    mustExist_ = valuesThatMustExist(tg);
+    hostValuesOf(tg, lowering_);
+    g = std::move(tg.graph);  // the pipeline's graph; compileModel puts it back
+    return true;
+  }
+  autodiff::TrainingGraph tg;
+
+ private:
+  const autodiff::TrainingOptions& opts_;
+  std::vector<ir::ValueId>& mustExist_;
+  LoweringOptions& lowering_;
+};
+
+// Every pass of `fblc compile`, in order, over one graph that autodiff turns from the forward
+// into the joint graph: load (fold-and-infer, drop-noops, dead-code), fuse-attention (fblayout
+// only), autodiff, the layout pipeline (layout_pipeline.h), the lowering (layout_lowering.h).
+struct CompilePipeline {
+  CompilePipeline(strategy::Strategy strategy, const profile::HardwareProfile& hw, const autodiff::TrainingOptions& to)
+      : autodiff(to, mustExist, lowerOpts), layout(assignment, hw), lowering(assignment, mustExist, lowerOpts) {
+    assignment.strategy = strategy;
+    assignment.profile = hw.name;
+  }
+  // Adds the passes; a baseline strategy disables fuse-attention and the optional layout passes.
+  void addTo(passes::PassManager& pm) {
+    load.addTo(pm);
+    pm.add(fuseAttention);
+    pm.add(autodiff, passes::PassSpec::required("the plan trains: every later pass works on the joint graph"));
+    layout.addTo(pm);
+    lowering.addTo(pm);
+  }
+  void disableForStrategy(passes::PassOptions& po) const {
+    if (assignment.strategy != strategy::Strategy::kFBLayout) po.disabled.insert(std::string(passes::FuseAttention::name()));
+    layout.disableForStrategy(po);
+  }
+
+  onnx::LoadPasses load;
+  passes::FuseAttention fuseAttention;
+  std::vector<ir::ValueId> mustExist;
+  LoweringOptions lowerOpts;
+  Differentiate autodiff;
+  passes::LayoutAssignment assignment;
+  passes::LayoutPasses layout;
+  LoweringPasses lowering;
+};
+
+}  // namespace
+
+std::vector<std::string> compilePassNames() {
+  profile::HardwareProfile hw;
+  autodiff::TrainingOptions to;
+  CompilePipeline p(strategy::Strategy::kFBLayout, hw, to);
+  passes::PassManager pm;
+  p.addTo(pm);
+  return pm.names();
 }
 
 // Does a MatMul or Gemm read `v` as one of its two matrices (not a Gemm's bias), directly or
@@ -205,24 +236,45 @@ Result<Compiled> compileModel(const CompileArgs& args) {
   FBL_ASSIGN(Profile profile, plannerProfile(hw, args.profile));
   onnx::LoadOptions lo;
   lo.shapeOverrides = args.shapes;
-  FBL_ASSIGN(ir::Graph forward, onnx::loadModel(args.model, lo));
+  lo.simplify = false;  // the load passes run in the pipeline below
+  FBL_ASSIGN(ir::Graph g, onnx::loadModel(args.model, lo));
   Compiled c;
-  FBL_TRY(fuseAttentionFor(args, forward, c));
   autodiff::TrainingOptions to;
   FBL_ASSIGN(to.trainableGlobs, trainableGlobs(args));
   FBL_ASSIGN(to.optimizer, autodiff::optimizerOptions(args));
-  FBL_ASSIGN(autodiff::TrainingGraph tg, autodiff::buildTrainingGraph(forward, to));
-  FBL_ASSIGN(passes::LayoutAssignment assignment, assignLayouts(args, hw, tg.graph, c));
-  LoweringOptions lowerOpts;
-  lowerOpts.fuse = std::find(args.disabledPasses.begin(), args.disabledPasses.end(), kFusionPassName) ==
-                   args.disabledPasses.end();
-  FBL_ASSIGN(lowerOpts.storage.images, useImages(args.storage, hw));
-  lowerOpts.storage.maxImageWidth = hw.image2dMaxWidth;
-  lowerOpts.storage.maxImageHeight = hw.image2dMaxHeight;
-  lowerOpts.storage.blockW = hw.textureBlock.w;
-  lowerOpts.storage.blockH = hw.textureBlock.h;
-  hostValuesOf(tg, lowerOpts);
-  FBL_ASSIGN(LayoutLowering lowering, lowerLayouts(tg.graph, assignment, valuesThatMustExist(tg), lowerOpts));
+  FBL_ASSIGN(strategy::Strategy strategy, strategy::parseStrategy(args.strategy));
+  CompilePipeline p(strategy, hw, to);
+  FBL_ASSIGN(p.lowerOpts.storage.images, useImages(args.storage, hw));
+  p.lowerOpts.storage.maxImageWidth = hw.image2dMaxWidth;
+  p.lowerOpts.storage.maxImageHeight = hw.image2dMaxHeight;
+  p.lowerOpts.storage.blockW = hw.textureBlock.w;
+  p.lowerOpts.storage.blockH = hw.textureBlock.h;
+  passes::PassOptions po;
+  po.dumpAfter.insert(args.dumpAfter.begin(), args.dumpAfter.end());
+  po.disabled.insert(args.disabledPasses.begin(), args.disabledPasses.end());
+  if (args.verifyPasses) po.verify = true;
+  p.disableForStrategy(po);
+  passes::PassManager pm(po);
+  p.addTo(pm);
+  FBL_ASSIGN(c.passes, pm.run(g));
+  autodiff::TrainingGraph& tg = p.autodiff.tg;
+  tg.graph = std::move(g);
+  const passes::LayoutAssignment& assignment = p.assignment;
+  p.layout.noteDisabled(c.passes);
+  c.transforms = passes::transformsToJson(tg.graph, assignment);
+  c.passTimesMs = nlohmann::json::object();
+  const std::vector<std::string> layoutNames = passes::layoutPassNames();
+  for (const passes::PassRun& run : c.passes)
+    if (std::find(layoutNames.begin(), layoutNames.end(), run.name) != layoutNames.end())
+      c.passTimesMs[run.name] = run.ran ? run.ms : 0.0;
+  auto ran = [&](std::string_view name) {
+    return std::any_of(c.passes.begin(), c.passes.end(), [&](const passes::PassRun& r) { return r.name == name && r.ran; });
+  };
+  if (ran(passes::FuseAttention::name())) {
+    c.attentionFused = p.fuseAttention.counts().fused;
+    c.attentionSummary = p.fuseAttention.summary();
+  }
+  LayoutLowering& lowering = p.lowering.result();
   c.lowering = lowering.counts;
   PlanInputs in = trainingInputs(tg, modelName(args.model), args.loraAlpha);
   in.lowering = &lowering;

@@ -1,7 +1,7 @@
 // The compiler's driver, `fblc compile`: ONNX training-forward graph -> plan file (+ base weights
-// as safetensors, + optional report). It runs the stages in order (import, fuse-attention,
-// autodiff, the layout pipeline, lowering, plan building) and owns no logic of its own; benches,
-// fbl-train and tests call it too. compiler/tools/fblc.cc only parses the command line.
+// as safetensors, + optional report). It imports the model, runs every pass in one PassManager
+// (load, fuse-attention, autodiff, the layout pipeline, the lowering: compilePassNames()) and
+// builds the plan; it owns no logic of its own. Benches, fbl-train and tests call it too. compiler/tools/fblc.cc only parses the command line.
 #pragma once
 
 #include <map>
@@ -12,6 +12,7 @@
 
 #include "compiler/autodiff/training_graph.h"
 #include "compiler/ir/tensor.h"
+#include "compiler/passes/pass_manager.h"
 #include "compiler/plan/plan_builder.h"
 #include "compiler/profile/profile.h"
 #include "compiler/strategy/strategy.h"
@@ -48,7 +49,8 @@ struct Compiled {
   plan::BuildStats stats;
   double seconds = 0.0;
   nlohmann::json transforms;  // the layout pipeline's transform decisions (report's `transforms`)
-  nlohmann::json passTimesMs;  // pass name -> milliseconds
+  std::vector<passes::PassRun> passes;  // every pass of the pipeline, in order
+  nlohmann::json passTimesMs;  // layout pass name -> milliseconds (the report's layout_pass_ms)
   plan::LoweringCounts lowering;  // what the strategy did to movement ops (layout_lowering.h)
   // The report's `storage`: frozen MatMul weights and how many are R-Tiled, the trainables
   // stored R-Tiled, image tensors and bytes, buffer bytes.
@@ -58,6 +60,9 @@ struct Compiled {
   std::string attentionSummary;
 };
 
+// The passes compileModel runs, in order: the names --dump-after and --disable-pass take
+// (docs/layout-pipeline.md, "Passes").
+std::vector<std::string> compilePassNames();
 // The globs compileModel trains: `args.trainable` if given, else the model's `fbl.trainable`
 // metadata, else "*lora_*".
 Result<std::vector<std::string>> trainableGlobs(const CompileArgs& args);

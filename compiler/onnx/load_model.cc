@@ -4,14 +4,22 @@
 //   2. fold-and-infer: static shapes and dtypes everywhere; constant-only chains folded.
 //   3. drop-noops: Identity, same-dtype Cast/CastLike, identity Dropout (needs step 2's dtypes).
 //   4. dead-code: drops what folding and step 3 left unused, and compacts.
+//   5. Every live tensor has a static shape (an internal error otherwise).
+// Steps 2-4 run under a PassManager (LoadPasses), so --dump-after, --disable-pass and the
+// verifier see them.
 #include "compiler/onnx/load_model.h"
 
 #include "compiler/onnx/importer.h"
-#include "compiler/passes/dead_code.h"
-#include "compiler/passes/drop_noops.h"
-#include "compiler/passes/fold_and_infer.h"
 
 namespace fbl::onnx {
+
+void LoadPasses::addTo(passes::PassManager& pm) {
+  passes::PassSpec foldSpec = passes::PassSpec::required("every later pass needs static shapes and dtypes");
+  foldSpec.infersShapes = true;
+  pm.add(fold, foldSpec);
+  pm.add(noops);
+  pm.add(dce);
+}
 
 Result<ir::Graph> loadModel(const std::string& path, const LoadOptions& opts) {
   ImportOptions importOpts;
@@ -21,19 +29,20 @@ Result<ir::Graph> loadModel(const std::string& path, const LoadOptions& opts) {
   return simplifyModel(std::move(g));
 }
 
-Result<ir::Graph> simplifyModel(ir::Graph g) {
-  const std::string& path = g.sourcePath;
-  passes::FoldAndInfer fold;
-  FBL_TRY(fold.run(g));
-  passes::DropNoops noops;
-  FBL_TRY(noops.run(g));
-  passes::DeadCode dce;
-  FBL_TRY(dce.run(g));
+Result<ir::Graph> simplifyModel(ir::Graph g, const passes::PassOptions& opts) {
+  LoadPasses load;
+  passes::PassManager pm(opts);
+  load.addTo(pm);
+  FBL_TRY(pm.run(g));
+  FBL_TRY(checkStaticShapes(g));
+  return g;
+}
+
+Status checkStaticShapes(const ir::Graph& g) {
   int64_t unknown = passes::countValuesWithoutStaticShape(g);
   if (unknown != 0)
-    return makeError("{}: internal error: {} tensors have no static shape after loading", path,
-                     unknown);
-  return g;
+    return makeError("{}: internal error: {} tensors have no static shape after loading", g.sourcePath, unknown);
+  return Status::success();
 }
 
 }  // namespace fbl::onnx

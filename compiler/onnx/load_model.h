@@ -7,6 +7,10 @@
 #include <string>
 
 #include "compiler/ir/graph.h"
+#include "compiler/passes/dead_code.h"
+#include "compiler/passes/drop_noops.h"
+#include "compiler/passes/fold_and_infer.h"
+#include "compiler/passes/pass_manager.h"
 #include "compiler/support/result.h"
 
 namespace fbl::onnx {
@@ -18,9 +22,23 @@ struct LoadOptions {
   bool simplify = true;
 };
 
+// Steps 2-4 of loadModel as passes, for a PassManager that runs more than them (fblc compile's
+// pipeline). The passes outlive the manager.
+struct LoadPasses {
+  // fold-and-infer is required (every later pass needs static shapes); drop-noops and dead-code
+  // may be disabled.
+  void addTo(passes::PassManager& pm);
+
+  passes::FoldAndInfer fold;
+  passes::DropNoops noops;
+  passes::DeadCode dce;
+};
+
 Result<ir::Graph> loadModel(const std::string& path, const LoadOptions& opts = {});
 // Steps 2-4 of loadModel on a graph already imported (so a caller that also needs the raw
 // import, like `fblc inspect`, parses the file once).
-Result<ir::Graph> simplifyModel(ir::Graph imported);
+Result<ir::Graph> simplifyModel(ir::Graph imported, const passes::PassOptions& opts = {});
+// Step 5: an internal error naming the model when a live tensor has no static shape.
+Status checkStaticShapes(const ir::Graph& g);
 
 }  // namespace fbl::onnx

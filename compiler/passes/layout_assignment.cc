@@ -166,6 +166,42 @@ void explicitStrategyConversions(const ir::Graph& g, LayoutAssignment& a) {
 
 }  // namespace
 
+Status checkAssignment(const ir::Graph& g, const LayoutAssignment& a, bool final) {
+  if (a.nodeClass.size() != g.nodes.size() || a.transforms.size() != g.nodes.size() ||
+      a.values.size() != g.values.size())
+    return makeError("layout check: the assignment covers {} nodes and {} values, the graph has {} and {}",
+                     a.nodeClass.size(), a.values.size(), g.nodes.size(), g.values.size());
+  for (NodeId id = 0; id < static_cast<NodeId>(g.nodes.size()); ++id) {
+    const ir::Node& n = g.nodes[id];
+    if (n.dead || a.transforms[id].folded) continue;
+    for (int s = 0; s < static_cast<int>(n.inputs.size()); ++s) {
+      ValueId v = n.inputs[s];
+      if (v == ir::kNoValue || !isDataInput(n, s)) continue;
+      NodeId p = g.values[v].producer;
+      const ReadThrough* r = a.readAt(id, s);
+      if (p != ir::kNoNode && a.transforms[p].folded && r == nullptr)
+        return makeError("layout check: {} reads {} from a folded transformation without a read map",
+                         ir::describeNode(g, n), g.values[v].name);
+      if (r == nullptr) continue;
+      if (final && r->decision == ReadThrough::Decision::kUndecided)
+        return makeError("layout check: {} input {} is undecided", ir::describeNode(g, n), s);
+      if (r->decision == ReadThrough::Decision::kTileMap) {
+        const RTileEntry* e = a.rtileOf(r->source);
+        if (e == nullptr || !(e->tile() == r->tile))
+          return makeError("layout check: {} reads {} through a {} tile map but the source is stored as {}",
+                           ir::describeNode(g, n), g.values[r->source].name, r->tile.str(),
+                           e ? e->tile().str() : std::string("linear"));
+      }
+    }
+  }
+  for (ValueId v : g.outputs) {
+    NodeId p = g.values[v].producer;
+    if (p != ir::kNoNode && a.transforms[p].folded)
+      return makeError("layout check: graph output {} is produced by a folded transformation", g.values[v].name);
+  }
+  return Status::success();
+}
+
 Result<bool> LayoutAssignmentPass::run(ir::Graph& g) {
   // Phase 4: assignment.
   a_.conversions.clear();
@@ -233,34 +269,7 @@ Result<bool> LayoutAssignmentPass::run(ir::Graph& g) {
     if (t.eliminated && t.reason.empty()) t.reason = t.tileMapped ? "tile map" : "index map";
   }
   // Phase 5: every consumer can read what its producer wrote.
-  for (NodeId id = 0; id < static_cast<NodeId>(g.nodes.size()); ++id) {
-    const ir::Node& n = g.nodes[id];
-    if (n.dead || a_.transforms[id].folded) continue;
-    for (int s = 0; s < static_cast<int>(n.inputs.size()); ++s) {
-      ValueId v = n.inputs[s];
-      if (v == ir::kNoValue || !isDataInput(n, s)) continue;
-      NodeId p = g.values[v].producer;
-      const ReadThrough* r = a_.readAt(id, s);
-      if (p != ir::kNoNode && a_.transforms[p].folded && r == nullptr)
-        return makeError("layout check: {} reads {} from a folded transformation without a read map",
-                         ir::describeNode(g, n), g.values[v].name);
-      if (r == nullptr) continue;
-      if (r->decision == ReadThrough::Decision::kUndecided)
-        return makeError("layout check: {} input {} is undecided", ir::describeNode(g, n), s);
-      if (r->decision == ReadThrough::Decision::kTileMap) {
-        const RTileEntry* e = a_.rtileOf(r->source);
-        if (e == nullptr || !(e->tile() == r->tile))
-          return makeError("layout check: {} reads {} through a {} tile map but the source is stored as {}",
-                           ir::describeNode(g, n), g.values[r->source].name, r->tile.str(),
-                           e ? e->tile().str() : std::string("linear"));
-      }
-    }
-  }
-  for (ValueId v : g.outputs) {
-    NodeId p = g.values[v].producer;
-    if (p != ir::kNoNode && a_.transforms[p].folded)
-      return makeError("layout check: graph output {} is produced by a folded transformation", g.values[v].name);
-  }
+  FBL_TRY(checkAssignment(g, a_, /*final=*/true));
   return true;
 }
 

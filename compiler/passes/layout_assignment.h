@@ -19,9 +19,11 @@
 //      not write its R-Tile (no propagation: global-layout-selection disabled) gets a conversion
 //      before its FTD-D consumers; an FTD-D output whose natural tile differs from its R-Tile
 //      gets one too.
-//   2. Final check: every input of every live node is readable: a direct read of a value, a
-//      read through a decided chain, or a recorded conversion; an R-Tile read through a tile
-//      map uses the tile of the source's R-Tile. A violation is an internal error.
+//   2. Final check (checkAssignment): every input of every live node is readable: a direct read
+//      of a value, a read through a decided chain, or a recorded conversion; an R-Tile read
+//      through a tile map uses the tile of the source's R-Tile. A violation is an internal
+//      error. All of it but "decided" also holds after every earlier layout pass, so the pass
+//      manager runs the check between them with the verifier (layout_pipeline.h).
 #pragma once
 
 #include <cstdint>
@@ -150,6 +152,9 @@ struct LayoutAssignment {
 bool isTileReader(const ir::Node& n, int slot);
 // Data inputs (not shape or parameter operands such as Reshape's target shape).
 bool isDataInput(const ir::Node& n, int slot);
+
+// Phase 5 above; `final` false: between layout passes, where reads may still be undecided.
+Status checkAssignment(const ir::Graph& g, const LayoutAssignment& a, bool final);
 
 // layout-assignment: phases 4 and 5 above.
 class LayoutAssignmentPass {

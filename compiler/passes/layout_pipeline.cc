@@ -1,13 +1,9 @@
 // The layout pipeline: the pass order is in layout_pipeline.h.
 #include "compiler/passes/layout_pipeline.h"
 
-#include <fmt/format.h>
+#include <algorithm>
 
-#include "compiler/passes/assign_rtile.h"
-#include "compiler/passes/classify_operators.h"
-#include "compiler/passes/fuse_attention.h"
-#include "compiler/passes/global_layout_selection.h"
-#include "compiler/passes/tile_index_elimination.h"
+#include <fmt/format.h>
 
 namespace fbl::passes {
 
@@ -17,38 +13,47 @@ std::vector<std::string> layoutPassNames() {
           std::string(LayoutAssignmentPass::name())};
 }
 
-std::vector<std::string> loweringPassNames() { return {"fusion"}; }
+LayoutPasses::LayoutPasses(LayoutAssignment& a, const profile::HardwareProfile& p)
+    : assignment(a), classify(a), assign(a, p), eliminate(a, p), select(a, p), finish(a) {}
 
-std::vector<std::string> graphPassNames() { return {std::string(FuseAttention::name())}; }
+void LayoutPasses::disableForStrategy(PassOptions& opts) const {
+  if (assignment.strategy != strategy::Strategy::kFBLayout)
+    for (std::string_view n : {AssignRTile::name(), TileIndexElimination::name(), GlobalLayoutSelection::name()})
+      opts.disabled.insert(std::string(n));
+}
+
+void LayoutPasses::addTo(PassManager& pm) {
+  LayoutAssignment& a = assignment;
+  auto check = [&a](const ir::Graph& g) { return checkAssignment(g, a, /*final=*/false); };
+  PassSpec classifySpec = PassSpec::required("every layout pass reads its classes and read chains");
+  classifySpec.check = check;
+  pm.add(classify, classifySpec);
+  pm.add(assign, PassSpec::checked(check));
+  pm.add(eliminate, PassSpec::checked(check));
+  pm.add(select, PassSpec::checked(check));
+  pm.add(finish, PassSpec::required("it decides the reads left undecided and checks the assignment"));
+}
+
+void LayoutPasses::noteDisabled(const std::vector<PassRun>& runs) {
+  const std::vector<std::string> names = layoutPassNames();
+  for (const PassRun& r : runs)
+    if (!r.ran && std::find(names.begin(), names.end(), r.name) != names.end())
+      assignment.notes.push_back(r.name + " disabled");
+}
 
 Result<LayoutPipelineResult> runLayoutPipeline(ir::Graph& g, const profile::HardwareProfile& p,
                                                const LayoutPipelineOptions& opts) {
   LayoutPipelineResult res;
-  LayoutAssignment& a = res.assignment;
-  a.strategy = opts.strategy;
-  a.profile = p.name;
-  ClassifyOperators classify(a);
-  AssignRTile assign(a, p);
-  TileIndexElimination eliminate(a, p);
-  GlobalLayoutSelection select(a, p);
-  LayoutAssignmentPass finish(a);
+  res.assignment.strategy = opts.strategy;
+  res.assignment.profile = p.name;
+  LayoutPasses layout(res.assignment, p);
   PassOptions po = opts.passes;
-  for (const std::string& n : loweringPassNames()) po.disabled.erase(n);
-  for (const std::string& n : graphPassNames()) po.disabled.erase(n);
-  if (opts.strategy != strategy::Strategy::kFBLayout)
-    for (std::string_view n : {AssignRTile::name(), TileIndexElimination::name(), GlobalLayoutSelection::name()})
-      po.disabled.insert(std::string(n));
+  layout.disableForStrategy(po);
   PassManager pm(po);
-  pm.add(classify, /*required=*/true);
-  pm.add(assign);
-  pm.add(eliminate);
-  pm.add(select);
-  pm.add(finish, /*required=*/true);
+  layout.addTo(pm);
   FBL_ASSIGN(res.runs, pm.run(g));
-  for (const PassRun& r : res.runs) {
-    res.totalMs += r.ms;
-    if (!r.ran) a.notes.push_back(r.name + " disabled");
-  }
+  for (const PassRun& r : res.runs) res.totalMs += r.ms;
+  layout.noteDisabled(res.runs);
   return res;
 }
 

@@ -10,15 +10,20 @@
 // The paper's breakdown (Sec. 5.4): "R-Tile alone" disables tile-index-elimination and
 // global-layout-selection, "+ index elimination" disables global-layout-selection, and the full
 // pipeline adds global selection. The baseline strategies `reuse` and `explicit` run only the
-// required passes: no R-Tile, every movement op a kernel.
+// required passes: no R-Tile, every movement op a kernel. With the verifier on, the
+// assignment's own check (checkAssignment) runs after every pass, as the IR verifier does.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "compiler/ir/graph.h"
+#include "compiler/passes/assign_rtile.h"
+#include "compiler/passes/classify_operators.h"
+#include "compiler/passes/global_layout_selection.h"
 #include "compiler/passes/layout_assignment.h"
 #include "compiler/passes/pass_manager.h"
+#include "compiler/passes/tile_index_elimination.h"
 #include "compiler/profile/profile.h"
 #include "compiler/strategy/strategy.h"
 #include "compiler/support/result.h"
@@ -39,13 +44,24 @@ struct LayoutPipelineResult {
 // The pass names in pipeline order.
 std::vector<std::string> layoutPassNames();
 
-// Passes that run after the pipeline, on its lowering (compiler/plan/fusion.h: "fusion"):
-// --disable-pass takes their names too; the pipeline itself ignores them.
-std::vector<std::string> loweringPassNames();
+// The five passes over one assignment, for a PassManager that runs more than the pipeline
+// (fblc compile's). The passes outlive the manager.
+struct LayoutPasses {
+  LayoutPasses(LayoutAssignment& a, const profile::HardwareProfile& p);
+  // A baseline strategy (reuse, explicit) runs only the required passes.
+  void disableForStrategy(PassOptions& opts) const;
+  // Adds the five in order; with the verifier, checkAssignment runs after each.
+  void addTo(PassManager& pm);
+  // "NAME disabled" in the assignment's notes for each of them that did not run.
+  void noteDisabled(const std::vector<PassRun>& runs);
 
-// Passes that rewrite the forward graph before autodiff under fblayout (fuse_attention.h:
-// "fuse-attention"): --disable-pass takes their names too; the pipeline itself ignores them.
-std::vector<std::string> graphPassNames();
+  LayoutAssignment& assignment;
+  ClassifyOperators classify;
+  AssignRTile assign;
+  TileIndexElimination eliminate;
+  GlobalLayoutSelection select;
+  LayoutAssignmentPass finish;
+};
 
 Result<LayoutPipelineResult> runLayoutPipeline(ir::Graph& g, const profile::HardwareProfile& p,
                                                const LayoutPipelineOptions& opts = {});

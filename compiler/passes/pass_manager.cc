@@ -1,4 +1,4 @@
-// PassManager: the algorithm is in pass_manager.h (steps 1-4).
+// PassManager: the algorithm is in pass_manager.h (steps 1-5).
 #include "compiler/passes/pass_manager.h"
 
 #include <chrono>
@@ -40,15 +40,18 @@ Result<std::vector<PassRun>> PassManager::run(ir::Graph& g) {
   for (const std::string& n : opts_.disabled) {
     if (!known(n)) return makeError("--disable-pass {}: no such pass (passes: {})", n, all);
     for (const Entry& e : entries_)
-      if (e.name == n && e.required) return makeError("--disable-pass {}: the pipeline cannot run without it", n);
+      if (e.name == n && !e.spec.requiredBecause.empty())
+        return makeError("--disable-pass {}: the pipeline cannot run without it ({})", n, e.spec.requiredBecause);
   }
   for (const std::string& n : opts_.dumpAfter)
     if (n != "all" && !known(n)) return makeError("--dump-after {}: no such pass (passes: {})", n, all);
 
   std::vector<PassRun> runs;
+  VerifyOptions vo = opts_.verifyOptions;
+  for (const Entry& e : entries_)
+    if (e.spec.infersShapes) vo.requireShapes = false;  // until that pass ran
   if (opts_.verify) {
-    if (Status s = verifyGraph(g, opts_.verifyOptions); !s.ok())
-      return makeError("before the first pass: {}", s.error().message);
+    if (Status s = verifyGraph(g, vo); !s.ok()) return makeError("before the first pass: {}", s.error().message);
   }
   for (const Entry& e : entries_) {
     PassRun r;
@@ -63,10 +66,12 @@ Result<std::vector<PassRun>> PassManager::run(ir::Graph& g) {
     if (!changed.ok()) return makeError("{}: {}", e.name, changed.error().message);
     r.ran = true;
     r.changed = *changed;
+    if (e.spec.infersShapes) vo.requireShapes = opts_.verifyOptions.requireShapes;
     if (opts_.verify) {
       auto t1 = std::chrono::steady_clock::now();
-      if (Status s = verifyGraph(g, opts_.verifyOptions); !s.ok())
-        return makeError("after pass {}: {}", e.name, s.error().message);
+      if (Status s = verifyGraph(g, vo); !s.ok()) return makeError("after pass {}: {}", e.name, s.error().message);
+      if (e.spec.check)
+        if (Status s = e.spec.check(g); !s.ok()) return makeError("after pass {}: {}", e.name, s.error().message);
       r.verifyMs = msSince(t1);
     }
     if (opts_.dumpAfter.count(e.name) || opts_.dumpAfter.count("all")) {

@@ -1,13 +1,18 @@
-// PassManager: runs passes in order over one graph, XLA-style.
+// PassManager: runs passes in order over one graph, XLA-style. `fblc compile` runs its whole
+// pipeline through one manager (driver/compile_command.h lists the passes).
 //
 //   1. Before the first pass and after every pass that ran, the verifier (verify.h) checks the
 //      IR when PassOptions::verify is on (the default in debug builds; `--verify-passes` in
-//      release builds). A failure names the pass after which the IR broke.
-//   2. A pass named in PassOptions::disabled is skipped (ablation); a required pass cannot be.
-//   3. After a pass named in PassOptions::dumpAfter (or "all"), the IR is printed to the sink,
+//      release builds). A failure names the pass after which the IR broke. Static shapes are
+//      required only once a pass that infers them (PassSpec::infersShapes: fold-and-infer) ran.
+//   2. With the verifier, a pass's own check (PassSpec::check: the layout passes check their
+//      LayoutAssignment) runs after it.
+//   3. A pass named in PassOptions::disabled is skipped (ablation); a required pass cannot be,
+//      and the error says why it is required.
+//   4. After a pass named in PassOptions::dumpAfter (or "all"), the IR is printed to the sink,
 //      followed by the pass's own dump(graph) when it has one (the layout passes print their
 //      LayoutAssignment, since they annotate rather than rewrite the IR).
-//   4. Every pass's wall time and "changed" flag are returned, in order.
+//   5. Every pass's wall time and "changed" flag are returned, in order.
 // Names in `disabled` and `dumpAfter` must name passes of the pipeline, so a typo is an error.
 // A pass is any class with `static std::string_view name()` (kebab-case) and
 // `Result<bool> run(ir::Graph&)`; it must outlive the manager.
@@ -48,6 +53,27 @@ struct PassRun {
   double verifyMs = 0;
 };
 
+// How the manager treats one pass.
+struct PassSpec {
+  // Non-empty: the pass cannot be disabled; the reason ends the --disable-pass error.
+  std::string requiredBecause;
+  // The pass gives every value a static shape; before it, the verifier does not require them.
+  bool infersShapes = false;
+  // Checked after the pass, with the verifier (the pass's own invariants).
+  std::function<Status(const ir::Graph&)> check;
+
+  static PassSpec required(std::string because) {
+    PassSpec s;
+    s.requiredBecause = std::move(because);
+    return s;
+  }
+  static PassSpec checked(std::function<Status(const ir::Graph&)> check) {
+    PassSpec s;
+    s.check = std::move(check);
+    return s;
+  }
+};
+
 template <typename P>
 concept HasDump = requires(const P& p, const ir::Graph& g) {
   { p.dump(g) } -> std::convertible_to<std::string>;
@@ -58,8 +84,8 @@ class PassManager {
   explicit PassManager(PassOptions opts = {}) : opts_(std::move(opts)) {}
 
   template <typename P>
-  void add(P& pass, bool required = false) {
-    Entry e{std::string(P::name()), [&pass](ir::Graph& g) { return pass.run(g); }, nullptr, required};
+  void add(P& pass, PassSpec spec = {}) {
+    Entry e{std::string(P::name()), [&pass](ir::Graph& g) { return pass.run(g); }, nullptr, std::move(spec)};
     if constexpr (HasDump<P>) e.dump = [&pass](const ir::Graph& g) { return pass.dump(g); };
     entries_.push_back(std::move(e));
   }
@@ -72,7 +98,7 @@ class PassManager {
     std::string name;
     std::function<Result<bool>(ir::Graph&)> run;
     std::function<std::string(const ir::Graph&)> dump;
-    bool required = false;
+    PassSpec spec;
   };
   void emit(std::string_view text) const;
 

@@ -1,8 +1,8 @@
 // Fusion (the last part of global layout selection, paper section 4.4): once every layout is
 // decided, elementwise nodes next to a tiled MatMul run inside its kernel, so their launches and
 // their intermediate tensors disappear and the memory plan (built on the launches the plan
-// builder emits) shrinks with them. Three rewrites, fblayout only, switched off with
-// `--disable-pass fusion`:
+// builder emits) shrinks with them. Three rewrites, fblayout only, run by the `fusion` pass
+// (layout_lowering.h) and switched off with `--disable-pass fusion`:
 //
 //   epilogue  MatMul -> E1 -> ... -> Ek: each Ei float elementwise with the product's output
 //             shape, reading the previous value as its only reader, in the same phase. The
@@ -32,8 +32,6 @@
 #include "compiler/plan/layout_lowering.h"
 
 namespace fbl::plan {
-
-inline constexpr const char* kFusionPassName = "fusion";  // in passes::loweringPassNames()
 
 // `keep`: by value, must exist in memory (read back, graph outputs). `views`: the lowering's
 // consumer-index -> source-index map per read through a layout; a rewritten read gets one.

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -43,8 +45,8 @@ class Lowerer {
  public:
   Lowerer(const ir::Graph& g, const passes::LayoutAssignment& a) : g_(g), a_(a) {}
 
-  Result<LayoutLowering> run(const std::vector<ValueId>& mustExist, const LoweringOptions& options) {
-    LayoutLowering out;
+  // Steps 1-3 (lower-layouts).
+  Status reads(LayoutLowering& out, const std::vector<ValueId>& mustExist) {
     out.strategy = a_.strategy;
     out.nodes.resize(g_.nodes.size());
     for (NodeId id = 0; id < static_cast<NodeId>(g_.nodes.size()); ++id) {
@@ -56,13 +58,24 @@ class Lowerer {
     out.inKernelOnly.assign(g_.values.size(), false);
     FBL_TRY(candidates(out));
     liveness(out, mustExist);
-    std::vector<bool> keep(g_.values.size(), false);
-    for (ValueId v : mustExist) keep[v] = true;
-    for (ValueId v : g_.outputs) keep[v] = true;
-    const bool fuse = options.fuse && a_.strategy == Strategy::kFBLayout;
-    if (fuse) planFusion(g_, keep, out, views_);
-    FBL_TRY(chooseStorage(out, keep, options));
-    if (fuse) FBL_TRY(finishFusion(g_, out));
+    keep_.assign(g_.values.size(), false);
+    for (ValueId v : mustExist) keep_[v] = true;
+    for (ValueId v : g_.outputs) keep_[v] = true;
+    return Status::success();
+  }
+
+  // Step 5's plan (fusion): fblayout only. True when any node fused.
+  bool fuse(LayoutLowering& out) {
+    if (a_.strategy != Strategy::kFBLayout) return false;
+    planFusion(g_, keep_, out, views_);
+    fused_ = true;
+    return std::any_of(out.nodes.begin(), out.nodes.end(), [](const NodeLowering& nl) { return nl.fused; });
+  }
+
+  // Step 4, the end of step 5, step 6 (assign-storage).
+  Status storage(LayoutLowering& out, const LoweringOptions& options) {
+    FBL_TRY(chooseStorage(out, keep_, options));
+    if (fused_) FBL_TRY(finishFusion(g_, out));
     // 6: kinds and counts.
     for (NodeId id = 0; id < static_cast<NodeId>(g_.nodes.size()); ++id) {
       const ir::Node& n = g_.nodes[id];
@@ -86,7 +99,7 @@ class Lowerer {
         }
       out.counts.materialised += static_cast<int64_t>(nl.materialise.size());
     }
-    return out;
+    return Status::success();
   }
 
  private:
@@ -370,6 +383,8 @@ class Lowerer {
   const ir::Graph& g_;
   const passes::LayoutAssignment& a_;
   std::vector<bool> foldable_;
+  std::vector<bool> keep_;  // by value: must exist in memory (read back, graph outputs)
+  bool fused_ = false;
   // Values copied from a source (step 2): who copies first, from where, through which view.
   struct Materialise {
     NodeId consumer;
@@ -397,12 +412,51 @@ std::vector<std::vector<ValueRead>> valueReads(const ir::Graph& g, const LayoutL
   return reads;
 }
 
-Result<LayoutLowering> lowerLayouts(const ir::Graph& g, const passes::LayoutAssignment& a,
-                                    const std::vector<ValueId>& mustExist, const LoweringOptions& options) {
+struct LoweringState {
+  const passes::LayoutAssignment& assignment;
+  const std::vector<ValueId>& mustExist;
+  const LoweringOptions& options;
+  LayoutLowering out;
+  std::optional<Lowerer> lowerer;  // made by lower-layouts, on the graph the three passes share
+};
+
+Result<bool> LowerLayoutsPass::run(ir::Graph& g) {
+  const passes::LayoutAssignment& a = s_.assignment;
   if (a.transforms.size() != g.nodes.size() && a.strategy == Strategy::kFBLayout)
     return makeError("layout lowering: the assignment covers {} nodes, the graph has {}", a.transforms.size(),
                      g.nodes.size());
-  return Lowerer(g, a).run(mustExist, options);
+  s_.out = LayoutLowering{};
+  s_.lowerer.emplace(g, a);
+  FBL_TRY(s_.lowerer->reads(s_.out, s_.mustExist));
+  return false;
 }
+
+Result<bool> FusionPass::run(ir::Graph&) {
+  FBL_ASSERT(s_.lowerer.has_value());
+  return s_.lowerer->fuse(s_.out);
+}
+
+Result<bool> AssignStoragePass::run(ir::Graph&) {
+  FBL_ASSERT(s_.lowerer.has_value());
+  FBL_TRY(s_.lowerer->storage(s_.out, s_.options));
+  return false;
+}
+
+LoweringPasses::LoweringPasses(const passes::LayoutAssignment& a, const std::vector<ValueId>& mustExist,
+                               const LoweringOptions& options)
+    : state_(std::make_unique<LoweringState>(LoweringState{a, mustExist, options, {}, std::nullopt})),
+      lower_(*state_),
+      fusion_(*state_),
+      storage_(*state_) {}
+
+LoweringPasses::~LoweringPasses() = default;
+
+void LoweringPasses::addTo(passes::PassManager& pm) {
+  pm.add(lower_, passes::PassSpec::required("the plan builder needs to know what each node runs and reads"));
+  pm.add(fusion_);
+  pm.add(storage_, passes::PassSpec::required("the plan builder needs every tensor's layout"));
+}
+
+LayoutLowering& LoweringPasses::result() { return state_->out; }
 
 }  // namespace fbl::plan

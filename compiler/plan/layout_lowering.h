@@ -37,6 +37,9 @@
 //   5. Fusion (fblayout, fusion.h): elementwise nodes run inside neighbouring MatMul kernels;
 //      planned between steps 3 and 4, completed after 4.
 //   6. Launch kinds: movement ops (FTI-D) run as kernels are "transform", copies "conversion".
+// These run as three passes over the joint graph (LoweringPasses, after the layout pipeline's):
+// lower-layouts (steps 1-3, required), fusion (step 5's plan, fblayout only; --disable-pass
+// fusion) and assign-storage (step 4, the end of step 5, step 6; required).
 // Images are their own OpenCL objects beside the arena buffer; the plan builder pools those
 // whose lifetimes do not overlap (plan_builder.h).
 #pragma once
@@ -47,9 +50,11 @@
 #include <utility>
 #include <vector>
 
+#include <memory>
+
 #include "compiler/codegen/operand_layout.h"
 #include "compiler/passes/layout_assignment.h"
-#include "compiler/strategy/strategy.h"
+#include "compiler/passes/pass_manager.h"
 
 namespace fbl::plan {
 
@@ -92,7 +97,6 @@ struct StorageOptions {
 };
 
 struct LoweringOptions {
-  bool fuse = true;  // fusion.h (fblayout only)
   StorageOptions storage;
   // Values the runtime fills or reads from the host (weights, trainables, optimizer state):
   // stored in another layout, the runtime packs them at load and unpacks them on read-back.
@@ -126,9 +130,55 @@ struct ValueRead {
 // By value, its reads by every node that is not skipped, fused nodes included.
 std::vector<std::vector<ValueRead>> valueReads(const ir::Graph& g, const LayoutLowering& l);
 
-// `mustExist`: values the plan reads back or keeps (gradients, updated parameters); graph
-// outputs are added here.
-Result<LayoutLowering> lowerLayouts(const ir::Graph& g, const passes::LayoutAssignment& a,
-                                    const std::vector<ir::ValueId>& mustExist, const LoweringOptions& options = {});
+// The lowering's passes share one state: a pass sees what the previous ones decided.
+struct LoweringState;
+
+class LowerLayoutsPass {
+ public:
+  explicit LowerLayoutsPass(LoweringState& s) : s_(s) {}
+  static constexpr std::string_view name() { return "lower-layouts"; }
+  Result<bool> run(ir::Graph& g);  // never changes the IR
+
+ private:
+  LoweringState& s_;
+};
+
+class FusionPass {
+ public:
+  explicit FusionPass(LoweringState& s) : s_(s) {}
+  static constexpr std::string_view name() { return "fusion"; }
+  Result<bool> run(ir::Graph& g);  // true when any node fused; never changes the IR
+
+ private:
+  LoweringState& s_;
+};
+
+class AssignStoragePass {
+ public:
+  explicit AssignStoragePass(LoweringState& s) : s_(s) {}
+  static constexpr std::string_view name() { return "assign-storage"; }
+  Result<bool> run(ir::Graph& g);  // never changes the IR
+
+ private:
+  LoweringState& s_;
+};
+
+// The three passes on the graph the assignment was made for. `mustExist` (values the plan reads
+// back or keeps: gradients, updated parameters; graph outputs are added) and `options` are read
+// when the passes run, so a caller may fill them in between; all three outlive the manager.
+class LoweringPasses {
+ public:
+  LoweringPasses(const passes::LayoutAssignment& a, const std::vector<ir::ValueId>& mustExist,
+                 const LoweringOptions& options);
+  ~LoweringPasses();
+  void addTo(passes::PassManager& pm);
+  LayoutLowering& result();  // after assign-storage ran
+
+ private:
+  std::unique_ptr<LoweringState> state_;
+  LowerLayoutsPass lower_;
+  FusionPass fusion_;
+  AssignStoragePass storage_;
+};
 
 }  // namespace fbl::plan

@@ -86,10 +86,10 @@ void addTrainingOptions(CLI::App* cmd, std::vector<std::string>& trainable, fbl:
 // The layout pipeline's switches (docs/layout-pipeline.md): shared by inspect and compile.
 template <typename Args>
 void addLayoutPipelineOptions(CLI::App* cmd, Args& args) {
-  const std::string help = fmt::format("Layout strategy: {}", fbl::strategy::strategyNameList());
-  cmd->add_option("--strategy", args.strategy, help)->default_str(args.strategy);
-  cmd->add_option("--dump-after", args.dumpAfter, "Print the IR after this layout pass (or all)");
-  cmd->add_option("--disable-pass", args.disabledPasses, "Switch a layout pass, fusion or fuse-attention off (ablation)");
+  cmd->add_option("--strategy", args.strategy, "Layout strategy: fblayout, reuse or explicit")
+      ->default_str("fblayout");
+  cmd->add_option("--dump-after", args.dumpAfter, "Print the IR after this pass (or all); an unknown name lists the passes");
+  cmd->add_option("--disable-pass", args.disabledPasses, "Switch a pass off (ablation): fusion, fuse-attention, a layout pass, ...");
   cmd->add_flag("--verify-passes", args.verifyPasses, "Run the IR verifier between passes");
 }
 

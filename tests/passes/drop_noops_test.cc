@@ -1,6 +1,8 @@
-// drop-noops and dead-code on hand-built graphs.
+// drop-noops and dead-code on small graphs: text in, printed text out where the result is a graph.
 #include <catch2/catch.hpp>
 
+#include "compiler/ir/parser.h"
+#include "compiler/ir/printer.h"
 #include "compiler/passes/dead_code.h"
 #include "compiler/passes/drop_noops.h"
 #include "compiler/passes/fold_and_infer.h"
@@ -13,6 +15,13 @@ namespace ir = fbl::ir;
 namespace passes = fbl::passes;
 
 namespace {
+ir::Graph parse(const char* text) {
+  auto g = ir::parseGraph(text);
+  INFO((g.ok() ? std::string() : g.error().message));
+  REQUIRE(g.ok());
+  return std::move(g).value();
+}
+
 void infer(ir::Graph& g) {
   passes::FoldAndInfer fold;
   auto r = fold.run(g);
@@ -22,26 +31,30 @@ void infer(ir::Graph& g) {
 }  // namespace
 
 TEST_CASE("Identity chains and same-dtype casts are dropped, real casts kept", "[passes]") {
-  GraphBuilder b;
-  ir::ValueId x = b.input("x", DType::F32, {2, 3});
-  ir::ValueId i1 = b.op("Identity", {b.op("Identity", {x})});
-  ir::ValueId same = b.op("Cast", {i1}, {{"to", int64_t{1}}});
-  ir::ValueId like = b.op("CastLike", {same, x});
-  ir::ValueId toInt = b.op("Cast", {like}, {{"to", int64_t{7}}});
-  ir::ValueId y = b.op("Neg", {toInt});
-  b.output(y);
-  infer(b.g);
+  ir::Graph g = parse(R"(graph "t" opset 20
+  input %x : f32[2,3]
+  %i0 : f32[2,3] = Identity(%x) @i0
+  %i1 : f32[2,3] = Identity(%i0) @i1
+  %same : f32[2,3] = Cast(%i1) {to=1} @same
+  %like : f32[2,3] = CastLike(%same, %x) @like
+  %int : i64[2,3] = Cast(%like) {to=7} @int
+  %y : i64[2,3] = Neg(%int) @neg
+  output %y
+)");
+  infer(g);
   passes::DropNoops pass;
-  auto r = pass.run(b.g);
+  auto r = pass.run(g);
   REQUIRE(r.ok());
   CHECK(*r);
   CHECK(pass.dropped() == 4);
-  CHECK(b.count("Identity") == 0);
-  CHECK(b.count("Cast") == 1);
-  CHECK(b.count("CastLike") == 0);
+  REQUIRE(passes::DeadCode().run(g).ok());
   // The kept Cast now reads x directly.
-  for (const auto& n : b.g.nodes)
-    if (!n.dead && n.op == "Cast") CHECK(n.inputs[0] == x);
+  CHECK(ir::printGraph(g) == R"(graph "t" opset 20
+  input %x : f32[2,3]
+  %int : i64[2,3] = Cast(%x) {to=7} @int
+  %y : i64[2,3] = Neg(%int) @neg
+  output %y
+)");
 }
 
 TEST_CASE("inference Dropout is dropped; a read mask becomes all-true", "[passes]") {
@@ -81,23 +94,30 @@ TEST_CASE("a no-op that produces a graph output stays, so the output keeps its n
 }
 
 TEST_CASE("dead-code keeps exactly what the outputs need", "[passes]") {
-  GraphBuilder b;
-  ir::ValueId x = b.input("x", DType::F32, {2, 4});
-  ir::ValueId unused = b.op("Exp", {b.op("Neg", {x})});
-  (void)unused;
-  auto ln = b.node("LayerNormalization", {x, b.input("s", DType::F32, {4})}, {}, 3);
-  ir::ValueId y = b.op("Add", {ln[0], x});
-  b.output(y);
+  ir::Graph g = parse(R"(graph "t" opset 20
+  input %x : f32[2,4]
+  input %s : f32[4]
+  %n : f32[2,4] = Neg(%x) @neg
+  %unused : f32[2,4] = Exp(%n) @exp
+  %ln : f32[2,4], %mean : f32[2,1], %inv : f32[2,1] = LayerNormalization(%x, %s) @ln
+  %y : f32[2,4] = Add(%ln, %x) @add
+  output %y
+)");
   passes::DeadCode pass;
-  auto r = pass.run(b.g);
+  auto r = pass.run(g);
   REQUIRE(r.ok());
   CHECK(*r);
   CHECK(pass.removed() == 2);
-  REQUIRE(b.g.nodes.size() == 2);
-  CHECK(b.g.nodes[0].op == "LayerNormalization");  // its Mean output is unused, Y is not
-  CHECK(b.g.nodes[1].op == "Add");
-  CHECK(b.g.values[y].producer == 1);
-  auto again = pass.run(b.g);
+  // LayerNormalization stays: its Mean output is unused, Y is not.
+  CHECK(ir::printGraph(g) == R"(graph "t" opset 20
+  input %x : f32[2,4]
+  input %s : f32[4]
+  %ln : f32[2,4], %mean : f32[2,1], %inv : f32[2,1] = LayerNormalization(%x, %s) @ln
+  %y : f32[2,4] = Add(%ln, %x) @add
+  output %y
+)");
+  CHECK(g.values[g.findValue("y")].producer == 1);
+  auto again = pass.run(g);
   REQUIRE(again.ok());
   CHECK_FALSE(*again);
 }

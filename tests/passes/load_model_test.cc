@@ -66,6 +66,33 @@ TEST_CASE("raw import keeps the file's nodes when simplify is off", "[passes]") 
   CHECK(g->nodes.size() == 578);
 }
 
+TEST_CASE("the load passes run under the pass manager: verifier, --dump-after, --disable-pass", "[passes]") {
+  for (std::string model : {"llama-tiny", "bert-tiny-torchscript"}) {
+    fbl::onnx::LoadOptions raw;
+    raw.simplify = false;
+    auto imported = fbl::onnx::loadModel(modelPath(model), raw);
+    REQUIRE(imported.ok());
+    fbl::passes::PassOptions o;
+    o.verify = true;  // the raw import is checked without shapes, every pass after fold-and-infer with them
+    std::string dumped;
+    o.sink = [&](std::string_view s) { dumped += s; };
+    o.dumpAfter = {"dead-code"};
+    auto g = fbl::onnx::simplifyModel(*imported, o);
+    INFO(model << ": " << (g.ok() ? std::string() : g.error().message));
+    REQUIRE(g.ok());
+    CHECK(dumped.rfind("// ---- IR after dead-code ----\n", 0) == 0);
+    CHECK(dumped.find("Identity(") == std::string::npos);
+
+    fbl::passes::PassOptions off;
+    off.disabled = {"fold-and-infer"};
+    auto refused = fbl::onnx::simplifyModel(*imported, off);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().message ==
+          "--disable-pass fold-and-infer: the pipeline cannot run without it (every later pass needs static shapes "
+          "and dtypes)");
+  }
+}
+
 // Prints each model's op histogram after loading and the load time: `fbl_tests "[load-report]"`.
 TEST_CASE("load report", "[.][load-report]") {
   for (std::string model : kModels) {

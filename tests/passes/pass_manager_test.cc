@@ -96,8 +96,71 @@ TEST_CASE("pass manager: unknown and required pass names are errors", "[passes][
   passes::PassOptions o2;
   o2.disabled = {"rename-relu"};
   passes::PassManager pm2(o2);
-  pm2.add(rename, /*required=*/true);
+  pm2.add(rename, passes::PassSpec::required("the test needs it"));
   auto r = pm2.run(g);
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().message.find("cannot run without it") != std::string::npos);
+  CHECK(r.error().message == "--disable-pass rename-relu: the pipeline cannot run without it (the test needs it)");
+}
+
+namespace {
+
+// Gives %y its shape, as fold-and-infer gives every value one.
+struct InferY {
+  static constexpr std::string_view name() { return "infer-y"; }
+  Result<bool> run(ir::Graph& g) {
+    ir::Value& y = g.values[g.findValue("y")];
+    y.shape = {2, 3};
+    y.shapeKnown = true;
+    return true;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("pass manager: static shapes are required only after the pass that infers them", "[passes][pass-manager]") {
+  ir::Graph g = small();
+  g.values[g.findValue("y")].shape = {};
+  g.values[g.findValue("y")].shapeKnown = false;
+  passes::PassOptions o;
+  o.verify = true;
+  InferY infer;
+  passes::PassManager without(o);
+  without.add(infer);
+  auto r = without.run(g);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.rfind("before the first pass: ", 0) == 0);
+
+  passes::PassSpec spec;
+  spec.infersShapes = true;
+  passes::PassManager with(o);
+  with.add(infer, spec);
+  auto ok = with.run(g);
+  INFO((ok.ok() ? "" : ok.error().message));
+  CHECK(ok.ok());
+}
+
+TEST_CASE("pass manager: a pass's own check runs after it with the verifier", "[passes][pass-manager]") {
+  ir::Graph g = small();
+  Rename rename;
+  int checks = 0;
+  passes::PassOptions o;
+  o.verify = true;
+  passes::PassManager pm(o);
+  pm.add(rename, passes::PassSpec::checked([&](const ir::Graph& h) -> Status {
+    ++checks;
+    if (h.nodes[0].op == "Sigmoid") return makeError("relu renamed");
+    return Status::success();
+  }));
+  auto r = pm.run(g);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message == "after pass rename-relu: relu renamed");
+  CHECK(checks == 1);
+
+  ir::Graph g2 = small();
+  passes::PassOptions off;
+  off.verify = false;
+  passes::PassManager quiet(off);  // verifier off: no check
+  Rename again;
+  quiet.add(again, passes::PassSpec::checked([&](const ir::Graph&) -> Status { return makeError("unexpected"); }));
+  CHECK(quiet.run(g2).ok());
 }

@@ -1,0 +1,84 @@
+// fblc compile's passes (driver/compile_command.h): one PassManager from fold-and-infer to
+// assign-storage, so --dump-after, --disable-pass and the verifier see every stage, and a
+// required pass refuses to be disabled with one line that says why.
+#include <catch2/catch.hpp>
+
+#include "compiler/driver/compile_command.h"
+
+using namespace fbl;
+
+namespace {
+
+driver::CompileArgs llamaTiny() {
+  driver::CompileArgs a;
+  a.model = std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/model.onnx";
+  a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
+  return a;
+}
+
+const std::vector<std::string> kPasses = {
+    "fold-and-infer",     "drop-noops",   "dead-code",              "fuse-attention",          "autodiff",
+    "classify-operators", "assign-rtile", "tile-index-elimination", "global-layout-selection", "layout-assignment",
+    "lower-layouts",      "fusion",       "assign-storage"};
+
+std::vector<std::string> ranPasses(const driver::Compiled& c) {
+  std::vector<std::string> ran;
+  for (const passes::PassRun& r : c.passes)
+    if (r.ran) ran.push_back(r.name);
+  return ran;
+}
+
+}  // namespace
+
+TEST_CASE("compile: every stage after the import is a pass of one pipeline", "[driver][passes]") {
+  CHECK(driver::compilePassNames() == kPasses);
+  driver::CompileArgs a = llamaTiny();
+  a.verifyPasses = true;  // the IR verifier after every pass, the assignment's check after each layout pass
+  auto c = driver::compileModel(a);
+  INFO((c.ok() ? "" : c.error().message));
+  REQUIRE(c.ok());
+  CHECK(ranPasses(*c) == kPasses);
+
+  a.strategy = "reuse";
+  auto reuse = driver::compileModel(a);
+  INFO((reuse.ok() ? "" : reuse.error().message));
+  REQUIRE(reuse.ok());
+  CHECK(ranPasses(*reuse) == std::vector<std::string>{"fold-and-infer", "drop-noops", "dead-code", "autodiff",
+                                                      "classify-operators", "layout-assignment", "lower-layouts",
+                                                      "fusion", "assign-storage"});
+}
+
+TEST_CASE("compile: a required pass refuses --disable-pass and says why", "[driver][passes]") {
+  driver::CompileArgs a = llamaTiny();
+  a.disabledPasses = {"fold-and-infer"};
+  auto c = driver::compileModel(a);
+  REQUIRE_FALSE(c.ok());
+  CHECK(c.error().message ==
+        "--disable-pass fold-and-infer: the pipeline cannot run without it (every later pass needs static shapes and "
+        "dtypes)");
+  for (const char* required :
+       {"autodiff", "classify-operators", "layout-assignment", "lower-layouts", "assign-storage"}) {
+    a.disabledPasses = {required};
+    auto r = driver::compileModel(a);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().message.rfind(fmt::format("--disable-pass {}: the pipeline cannot run without it (", required), 0) == 0);
+    CHECK(r.error().message.find('\n') == std::string::npos);
+  }
+  a.disabledPasses = {"fold-and-infr"};
+  auto typo = driver::compileModel(a);
+  REQUIRE_FALSE(typo.ok());
+  CHECK(typo.error().message ==
+        "--disable-pass fold-and-infr: no such pass (passes: fold-and-infer, drop-noops, dead-code, fuse-attention, "
+        "autodiff, classify-operators, assign-rtile, tile-index-elimination, global-layout-selection, "
+        "layout-assignment, lower-layouts, fusion, assign-storage)");
+}
+
+TEST_CASE("compile: the optional load passes may be disabled", "[driver][passes]") {
+  driver::CompileArgs a = llamaTiny();
+  a.verifyPasses = true;
+  a.disabledPasses = {"drop-noops", "dead-code"};
+  auto c = driver::compileModel(a);
+  INFO((c.ok() ? "" : c.error().message));
+  REQUIRE(c.ok());
+  CHECK(c->stats.launches > 0);
+}
