@@ -14,6 +14,7 @@
 #include "compiler/onnx/external_data.h"
 #include "compiler/onnx/load_model.h"
 #include "compiler/passes/fuse_attention.h"
+#include "compiler/passes/layout_assignment_printer.h"
 #include "compiler/passes/layout_pipeline.h"
 #include "compiler/plan/fusion.h"
 #include "compiler/profile/profile.h"
