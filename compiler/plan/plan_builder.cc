@@ -507,7 +507,7 @@ class Builder {
     if (plan_.staging >= 0) iv[plan_.staging].first = iv[plan_.staging].last = end;
     for (auto& t : iv)
       if (t.first > t.last) t.first = t.last = 0;
-    const Placement pl = planMemory(iv, plan_.alignment);
+    const ArenaPlacement pl = planMemory(iv, plan_.alignment);
     for (size_t i = 0; i < iv.size(); ++i) plan_.tensors[i].offset = plan_.tensors[i].image() ? 0 : pl.offsets[i];
     plan_.arenaBytes = pl.peakBytes;
     const int64_t imageBytes = planImages(iv);
