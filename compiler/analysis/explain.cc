@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "compiler/analysis/flops.h"
+#include "compiler/passes/layout_assignment_printer.h"
 
 namespace fbl::analysis {
 

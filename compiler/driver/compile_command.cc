@@ -14,6 +14,7 @@
 #include "compiler/onnx/external_data.h"
 #include "compiler/onnx/load_model.h"
 #include "compiler/passes/fuse_attention.h"
+#include "compiler/passes/layout_assignment_printer.h"
 #include "compiler/passes/layout_pipeline.h"
 #include "compiler/plan/layout_lowering.h"
 #include "compiler/profile/profile.h"
@@ -353,7 +354,7 @@ int runCompile(const CompileArgs& args) {
                "conversion copies, {} reads through maps ({} transposed), {} movement ops not executed, {} R-Tile "
                "tensors ({} kept row-major); {} elementwise nodes fused into {} MatMuls and {} other kernels\n",
                args.strategy, c->transforms.value("total", 0), c->transforms.value("eliminated", 0),
-               c->transforms.value("explicit", 0), c->lowering.transformNodes, c->lowering.materialised,
+               c->transforms.value("explicit", 0), c->lowering.movementKernels, c->lowering.materialised,
                c->lowering.readsThrough, c->lowering.transposedReads, c->lowering.skippedNodes,
                c->lowering.rtileValues, c->lowering.rtileDemoted, c->lowering.fusedNodes, c->lowering.fusedMatmuls,
                c->lowering.fusedElementwise);
@@ -377,7 +378,7 @@ int runCompile(const CompileArgs& args) {
                      {"storage", c->storage},
                      {"layout_pass_ms", c->passTimesMs},
                      {"lowering",
-                      {{"movement_kernels", c->lowering.transformNodes},
+                      {{"movement_kernels", c->lowering.movementKernels},
                        {"conversion_copies", c->lowering.materialised},
                        {"reads_through_maps", c->lowering.readsThrough},
                        {"transposed_reads", c->lowering.transposedReads},

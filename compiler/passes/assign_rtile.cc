@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "compiler/passes/layout_assignment_printer.h"
+
 namespace fbl::passes {
 
 namespace {

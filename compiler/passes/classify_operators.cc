@@ -9,6 +9,7 @@
 
 #include "compiler/autodiff/slice_params.h"
 #include "compiler/layout/simplify.h"
+#include "compiler/passes/layout_assignment_printer.h"
 
 namespace fbl::passes {
 

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "compiler/passes/assign_rtile.h"
+#include "compiler/passes/layout_assignment_printer.h"
 #include "compiler/passes/tile_index_elimination.h"
 
 namespace fbl::passes {

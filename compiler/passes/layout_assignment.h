@@ -33,8 +33,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "compiler/ir/graph.h"
 #include "compiler/layout/index_map.h"
 #include "compiler/layout/layout.h"
@@ -167,15 +165,5 @@ class LayoutAssignmentPass {
  private:
   LayoutAssignment& a_;
 };
-
-// Text and JSON forms. formatClassification: counts per class and phase, then per op type.
-// formatTransforms: totals, then (perNode) one line per transformation node.
-std::string formatClassification(const ir::Graph& g, const LayoutAssignment& a);
-std::string formatTransforms(const ir::Graph& g, const LayoutAssignment& a, bool perNode);
-std::string formatAssignment(const ir::Graph& g, const LayoutAssignment& a);
-nlohmann::json classificationToJson(const ir::Graph& g, const LayoutAssignment& a);
-// The compile report's `transforms`: total, eliminated, explicit (each with its reason).
-nlohmann::json transformsToJson(const ir::Graph& g, const LayoutAssignment& a);
-nlohmann::json assignmentToJson(const ir::Graph& g, const LayoutAssignment& a);
 
 }  // namespace fbl::passes

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "compiler/passes/assign_rtile.h"
+#include "compiler/passes/layout_assignment_printer.h"
 
 namespace fbl::passes {
 

@@ -90,7 +90,7 @@ class Lowerer {
       }
       if (a_.nodeClass.size() > static_cast<size_t>(id) && a_.nodeClass[id] == passes::OpClass::kFtiD) {
         nl.kind = "transform";
-        if (!isViewOp(n.op)) ++out.counts.transformNodes;
+        if (!isViewOp(n.op)) ++out.counts.movementKernels;
       }
       for (const auto& in : nl.layouts.inputs)
         if (in) {

@@ -76,7 +76,7 @@ struct LoweringCounts {
   int64_t transposedReads = 0;  // of which MatMul operands read through the transposed path
   int64_t materialised = 0;     // chains materialised by one copy kernel
   int64_t skippedNodes = 0;     // movement ops that emit nothing
-  int64_t transformNodes = 0;   // movement ops run as kernels
+  int64_t movementKernels = 0;  // movement ops run as kernels (views alias their input: not counted)
   int64_t rtileValues = 0;      // values stored as R-Tiles
   int64_t rtileDemoted = 0;     // R-Tile values kept row-major (a reader or writer without layouts)
   int64_t imageValues = 0;      // values stored in image2d objects

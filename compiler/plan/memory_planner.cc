@@ -17,8 +17,8 @@ namespace {
 int64_t roundUp(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 }  // namespace
 
-Placement planMemory(const std::vector<Interval>& tensors, int64_t alignment) {
-  Placement p;
+ArenaPlacement planMemory(const std::vector<Interval>& tensors, int64_t alignment) {
+  ArenaPlacement p;
   p.offsets.assign(tensors.size(), 0);
   auto slot = [&](const Interval& t) { return roundUp(std::max<int64_t>(t.bytes, 1), alignment); };
   int64_t base = 0;

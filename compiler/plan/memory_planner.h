@@ -14,7 +14,8 @@ struct Interval {
   bool persistent = false;  // weights, trainables, state, inputs: alive across steps
 };
 
-struct Placement {
+// Where planMemory put each tensor: its byte offset in the arena (by tensor index).
+struct ArenaPlacement {
   std::vector<int64_t> offsets;
   int64_t peakBytes = 0;
   int64_t persistentBytes = 0;  // the bottom of the arena, holding the persistent tensors
@@ -22,6 +23,6 @@ struct Placement {
 
 // Offsets aligned to `alignment`; a zero-byte tensor still gets its own aligned slot, because
 // OpenCL sub-buffers cannot be empty.
-Placement planMemory(const std::vector<Interval>& tensors, int64_t alignment);
+ArenaPlacement planMemory(const std::vector<Interval>& tensors, int64_t alignment);
 
 }  // namespace fbl::plan

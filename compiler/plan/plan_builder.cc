@@ -27,6 +27,7 @@
 #include "compiler/codegen/kernel_emitter.h"
 #include "compiler/codegen/operand_layout.h"
 #include "compiler/plan/memory_planner.h"
+#include "compiler/plan/peft_adapter.h"
 
 namespace fbl::plan {
 
@@ -41,36 +42,6 @@ const char* phaseName(ir::Phase p) {
     case ir::Phase::Optimizer: return "optimizer";
   }
   return "forward";
-}
-
-// peft's key for a LoRA parameter: the PyTorch name without the export prefix "m." and without
-// the adapter name ("lora_A.default.weight" -> "lora_A.weight").
-std::string adapterKey(std::string name) {
-  if (name.rfind("m.", 0) == 0) name = name.substr(2);
-  for (const char* part : {".lora_A.default.", ".lora_B.default."}) {
-    const size_t p = name.find(part);
-    if (p != std::string::npos) name.replace(p, std::string(part).size(), std::string(part).substr(0, 8));
-  }
-  return name;
-}
-
-nlohmann::json adapterConfig(const ir::Graph& g, const PlanInputs& in) {
-  std::set<std::string> modules;
-  int64_t r = 0;
-  for (const auto& t : in.trainables) {
-    const ir::Value& v = g.values[t.param];
-    const size_t p = v.name.find(".lora_A.");
-    if (p == std::string::npos) continue;
-    const std::string prefix = v.name.substr(0, p);
-    modules.insert(prefix.substr(prefix.rfind('.') + 1));
-    if (!v.shape.empty()) r = v.shape[0];
-  }
-  if (modules.empty()) return nlohmann::json::object();
-  return {{"peft_type", "LORA"},       {"r", r},
-          {"lora_alpha", in.loraAlpha}, {"target_modules", std::vector<std::string>(modules.begin(), modules.end())},
-          {"lora_dropout", 0.0},        {"bias", "none"},
-          {"fan_in_fan_out", false},    {"inference_mode", true},
-          {"base_model_name_or_path", nullptr}};
 }
 
 // Kernels take the arena and one byte offset per tensor instead of one buffer per tensor:
@@ -302,7 +273,7 @@ class Builder {
       planfile::Trainable pt;
       pt.param = tensorOf(t.param);
       pt.grad = t.grad != ir::kNoValue ? tensorOf(t.grad) : -1;
-      pt.adapterKey = adapterKey(g_.values[t.param].name);
+      pt.adapterKey = peftAdapterKey(g_.values[t.param].name);
       if (pt.grad >= 0) keep.insert(pt.grad);
       plan_.trainables.push_back(pt);
       if (t.updated != ir::kNoValue) addCommit(t.updated, t.param, &keep);
@@ -313,7 +284,7 @@ class Builder {
     }
     for (ir::ValueId v : in_.keep) keep.insert(tensorOf(v));
     FBL_TRY(addTransfers(target));
-    plan_.adapterConfig = adapterConfig(g_, in_);
+    plan_.adapterConfig = peftAdapterConfig(g_, in_.trainables, in_.loraAlpha);
     plan_.optimizer = {{"trainables", plan_.trainables.size()}, {"state_tensors", plan_.state.size()}};
     // 5: memory.
     planMemoryFor(keep, stats);
@@ -536,7 +507,7 @@ class Builder {
     if (plan_.staging >= 0) iv[plan_.staging].first = iv[plan_.staging].last = end;
     for (auto& t : iv)
       if (t.first > t.last) t.first = t.last = 0;
-    const Placement pl = planMemory(iv, plan_.alignment);
+    const ArenaPlacement pl = planMemory(iv, plan_.alignment);
     for (size_t i = 0; i < iv.size(); ++i) plan_.tensors[i].offset = plan_.tensors[i].image() ? 0 : pl.offsets[i];
     plan_.arenaBytes = pl.peakBytes;
     const int64_t imageBytes = planImages(iv);

@@ -15,6 +15,7 @@
 #include "compiler/onnx/load_model.h"
 #include "compiler/ops/op_schema.h"
 #include "compiler/passes/classify_operators.h"
+#include "compiler/passes/layout_assignment_printer.h"
 #include "compiler/passes/layout_pipeline.h"
 #include "compiler/profile/profile.h"
 #include "compiler/strategy/strategy.h"

@@ -9,12 +9,13 @@
 #include "compiler/onnx/load_model.h"
 #include "compiler/ops/op_schema.h"
 #include "compiler/ref/executor.h"
-#include "tests/autodiff/test_graph.h"
+#include "tests/autodiff/tensor_diff.h"
+#include "tests/ops/graph_builder.h"
 
 namespace fbl {
 namespace {
 
-using testing::TestGraph;
+using testing::GraphBuilder;
 using ir::ValueId;
 
 const std::vector<int64_t> kT{1, 0};
@@ -22,20 +23,20 @@ const std::vector<int64_t> kT{1, 0};
 // x [1, 16, 64] through a frozen linear layer W with a LoRA branch (A [8, 64], B [64, 8]),
 // into a softmax cross-entropy over 64 classes, as the corpus exports it.
 struct LoraGraph {
-  TestGraph t;
+  GraphBuilder t = GraphBuilder::inferring();
   ValueId x, w, a, b, h, logits;
   LoraGraph() {
     x = t.input("x", ir::DType::F32, {1, 16, 64});
-    w = t.param("m.q_proj.base_layer.weight", {64, 64});
-    a = t.param("m.q_proj.lora_A.default.weight", {8, 64});
-    b = t.param("m.q_proj.lora_B.default.weight", {64, 8});
-    ValueId base = t.node("MatMul", {x, t.node("Transpose", {w}, {{"perm", kT}})});
-    h = t.node("MatMul", {x, t.node("Transpose", {a}, {{"perm", kT}})});
-    ValueId z = t.node("MatMul", {h, t.node("Transpose", {b}, {{"perm", kT}})});
-    logits = t.node("Add", {base, t.node("Mul", {z, t.scalar(2.0f)})});
-    ValueId flat = t.node("Reshape", {logits, t.ints({-1, 64})});
+    w = t.randomParam("m.q_proj.base_layer.weight", {64, 64});
+    a = t.randomParam("m.q_proj.lora_A.default.weight", {8, 64});
+    b = t.randomParam("m.q_proj.lora_B.default.weight", {64, 8});
+    ValueId base = t.op("MatMul", {x, t.op("Transpose", {w}, {{"perm", kT}})});
+    h = t.op("MatMul", {x, t.op("Transpose", {a}, {{"perm", kT}})});
+    ValueId z = t.op("MatMul", {h, t.op("Transpose", {b}, {{"perm", kT}})});
+    logits = t.op("Add", {base, t.op("Mul", {z, t.scalar(2.0f)})});
+    ValueId flat = t.op("Reshape", {logits, t.ints({-1, 64})});
     ValueId labels = t.input("labels", ir::DType::I64, {16});
-    t.setLoss(t.node("SoftmaxCrossEntropyLoss", {flat, labels},
+    t.output(t.op("SoftmaxCrossEntropyLoss", {flat, labels},
                      {{"reduction", std::string("mean")}, {"ignore_index", int64_t(-100)}}));
     t.g.values[t.g.outputs[0]].name = "loss";
   }
@@ -131,12 +132,12 @@ TEST_CASE("every backward and optimizer node agrees with its op's shape rule", "
 }
 
 TEST_CASE("only paths that reach a trainable are differentiated", "[autodiff]") {
-  TestGraph t;
-  ValueId frozen = t.param("frozen", {4, 4});
-  ValueId p = t.param("p", {4, 4});
+  GraphBuilder t = GraphBuilder::inferring();
+  ValueId frozen = t.randomParam("frozen", {4, 4});
+  ValueId p = t.randomParam("p", {4, 4});
   // A frozen-only chain joins the trainable path late: nothing upstream of the join is visited.
-  ValueId f1 = t.node("Sigmoid", {t.node("Tanh", {frozen})});
-  ValueId y = t.node("Mul", {t.node("Sqrt", {t.node("Mul", {p, p})}), f1});
+  ValueId f1 = t.op("Sigmoid", {t.op("Tanh", {frozen})});
+  ValueId y = t.op("Mul", {t.op("Sqrt", {t.op("Mul", {p, p})}), f1});
   t.weightedSumLoss(y);
   autodiff::TrainingOptions opts;
   opts.trainableGlobs = {"p"};
@@ -150,28 +151,28 @@ TEST_CASE("only paths that reach a trainable are differentiated", "[autodiff]") 
 
 TEST_CASE("trainable selection errors explain themselves", "[autodiff]") {
   SECTION("folded weights") {
-    TestGraph t;
-    ValueId a = t.param("val_12", {2, 2});
-    ValueId b = t.param("val_13", {2, 2});
-    t.weightedSumLoss(t.node("MatMul", {a, b}));
+    GraphBuilder t = GraphBuilder::inferring();
+    ValueId a = t.randomParam("val_12", {2, 2});
+    ValueId b = t.randomParam("val_13", {2, 2});
+    t.weightedSumLoss(t.op("MatMul", {a, b}));
     auto tg = autodiff::buildTrainingGraph(t.g, {});
     REQUIRE_FALSE(tg.ok());
     CHECK_THAT(tg.error().message, Catch::Contains("'*lora_*'") && Catch::Contains("val_12") &&
                                        Catch::Contains("optimize=False"));
   }
   SECTION("no LoRA") {
-    TestGraph t;
-    ValueId a = t.param("m.fc.weight", {2, 2});
-    t.weightedSumLoss(t.node("Neg", {a}));
+    GraphBuilder t = GraphBuilder::inferring();
+    ValueId a = t.randomParam("m.fc.weight", {2, 2});
+    t.weightedSumLoss(t.op("Neg", {a}));
     auto tg = autodiff::buildTrainingGraph(t.g, {});
     REQUIRE_FALSE(tg.ok());
     CHECK_THAT(tg.error().message, Catch::Contains("m.fc.weight") && Catch::Contains("--trainable"));
   }
   SECTION("a trainable that does not reach the loss") {
-    TestGraph t;
-    ValueId a = t.param("pa", {2, 2});
-    t.param("pb", {2, 2});
-    t.weightedSumLoss(t.node("Neg", {a}));
+    GraphBuilder t = GraphBuilder::inferring();
+    ValueId a = t.randomParam("pa", {2, 2});
+    t.randomParam("pb", {2, 2});
+    t.weightedSumLoss(t.op("Neg", {a}));
     autodiff::TrainingOptions opts;
     opts.trainableGlobs = {"p*"};
     auto tg = autodiff::buildTrainingGraph(t.g, opts);
@@ -179,9 +180,9 @@ TEST_CASE("trainable selection errors explain themselves", "[autodiff]") {
     CHECK_THAT(tg.error().message, Catch::Contains("'pb' does not affect the loss"));
   }
   SECTION("an op without a gradient rule on the path") {
-    TestGraph t;
-    ValueId a = t.param("pa", {2, 3});
-    t.weightedSumLoss(t.node("Cos", {a}));
+    GraphBuilder t = GraphBuilder::inferring();
+    ValueId a = t.randomParam("pa", {2, 3});
+    t.weightedSumLoss(t.op("Cos", {a}));
     autodiff::TrainingOptions opts;
     opts.trainableGlobs = {"p*"};
     auto tg = autodiff::buildTrainingGraph(t.g, opts);
@@ -215,9 +216,9 @@ TEST_CASE("the training summary counts phases and lists reuse edges", "[autodiff
 }
 
 TEST_CASE("SGD with momentum matches its formula over two steps", "[autodiff]") {
-  TestGraph t;
-  ValueId p = t.param("p", {3});
-  t.weightedSumLoss(t.node("Mul", {p, p}));  // loss = sum(r * p^2): gradient 2 r p
+  GraphBuilder t = GraphBuilder::inferring();
+  ValueId p = t.randomParam("p", {3});
+  t.weightedSumLoss(t.op("Mul", {p, p}));  // loss = sum(r * p^2): gradient 2 r p
   autodiff::TrainingOptions opts;
   opts.trainableGlobs = {"p"};
   opts.optimizer = {autodiff::OptimizerKind::SGD, 0.1f, 0.5f};
@@ -244,9 +245,9 @@ TEST_CASE("SGD with momentum matches its formula over two steps", "[autodiff]") 
 }
 
 TEST_CASE("AdamW matches its formula over three steps", "[autodiff]") {
-  TestGraph t;
-  ValueId p = t.param("p", {4});
-  t.weightedSumLoss(t.node("Mul", {p, p}));
+  GraphBuilder t = GraphBuilder::inferring();
+  ValueId p = t.randomParam("p", {4});
+  t.weightedSumLoss(t.op("Mul", {p, p}));
   autodiff::TrainingOptions opts;
   opts.trainableGlobs = {"p"};
   opts.optimizer.lr = 0.05f;

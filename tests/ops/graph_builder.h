@@ -1,12 +1,22 @@
-// Builds small graphs by hand for op and pass tests: inputs, initializers, constants and nodes,
-// each output named "<node>_<i>".
+// Builds small graphs by hand for op, pass, kernel and gradient tests: inputs, initializers
+// (given, random, or without contents), constants and nodes. Node i of op OP is named "OP_i" and
+// its outputs "OP_i_0", "OP_i_1", ...
+//
+// A plain builder leaves node outputs untyped, for the passes under test to infer; a builder
+// from GraphBuilder::inferring() infers each node with its schema as it is added (and REQUIREs
+// that to succeed), so later nodes and weightedSumLoss can use the shapes.
 #pragma once
 
+#include <catch2/catch.hpp>
+
+#include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "compiler/ir/graph.h"
+#include "compiler/ops/op_schema.h"
 
 namespace fbl::testing {
 
@@ -17,13 +27,21 @@ class GraphBuilder {
     g.sourcePath = "test.onnx";
     g.opset = opset;
   }
+  // Random contents (randomParam, randomTensor, weightedSumLoss) are drawn from `seed`.
+  static GraphBuilder inferring(uint32_t seed = 1) {
+    GraphBuilder b;
+    b.infer_ = true;
+    b.rng_.seed(seed);
+    return b;
+  }
 
   ir::ValueId input(const std::string& name, ir::DType t, ir::Shape s) {
     ir::ValueId v = g.addValue(typed(name, t, std::move(s), ir::ValueKind::Input));
     g.inputs.push_back(v);
     return v;
   }
-  // An initializer with contents; `param` one without (external data).
+  // An initializer with contents; `param` one without (external data); `randomParam` a float
+  // one with uniform random contents in [lo, hi).
   ir::ValueId init(const std::string& name, ir::Tensor t) {
     ir::Value v = typed(name, t.dtype(), t.shape(), ir::ValueKind::Initializer);
     v.data = std::make_shared<const ir::Tensor>(std::move(t));
@@ -32,11 +50,17 @@ class GraphBuilder {
   ir::ValueId param(const std::string& name, ir::DType t, ir::Shape s) {
     return g.addValue(typed(name, t, std::move(s), ir::ValueKind::Initializer));
   }
+  ir::ValueId randomParam(const std::string& name, const ir::Shape& shape, float lo = -1, float hi = 1) {
+    return init(name, randomTensor(shape, lo, hi));
+  }
   ir::ValueId constant(const std::string& name, ir::Tensor t) { return g.newConstant(name, t); }
+  ir::ValueId constant(ir::Tensor t) { return constant("c", std::move(t)); }
   template <typename T>
   ir::ValueId ints(const std::string& name, std::vector<T> v) {
     return constant(name, ir::Tensor::fromVector<T>({static_cast<int64_t>(v.size())}, v));
   }
+  ir::ValueId ints(const std::vector<int64_t>& v) { return ints("c", v); }
+  ir::ValueId scalar(float v) { return constant(ir::Tensor::scalar<float>(v)); }
 
   // A node with `outputs` fresh outputs; returns them.
   std::vector<ir::ValueId> node(const std::string& op, std::vector<ir::ValueId> inputs,
@@ -50,7 +74,12 @@ class GraphBuilder {
     for (int i = 0; i < outputs; ++i)
       n.outputs.push_back(g.newValue(n.name + "_" + std::to_string(i)));
     std::vector<ir::ValueId> outs = n.outputs;
-    g.addNode(std::move(n));
+    const ir::NodeId id = g.addNode(std::move(n));
+    if (infer_) {
+      Status st = ops::inferNode(g, g.nodes[id]);
+      INFO(op << ": " << (st.ok() ? "" : st.error().message));
+      REQUIRE(st.ok());
+    }
     return outs;
   }
   ir::ValueId op(const std::string& op, std::vector<ir::ValueId> inputs,
@@ -58,6 +87,23 @@ class GraphBuilder {
     return node(op, std::move(inputs), std::move(attrs))[0];
   }
   void output(ir::ValueId v) { g.outputs.push_back(v); }
+
+  // loss = sum(y * R) for a random R, the graph's only output: every element of y gets a
+  // distinct gradient. Needs y's shape (an inferring builder).
+  ir::ValueId weightedSumLoss(ir::ValueId y) {
+    ir::ValueId r = constant(randomTensor(g.values[y].shape, -1, 1));
+    ir::ValueId loss = op("ReduceSum", {op("Mul", {y, r})}, {{"keepdims", int64_t(0)}});
+    g.outputs = {loss};
+    return loss;
+  }
+
+  ir::Tensor randomTensor(const ir::Shape& shape, float lo, float hi) {
+    std::uniform_real_distribution<float> d(lo, hi);
+    ir::Tensor t(ir::DType::F32, shape);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng_);
+    return t;
+  }
+  std::mt19937& rng() { return rng_; }
 
   size_t count(const std::string& op) const {
     size_t c = 0;
@@ -77,6 +123,9 @@ class GraphBuilder {
     v.kind = k;
     return v;
   }
+
+  bool infer_ = false;
+  std::mt19937 rng_{1};
 };
 
 }  // namespace fbl::testing

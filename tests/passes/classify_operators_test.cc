@@ -5,6 +5,7 @@
 
 #include "compiler/ir/parser.h"
 #include "compiler/passes/classify_operators.h"
+#include "compiler/passes/layout_assignment_printer.h"
 #include "compiler/ref/executor.h"
 
 using namespace fbl;

@@ -12,13 +12,14 @@
 #include "compiler/autodiff/training_graph.h"
 #include "compiler/passes/fuse_attention.h"
 #include "compiler/ref/executor.h"
-#include "tests/autodiff/test_graph.h"
+#include "tests/autodiff/tensor_diff.h"
+#include "tests/ops/graph_builder.h"
 
 namespace fbl {
 namespace {
 
 using ir::ValueId;
-using testing::TestGraph;
+using testing::GraphBuilder;
 
 enum class Mask { kNone, kZeros, kCausal, kWindow, kInput };
 
@@ -31,40 +32,40 @@ struct Case {
 };
 
 struct Built {
-  TestGraph t;
+  GraphBuilder t = GraphBuilder::inferring();
   ValueId maskInput = ir::kNoValue;
   ir::Tensor maskFeed;
 };
 
 // q, k, v are trainable ("p*"), so the gradient check reaches all three.
 void build(const Case& c, Built& b) {
-  TestGraph& t = b.t;
+  GraphBuilder& t = b.t;
   const int64_t B = c.batch, H = c.heads, KV = c.kvHeads, S = c.len, D = c.dim;
-  ValueId q = t.param("pq", {B, H, S, D});
-  ValueId k = t.param("pk", {B, KV, S, D});
-  ValueId v = t.param("pv", {B, KV, S, D});
+  ValueId q = t.randomParam("pq", {B, H, S, D});
+  ValueId k = t.randomParam("pk", {B, KV, S, D});
+  ValueId v = t.randomParam("pv", {B, KV, S, D});
   auto repeatKv = [&](ValueId x) {
     if (KV == H) return x;
-    ValueId u = t.node("Unsqueeze", {x, t.ints({2})});
-    ValueId e = t.node("Expand", {u, t.ints({B, KV, H / KV, S, D})});
-    return t.node("Reshape", {e, t.ints({B, H, S, D})});
+    ValueId u = t.op("Unsqueeze", {x, t.ints({2})});
+    ValueId e = t.op("Expand", {u, t.ints({B, KV, H / KV, S, D})});
+    return t.op("Reshape", {e, t.ints({B, H, S, D})});
   };
-  ValueId kt = t.node("Transpose", {repeatKv(k)}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
+  ValueId kt = t.op("Transpose", {repeatKv(k)}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
   ValueId s;
   if (c.scaleBeforeProduct) {
     const float root = std::sqrt(c.scale);
-    s = t.node("MatMul", {t.node("Mul", {q, t.scalar(root)}), t.node("Mul", {kt, t.scalar(root)})});
+    s = t.op("MatMul", {t.op("Mul", {q, t.scalar(root)}), t.op("Mul", {kt, t.scalar(root)})});
   } else {
-    s = t.node("Mul", {t.node("MatMul", {q, kt}), t.scalar(c.scale)});
+    s = t.op("Mul", {t.op("MatMul", {q, kt}), t.scalar(c.scale)});
   }
   if (c.softcap > 0)
-    s = t.node("Mul", {t.node("Tanh", {t.node("Div", {s, t.scalar(c.softcap)})}), t.scalar(c.softcap)});
+    s = t.op("Mul", {t.op("Tanh", {t.op("Div", {s, t.scalar(c.softcap)})}), t.scalar(c.softcap)});
   const float low = std::numeric_limits<float>::lowest();
   if (c.mask == Mask::kInput) {
     b.maskInput = t.input("attention_mask", ir::DType::F32, {B, 1, 1, S});
     b.maskFeed = ir::Tensor(ir::DType::F32, {B, 1, 1, S});
     for (int64_t i = 0; i < B * S; ++i) b.maskFeed.data<float>()[i] = (i % S) >= S - 1 - i / S ? low : 0.0f;
-    s = t.node("Add", {s, b.maskInput});
+    s = t.op("Add", {s, b.maskInput});
   } else if (c.mask != Mask::kNone) {
     ir::Tensor m(ir::DType::F32, {1, 1, S, S});
     for (int64_t i = 0; i < S; ++i)
@@ -73,10 +74,10 @@ void build(const Case& c, Built& b) {
         if (c.mask == Mask::kWindow) hidden = hidden || i - j >= c.window;
         m.data<float>()[i * S + j] = hidden ? low : 0.0f;
       }
-    s = t.node("Add", {s, t.constant(m)});
+    s = t.op("Add", {s, t.constant(m)});
   }
-  ValueId p = t.node("Softmax", {s}, {{"axis", int64_t{-1}}});
-  ValueId o = t.node("MatMul", {p, repeatKv(v)});
+  ValueId p = t.op("Softmax", {s}, {{"axis", int64_t{-1}}});
+  ValueId o = t.op("MatMul", {p, repeatKv(v)});
   t.weightedSumLoss(o);
 }
 
@@ -198,11 +199,12 @@ TEST_CASE("fuse-attention: sliding window, softcap, scales on q and k, masks of 
 
 TEST_CASE("fuse-attention leaves what it cannot express alone", "[passes][attention]") {
   // (q k^T + mask) * s scales the mask: not the op's form.
-  TestGraph t;
-  ValueId q = t.param("pq", {1, 2, 4, 8}), k = t.param("pk", {1, 2, 4, 8}), v = t.param("pv", {1, 2, 4, 8});
-  ValueId s = t.node("MatMul", {q, t.node("Transpose", {k}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}})});
-  s = t.node("Mul", {t.node("Add", {s, t.constant(t.random({1, 1, 4, 4}, -1, 1))}), t.scalar(0.5f)});
-  ValueId o = t.node("MatMul", {t.node("Softmax", {s}, {{"axis", int64_t{-1}}}), v});
+  GraphBuilder t = GraphBuilder::inferring();
+  ValueId q = t.randomParam("pq", {1, 2, 4, 8}), k = t.randomParam("pk", {1, 2, 4, 8});
+  ValueId v = t.randomParam("pv", {1, 2, 4, 8});
+  ValueId s = t.op("MatMul", {q, t.op("Transpose", {k}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}})});
+  s = t.op("Mul", {t.op("Add", {s, t.constant(t.randomTensor({1, 1, 4, 4}, -1, 1))}), t.scalar(0.5f)});
+  ValueId o = t.op("MatMul", {t.op("Softmax", {s}, {{"axis", int64_t{-1}}}), v});
   t.weightedSumLoss(o);
   passes::FuseAttention pass;
   auto changed = pass.run(t.g);

@@ -5,6 +5,7 @@
 
 #include "compiler/autodiff/training_graph.h"
 #include "compiler/onnx/load_model.h"
+#include "compiler/passes/layout_assignment_printer.h"
 #include "compiler/passes/layout_pipeline.h"
 #include "compiler/profile/profile.h"
 

@@ -23,7 +23,7 @@ TEST_CASE("planned tensors never overlap while both are alive", "[plan][memory]"
       t.push_back(iv);
     }
     const int64_t align = 256;
-    const Placement p = planMemory(t, align);
+    const ArenaPlacement p = planMemory(t, align);
     auto size = [&](const Interval& x) { return std::max<int64_t>(x.bytes, 1); };
     int64_t liveMax = 0;
     for (int64_t step = 0; step < 50; ++step) {
@@ -47,7 +47,7 @@ TEST_CASE("planned tensors never overlap while both are alive", "[plan][memory]"
 }
 
 TEST_CASE("tensors with disjoint lifetimes share memory", "[plan][memory]") {
-  const Placement p = planMemory({{1024, 0, 1, false}, {1024, 2, 3, false}, {1024, 4, 5, false}}, 256);
+  const ArenaPlacement p = planMemory({{1024, 0, 1, false}, {1024, 2, 3, false}, {1024, 4, 5, false}}, 256);
   CHECK(p.peakBytes == 1024);
 }
 

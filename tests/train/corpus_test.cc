@@ -20,7 +20,7 @@
 #include "compiler/onnx/tensor_proto.h"
 #include "compiler/train/ref_trainer.h"
 #include "runtime/safetensors.h"
-#include "tests/autodiff/test_graph.h"
+#include "tests/autodiff/tensor_diff.h"
 
 namespace fbl {
 namespace {

@@ -15,7 +15,7 @@
 #include "compiler/onnx/load_model.h"
 #include "compiler/onnx/tensor_proto.h"
 #include "compiler/train/ref_trainer.h"
-#include "tests/autodiff/test_graph.h"
+#include "tests/autodiff/tensor_diff.h"
 
 namespace fbl {
 namespace {
