@@ -4,6 +4,7 @@
 
 #include "compiler/ir/parser.h"
 #include "compiler/passes/global_layout_selection.h"
+#include "compiler/passes/layout_assignment_printer.h"
 #include "compiler/passes/layout_pipeline.h"
 #include "compiler/passes/assign_rtile.h"
 #include "compiler/profile/profile.h"
