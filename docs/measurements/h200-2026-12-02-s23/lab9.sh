@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+set -uo pipefail
+export LD_LIBRARY_PATH=$PWD/.devcarry/lib:${LD_LIBRARY_PATH:-}
+B=$PWD/.devcarry/bin; P=profiles/nvidia-h200.json
+R=/tmp/lab; mkdir -p $R /tmp/zoo
+trap 'tar -czf $OUT/lab9.tar.gz -C $R .' EXIT
+$B/fblc profile --list > $R/devices.txt 2>&1
+dev=$(grep -i nvidia $R/devices.txt | head -1 | cut -d: -f1 | tr -d " ")
+m=gemma2-2b
+$B/fblc zoo $m --layers 2 -o /tmp/zoo/$m-2.onnx > /dev/null
+timeout 200 $B/fbl-bench step /tmp/zoo/$m-2.onnx --profile $P --device ${dev:-0} --steps 3 --strategy fblayout --json $R/step2-$m.json 2>&1 | grep -v "macro redefined" | tail -5
+python3 -c "
+import json
+r=json.load(open('$R/step2-$m.json'))['results'][0]
+print('$m 2 layers device ms', round(r['device_s']*1e3,2), 'compile', r['compile_s'], 'first step', r['first_step_s'], {k:round(v*1e3,3) for k,v in r['device_s_by_kernel'].items() if 'attention' in k})"
