@@ -85,14 +85,7 @@ __kernel void WG_SIZE {{NAME}}({{PARAMS}}) {
       STAGE_COLS(vt, TILE, CWV, n * CWV, SK, k0, v, offV, b, kvh);
       barrier(CLK_LOCAL_MEM_FENCE);
 #endif
-      for (uint j = 0; j < TILE; ++j) {
-        float p[AR];
-        for (uint a = 0; a < AR; ++a) p[a] = pt[(oy + OY * a) * PSTRIDE + j];
-        for (uint c = 0; c < CWV / EX; ++c) {
-          const float vv = vt[j * (CWV + 1u) + ox + EX * c];
-          for (uint a = 0; a < AR; ++a) acc[a][n * (CWV / EX) + c] += p[a] * vv;
-        }
-      }
+      ACCUMULATE_ROWS(acc, pt, vt, CWV, n);
     }
   }
   for (uint a = 0; a < AR; ++a) {

@@ -67,6 +67,19 @@
       for (uint c = 0; c < MC; ++c) s[a][c] += rv[a] * cv[c];                          \
   }
 
+// acc[a][n (W / EX) + c] += sum over j < TILE of weights[(oy + OY a)][j] * tile[j][ox + EX c]:
+// the accumulation stage's AR rows times one chunk (number n, W dims) of a staged tile, weights
+// of row stride PSTRIDE and the tile of row stride W + 1.
+#define ACCUMULATE_ROWS(acc, weights, tile, W, n)                                     \
+  for (uint j = 0; j < TILE; ++j) {                                                   \
+    float w[AR];                                                                      \
+    for (uint a = 0; a < AR; ++a) w[a] = weights[(oy + OY * a) * PSTRIDE + j];        \
+    for (uint c = 0; c < (W) / EX; ++c) {                                             \
+      const float x = tile[j * ((W) + 1u) + ox + EX * c];                             \
+      for (uint a = 0; a < AR; ++a) acc[a][(n) * ((W) / EX) + c] += w[a] * x;         \
+    }                                                                                 \
+  }
+
 // Is key j hidden from query i by the index masks (causal, sliding window)?
 inline int attnHidden(uint i, uint j) {
   if (i >= SQ || j >= SK) return 1;

@@ -83,14 +83,7 @@ __kernel void WG_SIZE {{NAME}}_dq({{DQ_PARAMS}}) {
         STAGE_COLS(kt, TILE, CW, n * CW, SK, k0, k, offK, b, kvh);
         barrier(CLK_LOCAL_MEM_FENCE);
       }
-      for (uint j = 0; j < TILE; ++j) {
-        float ds[AR];
-        for (uint a = 0; a < AR; ++a) ds[a] = dst[(oy + OY * a) * PSTRIDE + j];
-        for (uint c = 0; c < CW / EX; ++c) {
-          const float kv = kt[j * (CW + 1u) + ox + EX * c];
-          for (uint a = 0; a < AR; ++a) acc[a][n * (CW / EX) + c] += ds[a] * kv;
-        }
-      }
+      ACCUMULATE_ROWS(acc, dst, kt, CW, n);
     }
   }
   for (uint a = 0; a < AR; ++a) {
