@@ -2,6 +2,7 @@
 
 Runs only where torch and a CUDA GPU exist (the lent H200); never part of the build or tests.
 Prints min and median ms and TFLOP/s for forward C=A*B, dA=dC*B^T and dB=A^T*dC.
+Usage: torch_matmul_reference.py [M K N]   (default: Figure 16's 512 2048 8192, as fbl-bench matmul)
 """
 import json
 import sys
@@ -10,7 +11,7 @@ import torch
 
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
-M, K, N = 512, 2048, 8192
+M, K, N = (int(v) for v in sys.argv[1:4]) if len(sys.argv) == 4 else (512, 2048, 8192)
 dev = "cuda"
 g = torch.Generator(device=dev).manual_seed(0)
 A = torch.randn(M, K, device=dev, generator=g)
@@ -38,6 +39,7 @@ for name, fn in cases.items():
     flops = 2.0 * M * K * N
     out[name] = {"min_ms": times[0], "median_ms": times[len(times) // 2],
                  "tflops": flops / (times[0] * 1e-3) / 1e12}
-json.dump({"torch": torch.__version__, "device": torch.cuda.get_device_name(0), "results": out},
+json.dump({"torch": torch.__version__, "device": torch.cuda.get_device_name(0), "shape": {"M": M, "K": K, "N": N},
+           "results": out},
           sys.stdout, indent=1)
 print()

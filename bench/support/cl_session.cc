@@ -107,20 +107,25 @@ static std::string buildLog(cl_program prog, cl_device_id dev) {
   return log;
 }
 
-// FBL_CL_DUMP_DIR=DIR writes each built program's binary to DIR/NAME.bin (PTX on NVIDIA): what
-// the driver's compiler made of a kernel (vector local loads, fused multiply-adds) can be read
-// without the vendor's tools. Benchmarks only, like FBL_CL_BUILD_LOG.
-static void dumpProgramBinary(cl_program prog, const char* dir, const std::string& name) {
+// FBL_CL_DUMP_DIR=DIR writes each built program's source to DIR/NAME.cl and its binary to
+// DIR/NAME.bin (PTX on NVIDIA): what the driver's compiler made of a kernel (vector local loads,
+// fused multiply-adds) can be read without the vendor's tools, and the source rebuilt offline.
+// Benchmarks only, like FBL_CL_BUILD_LOG.
+static void writeFile(const std::string& path, const std::string& bytes) {
+  if (std::FILE* f = std::fopen(path.c_str(), "wb")) {
+    std::fwrite(bytes.data(), 1, bytes.size(), f);
+    std::fclose(f);
+  }
+}
+
+static void dumpProgram(cl_program prog, const char* dir, const std::string& name, const std::string& source) {
+  writeFile(fmt::format("{}/{}.cl", dir, name), source);
   size_t size = 0;
   if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, nullptr) != CL_SUCCESS || size == 0) return;
   std::string binary(size, '\0');
   unsigned char* data = reinterpret_cast<unsigned char*>(binary.data());
   if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof(data), &data, nullptr) != CL_SUCCESS) return;
-  const std::string path = fmt::format("{}/{}.bin", dir, name);
-  if (std::FILE* f = std::fopen(path.c_str(), "wb")) {
-    std::fwrite(binary.data(), 1, binary.size(), f);
-    std::fclose(f);
-  }
+  writeFile(fmt::format("{}/{}.bin", dir, name), binary);
 }
 
 Result<cl_kernel> ClSession::kernel(const RTileKernel& k) {
@@ -137,7 +142,7 @@ Result<cl_kernel> ClSession::kernel(const RTileKernel& k) {
   for (const char* more : {buildOptions_.c_str(), extra})
     if (more && *more) options += std::string(" ") + more;
   err = clBuildProgram(prog, 1, &dev_, options.c_str(), nullptr, nullptr);
-  if (const char* dir = std::getenv("FBL_CL_DUMP_DIR"); err == CL_SUCCESS && dir) dumpProgramBinary(prog, dir, k.name);
+  if (const char* dir = std::getenv("FBL_CL_DUMP_DIR"); err == CL_SUCCESS && dir) dumpProgram(prog, dir, k.name, k.source);
   if (err == CL_SUCCESS && std::getenv("FBL_CL_BUILD_LOG"))
     std::fprintf(stderr, "build log of '%s':\n%s\n", k.name.c_str(), buildLog(prog, dev_).c_str());
   if (err != CL_SUCCESS) {

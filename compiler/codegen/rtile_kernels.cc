@@ -295,6 +295,7 @@ Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t 
       {"RM", std::to_string(t.rm)}, {"RN4", std::to_string(t.rn / 4)},
       {"L_T", lhs.transposed ? "1" : "0"}, {"R_T", rhs.transposed ? "1" : "0"},
       {"SPLIT", std::to_string(t.splitK)}, {"KS", std::to_string(kSlice)}, {"PIPE", std::to_string(t.pipeline)},
+      {"ALIGNED", m % t.tm == 0 && n % t.tn == 0 && k % t.tk == 0 ? "1" : "0"},
       {"ACCESS", prelude({&lhs.stored, &rhs.stored, &out}) + loadL + loadR + store + epilogueCode(epi)},
       {"PARAMS", layoutParam(lhs.stored, "lhs", false) + ", " + layoutParam(rhs.stored, "rhs", false) + ", " +
                      (split ? std::string("__global float* restrict out") : layoutParam(out, "out", true)) +
