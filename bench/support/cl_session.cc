@@ -73,6 +73,13 @@ Result<cl_mem> ClSession::allocate(const Layout& l) {
     desc.image_type = CL_MEM_OBJECT_IMAGE2D;
     desc.image_width = static_cast<size_t>(l.imageWidth());
     desc.image_height = static_cast<size_t>(l.imageHeight());
+    // Checked here: NVIDIA's driver creates an image past its limit and the first kernel that
+    // reads it faults (error -9999 at the next wait).
+    size_t maxW = 0, maxH = 0;
+    clGetDeviceInfo(dev_, CL_DEVICE_IMAGE2D_MAX_WIDTH, sizeof maxW, &maxW, nullptr);
+    clGetDeviceInfo(dev_, CL_DEVICE_IMAGE2D_MAX_HEIGHT, sizeof maxH, &maxH, nullptr);
+    if (desc.image_width > maxW || desc.image_height > maxH)
+      return makeError("OpenCL: an image of {}x{} texels for {} exceeds the device's {}x{}", desc.image_width, desc.image_height, l.str(), maxW, maxH);
     m = clCreateImage(ctx_, CL_MEM_READ_WRITE, &fmt, &desc, nullptr, &err);
     if (err != CL_SUCCESS)
       return makeError("OpenCL: clCreateImage {}x{} texels for {} failed (error {})", desc.image_width,
