@@ -108,7 +108,7 @@ speed)  # issue 16's figures in one run: the sweep (SKIP_SWEEP=1: not), Figure 1
   timeout 60 python3 bench/torch_matmul_reference.py > $OUT/cublas.json 2>&1
   for m in ${MODELS:-llama3.2-1b qwen2.5-1.5b gemma2-2b}; do
     timeout 100 python3 bench/torch_lora_step.py --model $m --steps 10 2>&1 | tail -1 > $OUT/torch-$m.json
-    $B/fblc zoo $m -o /tmp/zoo/$m.onnx > /dev/null && STEP_TIMEOUT=200 step $m /tmp/zoo/$m.onnx 3 --strategy fblayout
+    $B/fblc zoo $m -o /tmp/zoo/$m.onnx > /dev/null && STEP_TIMEOUT=${STEP_TIMEOUT:-200} step $m /tmp/zoo/$m.onnx 3 --strategy fblayout
   done
   python3 bench/speed_report.py $OUT $OUT/h200-speed.json && cat $OUT/h200-speed.json
   ;;

@@ -552,10 +552,6 @@ Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Ta
   const int64_t mEff = fold ? batch * M : M, bEff = fold ? 1 : batch;
   MatmulCostModel model = t.matmul;
   if (model.computeUnits <= 0) model.computeUnits = t.computeUnits;
-  const MatmulTiling tiling = chooseMatmulTiling(model, t.deviceClass, mEff, N, K, bEff);
-  const bool split = tiling.splitK > 1;
-  auto kernel = emitRTileMatmul("{{NAME}}", M, K, N, ops[0], ops[1], outL, tiling, epi && !split ? &epi->kernel : nullptr);
-  if (!kernel.ok()) return makeError("{}: {}", ir::describeNode(g, n), kernel.error().message);
   auto toLaunch = [](const RTileKernel& k, std::vector<ArgRef> args) {
     LaunchSpec l{k.source, "", "matmul", std::move(args), {}, {}};
     for (size_t x : k.global) l.global.push_back(static_cast<int64_t>(x));
@@ -567,6 +563,17 @@ Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Ta
     if (epi) args.insert(args.end(), epi->args.begin(), epi->args.end());
     return args;
   };
+  if (isNarrowProduct(model, mEff, N)) {
+    auto narrow = emitRTileMatmulNarrow("{{NAME}}", M, K, N, ops[0], ops[1], outL, model.narrowWorkItems,
+                                        epi ? &epi->kernel : nullptr);
+    if (!narrow.ok()) return makeError("{}: {}", ir::describeNode(g, n), narrow.error().message);
+    code.launches.push_back(toLaunch(*narrow, withEpilogue({val(bound[0]), val(bound[1]), val(outValue)})));
+    return code;
+  }
+  const MatmulTiling tiling = chooseMatmulTiling(model, t.deviceClass, mEff, N, K, bEff);
+  const bool split = tiling.splitK > 1;
+  auto kernel = emitRTileMatmul("{{NAME}}", M, K, N, ops[0], ops[1], outL, tiling, epi && !split ? &epi->kernel : nullptr);
+  if (!kernel.ok()) return makeError("{}: {}", ir::describeNode(g, n), kernel.error().message);
   if (!split) {
     code.launches.push_back(toLaunch(*kernel, withEpilogue({val(bound[0]), val(bound[1]), val(outValue)})));
     return code;

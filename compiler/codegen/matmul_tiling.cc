@@ -138,6 +138,27 @@ Result<MatmulTiling> parseTileSpec(const std::string& spec, int64_t defaultPipel
   return parseTile(spec.substr(0, colon), depth[0] - '0');
 }
 
+bool isNarrowProduct(const MatmulCostModel& model, int64_t m, int64_t n) {
+  return model.narrowMaxSide > 0 && std::min(m, n) <= model.narrowMaxSide;
+}
+
+NarrowTiling chooseNarrowTiling(int64_t m, int64_t n, int64_t k, int64_t workItems) {
+  auto pow2Ceil = [](int64_t v) {
+    int64_t p = 1;
+    while (p < v) p *= 2;
+    return p;
+  };
+  NarrowTiling t;
+  const int64_t kTexels = (k + 3) / 4;
+  while (t.ks * 2 <= workItems && kTexels / (t.ks * 2) >= kMinNarrowSliceTexels) t.ks *= 2;
+  const int64_t blocks = workItems / t.ks;
+  const int64_t cb = std::min(pow2Ceil((n + 3) / 4), blocks);
+  const int64_t rb = std::min(pow2Ceil((m + 3) / 4), blocks / cb);
+  t.tm = 4 * rb;
+  t.tn = 4 * cb;
+  return t;
+}
+
 std::string tileString(const MatmulTiling& t) {
   return fmt::format("{}x{}x{}/{}x{}", t.tm, t.tn, t.tk, t.rm, t.rn);
 }
@@ -161,6 +182,17 @@ Result<MatmulCostModel> parseMatmulCostModel(const nlohmann::json& j, const std:
       m.tileLoadGbps < 0)
     return makeError("{}: matmul.launch_us and local_memory_bytes must be >= 0, max_split >= 1, tile_load_gbps >= 0, "
                      "occupancy_exponent in [0, 1]", path);
+  if (b.contains("narrow")) {
+    const nlohmann::json& nb = b["narrow"];
+    if (!nb.is_object()) return makeError("{}: matmul.narrow must be an object", path);
+    m.narrowMaxSide = nb.value("max_side", int64_t{0});
+    m.narrowWorkItems = nb.value("work_items", m.narrowWorkItems);
+    const int64_t w = m.narrowWorkItems;
+    if (m.narrowMaxSide > 0 && (!nb.contains("provenance") || !nb["provenance"].is_string()))
+      return makeError("{}: matmul.narrow.provenance must say where max_side and work_items come from", path);
+    if (m.narrowMaxSide < 0 || w < 4 || w > 1024 || (w & (w - 1)) != 0)
+      return makeError("{}: matmul.narrow: max_side must be >= 0 and work_items a power of two in [4, 1024]", path);
+  }
   const nlohmann::json& list = b.value("tilings", nlohmann::json::array());
   if (!list.is_array()) return makeError("{}: matmul.tilings must be an array", path);
   for (size_t i = 0; i < list.size(); ++i) {

@@ -79,7 +79,28 @@ struct MatmulCostModel {
   int64_t maxSplit = 32;
   double occupancyExponent = 0.6;  // partial waves: throughput x (active / groupsPerUnit)^this
   double tileLoadGbps = 0;         // per compute unit, global -> local tile loads; 0: not modelled
+  // Products whose narrow side min(M, N) is at most this (LoRA's rank side) run as
+  // rtile_matmul_narrow.cl instead: one launch, K split among a group's `narrowWorkItems` and
+  // summed in local memory, where tiles would be mostly padding and split-K a second launch.
+  // Profile "matmul.narrow": {"max_side", "work_items"}; 0: never.
+  int64_t narrowMaxSide = 0;
+  int64_t narrowWorkItems = 64;
 };
+
+// rtile_matmul_narrow.cl's tile: a work-group computes TM x TN outputs in 4 x 4 blocks, each
+// block's K walk split into KS interleaved slices (one work-item each).
+struct NarrowTiling {
+  int64_t tm = 4, tn = 4, ks = 1;
+  int64_t workItems() const { return tm / 4 * (tn / 4) * ks; }
+};
+
+// Does the model send an M x N product to the narrow kernel?
+bool isNarrowProduct(const MatmulCostModel& model, int64_t m, int64_t n);
+// Slices first (each at least kMinNarrowSliceTexels texels of K long, so a slice's loads
+// outweigh its share of the tree), then the output texels, then row blocks, all powers of two
+// within `workItems` (a power of two); a group never covers more blocks than the product has.
+inline constexpr int64_t kMinNarrowSliceTexels = 8;
+NarrowTiling chooseNarrowTiling(int64_t m, int64_t n, int64_t k, int64_t workItems);
 
 struct MatmulEstimate {
   double us = 0, computeUs = 0, memoryUs = 0, sumUs = 0;

@@ -311,6 +311,56 @@ Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t 
   return kernel;
 }
 
+Result<RTileKernel> emitRTileMatmulNarrow(const std::string& name, int64_t m, int64_t k, int64_t n,
+                                          const MatmulOperand& lhs, const MatmulOperand& rhs, const Layout& out,
+                                          int64_t workItems, const MatmulEpilogue* epi) {
+  const ir::Shape batch = batchOf(out);
+  const int64_t batchCount = ir::numElements(batch);
+  if (matmulFoldsBatch(lhs, rhs, out)) {
+    FBL_ASSIGN(Layout l2, lhs.stored.reshape({batchCount * m, k}));
+    FBL_ASSIGN(Layout r2, rhs.stored.reshape({rowsOf(rhs.stored), colsOf(rhs.stored)}));
+    FBL_ASSIGN(Layout o2, out.reshape({batchCount * m, n}));
+    return emitRTileMatmulNarrow(name, batchCount * m, k, n, {l2, false}, {r2, rhs.transposed}, o2, workItems, epi);
+  }
+  auto expect = [&](const Layout& l, int64_t r, int64_t c, const char* role) -> Status {
+    if (l.shape().size() < 2 || rowsOf(l) != r || colsOf(l) != c)
+      return makeError("narrow matmul {}: operand '{}' is stored {}, expected [..., {}, {}]", name, role,
+                       ir::shapeToString(l.shape()), r, c);
+    return {};
+  };
+  FBL_TRY(expect(lhs.stored, lhs.transposed ? k : m, lhs.transposed ? m : k, "lhs"));
+  FBL_TRY(expect(rhs.stored, rhs.transposed ? n : k, rhs.transposed ? k : n, "rhs"));
+  FBL_TRY(expect(out, m, n, "out"));
+  const NarrowTiling t = chooseNarrowTiling(m, n, k, workItems);
+  // Neighbouring work-items read neighbouring texels of the larger operand (the other is at
+  // most narrowMaxSide x K and stays in cache): along K when it is stored along K, else along
+  // its long side.
+  const bool lhsLarger = m >= n;
+  const int fast = lhsLarger ? (lhs.transposed ? 1 : 0) : (rhs.transposed ? 0 : 2);
+  FBL_ASSIGN(Layout lv, batchedView(lhs.stored, batch, "lhs"));
+  FBL_ASSIGN(Layout rv, batchedView(rhs.stored, batch, "rhs"));
+  FBL_ASSIGN(Layout ov, batchedView(out, batch, "out"));
+  FBL_ASSIGN(std::string loadL, accessFunctions("loadL", lv, false, true));
+  FBL_ASSIGN(std::string loadR, accessFunctions("loadR", rv, false, true));
+  FBL_ASSIGN(std::string store, accessFunctions("storeOut", ov, true, true));
+  std::map<std::string, std::string> v = {
+      {"M", std::to_string(m)},     {"N", std::to_string(n)},     {"K", std::to_string(k)},
+      {"TM", std::to_string(t.tm)}, {"TN", std::to_string(t.tn)}, {"KS", std::to_string(t.ks)},
+      {"FAST", std::to_string(fast)},
+      {"L_T", lhs.transposed ? "1" : "0"}, {"R_T", rhs.transposed ? "1" : "0"},
+      {"ACCESS", prelude({&lhs.stored, &rhs.stored, &out}) + loadL + loadR + store + epilogueCode(epi)},
+      {"PARAMS", layoutParam(lhs.stored, "lhs", false) + ", " + layoutParam(rhs.stored, "rhs", false) + ", " +
+                     layoutParam(out, "out", true) + (epi ? epi->params : "")}};
+  RTileKernel kernel;
+  kernel.name = name;
+  kernel.source = fill(kernelTemplate("rtile_matmul_narrow"), v, name);
+  kernel.args = {"lhs", "rhs", "out"};
+  auto up = [](int64_t a, int64_t b) { return static_cast<size_t>((a + b - 1) / b); };
+  kernel.local = {static_cast<size_t>(t.workItems()), 1, 1};
+  kernel.global = {up(n, t.tn) * kernel.local[0], up(m, t.tm), static_cast<size_t>(batchCount)};
+  return kernel;
+}
+
 Result<RTileKernel> emitRTileSplitKSum(const std::string& name, int64_t m, int64_t n, int64_t splitK,
                                        const Layout& out, const MatmulEpilogue* epi) {
   if (out.shape().size() < 2 || rowsOf(out) != m || colsOf(out) != n)

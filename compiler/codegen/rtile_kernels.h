@@ -59,6 +59,14 @@ Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t 
                                     const layout::Layout& out, const MatmulTiling& tiling,
                                     const MatmulEpilogue* epilogue = nullptr);
 
+// The same product for narrow shapes (isNarrowProduct: LoRA's rank side) through
+// rtile_matmul_narrow.cl: one launch, no partial planes. Operands, batching and epilogue as
+// emitRTileMatmul; args lhs, rhs, out.
+Result<RTileKernel> emitRTileMatmulNarrow(const std::string& name, int64_t m, int64_t k, int64_t n,
+                                          const MatmulOperand& lhs, const MatmulOperand& rhs,
+                                          const layout::Layout& out, int64_t workItems,
+                                          const MatmulEpilogue* epilogue = nullptr);
+
 // out = sum of the splitK planes of `partial` (per batch matrix of out). Args: partial, out
 // (then the epilogue's, which runs here, not in the split product).
 Result<RTileKernel> emitRTileSplitKSum(const std::string& name, int64_t m, int64_t n, int64_t splitK,

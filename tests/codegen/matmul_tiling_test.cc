@@ -126,5 +126,36 @@ TEST_CASE("matmul tile specs: TMxTNxTK/RMxRN with an optional :PIPE", "[codegen]
   }
 }
 
+TEST_CASE("narrow products: the profile switch and the tile rule", "[codegen][matmul-tiling]") {
+  nlohmann::json j = profileWith(nlohmann::json::array());
+  j["matmul"]["narrow"] = {{"max_side", 16}, {"work_items", 256}};
+  CHECK(parseError(j).find("matmul.narrow.provenance") != std::string::npos);
+  j["matmul"]["narrow"]["provenance"] = "measured: test";
+  auto m = parseMatmulCostModel(j, "p.json");
+  REQUIRE(m.ok());
+  CHECK(isNarrowProduct(*m, 512, 16));
+  CHECK(isNarrowProduct(*m, 8, 2304));
+  CHECK_FALSE(isNarrowProduct(*m, 512, 17));
+  CHECK_FALSE(isNarrowProduct(MatmulCostModel{}, 512, 8));  // absent: never
+  CHECK(h200().narrowMaxSide == 16);
+  j["matmul"]["narrow"]["work_items"] = 96;
+  CHECK(parseError(j).find("matmul.narrow") != std::string::npos);
+  j["matmul"]["narrow"] = {{"max_side", -1}, {"provenance", "measured: test"}};
+  CHECK(parseError(j).find("matmul.narrow") != std::string::npos);
+
+  // x * lora_A on Gemma2 (K = 2304 = 576 texels): 64 slices of 9 texels, 2 x 2 blocks of 4 x 4.
+  NarrowTiling a = chooseNarrowTiling(512, 8, 2304, 256);
+  CHECK((a.ks == 64 && a.tn == 8 && a.tm == 8 && a.workItems() == 256));
+  // x^T * dt (K = 512 tokens): 16 slices of 8 texels; the rest is row blocks.
+  NarrowTiling b = chooseNarrowTiling(2304, 8, 512, 256);
+  CHECK((b.ks == 16 && b.tn == 8 && b.tm == 32));
+  // t^T * dy (M = 8): output texels first, which leaves one row block (two groups cover M).
+  NarrowTiling c = chooseNarrowTiling(8, 2304, 512, 256);
+  CHECK((c.ks == 16 && c.tn == 64 && c.tm == 4));
+  // Short K: one slice; a group never covers more blocks than the product has.
+  NarrowTiling d = chooseNarrowTiling(6, 5, 20, 256);
+  CHECK((d.ks == 1 && d.tn == 8 && d.tm == 8 && d.workItems() == 4));
+}
+
 }  // namespace
 }  // namespace fbl::codegen

@@ -97,22 +97,26 @@ struct PassCase {
   bool lt, rt;
 };
 
-// One product through emitRTileMatmul with lhs/rhs/out in the given layouts.
+// One product through emitRTileMatmul (or, with narrowWorkItems > 0, emitRTileMatmulNarrow)
+// with lhs/rhs/out in the given layouts.
 void checkProduct(ClSession& s, const PassCase& pc, int64_t m, int64_t k, int64_t n, const NamedLayout& ll,
-                  const NamedLayout& rl, const NamedLayout& ol, const MatmulTiling& tiling) {
+                  const NamedLayout& rl, const NamedLayout& ol, const MatmulTiling& tiling,
+                  int64_t narrowWorkItems = 0) {
   fbl::ir::Shape ls = pc.lt ? fbl::ir::Shape{k, m} : fbl::ir::Shape{m, k};
   fbl::ir::Shape rs = pc.rt ? fbl::ir::Shape{n, k} : fbl::ir::Shape{k, n};
   Layout lhs = ll.make(ls), rhs = rl.make(rs), out = ol.make({m, n});
   auto lv = randomMatrix(m * k, 1), rv = randomMatrix(k * n, 2);
   MatmulTiling tl = tiling;
   if (tl.splitK == 0) tl.splitK = 1;
-  auto kern = fbl::codegen::emitRTileMatmul("mm", m, k, n, {lhs, pc.lt}, {rhs, pc.rt}, out, tl);
+  auto kern = narrowWorkItems > 0
+                  ? fbl::codegen::emitRTileMatmulNarrow("mm", m, k, n, {lhs, pc.lt}, {rhs, pc.rt}, out, narrowWorkItems)
+                  : fbl::codegen::emitRTileMatmul("mm", m, k, n, {lhs, pc.lt}, {rhs, pc.rt}, out, tl);
   if (!kern.ok()) FAIL(kern.error().message);
   auto lm = s.allocate(lhs), rm = s.allocate(rhs), om = s.allocate(out);
   REQUIRE((lm.ok() && rm.ok() && om.ok()));
   REQUIRE(s.upload(*lm, lhs, lv).ok());
   REQUIRE(s.upload(*rm, rhs, rv).ok());
-  if (tl.splitK > 1) {
+  if (tl.splitK > 1 && narrowWorkItems == 0) {
     auto part = s.buffer(static_cast<size_t>(tl.splitK * m * n));
     auto sum = fbl::codegen::emitRTileSplitKSum("mmsum", m, n, tl.splitK, out);
     REQUIRE((part.ok() && sum.ok()));
@@ -137,6 +141,7 @@ void checkProduct(ClSession& s, const PassCase& pc, int64_t m, int64_t k, int64_
 constexpr PassCase kPasses[] = {{"forward C=A*B", false, false},
                                 {"dA=dC*B^T", false, true},
                                 {"dB=A^T*dC", true, false}};
+constexpr PassCase kBothTransposed = {"C=A^T*B^T", true, true};
 
 }  // namespace
 
@@ -153,6 +158,30 @@ TEST_CASE("rtile matmul: every layout, forward and both backward products", "[rt
         }
       }
   }
+}
+
+TEST_CASE("rtile matmul: narrow products (LoRA's rank side) in one launch", "[rtile_kernels]") {
+  auto s = openSession();
+  struct Dims { int64_t m, k, n; };
+  // Narrow N (x * lora_A, dy * B^T), narrow M (t^T * dy), odd sides that pad texels and blocks,
+  // K that leaves the last round of slices short.
+  const Dims dims[] = {{37, 301, 5}, {6, 90, 41}, {96, 64, 8}, {8, 68, 4}};
+  for (Dims d : dims)
+    for (const NamedLayout& l : allLayouts()) {
+      for (const PassCase& pc : kPasses) {
+        DYNAMIC_SECTION(pc.name << " " << d.m << "x" << d.k << "x" << d.n << " " << l.name) {
+          checkProduct(*s, pc, d.m, d.k, d.n, l, l, l, MatmulTiling{}, 64);
+        }
+      }
+    }
+  auto ls = allLayouts();
+  for (int64_t workItems : {int64_t{4}, int64_t{256}})
+    for (const PassCase& pc : {kPasses[0], kPasses[1], kPasses[2], kBothTransposed}) {
+      checkProduct(*s, pc, 37, 301, 5, ls[4], ls[2], ls[0], MatmulTiling{}, workItems);
+      checkProduct(*s, pc, 6, 90, 41, ls[0], ls[5], ls[3], MatmulTiling{}, workItems);
+      // A 1-wide side (images cannot hold a 1-column operand read along its texels).
+      checkProduct(*s, pc, 1, 40, 13, ls[0], ls[0], ls[0], MatmulTiling{}, workItems);
+    }
 }
 
 TEST_CASE("rtile matmul: mixed operand layouts and the GPU tiling", "[rtile_kernels]") {

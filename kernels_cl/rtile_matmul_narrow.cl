@@ -1,0 +1,83 @@
+// C[M x N] = L[M x K] * R[K x N] where M or N is narrow (LoRA's rank side, r <= 16): too few
+// outputs for the tiled kernel (rtile_matmul.cl) to fill a GPU without split-K, whose partial
+// planes cost a second launch. Here one launch does it: the K walk is split among the
+// work-items of a group and summed by a tree in local memory.
+//
+// A work-item owns a 4 x 4 output block (rows m..m+3, one output texel n..n+3) of its group's
+// TM x TN tile and one of KS interleaved K slices: slice s reads K texels s, s + KS, s + 2 KS...
+// Every operand is read a stored texel at a time through the same access functions as
+// rtile_matmul.cl (the ACCESS hole), whatever its layout; a transposed operand's 4 x 4 block is
+// transposed in registers. FAST names the index that neighbouring work-items differ in, chosen
+// by codegen so that they read neighbouring texels of the large operand:
+// 0 the K slice, 1 the row block, 2 the output texel.
+#define M {{M}}u
+#define N {{N}}u
+#define K {{K}}u
+#define TM {{TM}}u
+#define TN {{TN}}u
+#define KS {{KS}}u
+#define FAST {{FAST}}
+#define L_T {{L_T}}
+#define R_T {{R_T}}
+#define RB (TM / 4u)          // row blocks per tile
+#define CB (TN / 4u)          // output texels per tile
+#define WG (RB * CB * KS)
+#define L_ROWS (L_T ? K : M)
+#define L_COLS (L_T ? M : K)
+#define R_ROWS (R_T ? N : K)
+#define R_COLS (R_T ? K : N)
+
+{{ACCESS}}
+
+// Lane `i` of four texels as one texel: a 4 x 4 block read across its texels.
+#define COLUMN(t, i) ((float4)((t)[0].s##i, (t)[1].s##i, (t)[2].s##i, (t)[3].s##i))
+
+__kernel void {{NAME}}({{PARAMS}}) {
+  __local float4 partial[WG][4];
+  const uint id = get_local_id(0);
+#if FAST == 0
+  const uint s = id % KS, rb = id / KS % RB, cb = id / KS / RB;
+#elif FAST == 1
+  const uint rb = id % RB, cb = id / RB % CB, s = id / RB / CB;
+#else
+  const uint cb = id % CB, rb = id / CB % RB, s = id / CB / RB;
+#endif
+  const uint bat = get_group_id(2);
+  const uint m = get_group_id(1) * TM + rb * 4u, n = get_group_id(0) * TN + cb * 4u;
+  float4 acc[4] = {(float4)(0.0f), (float4)(0.0f), (float4)(0.0f), (float4)(0.0f)};
+  for (uint k0 = 0; k0 < K; k0 += 4u * KS) {
+    // Every slice runs the same rounds, past K in a short last one (the masks read zeros):
+    // uniform control flow, and PoCL 5 summed wrongly when slices ran different counts.
+    const uint k = k0 + s * 4u;
+    float4 l[4], r[4];  // l[i]: L(m + i, k..k+3); r[j]: R(k + j, n..n+3)
+#if L_T
+    float4 lt[4];  // lt[j]: L(m..m+3, k + j)
+    for (uint j = 0; j < 4u; ++j) lt[j] = MASKED_B(loadL, lhs, bat, k + j, m, L_ROWS, L_COLS);
+    l[0] = COLUMN(lt, 0); l[1] = COLUMN(lt, 1); l[2] = COLUMN(lt, 2); l[3] = COLUMN(lt, 3);
+#else
+    for (uint i = 0; i < 4u; ++i) l[i] = MASKED_B(loadL, lhs, bat, m + i, k, L_ROWS, L_COLS);
+#endif
+#if R_T
+    float4 rt[4];  // rt[i]: R(k..k+3, n + i)
+    for (uint i = 0; i < 4u; ++i) rt[i] = MASKED_B(loadR, rhs, bat, n + i, k, R_ROWS, R_COLS);
+    r[0] = COLUMN(rt, 0); r[1] = COLUMN(rt, 1); r[2] = COLUMN(rt, 2); r[3] = COLUMN(rt, 3);
+#else
+    for (uint j = 0; j < 4u; ++j) r[j] = MASKED_B(loadR, rhs, bat, k + j, n, R_ROWS, R_COLS);
+#endif
+    for (uint i = 0; i < 4u; ++i)
+      acc[i] = mad((float4)(l[i].x), r[0], mad((float4)(l[i].y), r[1],
+               mad((float4)(l[i].z), r[2], mad((float4)(l[i].w), r[3], acc[i]))));
+  }
+  // A tree over the KS slices of each block (KS a power of two): partial[] is slice-major.
+  const uint cell = cb * RB + rb, at = s * RB * CB + cell;
+  for (uint i = 0; i < 4u; ++i) partial[at][i] = acc[i];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint h = KS / 2u; h > 0u; h >>= 1) {
+    if (s < h)
+      for (uint i = 0; i < 4u; ++i) partial[at][i] += partial[at + h * RB * CB][i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (s != 0u || n >= N) return;
+  for (uint i = 0; i < 4u; ++i)
+    if (m + i < M) storeOut(out, bat, m + i, n, EPILOGUE(partial[cell][i], bat, m + i, n));
+}
