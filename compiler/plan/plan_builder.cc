@@ -213,9 +213,9 @@ class Builder {
     if (!profile_.buildOptions.empty()) plan_.buildOptions += " " + profile_.buildOptions;
     codegen::Target target;
     target.workgroup = profile_.workgroupSize;
-    target.deviceClass = profile_.cpu ? codegen::DeviceClass::kCpu : codegen::DeviceClass::kGpu;
     target.computeUnits = profile_.computeUnits;
     target.matmul = profile_.matmul;
+    target.tuning = profile_.tuning;
     // 1-3: launches and kernels.
     for (ir::NodeId id = 0; id < static_cast<ir::NodeId>(g_.nodes.size()); ++id) {
       if (g_.nodes[id].dead) continue;
