@@ -28,28 +28,27 @@ std::string str(int64_t v) { return std::to_string(v); }
 
 namespace {
 
-// The block tiling both kernels share: the largest tile (a power of two up to 32: two 32-row
-// tiles already give each work-item a 2 x 4 block of scores to reuse its local reads over) whose
-// local floats (`localFloats(tile, chunks)`) fit the profile's local memory, else 16 KB on GPUs,
-// 32 KB on CPUs. Whole rows are preferred down to 8-row tiles; below that the head dims pass in
+// The block tiling both kernels share, from the profile's numbers (t.tuning.attention): the
+// largest tile (a power of two up to max_tile, 32 in every profile: two 32-row tiles already give
+// each work-item a 2 x 4 block of scores to reuse its local reads over) whose local floats
+// (`localFloats(tile, chunks)`) fit the local budget (local_bytes). Whole rows are preferred down to 8-row tiles; below that the head dims pass in
 // chunks of at least 16 dims (so that staging stays coalesced), which is what phones need at
 // head_dim 256. On the H200, chunks that kept Gemma's head_dim 256 at 32-row tiles lost to 8-row
 // tiles with whole rows (docs/kernels.md): a chunk adds a staging round and two barriers, and
 // 32-row blocks left one work-group per SM. `accumulatorDims`: the head dims a row accumulates
-// (o: dv; dk and dv: d + dv), at most 64 of which a work-item holds.
+// (o: dv; dk and dv: d + dv), at most max_accumulators of which a work-item holds.
 template <typename LocalFloats>
 AttentionTiling blockTiling(const AttentionDims& d, const Target& t, LocalFloats localFloats, int64_t accumulatorDims) {
-  const bool gpu = t.deviceClass == DeviceClass::kGpu;
-  const int64_t known = t.matmul.localMemoryBytes;
-  const int64_t budget = (known > 0 ? known : gpu ? 16 * 1024 : 32 * 1024) / 4;
+  const AttentionTuning& at = t.tuning.attention;
+  const int64_t budget = at.localBytes / 4;
   auto canHalve = [&](int64_t chunks) {
     const int64_t next = 2 * chunks;
     return d.headDim % next == 0 && d.valueDim % next == 0 && d.headDim / next >= 16 && d.valueDim / next >= 16;
   };
   AttentionTiling a;
-  for (a.tile = 32; a.tile > 8 && localFloats(a.tile, 1) > budget;) a.tile /= 2;
+  for (a.tile = at.maxTile; a.tile > 8 && localFloats(a.tile, 1) > budget;) a.tile /= 2;
   if (localFloats(a.tile, 1) > budget) {
-    for (a.tile = 32;; a.tile /= 2) {
+    for (a.tile = at.maxTile;; a.tile /= 2) {
       for (a.chunks = 1; localFloats(a.tile, a.chunks) > budget && canHalve(a.chunks);) a.chunks *= 2;
       if (localFloats(a.tile, a.chunks) <= budget || a.tile == 1) break;
     }
@@ -61,11 +60,11 @@ AttentionTiling blockTiling(const AttentionDims& d, const Target& t, LocalFloats
   while (a.accumulatorDims < 16 && chunkDim % (2 * a.accumulatorDims) == 0 &&
          chunkValueDim % (2 * a.accumulatorDims) == 0)
     a.accumulatorDims *= 2;
-  // Work-groups of 128 on GPUs (64 on CPUs), more (up to 256) where a work-item would otherwise
-  // hold over 64 accumulators (they must stay in registers), fewer where the tile cannot give
-  // every work-item whole rows in both stages.
-  a.workItems = gpu ? 128 : 64;
-  while (a.tile * accumulatorDims / a.workItems > 64 && a.workItems < 256) a.workItems *= 2;
+  // Work-groups of work_items (GPUs 128, CPUs 64), more (up to max_work_items) where a work-item
+  // would otherwise hold over max_accumulators (they must stay in registers), fewer where the
+  // tile cannot give every work-item whole rows in both stages.
+  a.workItems = at.workItems;
+  while (a.tile * accumulatorDims / a.workItems > at.maxAccumulators && a.workItems < at.maxWorkItems) a.workItems *= 2;
   a.accumulatorDims = std::min(a.accumulatorDims, a.workItems);
   auto fits = [&] {
     const int64_t sy = a.workItems / a.scoreCols, oy = a.workItems / a.accumulatorDims;

@@ -143,11 +143,11 @@ std::vector<int64_t> rowGrid(int64_t rows, int64_t wg, const Target& t) {
 std::string rowTree() { return instantiate(kernelTemplate("row_tree"), {}); }
 
 int64_t reduceGroupSize(int64_t reduced, const Target& t) {
-  // A CPU runs a work-group as a loop on one core, so a tree buys nothing there, and PoCL's
-  // barrier handling multiplied the tiny CNN step test's kernel builds (about 4x slower).
-  if (reduced < 16 || t.deviceClass == DeviceClass::kCpu) return 1;
+  // A tree of at least 8 elements a lane, as wide as the profile allows (CPUs: no tree,
+  // device_tuning.h says why).
+  if (reduced < 16 || t.tuning.reduceMaxWorkgroup <= 1) return 1;
   int64_t wg = 1;
-  while (wg * 2 <= reduced / 8 && wg * 2 <= t.workgroup) wg *= 2;
+  while (wg * 2 <= reduced / 8 && wg * 2 <= t.tuning.reduceMaxWorkgroup) wg *= 2;
   return wg;
 }
 
@@ -570,7 +570,7 @@ Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Ta
     code.launches.push_back(toLaunch(*narrow, withEpilogue({val(bound[0]), val(bound[1]), val(outValue)})));
     return code;
   }
-  const MatmulTiling tiling = chooseMatmulTiling(model, t.deviceClass, mEff, N, K, bEff);
+  const MatmulTiling tiling = chooseMatmulTiling(model, t.tuning.matmulTile, mEff, N, K, bEff);
   const bool split = tiling.splitK > 1;
   auto kernel = emitRTileMatmul("{{NAME}}", M, K, N, ops[0], ops[1], outL, tiling, epi && !split ? &epi->kernel : nullptr);
   if (!kernel.ok()) return makeError("{}: {}", ir::describeNode(g, n), kernel.error().message);
@@ -584,7 +584,8 @@ Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Ta
   if (fold) {
     FBL_ASSIGN(sumOut, outL.reshape({mEff, N}));
   }
-  auto sum = emitRTileSplitKSum("{{NAME}}", mEff, N, tiling.splitK, sumOut, epi ? &epi->kernel : nullptr);
+  auto sum = emitRTileSplitKSum("{{NAME}}", mEff, N, tiling.splitK, sumOut, epi ? &epi->kernel : nullptr,
+                                t.tuning.splitKSumWorkgroup);
   if (!sum.ok()) return makeError("{}: {}", ir::describeNode(g, n), sum.error().message);
   LaunchSpec l = toLaunch(*sum, withEpilogue({scratch(0), val(outValue)}));
   l.tag = "splitk";

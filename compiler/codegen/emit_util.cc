@@ -81,9 +81,9 @@ Result<SceLossShape> sceLossShape(const ir::Graph& g, const ir::Node& n, ir::Val
   for (size_t d = 2; d < s.size(); ++d) inner *= s[d];
   SceLossShape sh;
   sh.rows = s[0] * inner;
-  // GPUs: 256 lanes per row whatever the profile's 1-D work-group (rows are few, a vocabulary
-  // row long, and bandwidth needs many lanes in flight).
-  const int64_t cap = t.deviceClass == DeviceClass::kGpu ? 256 : std::min<int64_t>(t.workgroup, 256);
+  // The profile's lanes per row (GPUs: 256 whatever the 1-D work-group: rows are few, a
+  // vocabulary row long, and bandwidth needs many lanes in flight).
+  const int64_t cap = t.tuning.lossWorkgroup;
   while (sh.wg * 2 <= cap) sh.wg *= 2;
   // Without ignore_index every label counts; INT64_MIN never equals a real label.
   const std::string ignore = n.hasAttr("ignore_index") ? std::to_string(n.attrInt("ignore_index", 0)) + "L"

@@ -61,8 +61,8 @@ struct ReduceSpec {
   std::string init = "0.0f", combine = "acc + x", merge = "acc + x", finish = "acc", accT = "float", tag = "reduce";
 };
 // Work-items per output of a reduction over `reduced` elements (reduce.cl's WG): a power of two
-// with about 8 elements each, at most the target's work-group size; 1 below 16 elements and on
-// CPUs.
+// with about 8 elements each, at most the profile's kernels.reduce_max_workgroup; 1 below 16
+// elements and where that is 1 (CPUs).
 int64_t reduceGroupSize(int64_t reduced, const Target& t);
 // kernels_cl/row_tree.cl: rowSum/rowMax, the row templates' {{ROW_TREE}} hole.
 std::string rowTree();

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler/codegen/device_tuning.h"
 #include "compiler/codegen/matmul_tiling.h"
 #include "compiler/ir/graph.h"
 #include "compiler/support/result.h"
@@ -44,12 +45,12 @@ struct NodeCode {
 
 struct Target {
   int64_t workgroup = 64;  // work-items per group for 1-D launches (from the profile)
-  // Matmul tiling and split-K (rtile_kernels.h). The defaults describe the PoCL CPU device the
-  // tests run on; plans for GPUs set them from the profile.
-  DeviceClass deviceClass = DeviceClass::kCpu;
+  // The defaults describe the PoCL CPU device the tests run on; plans set these from the profile.
   int64_t computeUnits = 2;
-  // The profile's MatMul tilings and cost model; without candidates, matmulTiling(deviceClass).
+  // The profile's MatMul tilings and cost model; without candidates, tuning.matmulTile.
   MatmulCostModel matmul;
+  // The per-device numbers of the tiling rules (the profile's "kernels" block).
+  DeviceTuning tuning = defaultTuning(DeviceClass::kCpu);
 };
 
 // The launches computing node `n`; an error naming the node when no template fits.

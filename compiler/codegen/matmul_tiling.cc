@@ -82,8 +82,13 @@ MatmulEstimate estimateMatmul(const MatmulCostModel& model, const MatmulCandidat
 
 MatmulTiling chooseMatmulTiling(const MatmulCostModel& model, DeviceClass d, int64_t m, int64_t n, int64_t k,
                                 int64_t batch, MatmulEstimate* estimate) {
+  return chooseMatmulTiling(model, matmulTiling(d), m, n, k, batch, estimate);
+}
+
+MatmulTiling chooseMatmulTiling(const MatmulCostModel& model, const MatmulTiling& fallback, int64_t m, int64_t n,
+                                int64_t k, int64_t batch, MatmulEstimate* estimate) {
   if (model.candidates.empty() || model.peakGflops <= 0 || model.bandwidthGbps <= 0) {
-    MatmulTiling t = matmulTiling(d);
+    MatmulTiling t = fallback;
     t.splitK = chooseSplitK(m, n, k, t, model.computeUnits, batch);
     if (estimate) *estimate = {};
     return t;
@@ -107,7 +112,7 @@ MatmulTiling chooseMatmulTiling(const MatmulCostModel& model, DeviceClass d, int
   if (!found) {  // every candidate needs more local memory than the device has
     MatmulCostModel none = model;
     none.candidates.clear();
-    return chooseMatmulTiling(none, d, m, n, k, batch, estimate);
+    return chooseMatmulTiling(none, fallback, m, n, k, batch, estimate);
   }
   if (estimate) *estimate = bestE;
   return best;

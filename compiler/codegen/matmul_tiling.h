@@ -15,8 +15,8 @@
 //   sum     = s > 1 ? launch + (2 s + 1) B M N * 4 bytes / bandwidth : 0
 //   time    = launch + max(compute, memory) + sum
 // Padding is paid in full (a tile computes TM x TN outputs whatever is real), which is what makes
-// narrow tiles win on narrow products. Profiles without a "matmul" block keep the device class's
-// built-in tiling and the split-K rule of chooseSplitK.
+// narrow tiles win on narrow products. Profiles without a "matmul" block keep their "kernels"
+// block's matmul_tile (device_tuning.h) and the split-K rule of chooseSplitK.
 #pragma once
 
 #include <cstdint>
@@ -71,7 +71,7 @@ struct MatmulCandidate {
 };
 
 struct MatmulCostModel {
-  std::vector<MatmulCandidate> candidates;  // empty: the device class's built-in tiling
+  std::vector<MatmulCandidate> candidates;  // empty: the fallback tiling (kernels.matmul_tile)
   int64_t computeUnits = 0;
   double peakGflops = 0, bandwidthGbps = 0;
   double launchUs = 0;          // fixed cost of one launch (a split-K sum is one more)
@@ -120,6 +120,9 @@ MatmulEstimate estimateMatmul(const MatmulCostModel& model, const MatmulCandidat
 // without peak/bandwidth figures): matmulTiling(d) and chooseSplitK.
 MatmulTiling chooseMatmulTiling(const MatmulCostModel& model, DeviceClass d, int64_t m, int64_t n, int64_t k,
                                 int64_t batch = 1, MatmulEstimate* estimate = nullptr);
+// The same with the profile's own fallback tiling (its "kernels" block's matmul_tile) for matmulTiling(d).
+MatmulTiling chooseMatmulTiling(const MatmulCostModel& model, const MatmulTiling& fallback, int64_t m, int64_t n,
+                                int64_t k, int64_t batch = 1, MatmulEstimate* estimate = nullptr);
 
 // "TMxTNxTK/RMxRN" (and the pipeline depth) <-> MatmulTiling; parse errors name the text.
 Result<MatmulTiling> parseTile(const std::string& text, int64_t pipeline);

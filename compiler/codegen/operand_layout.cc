@@ -142,7 +142,9 @@ Result<LaunchSpec> emitTransfer(const std::string& tensor, const layout::Layout&
   const ir::Shape matrix{ir::numElements(shape) / shape.back(), shape.back()};
   FBL_ASSIGN(layout::Layout image, stored.reshape(matrix));
   const layout::Layout plain = layout::Layout::rowMajor(matrix);
-  auto kernel = unpack ? emitRTileConvert("{{NAME}}", image, false, plain) : emitRTileConvert("{{NAME}}", plain, false, image);
+  const auto wg = target.tuning.convertWorkgroup;
+  auto kernel = unpack ? emitRTileConvert("{{NAME}}", image, false, plain, wg)
+                       : emitRTileConvert("{{NAME}}", plain, false, image, wg);
   if (!kernel.ok()) return makeError("transfer of {}: {}", tensor, kernel.error().message);
   LaunchSpec l{kernel->source, "", unpack ? "unpack" : "pack", args, {}, {}};
   for (size_t x : kernel->global) l.global.push_back(static_cast<int64_t>(x));

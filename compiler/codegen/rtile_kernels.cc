@@ -362,7 +362,7 @@ Result<RTileKernel> emitRTileMatmulNarrow(const std::string& name, int64_t m, in
 }
 
 Result<RTileKernel> emitRTileSplitKSum(const std::string& name, int64_t m, int64_t n, int64_t splitK,
-                                       const Layout& out, const MatmulEpilogue* epi) {
+                                       const Layout& out, const MatmulEpilogue* epi, int64_t workgroup) {
   if (out.shape().size() < 2 || rowsOf(out) != m || colsOf(out) != n)
     return makeError("rtile split-K sum {}: output stored {}, expected [..., {}, {}]", name,
                      ir::shapeToString(out.shape()), m, n);
@@ -377,13 +377,15 @@ Result<RTileKernel> emitRTileSplitKSum(const std::string& name, int64_t m, int64
   kernel.name = name;
   kernel.source = fill(kernelTemplate("rtile_splitk"), v, name);
   kernel.args = {"partial", "out"};
-  kernel.local = {64, 1, 1};
-  kernel.global = {static_cast<size_t>(((n + 3) / 4 + 63) / 64 * 64), static_cast<size_t>(m),
+  if (workgroup < 1) return makeError("rtile split-K sum {}: work-group {} is empty", name, workgroup);
+  kernel.local = {static_cast<size_t>(workgroup), 1, 1};
+  kernel.global = {static_cast<size_t>(((n + 3) / 4 + workgroup - 1) / workgroup * workgroup), static_cast<size_t>(m),
                    static_cast<size_t>(ir::numElements(batch))};
   return kernel;
 }
 
-Result<RTileKernel> emitRTileConvert(const std::string& name, const Layout& src, bool transpose, const Layout& dst) {
+Result<RTileKernel> emitRTileConvert(const std::string& name, const Layout& src, bool transpose, const Layout& dst,
+                                     std::array<int64_t, 2> wg) {
   FBL_TRY(check2D(src, "src"));
   FBL_TRY(check2D(dst, "dst"));
   const int64_t dr = rowsOf(dst), dc = colsOf(dst);
@@ -401,8 +403,11 @@ Result<RTileKernel> emitRTileConvert(const std::string& name, const Layout& src,
   kernel.name = name;
   kernel.source = fill(kernelTemplate("rtile_convert"), v, name);
   kernel.args = {"src", "dst"};
-  kernel.local = {16, 4};
-  kernel.global = {static_cast<size_t>((dc + 63) / 64 * 16), static_cast<size_t>((dr + 15) / 16 * 4)};
+  if (wg[0] < 1 || wg[1] < 1) return makeError("rtile convert {}: work-group {}x{} is empty", name, wg[0], wg[1]);
+  // A work-item converts a 4x4 block: a group covers 4 wg[0] columns and 4 wg[1] rows.
+  kernel.local = {static_cast<size_t>(wg[0]), static_cast<size_t>(wg[1])};
+  kernel.global = {static_cast<size_t>((dc + 4 * wg[0] - 1) / (4 * wg[0]) * wg[0]),
+                   static_cast<size_t>((dr + 4 * wg[1] - 1) / (4 * wg[1]) * wg[1])};
   return kernel;
 }
 

@@ -15,6 +15,9 @@
 #include <string>
 #include <vector>
 
+#include <array>
+
+#include "compiler/codegen/device_tuning.h"
 #include "compiler/codegen/kernel_emitter.h"
 #include "compiler/codegen/matmul_tiling.h"
 #include "compiler/layout/layout.h"
@@ -69,13 +72,16 @@ Result<RTileKernel> emitRTileMatmulNarrow(const std::string& name, int64_t m, in
 
 // out = sum of the splitK planes of `partial` (per batch matrix of out). Args: partial, out
 // (then the epilogue's, which runs here, not in the split product).
+// `workgroup`: work-items per group, one output texel each (the profile's kernels block).
 Result<RTileKernel> emitRTileSplitKSum(const std::string& name, int64_t m, int64_t n, int64_t splitK,
-                                       const layout::Layout& out, const MatmulEpilogue* epilogue = nullptr);
+                                       const layout::Layout& out, const MatmulEpilogue* epilogue = nullptr,
+                                       int64_t workgroup = kSplitKSumWorkgroup);
 
 // dst = src (transpose: dst = src^T), any layout to any layout, a 4x4 element block per
-// work-item. Args: src, dst.
+// work-item, in work-groups of `workgroup` (x along columns). Args: src, dst.
 Result<RTileKernel> emitRTileConvert(const std::string& name, const layout::Layout& src, bool transpose,
-                                     const layout::Layout& dst);
+                                     const layout::Layout& dst,
+                                     std::array<int64_t, 2> workgroup = kConvertWorkgroup);
 
 // Row reductions over [rows x cols] (softmax along the last axis, LayerNorm/RMSNorm over it) and
 // the column reduction of the norms' backward (dScale, dBias sum over rows).

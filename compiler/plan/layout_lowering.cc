@@ -10,6 +10,7 @@
 
 #include "compiler/codegen/emit_util.h"
 #include "compiler/plan/fusion.h"
+#include "compiler/plan/lowering_printer.h"
 
 namespace fbl::plan {
 
@@ -441,6 +442,10 @@ Result<bool> AssignStoragePass::run(ir::Graph&) {
   FBL_TRY(s_.lowerer->storage(s_.out, s_.options));
   return false;
 }
+
+std::string LowerLayoutsPass::dump(const ir::Graph& g) const { return formatLoweredReads(g, s_.out); }
+std::string FusionPass::dump(const ir::Graph& g) const { return formatFusion(g, s_.out); }
+std::string AssignStoragePass::dump(const ir::Graph& g) const { return formatStorage(g, s_.out); }
 
 LoweringPasses::LoweringPasses(const passes::LayoutAssignment& a, const std::vector<ValueId>& mustExist,
                                const LoweringOptions& options)

@@ -138,6 +138,7 @@ class LowerLayoutsPass {
   explicit LowerLayoutsPass(LoweringState& s) : s_(s) {}
   static constexpr std::string_view name() { return "lower-layouts"; }
   Result<bool> run(ir::Graph& g);  // never changes the IR
+  std::string dump(const ir::Graph& g) const;  // --dump-after: lowering_printer.h
 
  private:
   LoweringState& s_;
@@ -148,6 +149,7 @@ class FusionPass {
   explicit FusionPass(LoweringState& s) : s_(s) {}
   static constexpr std::string_view name() { return "fusion"; }
   Result<bool> run(ir::Graph& g);  // true when any node fused; never changes the IR
+  std::string dump(const ir::Graph& g) const;
 
  private:
   LoweringState& s_;
@@ -158,6 +160,7 @@ class AssignStoragePass {
   explicit AssignStoragePass(LoweringState& s) : s_(s) {}
   static constexpr std::string_view name() { return "assign-storage"; }
   Result<bool> run(ir::Graph& g);  // never changes the IR
+  std::string dump(const ir::Graph& g) const;
 
  private:
   LoweringState& s_;

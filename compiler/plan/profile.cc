@@ -30,6 +30,13 @@ Result<Profile> plannerProfile(const profile::HardwareProfile& hw, const std::st
   costInputs["peak_gflops"] = hw.peakGflops.value_or(0.0);
   costInputs["bandwidth_gbps"] = hw.bandwidthGBs.value_or(0.0);
   FBL_ASSIGN(p.matmul, codegen::parseMatmulCostModel(costInputs, origin));
+  // Without a "kernels" block: the device class's numbers, attention within the local memory the
+  // matmul block knows.
+  p.tuning = codegen::defaultTuning(p.cpu ? codegen::DeviceClass::kCpu : codegen::DeviceClass::kGpu, p.workgroupSize);
+  if (p.matmul.localMemoryBytes > 0) p.tuning.attention.localBytes = p.matmul.localMemoryBytes;
+  if (hw.extra.contains("kernels")) {
+    FBL_ASSIGN(p.tuning, codegen::parseDeviceTuning(hw.extra["kernels"], p.tuning, origin));
+  }
   return p;
 }
 

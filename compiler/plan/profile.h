@@ -1,12 +1,13 @@
 // The planner's view of a hardware profile (profiles/<name>.json, read and validated once by
 // profile::loadProfile): the constants codegen and the planner need for one kind of GPU, from
-// the profile's facts and its "opencl" and "matmul" blocks (which the profile schema keeps as
+// the profile's facts and its "opencl", "matmul" and "kernels" blocks (which the profile schema keeps as
 // fields of other tools). Heuristics live here, not inline in passes.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "compiler/codegen/device_tuning.h"
 #include "compiler/codegen/matmul_tiling.h"
 #include "compiler/profile/profile.h"
 #include "compiler/support/result.h"
@@ -27,6 +28,9 @@ struct Profile {
   std::string buildOptions;
   // MatMul tilings and the cost model that picks one per product (codegen/matmul_tiling.h).
   codegen::MatmulCostModel matmul;
+  // The tiling rules' per-device numbers: the "kernels" block over the device class's defaults
+  // (codegen/device_tuning.h).
+  codegen::DeviceTuning tuning;
 };
 
 // `origin` (the file) names the profile in errors.

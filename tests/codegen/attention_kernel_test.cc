@@ -233,8 +233,8 @@ void runCase(const AttnCase& c, const codegen::Target& target, unsigned seed) {
 // compute units: GQA heads get work-groups of their own and their partials are summed).
 void runBothTilings(const AttnCase& c, unsigned seed) {
   codegen::Target cpu, phone, h200;
-  phone.deviceClass = h200.deviceClass = codegen::DeviceClass::kGpu;
-  h200.matmul.localMemoryBytes = 49152;
+  phone.tuning = h200.tuning = codegen::defaultTuning(codegen::DeviceClass::kGpu);
+  h200.tuning.attention.localBytes = 49152;
   h200.computeUnits = 132;
   for (const codegen::Target& t : {cpu, phone, h200}) {
     autodiff::AttentionDims d;
@@ -244,8 +244,8 @@ void runBothTilings(const AttnCase& c, unsigned seed) {
       return fmt::format("tile {}, work-items {}, sx {}, ex {}, chunks {}{}", a.tile, a.workItems, a.scoreCols,
                          a.accumulatorDims, a.chunks, a.splitGroups ? ", GQA heads split" : "");
     };
-    INFO((t.deviceClass == codegen::DeviceClass::kGpu ? "GPU" : "CPU")
-         << " tiling (local " << t.matmul.localMemoryBytes << "): forward " << describe(codegen::attentionTiling(d, t))
+    INFO("tiling (work-items " << t.tuning.attention.workItems << ", local " << t.tuning.attention.localBytes
+         << "): forward " << describe(codegen::attentionTiling(d, t))
          << "; backward " << describe(codegen::attentionGradTiling(d, t)));
     runCase(c, t, seed);
   }

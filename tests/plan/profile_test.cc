@@ -1,7 +1,12 @@
 // The planner's reading of a profile (compiler/plan/profile.h): the `opencl` block's build options
 // reach the plan's program (the H200's register cap, docs/kernels.md "Registers"), profiles
 // without them build with -cl-std=CL1.2 alone, and a malformed block is refused naming the field
-// and the file.
+// and the file. The `kernels` block (codegen/device_tuning.h) likewise: every committed profile
+// has one, a bad one is refused naming the field, and its numbers reach the plan's launches.
+#include <filesystem>
+#include <fstream>
+#include <set>
+
 #include <catch2/catch.hpp>
 
 #include "compiler/driver/compile_command.h"
@@ -22,13 +27,26 @@ Result<Profile> withOpencl(const nlohmann::json& opencl) {
   return plannerProfile(*hw, "test-profile.json");
 }
 
-planfile::Plan compiledWith(const std::string& profile) {
+// The PoCL profile with its kernels block replaced.
+Result<Profile> withKernels(const nlohmann::json& kernels) {
+  auto hw = profile::loadProfile(FBL_SOURCE_DIR "/profiles/pocl-cpu.json");
+  REQUIRE(hw.ok());
+  hw->extra["kernels"] = kernels;
+  return plannerProfile(*hw, "test-profile.json");
+}
+
+planfile::Plan compiledWithPath(const std::string& path, const std::string& storage = "auto") {
   CompileArgs a;
   a.model = std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/model.onnx";
-  a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/" + profile + ".json";
+  a.profile = path;
+  a.storage = storage;
   auto c = compileModel(a);
   if (!c.ok()) FAIL(c.error().message);
   return std::move(c->plan);
+}
+
+planfile::Plan compiledWith(const std::string& profile) {
+  return compiledWithPath(std::string(FBL_SOURCE_DIR) + "/profiles/" + profile + ".json");
 }
 
 }  // namespace
@@ -62,6 +80,76 @@ TEST_CASE("a malformed opencl block is refused naming the field", "[plan][profil
   REQUIRE_FALSE(p.ok());
   CHECK(p.error().message.find("\"opencl\"") != std::string::npos);
   REQUIRE(withOpencl({{"workgroup_size", 128}}).ok());
+}
+
+TEST_CASE("every committed profile states its kernel tiling numbers", "[plan][profile]") {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(FBL_SOURCE_DIR "/profiles")) {
+    if (entry.path().extension() != ".json") continue;
+    auto hw = profile::loadProfile(entry.path().string());
+    REQUIRE(hw.ok());
+    INFO(entry.path().string());
+    CHECK(hw->extra.contains("kernels"));
+    auto p = plannerProfile(*hw, entry.path().string());
+    INFO((p.ok() ? std::string("ok") : p.error().message));
+    REQUIRE(p.ok());
+    ++count;
+  }
+  CHECK(count >= 5);
+}
+
+TEST_CASE("a malformed kernels block is refused naming the field", "[plan][profile]") {
+  auto hw = profile::loadProfile(FBL_SOURCE_DIR "/profiles/pocl-cpu.json");
+  REQUIRE(hw.ok());
+  const nlohmann::json good = hw->extra.at("kernels");
+  auto refused = [&](const char* why, auto edit) {
+    nlohmann::json k = good;
+    edit(k);
+    auto p = withKernels(k);
+    INFO(k.dump());
+    REQUIRE_FALSE(p.ok());
+    CHECK(p.error().message.find(why) != std::string::npos);
+    CHECK(p.error().message.find("test-profile.json") != std::string::npos);
+  };
+  refused("kernels.provenance", [](nlohmann::json& k) { k.erase("provenance"); });
+  refused("'reduce_workgroup'", [](nlohmann::json& k) { k["reduce_workgroup"] = 8; });
+  refused("'tile'", [](nlohmann::json& k) { k["attention"]["tile"] = 8; });
+  refused("kernels.attention.work_items", [](nlohmann::json& k) { k["attention"]["work_items"] = 48; });
+  refused("kernels.attention.work_items", [](nlohmann::json& k) { k["attention"]["work_items"] = 512; });
+  refused("kernels.attention.max_tile", [](nlohmann::json& k) { k["attention"]["max_tile"] = 24; });
+  refused("kernels.loss_workgroup", [](nlohmann::json& k) { k["loss_workgroup"] = "64"; });
+  refused("kernels.matmul_tile", [](nlohmann::json& k) { k["matmul_tile"] = "64x64x16/3x4"; });
+  refused("kernels.matmul_pipeline", [](nlohmann::json& k) { k["matmul_pipeline"] = 4; });
+  refused("kernels.convert_workgroup", [](nlohmann::json& k) { k["convert_workgroup"] = {16}; });
+  refused("\"kernels\"", [](nlohmann::json& k) { k = nlohmann::json::array(); });
+  REQUIRE(withKernels(good).ok());
+}
+
+TEST_CASE("the kernels block's numbers reach the plan's launches", "[plan][profile]") {
+  auto hw = profile::loadProfile(FBL_SOURCE_DIR "/profiles/pocl-cpu.json");
+  REQUIRE(hw.ok());
+  auto p = plannerProfile(*hw, "pocl-cpu.json");
+  REQUIRE(p.ok());
+  CHECK(p->tuning.matmulTile.tm == 64);
+  CHECK(p->tuning.reduceMaxWorkgroup == 1);
+  // Image storage packs tensors into images through the conversion kernel: its work-group is the
+  // profile's.
+  nlohmann::json j = profile::profileToJson(*hw);
+  j["kernels"]["convert_workgroup"] = {8, 8};
+  j["name"] = "fbl_kernels_profile";
+  const auto path = std::filesystem::temp_directory_path() / "fbl_kernels_profile.json";
+  std::ofstream(path) << j.dump(2);
+  auto localsOf = [](const planfile::Plan& plan) {
+    std::set<std::vector<int64_t>> locals;
+    for (const auto& t : plan.transfers)
+      if (t.local.size() == 2) locals.insert(t.local);  // the 2-D ones: conversions (1-D: buffer copies)
+    return locals;
+  };
+  const auto committed = localsOf(compiledWithPath(FBL_SOURCE_DIR "/profiles/pocl-cpu.json", "image"));
+  const auto edited = localsOf(compiledWithPath(path.string(), "image"));
+  CHECK(committed == std::set<std::vector<int64_t>>{{16, 4}});
+  CHECK(edited == std::set<std::vector<int64_t>>{{8, 8}});
+  std::filesystem::remove(path);
 }
 
 }  // namespace fbl::plan
