@@ -143,6 +143,15 @@ TEST_CASE("matmul, reductions and normalizations match the reference", "[runtime
     c.run(c.b.op("LayerNormalization", {x, s}, {{"epsilon", 1e-5f}}));
   }
   {
+    // A work-group per row over two normalized axes (519, not a multiple of the group), with the
+    // bias and the saved statistics the backward reads.
+    Case c;
+    auto x = c.in("x", DType::F32, {4, 3, 173}, -3, 3);
+    auto s = c.in("s", DType::F32, {3, 173});
+    auto bias = c.in("bias", DType::F32, {3, 173});
+    c.run(c.b.node("LayerNormalization", {x, s, bias}, {{"axis", int64_t{1}}, {"epsilon", 1e-5f}}, 3));
+  }
+  {
     Case c;
     auto x = c.in("x", DType::F32, {2, 3, 8, 8});
     auto w = c.in("w", DType::F32, {4, 3, 4, 4});
