@@ -160,6 +160,22 @@ TEST_CASE("matmul, reductions and normalizations match the reference", "[runtime
   }
 }
 
+TEST_CASE("an integer product has no kernel, and the plan says so", "[runtime][kernels]") {
+  // The reference executor computes no integer MatMul either, so no kernel could be checked.
+  Case c;
+  auto a = c.in("a", DType::I32, {4, 5}, -3, 3);
+  auto w = c.in("w", DType::I32, {5, 6}, -3, 3);
+  c.b.output(c.b.op("MatMul", {a, w}));
+  for (ir::Node& n : c.b.g.nodes) REQUIRE(ops::inferNode(c.b.g, n).ok());
+  plan::PlanInputs in;
+  in.graph = &c.b.g;
+  in.keep = c.b.g.outputs;
+  in.model = "int-matmul";
+  auto plan = plan::buildPlan(in, testProfile());
+  REQUIRE_FALSE(plan.ok());
+  CHECK_THAT(plan.error().message, Catch::Contains("MatMul has an OpenCL kernel for float operands only"));
+}
+
 TEST_CASE("gather and loss kernels match the reference", "[runtime][kernels]") {
   {
     Case c;
