@@ -86,6 +86,17 @@ std::vector<int64_t> rowGrid(int64_t rows, int64_t wg, const Target& t) {
 
 std::string rowTree() { return instantiate(kernelTemplate("row_tree"), {}); }
 
+Status expectWholeNormalizedShape(const ir::Graph& g, const ir::Node& n, const int64_t normalized) {
+  const std::vector<size_t> slots = n.op == "fbl.LayerNormGrad" ? std::vector<size_t>{2} : std::vector<size_t>{1, 2};
+  for (size_t i : slots) {
+    const ir::ValueId v = n.input(i);
+    if (v != ir::kNoValue && ir::numElements(g.values[v].shape) != normalized)
+      return makeError("{}: '{}' of shape {} broadcasts to the normalized shape; the kernel needs all {} elements",
+                       ir::describeNode(g, n), g.values[v].name, ir::shapeToString(g.values[v].shape), normalized);
+  }
+  return {};
+}
+
 int64_t reduceGroupSize(int64_t reduced, const Target& t) {
   // A CPU runs a work-group as a loop on one core, so a tree buys nothing there, and PoCL's
   // barrier handling multiplied the tiny CNN step test's kernel builds (about 4x slower).
@@ -151,6 +162,7 @@ Result<NodeCode> layerNorm(const ir::Graph& g, const ir::Node& n, const Target& 
   int64_t L = 1;
   for (size_t d = axis; d < s.size(); ++d) L *= s[d];
   const int64_t rows = ir::numElements(s) / std::max<int64_t>(1, L);
+  FBL_TRY(expectWholeNormalizedShape(g, n, L));
   std::string params = "__global const float* x, __global const float* scale, ";
   std::vector<ArgRef> args{val(n.inputs[0]), val(n.inputs[1])};
   std::string bias;
