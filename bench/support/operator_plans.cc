@@ -7,8 +7,6 @@
 //  2. reuse: every tensor is a plain image; dA reads B^T and dB reads A^T through it.
 //  3. explicit: plain images, plus Transpose conversions into the GEMM-preferred orientation
 //     before each backward product (B^T before dA, A^T before dB).
-// Norms (planNorm) follow the same three rules for x and dy, read along rows by the forward and
-// the backward's row part and along columns by dScale/dBias.
 #include "bench/support/operator_plans.h"
 
 #include <fmt/format.h>
@@ -104,42 +102,6 @@ Result<MatmulPlan> planMatmul(Strategy s, const MatmulShape& shape, const profil
       break;
   }
   plan.steps = {fwd, da, db};
-  return plan;
-}
-
-Result<NormPlan> planNorm(Strategy s, int64_t rows, int64_t cols, const profile::HardwareProfile& p) {
-  if (rows <= 0 || cols <= 0) return makeError("norm plan: empty extent {}x{}", rows, cols);
-  NormPlan plan;
-  plan.strategy = s;
-  plan.rows = rows;
-  plan.cols = cols;
-  const ir::Shape shape{rows, cols};
-  switch (s) {
-    case Strategy::kFBLayout: {
-      const std::vector<ReductionUse> uses = {{ReductionDir::kAlongRow, 1, "forward"},
-                                              {ReductionDir::kAlongRow, 1, "backward rows"},
-                                              {ReductionDir::kAlongColumn, 1, "backward columns"}};
-      FBL_ASSIGN(Placement x, rtilePlacement("x", shape, uses, p));
-      plan.tensors.emplace("x", x);
-      plan.tensors.emplace("dy", Placement{x.layout, "x's layout (read by the same reductions)"});
-      plan.tensors.emplace("y", Placement{x.layout, "x's layout"});
-      plan.tensors.emplace("dx", Placement{x.layout, "x's layout (gradient of x)"});
-      break;
-    }
-    case Strategy::kReuse:
-      for (const char* t : {"x", "dy", "y", "dx"})
-        plan.tensors.emplace(t, Placement{Layout::image(shape), "forward-preferred image, kept in backward"});
-      break;
-    case Strategy::kExplicit:
-      for (const char* t : {"x", "dy", "y", "dx"})
-        plan.tensors.emplace(t, Placement{Layout::image(shape), "kernel-preferred image"});
-      for (const char* t : {"xt", "dyt"})
-        plan.tensors.emplace(t, Placement{Layout::image({cols, rows}),
-                                          "converted: the column sums' preferred orientation"});
-      plan.beforeCols = {{"x", "xt", true}, {"dy", "dyt", true}};
-      plan.colsTransposed = true;
-      break;
-  }
   return plan;
 }
 

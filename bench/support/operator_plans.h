@@ -64,21 +64,6 @@ struct MatmulPlan {
   std::vector<MatmulStep> steps;  // forward, dA, dB
 };
 
-// LayerNorm/RMSNorm over the last axis of x [rows x cols]: the forward and the backward's row
-// part reduce along rows, the backward's dScale/dBias along columns (the other axis).
-//   fblayout  x, dy (and y, dx alike) in the R-Tile selectRTile picks for both directions;
-//   reuse     plain images; the column sums walk them down the rows;
-//   explicit  plain images, plus x^T and dy^T converted before the column sums, which then walk
-//             their stored rows (rtile_norm_cols.cl with T = 1).
-struct NormPlan {
-  strategy::Strategy strategy = strategy::Strategy::kFBLayout;
-  int64_t rows = 0, cols = 0;
-  std::map<std::string, Placement> tensors;  // "x", "dy", "y", "dx" (+ "xt", "dyt" for explicit)
-  std::vector<Conversion> beforeCols;
-  bool colsTransposed = false;  // the column sums read xt/dyt
-};
-Result<NormPlan> planNorm(strategy::Strategy s, int64_t rows, int64_t cols, const profile::HardwareProfile& p);
-
 // The stored [rows x cols] shape of a plan tensor.
 ir::Shape matmulTensorShape(const MatmulShape& s, const std::string& tensor);
 

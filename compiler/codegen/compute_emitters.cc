@@ -1,10 +1,9 @@
 // Ops with a template of their own. Each emitter reads the node's static shapes and attributes
 // and fills the holes of one kernels_cl/ template:
-//  - float MatMul and Gemm: the tiled rtile_matmul.cl (rtile_kernels.h), each operand read
-//    through its layout (row-major unless the plan's layout lowering says otherwise), tiling and
-//    split-K from the Target, Gemm's alpha and bias (rank <= 2) in the store (gemmTerm); integer
-//    products and Gemms with a bias of higher rank: matmul.cl, batch dims broadcast through
-//    stride-0 offsets, transposes as strides;
+//  - MatMul and Gemm (float only): the tiled rtile_matmul.cl (rtile_kernels.h), each operand
+//    read through its layout (row-major unless the plan's layout lowering says otherwise),
+//    tiling and split-K from the Target, Gemm's alpha and bias (rank <= 2) in the store
+//    (gemmTerm);
 //  - Reduce*: reduce.cl, kept dims indexed by the output, reduced dims by the loop counter;
 //  - Softmax/LogSoftmax: softmax.cl along one axis; LayerNormalization: layernorm.cl;
 //  - Gather/GatherElements: gather.cl, an index outside the table writes 0 (indexGuard);
@@ -26,67 +25,12 @@ using ir::Shape;
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-// C[b] = alpha * op(A)[b] x op(B)[b] + beta * bias. Shapes as 2-D [M,K] x [K,N] after
-// transposition; batch dims broadcast.
-Result<NodeCode> matmulLike(const ir::Graph& g, const ir::Node& n, const Target& t, bool transA,
-                            bool transB, double alpha, double beta, ir::ValueId bias) {
-  Shape a = g.values[n.inputs[0]].shape, b = g.values[n.inputs[1]].shape;
-  const Shape& out = g.values[n.outputs[0]].shape;
-  if (a.size() == 1) a.insert(a.begin(), 1);
-  if (b.size() == 1) b.push_back(1);
-  const int64_t M = a[a.size() - (transA ? 1 : 2)], K = a[a.size() - (transA ? 2 : 1)];
-  const int64_t N = b[b.size() - (transB ? 2 : 1)];
-  const size_t batchRank = std::max(a.size(), b.size()) - 2;
-  Shape batch;
-  auto dimOf = [](const Shape& s, size_t i, size_t rank) -> int64_t {  // right-aligned batch dim
-    const size_t lead = rank - (s.size() - 2);
-    return i < lead ? 1 : s[i - lead];
-  };
-  for (size_t i = 0; i < batchRank; ++i)
-    batch.push_back(std::max(dimOf(a, i, batchRank), dimOf(b, i, batchRank)));
-  Shape aBatch(a.begin(), a.end() - 2), bBatch(b.begin(), b.end() - 2);
-  std::vector<int64_t> aStr = broadcastStrides(aBatch, batch), bStr = broadcastStrides(bBatch, batch);
-  for (auto& s : aStr) s *= M * K;
-  for (auto& s : bStr) s *= K * N;
-  const int64_t batchCount = ir::numElements(batch);
-  std::string index = emitOffsets(batch, "b", {{"o_a", aStr, 0}, {"o_b", bStr, 0}});
-  index += fmt::format("  const uint o_c = b * {}u;\n", M * N);
-  std::string params = "__global const float* a, __global const float* bm, ";
-  std::vector<ArgRef> args{val(n.inputs[0]), val(n.inputs[1])};
-  std::string acc = alpha == 1.0 ? "acc" : fmt::format("{} * acc", floatLiteral(alpha));
-  if (bias != ir::kNoValue && beta != 0.0) {
-    params += "__global const float* bias, ";
-    args.push_back(val(bias));
-    const std::vector<int64_t> cs = broadcastStrides(g.values[bias].shape, {M, N});
-    std::string off;
-    if (cs[0]) off += fmt::format("m * {}u", cs[0]);
-    if (cs[1]) off += fmt::format("{}n * {}u", off.empty() ? "" : " + ", cs[1]);
-    if (off.empty()) off = "0u";
-    acc += fmt::format(" + {}bias[{}]", beta == 1.0 ? "" : floatLiteral(beta) + " * ", off);
-  }
-  params += "__global float* c";
-  args.push_back(val(n.outputs[0]));
-  (void)out;
-  NodeCode code;
-  code.launches.push_back(launch(
-      "matmul",
-      {{"PARAMS", params}, {"N", str(N)}, {"M", str(M)}, {"K", str(K)}, {"INDEX", index},
-       {"A_SM", str(transA ? 1 : K)}, {"A_SK", str(transA ? M : 1)},
-       {"B_SK", str(transB ? 1 : N)}, {"B_SN", str(transB ? K : 1)},
-       {"EPILOGUE", fmt::format("  c[o_c + m * {}u + n] = {};", N, acc)}},
-      "matmul", std::move(args), {N, M, batchCount}, {}));
-  return code;
-}
-
+// One kernel for every product, the tiled template. No integer one: the reference executor has
+// none to check it against, and the naive matmul.cl that took them read their bits as floats.
 Result<NodeCode> matmul(const ir::Graph& g, const ir::Node& n, const Target& t) {
-  if (usesTiledMatmul(g, n)) return emitTiledMatmul(g, n, t, nullptr);
-  return matmulLike(g, n, t, false, false, 1.0, 0.0, ir::kNoValue);
-}
-
-Result<NodeCode> gemm(const ir::Graph& g, const ir::Node& n, const Target& t) {
-  if (usesTiledMatmul(g, n)) return emitTiledMatmul(g, n, t, nullptr);
-  return matmulLike(g, n, t, n.attrInt("transA", 0) != 0, n.attrInt("transB", 0) != 0,
-                    n.attrFloat("alpha", 1.0f), n.attrFloat("beta", 1.0f), n.input(2));
+  if (!usesTiledMatmul(g, n))
+    return makeError("{}: {} has an OpenCL kernel for float operands only", ir::describeNode(g, n), n.op);
+  return emitTiledMatmul(g, n, t, nullptr);
 }
 
 Result<NodeCode> reduce(const ir::Graph& g, const ir::Node& n, const Target& t) {
@@ -141,6 +85,17 @@ std::vector<int64_t> rowGrid(int64_t rows, int64_t wg, const Target& t) {
 }
 
 std::string rowTree() { return instantiate(kernelTemplate("row_tree"), {}); }
+
+Status expectWholeNormalizedShape(const ir::Graph& g, const ir::Node& n, const int64_t normalized) {
+  const std::vector<size_t> slots = n.op == "fbl.LayerNormGrad" ? std::vector<size_t>{2} : std::vector<size_t>{1, 2};
+  for (size_t i : slots) {
+    const ir::ValueId v = n.input(i);
+    if (v != ir::kNoValue && ir::numElements(g.values[v].shape) != normalized)
+      return makeError("{}: '{}' of shape {} broadcasts to the normalized shape; the kernel needs all {} elements",
+                       ir::describeNode(g, n), g.values[v].name, ir::shapeToString(g.values[v].shape), normalized);
+  }
+  return {};
+}
 
 int64_t reduceGroupSize(int64_t reduced, const Target& t) {
   // A tree of at least 8 elements a lane, as wide as the profile allows (CPUs: no tree,
@@ -207,6 +162,7 @@ Result<NodeCode> layerNorm(const ir::Graph& g, const ir::Node& n, const Target& 
   int64_t L = 1;
   for (size_t d = axis; d < s.size(); ++d) L *= s[d];
   const int64_t rows = ir::numElements(s) / std::max<int64_t>(1, L);
+  FBL_TRY(expectWholeNormalizedShape(g, n, L));
   std::string params = "__global const float* x, __global const float* scale, ";
   std::vector<ArgRef> args{val(n.inputs[0]), val(n.inputs[1])};
   std::string bias;
@@ -595,7 +551,7 @@ Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Ta
 
 std::vector<EmitterEntry> computeEmitters() {
   return {{"MatMul", matmul},
-          {"Gemm", gemm},
+          {"Gemm", matmul},
           {"ReduceMean", reduce},
           {"ReduceSum", reduce},
           {"ReduceMax", reduce},

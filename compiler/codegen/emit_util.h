@@ -69,6 +69,9 @@ std::string rowTree();
 // The global size of a row kernel: rows x wg work-items in groups of wg, or, with wg = 1, one
 // work-item per row in groups of the target's size (local size: wg > 1 ? wg : t.workgroup).
 std::vector<int64_t> rowGrid(int64_t rows, int64_t wg, const Target& t);
+// LayerNormalization and fbl.LayerNormGrad read scale and bias at the flat normalized index (and
+// write dScale/dBias at that extent): one that only broadcasts to the normalized shape is an error.
+Status expectWholeNormalizedShape(const ir::Graph& g, const ir::Node& n, int64_t normalized);
 Result<NodeCode> emitReduceKernel(const ir::Graph& g, const ir::Node& n, const Target& t, const ReduceSpec& r,
                                   const std::vector<FusedOp>* inlined);
 Result<NodeCode> emitReduceSumTo(const ir::Graph& g, const ir::Node& n, const Target& t,

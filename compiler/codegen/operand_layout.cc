@@ -68,9 +68,8 @@ Result<NodeCode> emitNode(const ir::Graph& g, const ir::Node& n, const Target& t
       if (i && i->sign) return makeError("{}: a matmul operand cannot carry a sign", ir::describeNode(g, n));
     return emitTiledMatmul(g, n, target, &layouts);
   }
-  return makeError("{}: op '{}'{} does not read operands through layouts (materialise them row-major first)",
-                   ir::describeNode(g, n), n.op,
-                   n.op == "MatMul" || n.op == "Gemm" ? " with a bias, alpha != 1 or integer operands" : "");
+  return makeError("{}: op '{}' does not read operands through layouts (materialise them row-major first)",
+                   ir::describeNode(g, n), n.op);
 }
 
 namespace {

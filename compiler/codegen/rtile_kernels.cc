@@ -5,8 +5,7 @@
 //     row-major with a multiple-of-4 row, which is one vload4);
 //  2. the template's constants (extents, tiling, transposition flags) become literals, so the
 //     device compiler folds the layout arithmetic and the unused transposition branch;
-//  3. launch sizes follow the tiling (matmul), the 4x4 block (conversion), or one work-group per
-//     row / one work-item per texel column (reductions).
+//  3. launch sizes follow the tiling (matmul) or the 4x4 block (conversion).
 #include "compiler/codegen/rtile_kernels.h"
 
 #include <map>
@@ -408,81 +407,6 @@ Result<RTileKernel> emitRTileConvert(const std::string& name, const Layout& src,
   kernel.local = {static_cast<size_t>(wg[0]), static_cast<size_t>(wg[1])};
   kernel.global = {static_cast<size_t>((dc + 4 * wg[0] - 1) / (4 * wg[0]) * wg[0]),
                    static_cast<size_t>((dr + 4 * wg[1] - 1) / (4 * wg[1]) * wg[1])};
-  return kernel;
-}
-
-const char* reduceOpName(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSoftmaxFwd: return "softmax";
-    case ReduceOp::kSoftmaxBwd: return "softmax_grad";
-    case ReduceOp::kLayerNormFwd: return "layernorm";
-    case ReduceOp::kRmsNormFwd: return "rmsnorm";
-    case ReduceOp::kLayerNormBwd: return "layernorm_grad_rows";
-    case ReduceOp::kRmsNormBwd: return "rmsnorm_grad_rows";
-    case ReduceOp::kNormBwdCols: return "norm_grad_cols";
-  }
-  return "?";
-}
-
-Result<RTileKernel> emitRTileReduce(const std::string& name, ReduceOp op, int64_t rows, int64_t cols,
-                                    const ReduceOperands& o, int64_t workgroup) {
-  const bool colsOp = op == ReduceOp::kNormBwdCols;
-  const bool t = colsOp && o.transposed;
-  for (const auto* l : {&o.x, &o.dy, &o.out}) {
-    FBL_TRY(check2D(*l, "operand"));
-  }
-  for (const auto* l : {&o.x, &o.dy}) {
-    if (rowsOf(*l) != (t ? cols : rows) || colsOf(*l) != (t ? rows : cols))
-      return makeError("rtile {} {}: operand stored {} for a [{}, {}] reduction{}", reduceOpName(op), name,
-                       ir::shapeToString(l->shape()), rows, cols, t ? " (transposed)" : "");
-  }
-  if (workgroup < 1 || (workgroup & (workgroup - 1)) != 0)
-    return makeError("rtile {} {}: work-group {} is not a power of two", reduceOpName(op), name, workgroup);
-  FBL_ASSIGN(std::string loadA, layoutAccess("loadA", o.x, false));
-  FBL_ASSIGN(std::string loadB, layoutAccess("loadB", o.dy, false));
-  FBL_ASSIGN(std::string store, layoutAccess("storeOut", o.out, true));
-  const bool fwdIn = op == ReduceOp::kSoftmaxFwd || op == ReduceOp::kLayerNormFwd || op == ReduceOp::kRmsNormFwd;
-  const bool softmax = op == ReduceOp::kSoftmaxFwd || op == ReduceOp::kSoftmaxBwd;
-  const bool bias = op == ReduceOp::kLayerNormFwd;
-  RTileKernel kernel;
-  kernel.name = name;
-  std::vector<std::string> params;
-  auto add = [&](const std::string& role, const std::string& decl) {
-    kernel.args.push_back(role);
-    params.push_back(decl);
-  };
-  add(op == ReduceOp::kSoftmaxBwd ? "y" : "x", layoutParam(o.x, "a", false));
-  if (!fwdIn) add("dy", layoutParam(o.dy, "b", false));
-  if (!colsOp) add(fwdIn ? "y" : "dx", layoutParam(o.out, "out", true));
-  if (!softmax && !colsOp) add("scale", "__global const float* restrict scale");
-  if (bias) add("bias", "__global const float* restrict bias");
-  if (!softmax) {
-    const char* q = fwdIn ? "" : "const ";
-    add("mean", fmt::format("__global {}float* restrict mean", q));
-    add("inv", fmt::format("__global {}float* restrict inv", q));
-  }
-  if (colsOp) {
-    add("dscale", "__global float* restrict dscale");
-    add("dbias", "__global float* restrict dbias");
-  }
-  std::string plist;
-  for (size_t i = 0; i < params.size(); ++i) plist += (i ? ", " : "") + params[i];
-  const bool rms = op == ReduceOp::kRmsNormFwd || op == ReduceOp::kRmsNormBwd;
-  std::map<std::string, std::string> v = {
-      {"ROWS", std::to_string(rows)}, {"COLS", std::to_string(cols)}, {"WG", std::to_string(workgroup)},
-      {"RMS", rms ? "1" : "0"}, {"HAS_BIAS", bias ? "1" : "0"}, {"T", t ? "1" : "0"},
-      {"BWD", fwdIn ? "0" : "1"}, {"EPS", floatLiteral(o.epsilon)},
-      {"ACCESS", prelude({&o.x, &o.dy, &o.out}) + loadA + loadB + store}, {"PARAMS", plist}};
-  const char* tmpl = softmax ? "rtile_softmax" : colsOp ? "rtile_norm_cols" : "rtile_norm";
-  kernel.source = fill(kernelTemplate(tmpl), v, name);
-  kernel.local = {static_cast<size_t>(workgroup)};
-  if (colsOp) {
-    // One work-item per texel column (4 columns), or per column when stored transposed.
-    const int64_t items = t ? cols : (cols + 3) / 4;
-    kernel.global = {static_cast<size_t>((items + workgroup - 1) / workgroup * workgroup)};
-  } else {
-    kernel.global = {static_cast<size_t>(rows * workgroup)};  // one work-group per row
-  }
   return kernel;
 }
 

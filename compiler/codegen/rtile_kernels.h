@@ -1,5 +1,5 @@
-// Layout-parameterised kernels: the OpenCL source of one matmul, conversion or row/column
-// reduction, specialised for its operands' layouts. One template per op in kernels_cl/rtile_*.cl;
+// Layout-parameterised kernels: the OpenCL source of one matmul or conversion, specialised for
+// its operands' layouts. One template per op in kernels_cl/rtile_*.cl;
 // the layout enters as generated access functions (layoutAccess), built from the Layout value's
 // index map, so a row-major buffer, a plain image and an R-Tile image share one kernel body.
 //
@@ -82,31 +82,6 @@ Result<RTileKernel> emitRTileSplitKSum(const std::string& name, int64_t m, int64
 Result<RTileKernel> emitRTileConvert(const std::string& name, const layout::Layout& src, bool transpose,
                                      const layout::Layout& dst,
                                      std::array<int64_t, 2> workgroup = kConvertWorkgroup);
-
-// Row reductions over [rows x cols] (softmax along the last axis, LayerNorm/RMSNorm over it) and
-// the column reduction of the norms' backward (dScale, dBias sum over rows).
-enum class ReduceOp {
-  kSoftmaxFwd,      // args: x, y
-  kSoftmaxBwd,      // args: y, dy, dx          dx = y * (dy - sum(dy * y))
-  kLayerNormFwd,    // args: x, y, scale, bias, mean, inv   (mean/inv: per-row stats, buffers)
-  kRmsNormFwd,      // args: x, y, scale, mean, inv         (mean written as 0)
-  kLayerNormBwd,    // args: x, dy, dx, scale, mean, inv
-  kRmsNormBwd,      // args: x, dy, dx, scale, mean, inv
-  kNormBwdCols,     // args: x, dy, mean, inv, dscale, dbias   (sums over rows)
-};
-const char* reduceOpName(ReduceOp op);
-
-struct ReduceOperands {
-  layout::Layout x;       // x (or y for kSoftmaxBwd), as stored
-  layout::Layout dy;      // dy, as stored (ignored by forward ops: pass x)
-  layout::Layout out;     // y or dx (ignored by kNormBwdCols: pass x)
-  bool transposed = false;  // kNormBwdCols only: x and dy are stored [cols x rows]
-  double epsilon = 1e-5;
-};
-
-// rows x cols is the logical extent (of the untransposed tensor).
-Result<RTileKernel> emitRTileReduce(const std::string& name, ReduceOp op, int64_t rows, int64_t cols,
-                                    const ReduceOperands& operands, int64_t workgroup);
 
 // `float4 <fn>(<arg>, uint i0, uint i1)` reading stored (i0, i1..i1+3), or for write
 // `void <fn>(<arg>, uint i0, uint i1, float4 v)`; lanes past the last column are not touched

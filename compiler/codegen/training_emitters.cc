@@ -108,6 +108,7 @@ Result<NodeCode> layerNormGrad(const ir::Graph& g, const ir::Node& n, const Targ
   int64_t L = 1;
   for (size_t d = axis; d < s.size(); ++d) L *= s[d];
   const int64_t rows = ir::numElements(s) / std::max<int64_t>(1, L);
+  FBL_TRY(expectWholeNormalizedShape(g, n, L));
   const int64_t wg = reduceGroupSize(L, t);
   auto out = [&](size_t i) { return i < n.outputs.size() ? n.outputs[i] : ir::kNoValue; };
   NodeCode c;

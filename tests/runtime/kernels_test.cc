@@ -143,12 +143,53 @@ TEST_CASE("matmul, reductions and normalizations match the reference", "[runtime
     c.run(c.b.op("LayerNormalization", {x, s}, {{"epsilon", 1e-5f}}));
   }
   {
+    // A work-group per row over two normalized axes (519, not a multiple of the group), with the
+    // bias and the saved statistics the backward reads.
+    Case c;
+    auto x = c.in("x", DType::F32, {4, 3, 173}, -3, 3);
+    auto s = c.in("s", DType::F32, {3, 173});
+    auto bias = c.in("bias", DType::F32, {3, 173});
+    c.run(c.b.node("LayerNormalization", {x, s, bias}, {{"axis", int64_t{1}}, {"epsilon", 1e-5f}}, 3));
+  }
+  {
     Case c;
     auto x = c.in("x", DType::F32, {2, 3, 8, 8});
     auto w = c.in("w", DType::F32, {4, 3, 4, 4});
     auto bias = c.in("bias", DType::F32, {4});
     c.run(c.b.op("Conv", {x, w, bias}, {{"strides", std::vector<int64_t>{4, 4}}, {"kernel_shape", std::vector<int64_t>{4, 4}}}));
   }
+}
+
+TEST_CASE("an integer product has no kernel, and the plan says so", "[runtime][kernels]") {
+  // The reference executor computes no integer MatMul either, so no kernel could be checked.
+  Case c;
+  auto a = c.in("a", DType::I32, {4, 5}, -3, 3);
+  auto w = c.in("w", DType::I32, {5, 6}, -3, 3);
+  c.b.output(c.b.op("MatMul", {a, w}));
+  for (ir::Node& n : c.b.g.nodes) REQUIRE(ops::inferNode(c.b.g, n).ok());
+  plan::PlanInputs in;
+  in.graph = &c.b.g;
+  in.keep = c.b.g.outputs;
+  in.model = "int-matmul";
+  auto plan = plan::buildPlan(in, testProfile());
+  REQUIRE_FALSE(plan.ok());
+  CHECK_THAT(plan.error().message, Catch::Contains("MatMul has an OpenCL kernel for float operands only"));
+}
+
+TEST_CASE("a LayerNormalization scale that only broadcasts is refused, not read out of bounds", "[runtime][kernels]") {
+  // layernorm.cl reads scale[j] over the whole normalized extent (519 here, the scale has 173).
+  Case c;
+  auto x = c.in("x", DType::F32, {4, 3, 173});
+  auto s = c.in("s", DType::F32, {173});
+  c.b.output(c.b.op("LayerNormalization", {x, s}, {{"axis", int64_t{1}}}));
+  for (ir::Node& n : c.b.g.nodes) REQUIRE(ops::inferNode(c.b.g, n).ok());
+  plan::PlanInputs in;
+  in.graph = &c.b.g;
+  in.keep = c.b.g.outputs;
+  in.model = "broadcast-scale";
+  auto plan = plan::buildPlan(in, testProfile());
+  REQUIRE_FALSE(plan.ok());
+  CHECK_THAT(plan.error().message, Catch::Contains("'s' of shape [173] broadcasts to the normalized shape"));
 }
 
 TEST_CASE("gather and loss kernels match the reference", "[runtime][kernels]") {
