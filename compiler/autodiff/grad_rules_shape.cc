@@ -4,7 +4,7 @@
 #include <set>
 
 #include "compiler/autodiff/grad_rules.h"
-#include "compiler/autodiff/slice_params.h"
+#include "compiler/layout/movement.h"
 
 namespace fbl::autodiff {
 
@@ -90,9 +90,9 @@ Result<Grads> sliceGrad(GradContext& c) {
     }
   }
   ir::Shape sx = b.shape(c.in(0));
-  auto params = normalizeSlice(sx, args[0], args[1], args[2], args[3]);
+  auto params = layout::normalizeSlice(sx, args[0], args[1], args[2], args[3]);
   if (!params.ok()) return c.fail(params.error().message);
-  const SliceParams& p = params.value();
+  const layout::SliceParams& p = params.value();
   Grads g = none(c);
   g[0] = b.emit("fbl.SliceGrad", {c.dy[0]}, b.dtype(c.dy[0]), sx,
                 {{"shape", sx}, {"axes", p.axes}, {"starts", p.starts}, {"steps", p.steps}});

@@ -100,25 +100,15 @@ std::string emitOffsets(const ir::Shape& shape, const std::string& linear,
 
 namespace {
 
-// Strides and base of an offset that is a sum of constant multiples of the index variables.
+// Strides and base of an offset that is a sum of constant multiples of the index variables;
+// unsigned offsets need them non-negative.
 bool affineStrides(const layout::Expr& e, size_t rank, std::vector<int64_t>& strides, int64_t& base) {
-  strides.assign(rank, 0);
-  base = 0;
-  std::vector<layout::Expr> terms = e.kind() == layout::ExprKind::Add ? e.terms() : std::vector<layout::Expr>{e};
-  for (const layout::Expr& t : terms) {
-    if (t.isConst()) {
-      base += t.value();
-    } else if (t.kind() == layout::ExprKind::Var) {
-      strides[static_cast<size_t>(t.varIndex())] += 1;
-    } else if (t.kind() == layout::ExprKind::Mul && t.operand().kind() == layout::ExprKind::Var) {
-      strides[static_cast<size_t>(t.operand().varIndex())] += t.factor();
-    } else {
-      return false;
-    }
-  }
-  if (base < 0) return false;
-  for (int64_t s : strides)
+  auto f = layout::affineForm(e, rank);
+  if (!f || f->constant < 0) return false;
+  for (int64_t s : f->coeffs)
     if (s < 0) return false;
+  strides = f->coeffs;
+  base = f->constant;
   return true;
 }
 

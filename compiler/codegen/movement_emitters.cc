@@ -1,103 +1,84 @@
 // Movement ops as strided copies (kernels_cl/strided_copy.cl): each becomes an iteration shape
-// with a source and a destination stride per dim plus base offsets, so all of them share one
-// template and one tested index generator.
-//  - Transpose: iterate the output; source strides permuted.
-//  - Slice: iterate the output; source strides times step, base at the clamped starts.
-//  - Concat: one copy per input into the output, base at the input's offset along the axis.
-//  - Split: one copy per output out of the input.
-//  - Pad (constant mode): fill with the pad value, then copy the overlap of input and output.
+// with a source and a destination view (an offset and one stride per dim), so all of them share
+// one template and one tested index generator. The views come from the movement table
+// (layout/movement.h), which also defines the reference executor's copies:
+//  - Transpose, Slice: the node's own movement op over its input, iterated over the output.
+//  - Concat: one copy per input into its block of the output (a Slice of the output).
+//  - Split: one copy per output out of its block of the input.
+//  - Pad (constant mode): fill with the pad value, then copy the kept part of the input (a
+//    Slice, negative pads crop) into its place in the output (a Slice). Neither Concat nor Pad
+//    is one index map of one input, so they are built from slices rather than being table rows.
 #include <algorithm>
 
 #include <fmt/format.h>
 
 #include "compiler/codegen/emit_util.h"
 #include "compiler/codegen/index_code.h"
+#include "compiler/layout/movement.h"
 
 namespace fbl::codegen {
 namespace {
 
 using ir::Shape;
+using layout::MovementOp;
+using layout::StridedView;
 
-LaunchSpec stridedCopy(const Shape& iter, std::vector<int64_t> srcStrides, int64_t srcBase,
-                       std::vector<int64_t> dstStrides, int64_t dstBase, ir::DType dt,
-                       ir::ValueId src, ir::ValueId dst, std::string_view tag, const Target& t) {
+// The launch copying dst-view(i) <- src-view(i) for every index i of `iter`. Offsets are unsigned
+// in the kernel, so a view walking backwards (a negative Slice step) is refused.
+Result<LaunchSpec> stridedCopy(const ir::Graph& g, const ir::Node& n, const Shape& iter, const StridedView& src,
+                               const StridedView& dst, ir::ValueId from, ir::ValueId to, std::string_view tag,
+                               const Target& t) {
+  for (const StridedView* v : {&src, &dst})
+    for (int64_t s : v->strides)
+      if (s < 0) return makeError("{}: a negative step (a view walking backwards) is not supported", ir::describeNode(g, n));
   const int64_t count = ir::numElements(iter);
-  const std::string index = emitOffsets(
-      iter, "i", {{"o_src", std::move(srcStrides), srcBase}, {"o_dst", std::move(dstStrides), dstBase}});
+  const std::string index =
+      emitOffsets(iter, "i", {{"o_src", src.strides, src.offset}, {"o_dst", dst.strides, dst.offset}});
   return launch("strided_copy",
-                {{"T", std::string(clType(dt))}, {"N", std::to_string(count)}, {"INDEX", index}},
-                tag, {val(src), val(dst)}, grid1(count, t), {t.workgroup});
+                {{"T", std::string(clType(g.values[to].dtype))}, {"N", std::to_string(count)}, {"INDEX", index}},
+                tag, {val(from), val(to)}, grid1(count, t), {t.workgroup});
 }
 
-Result<NodeCode> transpose(const ir::Graph& g, const ir::Node& n, const Target& t) {
-  const ir::Value& in = g.values[n.inputs[0]];
-  const ir::Value& out = g.values[n.outputs[0]];
-  std::vector<int64_t> perm = n.attrInts("perm");
-  if (perm.empty())
-    for (size_t d = in.shape.size(); d-- > 0;) perm.push_back(static_cast<int64_t>(d));
-  const std::vector<int64_t> inStrides = ir::stridesOf(in.shape);
-  std::vector<int64_t> src;
-  for (int64_t p : perm) src.push_back(inStrides[p]);
-  NodeCode c;
-  c.launches.push_back(stridedCopy(out.shape, src, 0, ir::stridesOf(out.shape), 0, out.dtype,
-                                   n.inputs[0], n.outputs[0], "transpose", t));
-  return c;
+StridedView dense(const Shape& s) { return {0, ir::stridesOf(s)}; }
+
+// Block [at, at + len) along `axis` of a tensor of shape `s`.
+Result<StridedView> block(const Shape& s, int64_t axis, int64_t at, int64_t len) {
+  return layout::stridedView(s, MovementOp::slice({axis}, {at}, {at + len}));
 }
 
-Result<NodeCode> slice(const ir::Graph& g, const ir::Node& n, const Target& t) {
+// Transpose and Slice: the table's op of the node over its input.
+Result<NodeCode> view(const ir::Graph& g, const ir::Node& n, const Target& t) {
   const ir::Value& in = g.values[n.inputs[0]];
   const ir::Value& out = g.values[n.outputs[0]];
-  const size_t rank = in.shape.size();
-  std::vector<int64_t> starts, axes, steps;
-  if (n.inputs.size() > 1) {
-    auto s = constInts(g, n.inputs[1]);
-    if (!s) return makeError("{}: Slice starts must be compile-time constants", ir::describeNode(g, n));
-    starts = *s;
-    if (auto a = constInts(g, n.input(3))) axes = *a;
-    if (auto st = constInts(g, n.input(4))) steps = *st;
-  } else {
-    starts = n.attrInts("starts");
-    axes = n.attrInts("axes");
-  }
-  if (axes.empty())
-    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  std::vector<int64_t> begin(rank, 0), step(rank, 1);
-  for (size_t i = 0; i < axes.size(); ++i) {
-    const int64_t ax = normAxis(axes[i], rank), dim = in.shape[ax];
-    int64_t s = starts[i] < 0 ? starts[i] + dim : starts[i];
-    // Clamp as ONNX does: [0, dim] for positive steps, [0, dim-1] for negative ones.
-    s = steps[i] > 0 ? std::clamp<int64_t>(s, 0, dim) : std::clamp<int64_t>(s, 0, dim - 1);
-    begin[ax] = s;
-    step[ax] = steps[i];
-  }
-  const std::vector<int64_t> inStrides = ir::stridesOf(in.shape);
-  std::vector<int64_t> src(rank);
-  int64_t base = 0;
-  for (size_t d = 0; d < rank; ++d) {
-    src[d] = inStrides[d] * step[d];
-    base += begin[d] * inStrides[d];
-  }
-  // Negative steps walk backwards: unsigned strides cannot, so reject them (none in the corpus).
-  for (int64_t s : step)
-    if (s < 0) return makeError("{}: Slice with a negative step is not supported", ir::describeNode(g, n));
+  auto constant = [&](size_t slot) -> Result<std::optional<std::vector<int64_t>>> {
+    if (n.input(slot) == ir::kNoValue) return std::optional<std::vector<int64_t>>();
+    auto v = constInts(g, n.inputs[slot]);
+    if (!v) return makeError("input {} must be a compile-time constant", slot);
+    return v;
+  };
+  auto op = layout::onnxMovementOp(n, in.shape, constant);
+  if (!op.ok()) return makeError("{}: {}", ir::describeNode(g, n), op.error().message);
+  auto src = layout::stridedView(in.shape, *op);
+  if (!src.ok()) return makeError("{}: {}", ir::describeNode(g, n), src.error().message);
   NodeCode c;
-  c.launches.push_back(stridedCopy(out.shape, src, base, ir::stridesOf(out.shape), 0, out.dtype,
-                                   n.inputs[0], n.outputs[0], "slice", t));
+  FBL_ASSIGN(LaunchSpec l, stridedCopy(g, n, out.shape, *src, dense(out.shape), n.inputs[0], n.outputs[0],
+                                       lowerTag(n.op), t));
+  c.launches.push_back(std::move(l));
   return c;
 }
 
 Result<NodeCode> concat(const ir::Graph& g, const ir::Node& n, const Target& t) {
   const ir::Value& out = g.values[n.outputs[0]];
   const int64_t axis = normAxis(n.attrInt("axis", 0), out.shape.size());
-  const std::vector<int64_t> outStrides = ir::stridesOf(out.shape);
   NodeCode c;
   int64_t at = 0;
   for (ir::ValueId v : n.inputs) {
     const ir::Value& in = g.values[v];
-    if (ir::numElements(in.shape) > 0)
-      c.launches.push_back(stridedCopy(in.shape, ir::stridesOf(in.shape), 0, outStrides,
-                                       at * outStrides[axis], out.dtype, v, n.outputs[0], "concat", t));
+    if (ir::numElements(in.shape) > 0) {
+      FBL_ASSIGN(StridedView dst, block(out.shape, axis, at, in.shape[axis]));
+      FBL_ASSIGN(LaunchSpec l, stridedCopy(g, n, in.shape, dense(in.shape), dst, v, n.outputs[0], "concat", t));
+      c.launches.push_back(std::move(l));
+    }
     at += in.shape[axis];
   }
   return c;
@@ -106,14 +87,14 @@ Result<NodeCode> concat(const ir::Graph& g, const ir::Node& n, const Target& t) 
 Result<NodeCode> split(const ir::Graph& g, const ir::Node& n, const Target& t) {
   const ir::Value& in = g.values[n.inputs[0]];
   const int64_t axis = normAxis(n.attrInt("axis", 0), in.shape.size());
-  const std::vector<int64_t> inStrides = ir::stridesOf(in.shape);
   NodeCode c;
   int64_t at = 0;
   for (ir::ValueId o : n.outputs) {
     if (o == ir::kNoValue) continue;
     const ir::Value& out = g.values[o];
-    c.launches.push_back(stridedCopy(out.shape, inStrides, at * inStrides[axis],
-                                     ir::stridesOf(out.shape), 0, out.dtype, n.inputs[0], o, "split", t));
+    FBL_ASSIGN(StridedView src, block(in.shape, axis, at, out.shape[axis]));
+    FBL_ASSIGN(LaunchSpec l, stridedCopy(g, n, out.shape, src, dense(out.shape), n.inputs[0], o, "split", t));
+    c.launches.push_back(std::move(l));
     at += out.shape[axis];
   }
   return c;
@@ -139,30 +120,35 @@ Result<NodeCode> pad(const ir::Graph& g, const ir::Node& n, const Target& t) {
     for (size_t d = 0; d < rank; ++d) axes.push_back(static_cast<int64_t>(d));
   std::vector<int64_t> before(rank, 0);
   for (size_t i = 0; i < axes.size(); ++i) before[normAxis(axes[i], rank)] = (*pads)[i];
-  const std::vector<int64_t> inStrides = ir::stridesOf(in.shape), outStrides = ir::stridesOf(out.shape);
+  // The kept part of the input (negative pads crop it) and its place in the output, both slices.
+  std::vector<int64_t> all(rank), from(rank), fromEnd(rank), to(rank), toEnd(rank);
   Shape iter(rank);
-  int64_t srcBase = 0, dstBase = 0;
   for (size_t d = 0; d < rank; ++d) {
-    const int64_t s0 = std::max<int64_t>(0, -before[d]), d0 = std::max<int64_t>(0, before[d]);
-    iter[d] = std::max<int64_t>(0, std::min(in.shape[d] - s0, out.shape[d] - d0));
-    srcBase += s0 * inStrides[d];
-    dstBase += d0 * outStrides[d];
+    all[d] = static_cast<int64_t>(d);
+    from[d] = std::max<int64_t>(0, -before[d]);
+    to[d] = std::max<int64_t>(0, before[d]);
+    iter[d] = std::max<int64_t>(0, std::min(in.shape[d] - from[d], out.shape[d] - to[d]));
+    fromEnd[d] = from[d] + iter[d];
+    toEnd[d] = to[d] + iter[d];
   }
   NodeCode c;
   const int64_t count = ir::numElements(out.shape);
   const std::string lit = ir::isFloat(out.dtype) ? floatLiteral(value) : fmt::format("{}", static_cast<int64_t>(value));
   c.launches.push_back(launch("fill", {{"T", std::string(clType(out.dtype))}, {"N", std::to_string(count)}, {"VALUE", lit}},
                               "fill", {val(n.outputs[0])}, grid1(count, t), {t.workgroup}));
-  if (ir::numElements(iter) > 0)
-    c.launches.push_back(stridedCopy(iter, inStrides, srcBase, outStrides, dstBase, out.dtype,
-                                     n.inputs[0], n.outputs[0], "pad", t));
+  if (ir::numElements(iter) > 0) {
+    FBL_ASSIGN(StridedView src, layout::stridedView(in.shape, MovementOp::slice(all, from, fromEnd)));
+    FBL_ASSIGN(StridedView dst, layout::stridedView(out.shape, MovementOp::slice(all, to, toEnd)));
+    FBL_ASSIGN(LaunchSpec l, stridedCopy(g, n, iter, src, dst, n.inputs[0], n.outputs[0], "pad", t));
+    c.launches.push_back(std::move(l));
+  }
   return c;
 }
 
 }  // namespace
 
 std::vector<EmitterEntry> movementEmitters() {
-  return {{"Transpose", transpose}, {"Slice", slice}, {"Concat", concat}, {"Split", split}, {"Pad", pad}};
+  return {{"Transpose", view}, {"Slice", view}, {"Concat", concat}, {"Split", split}, {"Pad", pad}};
 }
 
 }  // namespace fbl::codegen

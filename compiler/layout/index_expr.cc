@@ -237,6 +237,24 @@ bool usesVar(const Expr& e, int index) {
   return false;
 }
 
+std::optional<AffineForm> affineForm(const Expr& e, size_t vars) {
+  AffineForm f{std::vector<int64_t>(vars, 0), 0};
+  // The builders keep sums flat, so an affine expression is a sum of constants, variables and
+  // constant multiples of variables.
+  const std::vector<Expr> terms = e.kind() == ExprKind::Add ? e.terms() : std::vector<Expr>{e};
+  for (const Expr& t : terms) {
+    const Expr* v = t.kind() == ExprKind::Var ? &t : t.kind() == ExprKind::Mul ? &t.operand() : nullptr;
+    if (t.isConst()) {
+      f.constant += t.value();
+    } else if (v && v->kind() == ExprKind::Var && static_cast<size_t>(v->varIndex()) < vars) {
+      f.coeffs[static_cast<size_t>(v->varIndex())] += t.kind() == ExprKind::Mul ? t.factor() : 1;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return f;
+}
+
 // ---- printers -------------------------------------------------------------------------------
 
 namespace {

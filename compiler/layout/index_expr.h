@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -91,6 +92,13 @@ int countDivMod(const Expr& e);
 int countNodes(const Expr& e);
 // Does variable `index` occur in e?
 bool usesVar(const Expr& e, int index);
+
+// e as constant + sum of coeffs[i] * variable i (no division or modulo left), when it is one.
+struct AffineForm {
+  std::vector<int64_t> coeffs;  // one per variable 0..vars-1
+  int64_t constant = 0;
+};
+std::optional<AffineForm> affineForm(const Expr& e, size_t vars);
 
 // OpenCL C with unsigned arithmetic: literals get a `u` suffix, negative constants and
 // coefficients become subtractions. Fails when a division operand or the value itself may be

@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include "compiler/autodiff/slice_params.h"
 #include "compiler/layout/simplify.h"
 #include "compiler/passes/layout_assignment_printer.h"
 
@@ -295,38 +294,17 @@ Result<layout::MovementOp> movementOpOf(const ir::Graph& g, const ir::Node& n) {
   const ir::Value& in = g.values[n.inputs[0]];
   const ir::Value& out = g.values[n.outputs[0]];
   if (!in.shapeKnown || !out.shapeKnown) return makeError("{}: shape unknown", ir::describeNode(g, n));
-  if (n.op == "Reshape" || n.op == "Flatten" || n.op == "Squeeze" || n.op == "Unsqueeze")
-    return layout::MovementOp::reshape(out.shape);
-  if (n.op == "Expand") return layout::MovementOp::expand(out.shape);
-  if (n.op == "Transpose") {
-    std::vector<int64_t> perm = n.attrInts("perm");
-    if (perm.empty())
-      for (int64_t i = static_cast<int64_t>(in.shape.size()) - 1; i >= 0; --i) perm.push_back(i);
-    return layout::MovementOp::permute(perm);
-  }
-  if (n.op == "Slice") {
-    std::vector<std::vector<int64_t>> args(4);
-    if (n.inputs.size() == 1) {
-      args[0] = n.attrInts("starts");
-      args[1] = n.attrInts("ends");
-      args[2] = n.attrInts("axes");
-    } else {
-      for (size_t i = 1; i <= 4 && i < n.inputs.size(); ++i) {
-        if (n.inputs[i] == ir::kNoValue) continue;
-        const ir::Tensor* t = g.values[n.inputs[i]].data.get();
-        if (t == nullptr) return makeError("{}: slice parameters are not constants", ir::describeNode(g, n));
-        args[i - 1] = t->toInt64s();
-      }
-    }
-    FBL_ASSIGN(autodiff::SliceParams p, autodiff::normalizeSlice(in.shape, args[0], args[1], args[2], args[3]));
-    std::vector<int64_t> ends;
-    for (size_t i = 0; i < p.axes.size(); ++i) {
-      if (p.steps[i] <= 0) return makeError("{}: a negative step is not an index rewrite here", ir::describeNode(g, n));
-      ends.push_back(p.starts[i] + p.counts[i] * p.steps[i]);
-    }
-    return layout::MovementOp::slice(p.axes, p.starts, ends, p.steps);
-  }
-  return makeError("{}: not one index map of its input ({} writes or joins data)", ir::describeNode(g, n), n.op);
+  auto constant = [&](size_t slot) -> Result<std::optional<std::vector<int64_t>>> {
+    if (n.input(slot) == ir::kNoValue) return std::optional<std::vector<int64_t>>();
+    const ir::Tensor* t = g.values[n.inputs[slot]].data.get();
+    if (t == nullptr) return makeError("slice parameters are not constants");
+    return std::optional(t->toInt64s());
+  };
+  auto op = layout::onnxMovementOp(n, in.shape, constant, &out.shape);
+  if (!op.ok()) return makeError("{}: {}", ir::describeNode(g, n), op.error().message);
+  for (int64_t s : op->steps)
+    if (s < 0) return makeError("{}: a negative step is not an index rewrite here", ir::describeNode(g, n));
+  return op;
 }
 
 Result<bool> ClassifyOperators::run(ir::Graph& g) {

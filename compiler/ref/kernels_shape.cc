@@ -1,10 +1,12 @@
-// Shape and movement kernels. Movement ops are index rewrites: each builds a View (offset and
-// strides over its input) and copies through it with gatherView/copyStrided, so Transpose,
-// Slice, Expand and Pad share one loop and work for every dtype.
+// Shape and movement kernels. Movement ops are index rewrites: the movement table
+// (layout/movement.h) gives each its View (offset and strides over its input), and
+// gatherView/copyStrided copy through it, so Transpose, Slice, Expand, Concat, Split and Pad
+// share one loop, one statement of their meaning with the plan's strided copies, and every dtype.
 #include <algorithm>
 #include <cstring>
 #include <limits>
 
+#include "compiler/layout/movement.h"
 #include "compiler/ref/kernels_common.h"
 
 namespace fbl::ref::detail {
@@ -177,79 +179,34 @@ Outputs flattenOp(const Node& n, const Inputs& in) {
 
 // ---- movement through views ----------------------------------------------------------------
 
-Outputs transposeOp(const Node& n, const Inputs& in) {
-  FBL_ASSIGN(const Tensor* x, input(n, in, 0));
-  const int64_t r = x->rank();
-  std::vector<int64_t> perm = n.attrInts("perm");
-  if (perm.empty())
-    for (int64_t d = r - 1; d >= 0; --d) perm.push_back(d);
-  if (static_cast<int64_t>(perm.size()) != r)
-    return nodeError(n, "perm has {} entries for a rank-{} input", perm.size(), r);
-  FBL_TRY(axisMask(n, perm, r));
-  auto inStrides = ir::stridesOf(x->shape());
-  Shape out(r);
-  View v;
-  for (int64_t d = 0; d < r; ++d) {
-    int64_t p = perm[d] < 0 ? perm[d] + r : perm[d];
-    out[d] = x->shape()[p];
-    v.strides.push_back(inStrides[p]);
-  }
-  return single(gatherView(*x, v, out));
+// An op of the movement table (layout/movement.h) as the View gatherView and copyStrided read.
+Result<View> viewOf(const Node& n, const Shape& in, const layout::MovementOp& op) {
+  auto v = layout::stridedView(in, op);
+  if (!v.ok()) return nodeError(n, "{}", v.error().message);
+  return View{v->offset, std::move(v->strides)};
 }
 
-Outputs sliceOp(const Node& n, const Inputs& in) {
-  FBL_ASSIGN(const Tensor* x, input(n, in, 0));
-  FBL_ASSIGN(const Tensor* st, input(n, in, 1));
-  FBL_ASSIGN(const Tensor* en, input(n, in, 2));
-  FBL_ASSIGN(auto starts, intValues(n, *st, "starts"));
-  FBL_ASSIGN(auto ends, intValues(n, *en, "ends"));
-  std::vector<int64_t> axes, steps;
-  if (const Tensor* a = optionalInput(in, 3)) { FBL_ASSIGN(axes, intValues(n, *a, "axes")); }
-  if (const Tensor* s = optionalInput(in, 4)) { FBL_ASSIGN(steps, intValues(n, *s, "steps")); }
-  if (axes.empty())
-    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
-    return nodeError(n, "starts, ends, axes and steps differ in length");
-  FBL_TRY(axisMask(n, axes, x->rank()));
-
-  Shape out = x->shape();
-  View v = denseView(x->shape());
-  for (size_t i = 0; i < starts.size(); ++i) {
-    int64_t ax = axes[i] < 0 ? axes[i] + x->rank() : axes[i];
-    int64_t dim = x->shape()[ax], step = steps[i];
-    if (step == 0) return nodeError(n, "step is zero on axis {}", ax);
-    // A step longer than the axis picks at most one element: shortening it changes nothing and
-    // keeps the index arithmetic below from overflowing.
-    step = std::clamp<int64_t>(step, -std::max<int64_t>(dim, 1), std::max<int64_t>(dim, 1));
-    int64_t s = starts[i] < 0 ? starts[i] + dim : starts[i];
-    int64_t e = ends[i] < 0 ? ends[i] + dim : ends[i];
-    int64_t count;
-    if (dim == 0) {
-      count = 0;
-    } else if (step > 0) {
-      s = std::clamp<int64_t>(s, 0, dim);
-      e = std::clamp<int64_t>(e, 0, dim);
-      count = e > s ? (e - s + step - 1) / step : 0;
-    } else {
-      s = std::clamp<int64_t>(s, 0, dim - 1);
-      e = std::clamp<int64_t>(e, -1, dim - 1);
-      count = s > e ? (s - e + (-step) - 1) / (-step) : 0;
-    }
-    out[ax] = count;
-    if (count > 0) v.offset += s * v.strides[ax];
-    v.strides[ax] *= step;
-  }
-  return single(gatherView(*x, v, out));
+// Block [at, at + len) along `axis` of a tensor of shape `s`.
+Result<View> blockOf(const Node& n, const Shape& s, int64_t axis, int64_t at, int64_t len) {
+  return viewOf(n, s, layout::MovementOp::slice({axis}, {at}, {at + len}));
 }
 
-Outputs expandOp(const Node& n, const Inputs& in) {
+// Transpose, Slice and Expand: the table's op for the node, gathered through its view.
+Outputs viewOp(const Node& n, const Inputs& in) {
   FBL_ASSIGN(const Tensor* x, input(n, in, 0));
-  FBL_ASSIGN(const Tensor* s, input(n, in, 1));
-  FBL_ASSIGN(Shape target, intValues(n, *s, "shape"));
-  FBL_ASSIGN(Shape out, broadcastShapes(n, {&x->shape(), &target}));
-  FBL_TRY(checkShape(n, out));
-  return single(gatherView(*x, View{0, broadcastStrides(x->shape(), out)}, out));
+  auto operand = [&](size_t slot) -> Result<std::optional<std::vector<int64_t>>> {
+    const Tensor* t = optionalInput(in, slot);
+    if (t == nullptr) return std::optional<std::vector<int64_t>>();
+    FBL_ASSIGN(auto v, intValues(n, *t, fmt::format("input {}", slot)));
+    return std::optional(std::move(v));
+  };
+  auto op = layout::onnxMovementOp(n, x->shape(), operand);
+  if (!op.ok()) return nodeError(n, "{}", op.error().message);
+  auto out = layout::outputShape(x->shape(), *op);
+  if (!out.ok()) return nodeError(n, "{}", out.error().message);
+  FBL_TRY(checkShape(n, *out));
+  FBL_ASSIGN(View v, viewOf(n, x->shape(), *op));
+  return single(gatherView(*x, v, *out));
 }
 
 Outputs concatOp(const Node& n, const Inputs& in) {
@@ -269,19 +226,13 @@ Outputs concatOp(const Node& n, const Inputs& in) {
                        ir::shapeToString(t->shape()), ir::shapeToString(first->shape()), axis);
     out[axis] += t->shape()[axis];
   }
+  // Each input is copied into its block of the output: a Slice of the output along the axis.
   Tensor y(first->dtype(), out);
-  // Each input is a block of rows of shape [outer, dim_i * inner] within the output's rows.
-  const size_t esz = ir::dtypeSize(first->dtype());
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= out[d];
-  for (int64_t d = axis + 1; d < y.rank(); ++d) inner *= out[d];
-  const size_t rowBytes = out[axis] * inner * esz;
-  size_t colBytes = 0;
+  int64_t at = 0;
   for (const Tensor* t : in) {
-    const size_t chunk = t->shape()[axis] * inner * esz;
-    for (int64_t o = 0; o < outer; ++o)
-      if (chunk) std::memcpy(y.raw() + o * rowBytes + colBytes, t->raw() + o * chunk, chunk);
-    colBytes += chunk;
+    FBL_ASSIGN(View dst, blockOf(n, out, axis, at, t->shape()[axis]));
+    copyStrided(*t, denseView(t->shape()), y, dst, t->shape());
+    at += t->shape()[axis];
   }
   return single(std::move(y));
 }
@@ -312,17 +263,21 @@ Outputs splitOp(const Node& n, const Inputs& in) {
   if (total != dim) return nodeError(n, "split sizes sum to {}, axis {} has {}", total, axis, dim);
   if (!n.outputs.empty() && sizes.size() != n.outputs.size())
     return nodeError(n, "{} split sizes for {} outputs", sizes.size(), n.outputs.size());
+  // Each output is a Slice of the input along the axis.
   std::vector<Tensor> outs;
-  View v = denseView(x->shape());
+  int64_t at = 0;
   for (int64_t s : sizes) {
     Shape part = x->shape();
     part[axis] = s;
+    FBL_ASSIGN(View v, blockOf(n, x->shape(), axis, at, s));
     outs.push_back(gatherView(*x, v, part));
-    v.offset += s * v.strides[axis];
+    at += s;
   }
   return outs;
 }
 
+// Not one index map of its input (it writes the pad value): a fill, then the kept part of the
+// input (a Slice; negative pads crop) copied into its place in the output (a Slice).
 Outputs padOp(const Node& n, const Inputs& in) {
   FBL_ASSIGN(const Tensor* x, input(n, in, 0));
   std::string mode = n.attrString("mode", "constant");
@@ -350,11 +305,15 @@ Outputs padOp(const Node& n, const Inputs& in) {
     after[ax] = pads[i + axes.size()];
   }
   Shape out(r), region(r);
+  std::vector<int64_t> all(r), from(r), fromEnd(r), to(r), toEnd(r);
   for (int64_t d = 0; d < r; ++d) {
     out[d] = x->shape()[d] + before[d] + after[d];
-    // Negative pads crop: the copied region loses them on the input side.
-    region[d] = std::max<int64_t>(0, x->shape()[d] - std::max<int64_t>(0, -before[d]) -
-                                         std::max<int64_t>(0, -after[d]));
+    all[d] = d;
+    from[d] = std::max<int64_t>(0, -before[d]);
+    to[d] = std::max<int64_t>(0, before[d]);
+    region[d] = std::max<int64_t>(0, x->shape()[d] - from[d] - std::max<int64_t>(0, -after[d]));
+    fromEnd[d] = from[d] + region[d];
+    toEnd[d] = to[d] + region[d];
   }
   FBL_TRY(checkShape(n, out));
   Tensor y(x->dtype(), out);
@@ -363,11 +322,9 @@ Outputs padOp(const Node& n, const Inputs& in) {
     if (c->numel() > 1) return nodeError(n, "constant_value must be a scalar");
     if (c->numel() == 1) fillWith(y, *c);
   }
-  View src = denseView(x->shape()), dst = denseView(out);
-  for (int64_t d = 0; d < r; ++d) {
-    src.offset += std::max<int64_t>(0, -before[d]) * src.strides[d];
-    dst.offset += std::max<int64_t>(0, before[d]) * dst.strides[d];
-  }
+  if (ir::numElements(region) == 0) return single(std::move(y));
+  FBL_ASSIGN(View src, viewOf(n, x->shape(), layout::MovementOp::slice(all, from, fromEnd)));
+  FBL_ASSIGN(View dst, viewOf(n, out, layout::MovementOp::slice(all, to, toEnd)));
   copyStrided(*x, src, y, dst, region);
   return single(std::move(y));
 }
@@ -399,8 +356,8 @@ std::vector<KernelEntry> shapeKernels() {
       {"Shape", shapeOp},         {"Size", sizeOp},
       {"Range", rangeOp},         {"Reshape", reshapeOp},
       {"Unsqueeze", unsqueezeOp}, {"Squeeze", squeezeOp},
-      {"Flatten", flattenOp},     {"Transpose", transposeOp},
-      {"Slice", sliceOp},         {"Expand", expandOp},
+      {"Flatten", flattenOp},     {"Transpose", viewOp},
+      {"Slice", viewOp},          {"Expand", viewOp},
       {"Concat", concatOp},       {"Split", splitOp},
       {"Pad", padOp},             {"Trilu", triluOp},
   };

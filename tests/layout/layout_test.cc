@@ -2,13 +2,16 @@
 // explicit loops (no index expressions involved) and every element is compared.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
 #include <vector>
 
 #include "compiler/layout/layout.h"
+#include "compiler/layout/movement.h"
 #include "compiler/layout/simplify.h"
 
 using namespace fbl::layout;
@@ -344,6 +347,85 @@ TEST_CASE("random movement chains match naive materialization element by element
   CHECK(stats.budgetExhausted == 0);
   CHECK(divmodSimplified < divmodRaw);
   WARN("random chains: " << chains << ", div/mod raw " << divmodRaw << " -> simplified " << divmodSimplified);
+}
+
+TEST_CASE("strided views of movement chains match naive materialization", "[layout]") {
+  // The offset + strides the reference executor and the strided copies read, against loops.
+  std::mt19937 rng(61);
+  const int64_t sizes[] = {24, 48, 60, 64, 96, 120};
+  int affine = 0, notAffine = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    Shape producer = randomShapeOf(sizes[rng() % std::size(sizes)], rng);
+    std::vector<MovementOp> chain;
+    Shape cur = producer;
+    Naive ref = iota(producer);
+    bool reshapes = false;
+    for (size_t k = 0, len = 1 + rng() % 4; k < len; ++k) {
+      MovementOp op = randomOp(cur, rng);
+      if (op.kind == MovementOp::Kind::Slice && rng() % 2) {
+        // Walk the same axis backwards from its last element (ONNX negative steps).
+        const int64_t a = op.axes[0], step = -op.steps[0];
+        op = MovementOp::slice({a}, {cur[a] - 1}, {rng() % 2 ? -1 : cur[a] / 3}, {step});
+      }
+      reshapes = reshapes || op.kind == MovementOp::Kind::Reshape;
+      auto next = outputShape(cur, op);
+      REQUIRE(next.ok());
+      ref = naiveApply(ref, op, *next);
+      chain.push_back(op);
+      cur = *next;
+    }
+    INFO(fbl::ir::shapeToString(producer) << " " << chainToString(chain));
+    auto v = stridedView(producer, chain);
+    // Only a Reshape can leave a chain without one stride per dim.
+    if (!reshapes) REQUIRE(v.ok());
+    if (!v.ok()) {
+      ++notAffine;
+      continue;
+    }
+    ++affine;
+    REQUIRE(v->strides.size() == cur.size());
+    forAll(cur, [&](const std::vector<int64_t>& o) {
+      int64_t at = v->offset;
+      for (size_t d = 0; d < o.size(); ++d) at += o[d] * v->strides[d];
+      REQUIRE(at == ref.data[flatten(o, cur)]);
+    });
+  }
+  CHECK(affine > 100);
+  CHECK(notAffine > 0);
+}
+
+TEST_CASE("Slice ops: clamped ONNX ranges, negative steps and empty results", "[layout]") {
+  // Against the spec's clamping written as a loop over candidate indices.
+  std::mt19937 rng(62);
+  for (int trial = 0; trial < 500; ++trial) {
+    const int64_t dim = rng() % 7, start = static_cast<int64_t>(rng() % 19) - 9,
+                  end = static_cast<int64_t>(rng() % 19) - 9;
+    int64_t step = static_cast<int64_t>(rng() % 9) - 4;
+    if (step == 0) step = trial % 2 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+    INFO("dim " << dim << " " << start << ".." << end << " step " << step);
+    std::vector<int64_t> want;
+    const int64_t b = start < 0 ? start + dim : start, e = end < 0 ? end + dim : end;
+    if (step > 0)
+      for (int64_t i = std::max<int64_t>(b, 0); i < std::min(e, dim); i = i > dim - step ? dim : i + step)
+        want.push_back(i);
+    else if (dim > 0)
+      for (int64_t i = std::clamp<int64_t>(b, 0, dim - 1); i > std::max<int64_t>(e, -1); i += step)  // i >= 0: no overflow
+        want.push_back(i);
+    fbl::ir::Node n;
+    n.op = "Slice";
+    n.inputs = {0, 1, 2, 3, 4};
+    const std::vector<std::vector<int64_t>> operands = {{}, {start}, {end}, {0}, {step}};
+    auto op = onnxMovementOp(n, {dim}, [&](size_t slot) -> fbl::Result<std::optional<std::vector<int64_t>>> {
+      return std::optional(operands[slot]);
+    });
+    REQUIRE(op.ok());
+    auto out = outputShape({dim}, *op);
+    REQUIRE(out.ok());
+    REQUIRE((*out)[0] == static_cast<int64_t>(want.size()));
+    auto v = stridedView({dim}, *op);
+    REQUIRE(v.ok());
+    for (size_t i = 0; i < want.size(); ++i) REQUIRE(v->offset + static_cast<int64_t>(i) * v->strides[0] == want[i]);
+  }
 }
 
 // Where every element of `l` lands, as (x, y, lane) triples; fails on a collision or an address
