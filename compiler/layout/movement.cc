@@ -301,7 +301,11 @@ Result<MovementOp> onnxMovementOp(const ir::Node& n, const Shape& in, const IntO
     } else {
       for (size_t i = 1; i <= 4; ++i) {
         FBL_ASSIGN(auto v, ints(i));
-        if (v) args[i - 1] = std::move(*v);
+        if (v) {
+          args[i - 1] = std::move(*v);
+        } else if (i <= 2) {  // starts and ends are required from opset 10 on
+          return makeError("Slice has no {} (input {})", i == 1 ? "starts" : "ends", i);
+        }
       }
     }
     FBL_ASSIGN(SliceParams p, normalizeSlice(in, args[0], args[1], args[2], args[3]));

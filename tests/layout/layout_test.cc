@@ -426,6 +426,18 @@ TEST_CASE("Slice ops: clamped ONNX ranges, negative steps and empty results", "[
     REQUIRE(v.ok());
     for (size_t i = 0; i < want.size(); ++i) REQUIRE(v->offset + static_cast<int64_t>(i) * v->strides[0] == want[i]);
   }
+  // Opset 10+: starts and ends are required inputs; axes and steps are optional.
+  fbl::ir::Node n;
+  n.op = "Slice";
+  n.inputs = {0, 1, 2};
+  for (size_t missing : {size_t{1}, size_t{2}}) {
+    auto op = onnxMovementOp(n, {5}, [&](size_t slot) -> fbl::Result<std::optional<std::vector<int64_t>>> {
+      if (slot == missing || slot > 2) return std::optional<std::vector<int64_t>>();
+      return std::optional(std::vector<int64_t>{1});
+    });
+    REQUIRE_FALSE(op.ok());
+    CHECK(op.error().message.find(missing == 1 ? "no starts (input 1)" : "no ends (input 2)") != std::string::npos);
+  }
 }
 
 // Where every element of `l` lands, as (x, y, lane) triples; fails on a collision or an address
