@@ -9,6 +9,7 @@
 #include "compiler/codegen/rtile_kernels.h"
 
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -248,28 +249,71 @@ Result<std::string> layoutAccess(const std::string& fn, const Layout& l, bool wr
   return accessFunctions(fn, l, write, false);
 }
 
-Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t k, int64_t n,
-                                    const MatmulOperand& lhs, const MatmulOperand& rhs, const Layout& out,
-                                    const MatmulTiling& t, const MatmulEpilogue* epi) {
-  const ir::Shape batch = batchOf(out);
-  const int64_t batchCount = ir::numElements(batch);
-  // An unbatched rhs under a batched, untransposed lhs: the batch folds into M (one [B*M x K]
-  // product fills the tiles better than B thin ones).
-  if (matmulFoldsBatch(lhs, rhs, out)) {
-    FBL_ASSIGN(Layout l2, lhs.stored.reshape({batchCount * m, k}));
-    FBL_ASSIGN(Layout r2, rhs.stored.reshape({rowsOf(rhs.stored), colsOf(rhs.stored)}));
-    FBL_ASSIGN(Layout o2, out.reshape({batchCount * m, n}));
-    return emitRTileMatmul(name, batchCount * m, k, n, {l2, false}, {r2, rhs.transposed}, o2, t, epi);
-  }
+namespace {
+
+// An unbatched rhs under a batched, untransposed lhs: the batch folds into M (one [B*M x K]
+// product fills the tiles, or the narrow kernel's groups, better than B thin ones).
+struct FoldedProduct {
+  int64_t m;
+  MatmulOperand lhs, rhs;
+  Layout out;
+};
+
+Result<std::optional<FoldedProduct>> foldBatch(int64_t m, int64_t k, int64_t n, const MatmulOperand& lhs,
+                                               const MatmulOperand& rhs, const Layout& out) {
+  if (!matmulFoldsBatch(lhs, rhs, out)) return std::optional<FoldedProduct>();
+  const int64_t rows = ir::numElements(batchOf(out)) * m;
+  FBL_ASSIGN(Layout l2, lhs.stored.reshape({rows, k}));
+  FBL_ASSIGN(Layout r2, rhs.stored.reshape({rowsOf(rhs.stored), colsOf(rhs.stored)}));
+  FBL_ASSIGN(Layout o2, out.reshape({rows, n}));
+  return std::optional(FoldedProduct{rows, {l2, false}, {r2, rhs.transposed}, o2});
+}
+
+// lhs [M x K] ([K x M] transposed), rhs [K x N] ([N x K]), out [M x N], each with batch dims.
+Status checkProductShapes(const char* kind, const std::string& name, int64_t m, int64_t k, int64_t n,
+                          const MatmulOperand& lhs, const MatmulOperand& rhs, const Layout& out) {
   auto expect = [&](const Layout& l, int64_t r, int64_t c, const char* role) -> Status {
     if (l.shape().size() < 2 || rowsOf(l) != r || colsOf(l) != c)
-      return makeError("rtile matmul {}: operand '{}' is stored {}, expected [..., {}, {}]", name, role,
+      return makeError("{} {}: operand '{}' is stored {}, expected [..., {}, {}]", kind, name, role,
                        ir::shapeToString(l.shape()), r, c);
     return {};
   };
   FBL_TRY(expect(lhs.stored, lhs.transposed ? k : m, lhs.transposed ? m : k, "lhs"));
   FBL_TRY(expect(rhs.stored, rhs.transposed ? n : k, rhs.transposed ? k : n, "rhs"));
-  FBL_TRY(expect(out, m, n, "out"));
+  return expect(out, m, n, "out");
+}
+
+// The ACCESS hole (loadL, loadR, storeOut over the batched views, then the epilogue) and the
+// parameter list of a product kernel; `partialOut`: the output is split-K's row-major planes.
+struct ProductSource {
+  std::string access, params;
+};
+
+Result<ProductSource> productSource(const MatmulOperand& lhs, const MatmulOperand& rhs, const Layout& out,
+                                    bool partialOut, const MatmulEpilogue* epi) {
+  const ir::Shape batch = batchOf(out);
+  FBL_ASSIGN(Layout lv, batchedView(lhs.stored, batch, "lhs"));
+  FBL_ASSIGN(Layout rv, batchedView(rhs.stored, batch, "rhs"));
+  FBL_ASSIGN(Layout ov, batchedView(out, batch, "out"));
+  FBL_ASSIGN(std::string loadL, accessFunctions("loadL", lv, false, true));
+  FBL_ASSIGN(std::string loadR, accessFunctions("loadR", rv, false, true));
+  FBL_ASSIGN(std::string store, accessFunctions("storeOut", ov, true, true));
+  ProductSource src;
+  src.access = prelude({&lhs.stored, &rhs.stored, &out}) + loadL + loadR + store + epilogueCode(epi);
+  src.params = layoutParam(lhs.stored, "lhs", false) + ", " + layoutParam(rhs.stored, "rhs", false) + ", " +
+               (partialOut ? std::string("__global float* restrict out") : layoutParam(out, "out", true)) +
+               (epi ? epi->params : "");
+  return src;
+}
+
+}  // namespace
+
+Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t k, int64_t n,
+                                    const MatmulOperand& lhs, const MatmulOperand& rhs, const Layout& out,
+                                    const MatmulTiling& t, const MatmulEpilogue* epi) {
+  FBL_ASSIGN(auto folded, foldBatch(m, k, n, lhs, rhs, out));
+  if (folded) return emitRTileMatmul(name, folded->m, k, n, folded->lhs, folded->rhs, folded->out, t, epi);
+  FBL_TRY(checkProductShapes("rtile matmul", name, m, k, n, lhs, rhs, out));
   if (t.pipeline < 0 || t.pipeline > 3 || t.rn % 4 != 0 || t.rm % 4 != 0 || t.splitK < 1 || t.tm % t.rm != 0 || t.tn % t.rn != 0 || t.tk % 4 != 0 || t.tm % 4 != 0 || t.tn % 4 != 0)
     return makeError("rtile matmul {}: tiling {}x{}x{} / {}x{} is not texel aligned", name, t.tm, t.tn, t.tk, t.rm,
                      t.rn);
@@ -282,12 +326,7 @@ Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t 
   const int64_t kSlice = ((k + t.splitK - 1) / t.splitK + t.tk - 1) / t.tk * t.tk;
   if (split && (k + kSlice - 1) / kSlice != t.splitK)
     return makeError("rtile matmul {}: split-K {} of K={} in steps of {} leaves a slice empty", name, t.splitK, k, t.tk);
-  FBL_ASSIGN(Layout lv, batchedView(lhs.stored, batch, "lhs"));
-  FBL_ASSIGN(Layout rv, batchedView(rhs.stored, batch, "rhs"));
-  FBL_ASSIGN(Layout ov, batchedView(out, batch, "out"));
-  FBL_ASSIGN(std::string loadL, accessFunctions("loadL", lv, false, true));
-  FBL_ASSIGN(std::string loadR, accessFunctions("loadR", rv, false, true));
-  FBL_ASSIGN(std::string store, accessFunctions("storeOut", ov, true, true));
+  FBL_ASSIGN(ProductSource src, productSource(lhs, rhs, out, split, epi));
   std::map<std::string, std::string> v = {
       {"M", std::to_string(m)},   {"N", std::to_string(n)},      {"K", std::to_string(k)},
       {"TM", std::to_string(t.tm)}, {"TN", std::to_string(t.tn)}, {"TK", std::to_string(t.tk)},
@@ -295,10 +334,8 @@ Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t 
       {"L_T", lhs.transposed ? "1" : "0"}, {"R_T", rhs.transposed ? "1" : "0"},
       {"SPLIT", std::to_string(t.splitK)}, {"KS", std::to_string(kSlice)}, {"PIPE", std::to_string(t.pipeline)},
       {"ALIGNED", m % t.tm == 0 && n % t.tn == 0 && k % t.tk == 0 ? "1" : "0"},
-      {"ACCESS", prelude({&lhs.stored, &rhs.stored, &out}) + loadL + loadR + store + epilogueCode(epi)},
-      {"PARAMS", layoutParam(lhs.stored, "lhs", false) + ", " + layoutParam(rhs.stored, "rhs", false) + ", " +
-                     (split ? std::string("__global float* restrict out") : layoutParam(out, "out", true)) +
-                     (epi ? epi->params : "")}};
+      {"ACCESS", src.access},
+      {"PARAMS", src.params}};
   RTileKernel kernel;
   kernel.name = name;
   kernel.source = fill(kernelTemplate("rtile_matmul"), v, name);
@@ -306,57 +343,37 @@ Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t 
   auto up = [](int64_t a, int64_t b) { return static_cast<size_t>((a + b - 1) / b); };
   kernel.local = {static_cast<size_t>(t.wgX()), static_cast<size_t>(t.wgY()), 1};
   kernel.global = {up(n, t.tn) * kernel.local[0], up(m, t.tm) * kernel.local[1],
-                   static_cast<size_t>(batchCount) * up(k, kSlice)};
+                   static_cast<size_t>(ir::numElements(batchOf(out))) * up(k, kSlice)};
   return kernel;
 }
 
 Result<RTileKernel> emitRTileMatmulNarrow(const std::string& name, int64_t m, int64_t k, int64_t n,
                                           const MatmulOperand& lhs, const MatmulOperand& rhs, const Layout& out,
                                           int64_t workItems, const MatmulEpilogue* epi) {
-  const ir::Shape batch = batchOf(out);
-  const int64_t batchCount = ir::numElements(batch);
-  if (matmulFoldsBatch(lhs, rhs, out)) {
-    FBL_ASSIGN(Layout l2, lhs.stored.reshape({batchCount * m, k}));
-    FBL_ASSIGN(Layout r2, rhs.stored.reshape({rowsOf(rhs.stored), colsOf(rhs.stored)}));
-    FBL_ASSIGN(Layout o2, out.reshape({batchCount * m, n}));
-    return emitRTileMatmulNarrow(name, batchCount * m, k, n, {l2, false}, {r2, rhs.transposed}, o2, workItems, epi);
-  }
-  auto expect = [&](const Layout& l, int64_t r, int64_t c, const char* role) -> Status {
-    if (l.shape().size() < 2 || rowsOf(l) != r || colsOf(l) != c)
-      return makeError("narrow matmul {}: operand '{}' is stored {}, expected [..., {}, {}]", name, role,
-                       ir::shapeToString(l.shape()), r, c);
-    return {};
-  };
-  FBL_TRY(expect(lhs.stored, lhs.transposed ? k : m, lhs.transposed ? m : k, "lhs"));
-  FBL_TRY(expect(rhs.stored, rhs.transposed ? n : k, rhs.transposed ? k : n, "rhs"));
-  FBL_TRY(expect(out, m, n, "out"));
+  FBL_ASSIGN(auto folded, foldBatch(m, k, n, lhs, rhs, out));
+  if (folded) return emitRTileMatmulNarrow(name, folded->m, k, n, folded->lhs, folded->rhs, folded->out, workItems, epi);
+  FBL_TRY(checkProductShapes("narrow matmul", name, m, k, n, lhs, rhs, out));
   const NarrowTiling t = chooseNarrowTiling(m, n, k, workItems);
   // Neighbouring work-items read neighbouring texels of the larger operand (the other is at
   // most narrowMaxSide x K and stays in cache): along K when it is stored along K, else along
   // its long side.
   const bool lhsLarger = m >= n;
   const int fast = lhsLarger ? (lhs.transposed ? 1 : 0) : (rhs.transposed ? 0 : 2);
-  FBL_ASSIGN(Layout lv, batchedView(lhs.stored, batch, "lhs"));
-  FBL_ASSIGN(Layout rv, batchedView(rhs.stored, batch, "rhs"));
-  FBL_ASSIGN(Layout ov, batchedView(out, batch, "out"));
-  FBL_ASSIGN(std::string loadL, accessFunctions("loadL", lv, false, true));
-  FBL_ASSIGN(std::string loadR, accessFunctions("loadR", rv, false, true));
-  FBL_ASSIGN(std::string store, accessFunctions("storeOut", ov, true, true));
+  FBL_ASSIGN(ProductSource src, productSource(lhs, rhs, out, false, epi));
   std::map<std::string, std::string> v = {
       {"M", std::to_string(m)},     {"N", std::to_string(n)},     {"K", std::to_string(k)},
       {"TM", std::to_string(t.tm)}, {"TN", std::to_string(t.tn)}, {"KS", std::to_string(t.ks)},
       {"FAST", std::to_string(fast)},
       {"L_T", lhs.transposed ? "1" : "0"}, {"R_T", rhs.transposed ? "1" : "0"},
-      {"ACCESS", prelude({&lhs.stored, &rhs.stored, &out}) + loadL + loadR + store + epilogueCode(epi)},
-      {"PARAMS", layoutParam(lhs.stored, "lhs", false) + ", " + layoutParam(rhs.stored, "rhs", false) + ", " +
-                     layoutParam(out, "out", true) + (epi ? epi->params : "")}};
+      {"ACCESS", src.access},
+      {"PARAMS", src.params}};
   RTileKernel kernel;
   kernel.name = name;
   kernel.source = fill(kernelTemplate("rtile_matmul_narrow"), v, name);
   kernel.args = {"lhs", "rhs", "out"};
   auto up = [](int64_t a, int64_t b) { return static_cast<size_t>((a + b - 1) / b); };
   kernel.local = {static_cast<size_t>(t.workItems()), 1, 1};
-  kernel.global = {up(n, t.tn) * kernel.local[0], up(m, t.tm), static_cast<size_t>(batchCount)};
+  kernel.global = {up(n, t.tn) * kernel.local[0], up(m, t.tm), static_cast<size_t>(ir::numElements(batchOf(out)))};
   return kernel;
 }
 
