@@ -24,7 +24,7 @@ std::string section(const std::string& dump, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("--dump-after prints what each lowering pass decided", "[plan][lowering-dump]") {
+TEST_CASE("the lowering passes' --dump-after prints what each pass decided", "[plan][lowering-dump]") {
   auto g = ir::parseGraph(R"(graph "t" opset 20
   input %x : f32[8,16]
   init %w : f32[8,32]
