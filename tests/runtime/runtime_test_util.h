@@ -149,6 +149,18 @@ struct Case {
       if (o != ir::kNoValue) b.output(o);
     checkOnDevice(b.g, feeds, tol);
   }
+  // The error building a plan for `out` gives (the case fails if the plan builds).
+  std::string planError(ir::ValueId out, const std::string& model) {
+    b.output(out);
+    for (ir::Node& n : b.g.nodes) REQUIRE(ops::inferNode(b.g, n).ok());
+    plan::PlanInputs in;
+    in.graph = &b.g;
+    in.keep = b.g.outputs;
+    in.model = model;
+    auto plan = plan::buildPlan(in, testProfile());
+    REQUIRE_FALSE(plan.ok());
+    return plan.error().message;
+  }
 };
 
 }  // namespace fbl::testing
