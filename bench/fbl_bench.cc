@@ -115,6 +115,8 @@ int main(int argc, char** argv) {
                        "Work-group tiling TMxTNxTK/RMxRN[:pipeline] (default: the profile's cost model; with --sweep: "
                        "extra candidates, repeatable)");
     matmul->add_flag("--json", mm.json, "JSON output");
+    matmul->add_flag("--single-launch", mm.singleLaunch,
+                     "One launch per product (chooseMatmulTiling), not the schedule's whole waves plus tail");
     bool sweep = false;
     fbl::bench::MatmulSweepOptions sw;
     matmul->add_flag("--sweep", sweep, "Time every candidate tiling on the products of a LoRA step (matmul_sweep.h)");

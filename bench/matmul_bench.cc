@@ -106,19 +106,30 @@ int runMatmulBench(const MatmulBenchOptions& o) {
   s.setBuildOptions(planProf->buildOptions);
   codegen::MatmulCostModel model = planProf->matmul;
   if (model.computeUnits <= 0) model.computeUnits = s.computeUnits();
-  TilingFor tilingFor = [&](int64_t m, int64_t n, int64_t k) {
-    return codegen::chooseMatmulTiling(model, s.deviceClass(), m, n, k);
+  ScheduleFor scheduleFor = [&](int64_t m, int64_t n, int64_t k) {
+    if (o.singleLaunch) {
+      codegen::MatmulSchedule one;
+      one.main = codegen::chooseMatmulTiling(model, s.deviceClass(), m, n, k);
+      one.mainCols = n;
+      return one;
+    }
+    return codegen::chooseMatmulSchedule(model, codegen::matmulTiling(s.deviceClass()), m, n, k);
   };
   if (!o.tiles.empty()) {
     auto t = codegen::parseTileSpec(o.tiles.front(), codegen::matmulTiling(s.deviceClass()).pipeline);
     if (!t.ok()) return fmt::print(stderr, "error: --tile: {}\n", t.error().message), 2;
     codegen::MatmulTiling fixed = *t;
     fixed.splitK = 0;
-    tilingFor = fixedTiling(fixed, s.computeUnits());
+    scheduleFor = fixedTiling(fixed, s.computeUnits());
   }
   auto describe = [&](int64_t m, int64_t n, int64_t k) {
-    const codegen::MatmulTiling t = tilingFor(m, n, k);
-    return fmt::format("{} p{} split {}", codegen::tileString(t), t.pipeline, t.splitK);
+    const codegen::MatmulSchedule sched = scheduleFor(m, n, k);
+    auto one = [](const codegen::MatmulTiling& t) {
+      return fmt::format("{} p{} split {}", codegen::tileString(t), t.pipeline, t.splitK);
+    };
+    if (sched.mainCols == n) return one(sched.main);
+    return fmt::format("columns [0, {}) {}, [{}, {}) {}", sched.mainCols, one(sched.main), sched.mainCols, n,
+                       one(sched.tail));
   };
   MatmulData data;
   data.a = randomMatrix(shape.m * shape.k, 1);
@@ -146,7 +157,7 @@ int runMatmulBench(const MatmulBenchOptions& o) {
       fmt::print(stderr, "error: {}: {}\n", strategyName(st), plan.error().message);
       return 1;
     }
-    auto run = runMatmulPlan(s, *plan, tilingFor, data, o.runs);
+    auto run = runMatmulPlan(s, *plan, scheduleFor, data, o.runs);
     if (!run.ok()) {
       fmt::print(stderr, "error: {}: {}\n", strategyName(st), run.error().message);
       return 1;
@@ -156,7 +167,7 @@ int runMatmulBench(const MatmulBenchOptions& o) {
       int64_t m = shape.m, k = shape.k, n = shape.n;
       if (step.pass == MatmulPass::kGradA) k = shape.n, n = shape.k;
       if (step.pass == MatmulPass::kGradB) m = shape.k, k = shape.m;
-      traffic[step.pass] = modelPassTraffic(*plan, step, tilingFor(m, n, k), *prof, s.computeUnits());
+      traffic[step.pass] = modelPassTraffic(*plan, step, scheduleFor(m, n, k).main, *prof, s.computeUnits());
     }
     struct Row {
       const char* name;

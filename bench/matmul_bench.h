@@ -19,6 +19,7 @@ struct MatmulBenchOptions {
   std::string rtileProfile;             // R-Tile selection (default: profile)
   std::vector<std::string> tiles;       // "TMxTNxTK/RMxRN[:pipeline]" (the first); empty: the profile's cost model
   bool json = false;
+  bool singleLaunch = false;  // chooseMatmulTiling per product, no tail launch (for comparison)
 };
 
 // Prints the table (or JSON); returns the process exit code.

@@ -17,8 +17,13 @@
 // Batched products: every operand is read through (b, row, col), b the flat index over the
 // output's batch dims (the access functions broadcast it onto the operand's own batch dims), and
 // group z is b * SPLIT + slice; split-K planes are numbered the same way.
+//
+// A launch covers the output columns [N0, N1) (a MatmulSchedule's main part or its tail,
+// compiler/codegen/matmul_tiling.h); a split launch's partial planes are N1 - N0 wide.
 #define M {{M}}u
 #define N {{N}}u
+#define N0 {{N0}}u
+#define N1 {{N1}}u
 #define K {{K}}u
 #define TM {{TM}}u
 #define TN {{TN}}u
@@ -77,7 +82,7 @@ __kernel void WG_SIZE {{NAME}}({{PARAMS}}) {
   __local float rs[NBUF][TK][TN + 4] __attribute__((aligned(16)));  // R tile
   const uint tx = get_local_id(0), ty = get_local_id(1);
   const uint tid = ty * WGX + tx;
-  const uint m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN;
+  const uint m0 = get_group_id(1) * TM, n0 = N0 + get_group_id(0) * TN;
   float4 acc[RM][RN4];
   for (int i = 0; i < RM; ++i)
     for (int j = 0; j < RN4; ++j) acc[i][j] = (float4)(0.0f);
@@ -197,13 +202,13 @@ __kernel void WG_SIZE {{NAME}}({{PARAMS}}) {
     if (!ALIGNED && m >= M) continue;
     for (int j = 0; j < RN4; ++j) {
       const uint n = n0 + (j * WGX + tx) * 4u;
-      if (!ALIGNED && n >= N) continue;
+      if (!ALIGNED && n >= N1) continue;
 #if SPLIT > 1
-      __global float* p = out + ((bat * SPLIT + slice) * M + m) * N + n;
+      __global float* p = out + ((bat * SPLIT + slice) * M + m) * (N1 - N0) + (n - N0);
       p[0] = acc[i][j].x;
-      if (n + 1u < N) p[1] = acc[i][j].y;
-      if (n + 2u < N) p[2] = acc[i][j].z;
-      if (n + 3u < N) p[3] = acc[i][j].w;
+      if (n + 1u < N1) p[1] = acc[i][j].y;
+      if (n + 2u < N1) p[2] = acc[i][j].z;
+      if (n + 3u < N1) p[3] = acc[i][j].w;
 #else
       storeOut(out, bat, m, n, EPILOGUE(acc[i][j], bat, m, n));
 #endif

@@ -11,15 +11,17 @@ namespace fbl::bench {
 using codegen::RTileKernel;
 using layout::Layout;
 
-TilingFor fixedTiling(const codegen::MatmulTiling& tiling, int64_t computeUnits) {
+ScheduleFor fixedTiling(const codegen::MatmulTiling& tiling, int64_t computeUnits) {
   return [tiling, computeUnits](int64_t m, int64_t n, int64_t k) {
-    codegen::MatmulTiling t = tiling;
-    if (t.splitK == 0) t.splitK = codegen::chooseSplitK(m, n, k, t, computeUnits);
-    return t;
+    codegen::MatmulSchedule sched;
+    sched.main = tiling;
+    if (sched.main.splitK == 0) sched.main.splitK = codegen::chooseSplitK(m, n, k, tiling, computeUnits);
+    sched.mainCols = n;
+    return sched;
   };
 }
 
-Result<MatmulRun> runMatmulPlan(ClSession& s, const MatmulPlan& plan, const TilingFor& tilingFor,
+Result<MatmulRun> runMatmulPlan(ClSession& s, const MatmulPlan& plan, const ScheduleFor& scheduleFor,
                                 MatmulData data, int repeats) {
   std::map<std::string, cl_mem> mem;
   for (const auto& [name, pl] : plan.tensors) {
@@ -30,18 +32,21 @@ Result<MatmulRun> runMatmulPlan(ClSession& s, const MatmulPlan& plan, const Tili
   FBL_TRY(s.upload(mem.at("B"), plan.tensors.at("B").layout, data.b));
   FBL_TRY(s.upload(mem.at("dC"), plan.tensors.at("dC").layout, data.dc));
   // Kernels of every step, generated once.
-  struct Step {
-    MatmulPass pass;
-    std::vector<std::pair<RTileKernel, std::vector<cl_mem>>> conversions;
+  struct Part {  // one launch of the schedule, its columns of the output
     RTileKernel product;
     std::vector<cl_mem> args;
     std::optional<RTileKernel> sum;  // split-K
     std::vector<cl_mem> sumArgs;
   };
+  struct Step {
+    MatmulPass pass;
+    std::vector<std::pair<RTileKernel, std::vector<cl_mem>>> conversions;
+    std::vector<Part> parts;
+  };
   std::vector<Step> steps;
   const MatmulShape& sh = plan.shape;
   for (const MatmulStep& st : plan.steps) {
-    Step step{st.pass, {}, {}, {}, {}, {}};
+    Step step{st.pass, {}, {}};
     for (const Conversion& c : st.before) {
       FBL_ASSIGN(RTileKernel k, codegen::emitRTileConvert(fmt::format("convert_{}_{}", c.src, c.dst),
                                                           plan.tensors.at(c.src).layout, c.transpose,
@@ -51,21 +56,29 @@ Result<MatmulRun> runMatmulPlan(ClSession& s, const MatmulPlan& plan, const Tili
     int64_t m = sh.m, k = sh.k, n = sh.n;
     if (st.pass == MatmulPass::kGradA) k = sh.n, n = sh.k;          // dA[M,K] = dC[M,N] B^T
     if (st.pass == MatmulPass::kGradB) m = sh.k, k = sh.m;          // dB[K,N] = A^T[K,M] dC
-    const codegen::MatmulTiling t = tilingFor(m, n, k);
+    const codegen::MatmulSchedule sched = scheduleFor(m, n, k);
     const Layout& outLayout = plan.tensors.at(st.out).layout;
-    FBL_ASSIGN(step.product,
-               codegen::emitRTileMatmul(fmt::format("matmul_{}", matmulPassName(st.pass)), m, k, n,
-                                        {plan.tensors.at(st.lhs).layout, st.lhsT},
-                                        {plan.tensors.at(st.rhs).layout, st.rhsT}, outLayout, t));
-    step.args = {mem.at(st.lhs), mem.at(st.rhs), mem.at(st.out)};
-    if (t.splitK > 1) {
-      FBL_ASSIGN(cl_mem partial, s.buffer(static_cast<size_t>(t.splitK * m * n)));
-      mem[fmt::format("partial_{}", matmulPassName(st.pass))] = partial;
-      step.args[2] = partial;
-      FBL_ASSIGN(step.sum, codegen::emitRTileSplitKSum(fmt::format("splitk_{}", matmulPassName(st.pass)), m, n,
-                                                       t.splitK, outLayout));
-      step.sumArgs = {partial, mem.at(st.out)};
-    }
+    auto addPart = [&](const codegen::MatmulTiling& t, codegen::ColumnRange cols) -> Status {
+      const std::string suffix = fmt::format("{}_{}", matmulPassName(st.pass), step.parts.size());
+      Part part;
+      FBL_ASSIGN(part.product, codegen::emitRTileMatmul("matmul_" + suffix, m, k, n,
+                                                        {plan.tensors.at(st.lhs).layout, st.lhsT},
+                                                        {plan.tensors.at(st.rhs).layout, st.rhsT}, outLayout, t,
+                                                        nullptr, cols));
+      part.args = {mem.at(st.lhs), mem.at(st.rhs), mem.at(st.out)};
+      if (t.splitK > 1) {
+        FBL_ASSIGN(cl_mem partial, s.buffer(static_cast<size_t>(t.splitK * m * (cols.end - cols.begin))));
+        mem["partial_" + suffix] = partial;
+        part.args[2] = partial;
+        FBL_ASSIGN(part.sum, codegen::emitRTileSplitKSum("splitk_" + suffix, m, n, t.splitK, outLayout, nullptr,
+                                                         codegen::kSplitKSumWorkgroup, cols));
+        part.sumArgs = {partial, mem.at(st.out)};
+      }
+      step.parts.push_back(std::move(part));
+      return {};
+    };
+    FBL_TRY(addPart(sched.main, {0, sched.mainCols}));
+    if (sched.mainCols < n) FBL_TRY(addPart(sched.tail, {sched.mainCols, n}));
     steps.push_back(std::move(step));
   }
   MatmulRun result;
@@ -77,11 +90,13 @@ Result<MatmulRun> runMatmulPlan(ClSession& s, const MatmulPlan& plan, const Tili
         FBL_ASSIGN(double ms, s.run(k, args));
         t.conversionMs += ms;
       }
-      FBL_ASSIGN(double ms, s.run(st.product, st.args));
-      t.kernelMs += ms;
-      if (st.sum) {
-        FBL_ASSIGN(double sumMs, s.run(*st.sum, st.sumArgs));
-        t.kernelMs += sumMs;
+      for (const Part& part : st.parts) {
+        FBL_ASSIGN(double ms, s.run(part.product, part.args));
+        t.kernelMs += ms;
+        if (part.sum) {
+          FBL_ASSIGN(double sumMs, s.run(*part.sum, part.sumArgs));
+          t.kernelMs += sumMs;
+        }
       }
     }
     if (r >= 0) result.repeats.push_back(times);

@@ -29,15 +29,16 @@ struct MatmulRun {
   std::vector<std::map<MatmulPass, PassTime>> repeats;
 };
 
-// The tiling of one [m x k] x [k x n] product, splitK resolved.
-using TilingFor = std::function<codegen::MatmulTiling(int64_t m, int64_t n, int64_t k)>;
-// One tiling for every product; splitK 0: chosen per product for this device (chooseSplitK).
-TilingFor fixedTiling(const codegen::MatmulTiling& tiling, int64_t computeUnits);
+// The launches of one [m x k] x [k x n] product (codegen::chooseMatmulSchedule), splitK resolved.
+using ScheduleFor = std::function<codegen::MatmulSchedule(int64_t m, int64_t n, int64_t k)>;
+// One tiling for every product, one launch each; splitK 0: chosen per product for this device
+// (chooseSplitK).
+ScheduleFor fixedTiling(const codegen::MatmulTiling& tiling, int64_t computeUnits);
 
 // Uploads A, B, dC into the plan's layouts, runs forward, dA and dB `repeats` times (after one
-// warm-up that also builds the kernels), and downloads C, dA, dB. Each product is tiled by
-// `tilingFor`; the split-K sum counts as product time.
-Result<MatmulRun> runMatmulPlan(ClSession& s, const MatmulPlan& plan, const TilingFor& tilingFor, MatmulData data,
+// warm-up that also builds the kernels), and downloads C, dA, dB. Each product runs as
+// `scheduleFor` says; its split-K sums count as product time.
+Result<MatmulRun> runMatmulPlan(ClSession& s, const MatmulPlan& plan, const ScheduleFor& scheduleFor, MatmulData data,
                                 int repeats);
 
 }  // namespace fbl::bench

@@ -526,26 +526,34 @@ Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Ta
     code.launches.push_back(toLaunch(*narrow, withEpilogue({val(bound[0]), val(bound[1]), val(outValue)})));
     return code;
   }
-  const MatmulTiling tiling = chooseMatmulTiling(model, t.tuning.matmulTile, mEff, N, K, bEff);
-  const bool split = tiling.splitK > 1;
-  auto kernel = emitRTileMatmul("{{NAME}}", M, K, N, ops[0], ops[1], outL, tiling, epi && !split ? &epi->kernel : nullptr);
-  if (!kernel.ok()) return makeError("{}: {}", ir::describeNode(g, n), kernel.error().message);
-  if (!split) {
-    code.launches.push_back(toLaunch(*kernel, withEpilogue({val(bound[0]), val(bound[1]), val(outValue)})));
-    return code;
-  }
-  code.scratch.push_back({ir::DType::F32, {bEff * tiling.splitK * mEff * N}});
-  code.launches.push_back(toLaunch(*kernel, {val(bound[0]), val(bound[1]), scratch(0)}));
-  layout::Layout sumOut = outL;
-  if (fold) {
-    FBL_ASSIGN(sumOut, outL.reshape({mEff, N}));
-  }
-  auto sum = emitRTileSplitKSum("{{NAME}}", mEff, N, tiling.splitK, sumOut, epi ? &epi->kernel : nullptr,
-                                t.tuning.splitKSumWorkgroup);
-  if (!sum.ok()) return makeError("{}: {}", ir::describeNode(g, n), sum.error().message);
-  LaunchSpec l = toLaunch(*sum, withEpilogue({scratch(0), val(outValue)}));
-  l.tag = "splitk";
-  code.launches.push_back(std::move(l));
+  const MatmulSchedule schedule = chooseMatmulSchedule(model, t.tuning.matmulTile, mEff, N, K, bEff);
+  // One product launch (and its split-K sum) per part of the schedule: its columns of the output.
+  auto emitPart = [&](const MatmulTiling& tiling, ColumnRange cols) -> Status {
+    const bool split = tiling.splitK > 1;
+    auto kernel = emitRTileMatmul("{{NAME}}", M, K, N, ops[0], ops[1], outL, tiling,
+                                  epi && !split ? &epi->kernel : nullptr, cols);
+    if (!kernel.ok()) return makeError("{}: {}", ir::describeNode(g, n), kernel.error().message);
+    if (!split) {
+      code.launches.push_back(toLaunch(*kernel, withEpilogue({val(bound[0]), val(bound[1]), val(outValue)})));
+      return {};
+    }
+    const auto partial = static_cast<int32_t>(code.scratch.size());
+    code.scratch.push_back({ir::DType::F32, {bEff * tiling.splitK * mEff * (cols.end - cols.begin)}});
+    code.launches.push_back(toLaunch(*kernel, {val(bound[0]), val(bound[1]), scratch(partial)}));
+    layout::Layout sumOut = outL;
+    if (fold) {
+      FBL_ASSIGN(sumOut, outL.reshape({mEff, N}));
+    }
+    auto sum = emitRTileSplitKSum("{{NAME}}", mEff, N, tiling.splitK, sumOut, epi ? &epi->kernel : nullptr,
+                                  t.tuning.splitKSumWorkgroup, cols);
+    if (!sum.ok()) return makeError("{}: {}", ir::describeNode(g, n), sum.error().message);
+    LaunchSpec l = toLaunch(*sum, withEpilogue({scratch(partial), val(outValue)}));
+    l.tag = "splitk";
+    code.launches.push_back(std::move(l));
+    return {};
+  };
+  FBL_TRY(emitPart(schedule.main, {0, schedule.mainCols}));
+  if (schedule.mainCols < N) FBL_TRY(emitPart(schedule.tail, {schedule.mainCols, N}));
   return code;
 }
 

@@ -98,8 +98,10 @@ MatmulTiling chooseMatmulTiling(const MatmulCostModel& model, const MatmulTiling
   bool found = false;
   for (const MatmulCandidate& c : model.candidates) {
     if (model.localMemoryBytes > 0 && matmulLocalBytes(c.tiling) > model.localMemoryBytes) continue;
-    for (int64_t split = 1; split <= model.maxSplit; split *= 2) {
-      if (!splitFits(k, split, c.tiling)) break;
+    // Every split count, not only powers of two: 3 slices of 132 SMs' worth of tiles can fill
+    // the waves that 2 or 4 leave part empty.
+    for (int64_t split = 1; split <= model.maxSplit; ++split) {
+      if (!splitFits(k, split, c.tiling)) continue;
       const MatmulEstimate e = estimateMatmul(model, c, m, n, k, batch, split);
       if (!found || e.us < bestE.us) {
         best = c.tiling;
@@ -115,6 +117,40 @@ MatmulTiling chooseMatmulTiling(const MatmulCostModel& model, const MatmulTiling
     return chooseMatmulTiling(none, fallback, m, n, k, batch, estimate);
   }
   if (estimate) *estimate = bestE;
+  return best;
+}
+
+MatmulSchedule chooseMatmulSchedule(const MatmulCostModel& model, const MatmulTiling& fallback, int64_t m, int64_t n,
+                                    int64_t k, int64_t batch) {
+  MatmulSchedule best;
+  best.main = chooseMatmulTiling(model, fallback, m, n, k, batch, &best.estimate);
+  best.mainCols = n;
+  if (model.candidates.empty() || model.peakGflops <= 0 || model.bandwidthGbps <= 0) return best;
+  const int64_t units = std::max<int64_t>(1, model.computeUnits);
+  for (const MatmulCandidate& c : model.candidates) {
+    const MatmulTiling& t = c.tiling;
+    if (model.localMemoryBytes > 0 && matmulLocalBytes(t) > model.localMemoryBytes) continue;
+    const int64_t rowTiles = batch * ceilDiv(m, t.tm), colTiles = ceilDiv(n, t.tn);
+    const int64_t slots = units * c.groupsPerUnit;
+    const int64_t wholeWaves = rowTiles * colTiles / slots;
+    const int64_t mainColTiles = wholeWaves * slots / rowTiles;
+    if (wholeWaves == 0 || mainColTiles == 0 || mainColTiles >= colTiles) continue;
+    const int64_t mainCols = mainColTiles * t.tn;
+    const MatmulEstimate mainE = estimateMatmul(model, c, m, mainCols, k, batch, 1);
+    MatmulEstimate tailE;
+    const MatmulTiling tail = chooseMatmulTiling(model, fallback, m, n - mainCols, k, batch, &tailE);
+    if (mainE.us + tailE.us >= best.estimate.us) continue;
+    best.main = t;
+    best.main.splitK = 1;
+    best.mainCols = mainCols;
+    best.tail = tail;
+    best.estimate.us = mainE.us + tailE.us;
+    best.estimate.computeUs = mainE.computeUs + tailE.computeUs;
+    best.estimate.memoryUs = mainE.memoryUs + tailE.memoryUs;
+    best.estimate.sumUs = tailE.sumUs;
+    best.estimate.groups = mainE.groups + tailE.groups;
+    best.estimate.waves = mainE.waves + tailE.waves;
+  }
   return best;
 }
 

@@ -115,14 +115,32 @@ bool splitFits(int64_t k, int64_t split, const MatmulTiling& t);
 MatmulEstimate estimateMatmul(const MatmulCostModel& model, const MatmulCandidate& c, int64_t m, int64_t n,
                               int64_t k, int64_t batch, int64_t split);
 
-// The tiling (with splitK set) for one product: the cheapest candidate and split by
-// estimateMatmul, ties to the earlier candidate and the smaller split. Without candidates (or
+// The tiling (with splitK set) for one product: the cheapest candidate and split (any count up to
+// maxSplit whose slices fit, splitFits) by estimateMatmul, ties to the earlier candidate and the
+// smaller split. Without candidates (or
 // without peak/bandwidth figures): matmulTiling(d) and chooseSplitK.
 MatmulTiling chooseMatmulTiling(const MatmulCostModel& model, DeviceClass d, int64_t m, int64_t n, int64_t k,
                                 int64_t batch = 1, MatmulEstimate* estimate = nullptr);
 // The same with the profile's own fallback tiling (its "kernels" block's matmul_tile) for matmulTiling(d).
 MatmulTiling chooseMatmulTiling(const MatmulCostModel& model, const MatmulTiling& fallback, int64_t m, int64_t n,
                                 int64_t k, int64_t batch = 1, MatmulEstimate* estimate = nullptr);
+
+// A product's launches. A product whose tiles fill W whole waves and part of one more runs as
+// two: the output columns [0, mainCols) in whole waves of `main` tiles, then the rest, which would
+// have been the partial wave, as a product of its own (usually split-K, so that its few tiles'
+// work spreads over every compute unit). On the H200 Gemma2's 512 x 9216 outputs are 288 tiles of
+// 128 x 128 for 264 resident groups: the last 24 tiles would cost a second wave of full length.
+struct MatmulSchedule {
+  MatmulTiling main;
+  int64_t mainCols = 0;  // the output columns `main` covers; all of them where there is no tail
+  MatmulTiling tail;     // columns [mainCols, N), where mainCols < N
+  MatmulEstimate estimate;
+};
+
+// The cheaper of chooseMatmulTiling's single launch and, for each candidate whose tiles overrun
+// a whole wave, its whole waves at split 1 plus the remaining columns' own choice.
+MatmulSchedule chooseMatmulSchedule(const MatmulCostModel& model, const MatmulTiling& fallback, int64_t m, int64_t n,
+                                    int64_t k, int64_t batch = 1);
 
 // "TMxTNxTK/RMxRN" (and the pipeline depth) <-> MatmulTiling; parse errors name the text.
 Result<MatmulTiling> parseTile(const std::string& text, int64_t pipeline);

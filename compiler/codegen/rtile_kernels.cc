@@ -283,6 +283,14 @@ Status checkProductShapes(const char* kind, const std::string& name, int64_t m, 
   return expect(out, m, n, "out");
 }
 
+// `cols` with end 0 resolved to n; its ends must be whole texels (or n) in order, inside [0, n].
+Result<ColumnRange> checkColumns(const char* kind, const std::string& name, int64_t n, ColumnRange cols) {
+  if (cols.end == 0) cols.end = n;
+  if (cols.begin < 0 || cols.begin >= cols.end || cols.end > n || cols.begin % 4 != 0 || (cols.end % 4 != 0 && cols.end != n))
+    return makeError("{} {}: columns [{}, {}) are not whole texels inside [0, {})", kind, name, cols.begin, cols.end, n);
+  return cols;
+}
+
 // The ACCESS hole (loadL, loadR, storeOut over the batched views, then the epilogue) and the
 // parameter list of a product kernel; `partialOut`: the output is split-K's row-major planes.
 struct ProductSource {
@@ -310,10 +318,12 @@ Result<ProductSource> productSource(const MatmulOperand& lhs, const MatmulOperan
 
 Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t k, int64_t n,
                                     const MatmulOperand& lhs, const MatmulOperand& rhs, const Layout& out,
-                                    const MatmulTiling& t, const MatmulEpilogue* epi) {
+                                    const MatmulTiling& t, const MatmulEpilogue* epi, ColumnRange cols) {
   FBL_ASSIGN(auto folded, foldBatch(m, k, n, lhs, rhs, out));
-  if (folded) return emitRTileMatmul(name, folded->m, k, n, folded->lhs, folded->rhs, folded->out, t, epi);
+  if (folded) return emitRTileMatmul(name, folded->m, k, n, folded->lhs, folded->rhs, folded->out, t, epi, cols);
   FBL_TRY(checkProductShapes("rtile matmul", name, m, k, n, lhs, rhs, out));
+  FBL_ASSIGN(cols, checkColumns("rtile matmul", name, n, cols));
+  const int64_t width = cols.end - cols.begin;
   if (t.pipeline < 0 || t.pipeline > 3 || t.rn % 4 != 0 || t.rm % 4 != 0 || t.splitK < 1 || t.tm % t.rm != 0 || t.tn % t.rn != 0 || t.tk % 4 != 0 || t.tm % 4 != 0 || t.tn % 4 != 0)
     return makeError("rtile matmul {}: tiling {}x{}x{} / {}x{} is not texel aligned", name, t.tm, t.tn, t.tk, t.rm,
                      t.rn);
@@ -333,7 +343,8 @@ Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t 
       {"RM", std::to_string(t.rm)}, {"RN4", std::to_string(t.rn / 4)},
       {"L_T", lhs.transposed ? "1" : "0"}, {"R_T", rhs.transposed ? "1" : "0"},
       {"SPLIT", std::to_string(t.splitK)}, {"KS", std::to_string(kSlice)}, {"PIPE", std::to_string(t.pipeline)},
-      {"ALIGNED", m % t.tm == 0 && n % t.tn == 0 && k % t.tk == 0 ? "1" : "0"},
+      {"N0", std::to_string(cols.begin)}, {"N1", std::to_string(cols.end)},
+      {"ALIGNED", m % t.tm == 0 && width % t.tn == 0 && k % t.tk == 0 ? "1" : "0"},
       {"ACCESS", src.access},
       {"PARAMS", src.params}};
   RTileKernel kernel;
@@ -342,7 +353,7 @@ Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t 
   kernel.args = {"lhs", "rhs", split ? "partial" : "out"};
   auto up = [](int64_t a, int64_t b) { return static_cast<size_t>((a + b - 1) / b); };
   kernel.local = {static_cast<size_t>(t.wgX()), static_cast<size_t>(t.wgY()), 1};
-  kernel.global = {up(n, t.tn) * kernel.local[0], up(m, t.tm) * kernel.local[1],
+  kernel.global = {up(width, t.tn) * kernel.local[0], up(m, t.tm) * kernel.local[1],
                    static_cast<size_t>(ir::numElements(batchOf(out))) * up(k, kSlice)};
   return kernel;
 }
@@ -378,14 +389,17 @@ Result<RTileKernel> emitRTileMatmulNarrow(const std::string& name, int64_t m, in
 }
 
 Result<RTileKernel> emitRTileSplitKSum(const std::string& name, int64_t m, int64_t n, int64_t splitK,
-                                       const Layout& out, const MatmulEpilogue* epi, int64_t workgroup) {
+                                       const Layout& out, const MatmulEpilogue* epi, int64_t workgroup,
+                                       ColumnRange cols) {
   if (out.shape().size() < 2 || rowsOf(out) != m || colsOf(out) != n)
     return makeError("rtile split-K sum {}: output stored {}, expected [..., {}, {}]", name,
                      ir::shapeToString(out.shape()), m, n);
+  FBL_ASSIGN(cols, checkColumns("rtile split-K sum", name, n, cols));
   const ir::Shape batch = batchOf(out);
   FBL_ASSIGN(Layout ov, batchedView(out, batch, "out"));
   FBL_ASSIGN(std::string store, accessFunctions("storeOut", ov, true, true));
   std::map<std::string, std::string> v = {{"M", std::to_string(m)}, {"N", std::to_string(n)},
+                                          {"N0", std::to_string(cols.begin)}, {"N1", std::to_string(cols.end)},
                                           {"SPLIT", std::to_string(splitK)},
                                           {"ACCESS", prelude({&out}) + store + epilogueCode(epi)},
                                           {"OUT_PARAM", layoutParam(out, "out", true) + (epi ? epi->params : "")}};
@@ -395,7 +409,8 @@ Result<RTileKernel> emitRTileSplitKSum(const std::string& name, int64_t m, int64
   kernel.args = {"partial", "out"};
   if (workgroup < 1) return makeError("rtile split-K sum {}: work-group {} is empty", name, workgroup);
   kernel.local = {static_cast<size_t>(workgroup), 1, 1};
-  kernel.global = {static_cast<size_t>(((n + 3) / 4 + workgroup - 1) / workgroup * workgroup), static_cast<size_t>(m),
+  const int64_t texels = (cols.end - cols.begin + 3) / 4;
+  kernel.global = {static_cast<size_t>((texels + workgroup - 1) / workgroup * workgroup), static_cast<size_t>(m),
                    static_cast<size_t>(ir::numElements(batch))};
   return kernel;
 }

@@ -51,16 +51,23 @@ struct MatmulEpilogue {
   std::string params;
 };
 
+// The output columns [begin, end) one product launch covers (a MatmulSchedule's main part or its
+// tail); end = 0: every column. Both ends are multiples of 4 (whole texels) or N.
+struct ColumnRange {
+  int64_t begin = 0, end = 0;
+};
+
 // C[M x N] = L[M x K] * R[K x N]. lhs.stored is [M x K] ([K x M] when transposed), rhs [K x N]
 // ([N x K] when transposed), out [M x N]. Args: lhs, rhs, out; with tiling.splitK > 1 the third
 // argument is "partial", a float buffer of splitK x M x N, and emitRTileSplitKSum finishes.
 // Batched: out is [B..., M, N] and lhs/rhs carry batch dims of their own that broadcast to B
 // (numpy rules; a transposed operand swaps only its last two dims); the partial buffer is then
 // B x splitK x M x N. An unbatched rhs under an untransposed lhs folds the batch into M.
+// `cols`: only those output columns (the partial planes are then cols.end - cols.begin wide).
 Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t k, int64_t n,
                                     const MatmulOperand& lhs, const MatmulOperand& rhs,
                                     const layout::Layout& out, const MatmulTiling& tiling,
-                                    const MatmulEpilogue* epilogue = nullptr);
+                                    const MatmulEpilogue* epilogue = nullptr, ColumnRange cols = {});
 
 // The same product for narrow shapes (isNarrowProduct: LoRA's rank side) through
 // rtile_matmul_narrow.cl: one launch, no partial planes. Operands, batching and epilogue as
@@ -73,9 +80,10 @@ Result<RTileKernel> emitRTileMatmulNarrow(const std::string& name, int64_t m, in
 // out = sum of the splitK planes of `partial` (per batch matrix of out). Args: partial, out
 // (then the epilogue's, which runs here, not in the split product).
 // `workgroup`: work-items per group, one output texel each (the profile's kernels block).
+// `cols`: the product launch's columns.
 Result<RTileKernel> emitRTileSplitKSum(const std::string& name, int64_t m, int64_t n, int64_t splitK,
                                        const layout::Layout& out, const MatmulEpilogue* epilogue = nullptr,
-                                       int64_t workgroup = kSplitKSumWorkgroup);
+                                       int64_t workgroup = kSplitKSumWorkgroup, ColumnRange cols = {});
 
 // dst = src (transpose: dst = src^T), any layout to any layout, a 4x4 element block per
 // work-item, in work-groups of `workgroup` (x along columns). Args: src, dst.

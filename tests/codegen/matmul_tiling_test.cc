@@ -99,6 +99,43 @@ TEST_CASE("matmul cost model: waves, split-K and local memory", "[codegen][matmu
   CHECK(chooseMatmulTiling(m, DeviceClass::kGpu, 4096, 4096, 4096).tm == 128);
 }
 
+TEST_CASE("matmul cost model: every split count, and a tail launch for a partial last wave", "[codegen][matmul-tiling]") {
+  MatmulCostModel m = parseMatmulCostModel(profileWith({{{"tile", "64x64x16/4x4"}, {"efficiency", 0.5}}}), "p.json").value();
+  const MatmulCandidate& c = m.candidates[0];
+  // Every split count is weighed, not only powers of two: the pick is no worse than any of them.
+  for (int64_t k : {256, 1008, 4096}) {
+    MatmulEstimate picked;
+    const MatmulTiling t = chooseMatmulTiling(m, DeviceClass::kGpu, 64, 192, k, 1, &picked);
+    CHECK(splitFits(k, t.splitK, t));
+    for (int64_t split = 1; split <= m.maxSplit; ++split)
+      if (splitFits(k, split, c.tiling)) CHECK(estimateMatmul(m, c, 64, 192, k, 1, split).us >= picked.us);
+  }
+  // 10 units, one group each: 11 column tiles of 64 are one whole wave and one tile more. The
+  // schedule runs the wave's 640 columns unsplit and the last 64 as their own (split) product,
+  // cheaper than two full-length waves.
+  const MatmulSchedule tail = chooseMatmulSchedule(m, matmulTiling(DeviceClass::kGpu), 64, 704, 4096);
+  CHECK(tail.mainCols == 640);
+  CHECK(tail.main.splitK == 1);
+  CHECK(tail.tail.splitK > 1);
+  MatmulEstimate single;
+  chooseMatmulTiling(m, DeviceClass::kGpu, 64, 704, 4096, 1, &single);
+  CHECK(tail.estimate.us < single.us);
+  // Whole waves, or a model without candidates: one launch over every column.
+  CHECK(chooseMatmulSchedule(m, matmulTiling(DeviceClass::kGpu), 64, 640, 4096).mainCols == 640);
+  MatmulCostModel none = m;
+  none.candidates.clear();
+  const MatmulSchedule fallback = chooseMatmulSchedule(none, matmulTiling(DeviceClass::kGpu), 64, 704, 4096);
+  CHECK(fallback.mainCols == 704);
+  CHECK(fallback.main.tm == matmulTiling(DeviceClass::kGpu).tm);
+  // On the H200: Gemma2's 512 x 9216 products (288 tiles of 128 x 128, 264 resident) get a tail;
+  // Figure 16's forward (256 tiles) does not.
+  const MatmulCostModel h = h200();
+  const MatmulSchedule gate = chooseMatmulSchedule(h, matmulTiling(DeviceClass::kGpu), 512, 9216, 2304);
+  CHECK(gate.mainCols < 9216);
+  CHECK(gate.mainCols % gate.main.tn == 0);
+  CHECK(chooseMatmulSchedule(h, matmulTiling(DeviceClass::kGpu), 512, 8192, 2048).mainCols == 8192);
+}
+
 TEST_CASE("matmul cost model: no candidates keeps the device class's tiling", "[codegen][matmul-tiling]") {
   MatmulCostModel m;
   m.computeUnits = 132;

@@ -13,6 +13,7 @@
 #include "compiler/codegen/rtile_kernels.h"
 #include "compiler/profile/profile.h"
 
+using fbl::codegen::ColumnRange;
 using fbl::codegen::MatmulTiling;
 using fbl::layout::Layout;
 using fbl::layout::TileSpec;
@@ -97,36 +98,48 @@ struct PassCase {
   bool lt, rt;
 };
 
-// One product through emitRTileMatmul (or, with narrowWorkItems > 0, emitRTileMatmulNarrow)
-// with lhs/rhs/out in the given layouts.
-void checkProduct(ClSession& s, const PassCase& pc, int64_t m, int64_t k, int64_t n, const NamedLayout& ll,
-                  const NamedLayout& rl, const NamedLayout& ol, const MatmulTiling& tiling,
-                  int64_t narrowWorkItems = 0) {
+// One launch of a product's schedule: a tiling over some of the output's columns.
+struct Part {
+  MatmulTiling tiling;
+  ColumnRange cols;
+};
+
+// One product through emitRTileMatmul, one launch (and split-K sum) per part (or, with
+// narrowWorkItems > 0, emitRTileMatmulNarrow), with lhs/rhs/out in the given layouts. The output
+// starts as NaN, so a column no part writes fails the comparison.
+void checkParts(ClSession& s, const PassCase& pc, int64_t m, int64_t k, int64_t n, const NamedLayout& ll,
+                const NamedLayout& rl, const NamedLayout& ol, std::vector<Part> parts, int64_t narrowWorkItems = 0) {
   fbl::ir::Shape ls = pc.lt ? fbl::ir::Shape{k, m} : fbl::ir::Shape{m, k};
   fbl::ir::Shape rs = pc.rt ? fbl::ir::Shape{n, k} : fbl::ir::Shape{k, n};
   Layout lhs = ll.make(ls), rhs = rl.make(rs), out = ol.make({m, n});
   auto lv = randomMatrix(m * k, 1), rv = randomMatrix(k * n, 2);
-  MatmulTiling tl = tiling;
-  if (tl.splitK == 0) tl.splitK = 1;
-  auto kern = narrowWorkItems > 0
-                  ? fbl::codegen::emitRTileMatmulNarrow("mm", m, k, n, {lhs, pc.lt}, {rhs, pc.rt}, out, narrowWorkItems)
-                  : fbl::codegen::emitRTileMatmul("mm", m, k, n, {lhs, pc.lt}, {rhs, pc.rt}, out, tl);
-  if (!kern.ok()) FAIL(kern.error().message);
   auto lm = s.allocate(lhs), rm = s.allocate(rhs), om = s.allocate(out);
   REQUIRE((lm.ok() && rm.ok() && om.ok()));
   REQUIRE(s.upload(*lm, lhs, lv).ok());
   REQUIRE(s.upload(*rm, rhs, rv).ok());
-  if (tl.splitK > 1 && narrowWorkItems == 0) {
-    auto part = s.buffer(static_cast<size_t>(tl.splitK * m * n));
-    auto sum = fbl::codegen::emitRTileSplitKSum("mmsum", m, n, tl.splitK, out);
-    REQUIRE((part.ok() && sum.ok()));
-    auto t = s.run(*kern, {*lm, *rm, *part});
-    if (!t.ok()) FAIL(t.error().message);
-    REQUIRE(s.run(*sum, {*part, *om}).ok());
-    s.release(*part);
-  } else {
-    auto t = s.run(*kern, {*lm, *rm, *om});
-    if (!t.ok()) FAIL(t.error().message);
+  REQUIRE(s.upload(*om, out, std::vector<float>(static_cast<size_t>(m * n), std::nanf(""))).ok());
+  for (Part& part : parts) {
+    MatmulTiling& tl = part.tiling;
+    if (tl.splitK == 0) tl.splitK = 1;
+    auto kern = narrowWorkItems > 0
+                    ? fbl::codegen::emitRTileMatmulNarrow("mm", m, k, n, {lhs, pc.lt}, {rhs, pc.rt}, out, narrowWorkItems)
+                    : fbl::codegen::emitRTileMatmul("mm", m, k, n, {lhs, pc.lt}, {rhs, pc.rt}, out, tl, nullptr,
+                                                    part.cols);
+    if (!kern.ok()) FAIL(kern.error().message);
+    if (tl.splitK > 1 && narrowWorkItems == 0) {
+      const int64_t width = (part.cols.end == 0 ? n : part.cols.end) - part.cols.begin;
+      auto buf = s.buffer(static_cast<size_t>(tl.splitK * m * width));
+      auto sum = fbl::codegen::emitRTileSplitKSum("mmsum", m, n, tl.splitK, out, nullptr,
+                                                  fbl::codegen::kSplitKSumWorkgroup, part.cols);
+      REQUIRE((buf.ok() && sum.ok()));
+      auto t = s.run(*kern, {*lm, *rm, *buf});
+      if (!t.ok()) FAIL(t.error().message);
+      REQUIRE(s.run(*sum, {*buf, *om}).ok());
+      s.release(*buf);
+    } else {
+      auto t = s.run(*kern, {*lm, *rm, *om});
+      if (!t.ok()) FAIL(t.error().message);
+    }
   }
   auto got = s.download(*om, out);
   REQUIRE(got.ok());
@@ -136,6 +149,12 @@ void checkProduct(ClSession& s, const PassCase& pc, int64_t m, int64_t k, int64_
   s.release(*lm);
   s.release(*rm);
   s.release(*om);
+}
+
+void checkProduct(ClSession& s, const PassCase& pc, int64_t m, int64_t k, int64_t n, const NamedLayout& ll,
+                  const NamedLayout& rl, const NamedLayout& ol, const MatmulTiling& tiling,
+                  int64_t narrowWorkItems = 0) {
+  checkParts(s, pc, m, k, n, ll, rl, ol, {{tiling, {}}}, narrowWorkItems);
 }
 
 constexpr PassCase kPasses[] = {{"forward C=A*B", false, false},
@@ -206,6 +225,28 @@ TEST_CASE("rtile matmul: split-K sums the slices into the output layout", "[rtil
   CHECK(fbl::codegen::chooseSplitK(512, 8192, 2048, g, 132) == 1);
   CHECK(fbl::codegen::chooseSplitK(512, 2048, 8192, g, 2) == 1);
   CHECK(fbl::codegen::chooseSplitK(128, 128, 600, g, 132) == 1);  // slices would fall under kMinSplitSlice
+}
+
+TEST_CASE("rtile matmul: a schedule's column launches (whole tiles, then a split tail) cover the output",
+          "[rtile_kernels]") {
+  auto s = openSession();
+  auto ls = allLayouts();
+  MatmulTiling whole = fbl::codegen::matmulTiling(fbl::codegen::DeviceClass::kCpu);  // 64 x 64 tiles
+  MatmulTiling tail = whole;
+  tail.splitK = 3;
+  for (const PassCase& pc : {kPasses[0], kPasses[1], kPasses[2], kBothTransposed}) {
+    // Aligned main part [0, 128) and an odd tail [128, 150) split 3 ways; R-Tile and image operands.
+    checkParts(*s, pc, 64, 70, 150, ls[4], ls[2], ls[3], {{whole, {0, 128}}, {tail, {128, 150}}});
+    // Odd M and a main part that itself pads rows; the tail unsplit.
+    checkParts(*s, pc, 37, 48, 92, ls[0], ls[5], ls[4], {{whole, {0, 64}}, {whole, {64, 92}}});
+  }
+  // Columns that are not whole texels, or outside the product, are refused with their range.
+  fbl::ir::Shape sh{8, 8};
+  auto bad = fbl::codegen::emitRTileMatmul("mm", 8, 8, 8, {Layout::rowMajor(sh), false}, {Layout::rowMajor(sh), false},
+                                           Layout::rowMajor(sh), whole, nullptr, {2, 8});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message.find("columns [2, 8)") != std::string::npos);
+  CHECK_FALSE(fbl::codegen::emitRTileSplitKSum("s", 8, 8, 2, Layout::rowMajor(sh), nullptr, 64, {4, 12}).ok());
 }
 
 TEST_CASE("rtile convert: transposes between layouts", "[rtile_kernels]") {

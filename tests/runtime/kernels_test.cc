@@ -77,6 +77,36 @@ TEST_CASE("movement kernels are strided copies", "[runtime][kernels]") {
   }
 }
 
+TEST_CASE("a MatMul scheduled as whole waves plus a split tail matches the reference", "[runtime][kernels]") {
+  // Two compute units of one 64 x 64 group each: 5 column tiles are two whole waves and one
+  // tile more, which the schedule runs as its own split product (codegen/matmul_tiling.h).
+  plan::Profile p = testProfile();
+  p.computeUnits = 2;
+  p.matmul.computeUnits = 2;
+  p.matmul.peakGflops = 100;
+  p.matmul.bandwidthGbps = 100;
+  p.matmul.candidates = {{codegen::matmulTiling(codegen::DeviceClass::kCpu), 0.5, 1}};
+  const codegen::MatmulSchedule sched =
+      codegen::chooseMatmulSchedule(p.matmul, codegen::matmulTiling(codegen::DeviceClass::kCpu), 60, 300, 480);
+  REQUIRE(sched.mainCols == 256);
+  REQUIRE(sched.tail.splitK > 1);
+  {
+    Case c;
+    c.profile = p;
+    auto a = c.in("a", DType::F32, {60, 480});
+    auto w = c.in("w", DType::F32, {480, 300});
+    c.run(c.b.op("MatMul", {a, w}));
+  }
+  {  // alpha and the bias run in the main launch's store and in the tail's split-K sum
+    Case c;
+    c.profile = p;
+    auto a = c.in("a", DType::F32, {60, 480});
+    auto w = c.in("w", DType::F32, {300, 480});
+    auto bias = c.in("bias", DType::F32, {300});
+    c.run(c.b.op("Gemm", {a, w, bias}, {{"transB", int64_t{1}}, {"alpha", 0.5f}}));
+  }
+}
+
 TEST_CASE("matmul, reductions and normalizations match the reference", "[runtime][kernels]") {
   {
     Case c;
