@@ -37,8 +37,10 @@ namespace {
 // tiles with whole rows (docs/kernels.md): a chunk adds a staging round and two barriers, and
 // 32-row blocks left one work-group per SM. `accumulatorDims`: the head dims a row accumulates
 // (o: dv; dk and dv: d + dv), at most max_accumulators of which a work-item holds.
+// `minWholeTile`: the smallest tile taken with whole rows before chunks are tried.
 template <typename LocalFloats>
-AttentionTiling blockTiling(const AttentionDims& d, const Target& t, LocalFloats localFloats, int64_t accumulatorDims) {
+AttentionTiling blockTiling(const AttentionDims& d, const Target& t, LocalFloats localFloats, int64_t accumulatorDims,
+                            int64_t minWholeTile = 8) {
   const AttentionTuning& at = t.tuning.attention;
   const int64_t budget = at.localBytes / 4;
   auto canHalve = [&](int64_t chunks) {
@@ -46,7 +48,7 @@ AttentionTiling blockTiling(const AttentionDims& d, const Target& t, LocalFloats
     return d.headDim % next == 0 && d.valueDim % next == 0 && d.headDim / next >= 16 && d.valueDim / next >= 16;
   };
   AttentionTiling a;
-  for (a.tile = at.maxTile; a.tile > 8 && localFloats(a.tile, 1) > budget;) a.tile /= 2;
+  for (a.tile = at.maxTile; a.tile > minWholeTile && localFloats(a.tile, 1) > budget;) a.tile /= 2;
   if (localFloats(a.tile, 1) > budget) {
     for (a.tile = at.maxTile;; a.tile /= 2) {
       for (a.chunks = 1; localFloats(a.tile, a.chunks) > budget && canHalve(a.chunks);) a.chunks *= 2;
@@ -90,12 +92,27 @@ AttentionTiling attentionTiling(const AttentionDims& d, const Target& t) {
   return blockTiling(d, t, localFloats, d.valueDim);
 }
 
+namespace {
+
+// Local floats of a backward kernel (_dkdv, the larger, sets the budget): the block's and the
+// streamed tiles (q, dO, k, v) over one chunk, P and dS, the streamed rows' lse and row terms.
+int64_t gradLocalFloats(const AttentionDims& d, int64_t tile, int64_t chunks) {
+  return 2 * tile * (d.headDim / chunks + 1 + d.valueDim / chunks + 1) + 2 * tile * (tile + 1) + 2 * tile;
+}
+
+}  // namespace
+
+AttentionTiling attentionDqTiling(const AttentionDims& d, const Target& t) {
+  // The _dq kernel's own tiling, where the profile asks whole rows of it at larger tiles than of
+  // the others (kernels.attention.dq_min_whole_tile): on the H200 Gemma2's dq (head_dim 256)
+  // took 0.45 ms a layer in 32-row tiles of 4 chunks against 0.64 in 8-row whole tiles, while
+  // its dk/dv and forward lost with chunks (docs/kernels.md).
+  auto localFloats = [&](int64_t tile, int64_t chunks) { return gradLocalFloats(d, tile, chunks); };
+  return blockTiling(d, t, localFloats, d.headDim + d.valueDim, t.tuning.attention.dqMinWholeTile);
+}
+
 AttentionTiling attentionGradTiling(const AttentionDims& d, const Target& t) {
-  // Local floats (_dkdv, the larger kernel): the block's and the streamed tiles (q, dO, k, v)
-  // over one chunk, P and dS, the streamed rows' lse and row terms.
-  auto localFloats = [&](int64_t tile, int64_t chunks) {
-    return 2 * tile * (d.headDim / chunks + 1 + d.valueDim / chunks + 1) + 2 * tile * (tile + 1) + 2 * tile;
-  };
+  auto localFloats = [&](int64_t tile, int64_t chunks) { return gradLocalFloats(d, tile, chunks); };
   AttentionTiling a = blockTiling(d, t, localFloats, d.headDim + d.valueDim);
   // A GQA group's heads share their key block's work-group unless that leaves the device short
   // of work-groups (fewer than two per compute unit); then each head gets its own and a last
@@ -264,6 +281,9 @@ Result<NodeCode> emitAttention(const ir::Graph& g, const ir::Node& n, const Targ
       {"ROWTERM_PARAMS", "__global const float* dout, __global const float* o, __global float* dr"},
       {"DQ_PARAMS", in + "__global float* dq"},
       {"DKDV_PARAMS", in + "__global float* dkOut, __global float* dvOut"}};
+  const AttentionTiling aq = attentionDqTiling(d, t);
+  std::map<std::string, std::string> dqVars = vars;
+  dqVars["COMMON"] = common(commonHoles(d, hasMask, aq), access);
   std::vector<ArgRef> common{arg["DO"], arg["Q"], arg["K"], arg["V"], arg["Lse"]};
   if (hasMask) common.push_back(arg["Mask"]);
   common.push_back(scratch(0));
@@ -273,8 +293,8 @@ Result<NodeCode> emitAttention(const ir::Graph& g, const ir::Node& n, const Targ
   if (wantsDq) {
     std::vector<ArgRef> args = common;
     args.push_back(arg["DQ"]);
-    code.launches.push_back(launch("flash_attention_grad", vars, "attention", std::move(args),
-                                   {roundUp(d.qLen, a.tile) / a.tile * wg, bh}, {wg, 1}, "_dq"));
+    code.launches.push_back(launch("flash_attention_grad", dqVars, "attention", std::move(args),
+                                   {roundUp(d.qLen, aq.tile) / aq.tile * aq.workItems, bh}, {aq.workItems, 1}, "_dq"));
   }
   const std::vector<int64_t> keyBlocks{roundUp(d.kvLen, a.tile) / a.tile * wg,
                                        a.splitGroups ? bh : d.batch * d.kvHeads};

@@ -80,7 +80,8 @@ Result<DeviceTuning> parseDeviceTuning(const nlohmann::json& b, DeviceTuning t, 
   if (b.contains("attention")) {
     const nlohmann::json& a = b["attention"];
     if (!a.is_object()) return makeError("{}: kernels.attention must be an object", path);
-    FBL_TRY(onlyKeys(a, {"local_bytes", "max_tile", "work_items", "max_work_items", "max_accumulators"},
+    FBL_TRY(onlyKeys(a, {"local_bytes", "max_tile", "work_items", "max_work_items", "max_accumulators",
+                         "dq_min_whole_tile"},
                      "kernels.attention", path));
     AttentionTuning& at = t.attention;
     FBL_TRY(readInt(a, "local_bytes", "attention.local_bytes", 1024, int64_t{1} << 30, false, at.localBytes, path));
@@ -88,6 +89,7 @@ Result<DeviceTuning> parseDeviceTuning(const nlohmann::json& b, DeviceTuning t, 
     FBL_TRY(readInt(a, "work_items", "attention.work_items", 1, 1024, true, at.workItems, path));
     FBL_TRY(readInt(a, "max_work_items", "attention.max_work_items", 1, 1024, true, at.maxWorkItems, path));
     FBL_TRY(readInt(a, "max_accumulators", "attention.max_accumulators", 1, 1024, false, at.maxAccumulators, path));
+    FBL_TRY(readInt(a, "dq_min_whole_tile", "attention.dq_min_whole_tile", 1, 256, true, at.dqMinWholeTile, path));
     if (at.workItems > at.maxWorkItems)
       return makeError("{}: kernels.attention.work_items must not exceed max_work_items", path);
   }

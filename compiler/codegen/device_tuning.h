@@ -22,6 +22,9 @@ struct AttentionTuning {
   int64_t workItems = 64;          // work-items per group before the accumulator rule widens it
   int64_t maxWorkItems = 256;      // the widening stops here
   int64_t maxAccumulators = 64;    // accumulators one work-item keeps in registers
+  // Rows of the smallest tile the backward's dq kernel takes with whole head dims; below it the
+  // head dims pass in chunks at a larger tile. 8: whole rows wherever 8 fit, as the other kernels.
+  int64_t dqMinWholeTile = 8;
 };
 
 // Built-in launch shapes of the conversion and split-K sum kernels (rtile_kernels.h), the same

@@ -117,7 +117,8 @@ struct AttentionTiling {
   bool splitGroups = false;
 };
 AttentionTiling attentionTiling(const autodiff::AttentionDims& d, const Target& t);
-AttentionTiling attentionGradTiling(const autodiff::AttentionDims& d, const Target& t);
+AttentionTiling attentionGradTiling(const autodiff::AttentionDims& d, const Target& t);  // _rowterm, _dkdv
+AttentionTiling attentionDqTiling(const autodiff::AttentionDims& d, const Target& t);    // _dq
 bool isAttentionOp(std::string_view op);
 Result<NodeCode> emitAttention(const ir::Graph& g, const ir::Node& n, const Target& t, const NodeLayouts* layouts);
 Result<NodeCode> emitAttentionNode(const ir::Graph& g, const ir::Node& n, const Target& t);

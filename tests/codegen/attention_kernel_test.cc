@@ -235,6 +235,7 @@ void runBothTilings(const AttnCase& c, unsigned seed) {
   codegen::Target cpu, phone, h200;
   phone.tuning = h200.tuning = codegen::defaultTuning(codegen::DeviceClass::kGpu);
   h200.tuning.attention.localBytes = 49152;
+  h200.tuning.attention.dqMinWholeTile = 16;  // as profiles/nvidia-h200.json: dq chunks at head_dim 256
   h200.computeUnits = 132;
   for (const codegen::Target& t : {cpu, phone, h200}) {
     autodiff::AttentionDims d;
@@ -246,7 +247,8 @@ void runBothTilings(const AttnCase& c, unsigned seed) {
     };
     INFO("tiling (work-items " << t.tuning.attention.workItems << ", local " << t.tuning.attention.localBytes
          << "): forward " << describe(codegen::attentionTiling(d, t))
-         << "; backward " << describe(codegen::attentionGradTiling(d, t)));
+         << "; backward " << describe(codegen::attentionGradTiling(d, t))
+         << "; dq " << describe(codegen::attentionDqTiling(d, t)));
     runCase(c, t, seed);
   }
 }
