@@ -97,7 +97,8 @@ inline std::unique_ptr<rt::Session> openPlan(const planfile::Plan& plan, const s
 
 // Infers the types of every node of `g`, runs it on PoCL and with the reference executor from
 // the same random inputs (`feeds`, by graph input order), and checks `g.outputs`.
-inline void checkOnDevice(ir::Graph& g, const std::vector<ir::Tensor>& feeds, double tol = 1e-5) {
+inline void checkOnDevice(ir::Graph& g, const std::vector<ir::Tensor>& feeds, double tol = 1e-5,
+                          const plan::Profile& profile = testProfile()) {
   for (ir::Node& n : g.nodes) {
     if (!ops::findSchema(n.op)) continue;  // fbl ops under test set their output types by hand
     Status st = ops::inferNode(g, n);
@@ -112,7 +113,7 @@ inline void checkOnDevice(ir::Graph& g, const std::vector<ir::Tensor>& feeds, do
   in.keep = g.outputs;
   in.model = g.nodes.empty() ? "empty" : g.nodes.back().op;
   plan::BuildStats stats;
-  auto plan = plan::buildPlan(in, testProfile(), &stats);
+  auto plan = plan::buildPlan(in, profile, &stats);
   INFO((plan.ok() ? std::string() : plan.error().message));
   REQUIRE(plan.ok());
   auto s = openPlan(plan.value(), "kernel");
@@ -139,6 +140,7 @@ struct Case {
   GraphBuilder b;
   std::vector<ir::Tensor> feeds;
   std::mt19937 rng{7};
+  plan::Profile profile = testProfile();
   ir::ValueId in(const std::string& name, ir::DType dt, ir::Shape s, double lo = -1.0, double hi = 1.0) {
     feeds.push_back(randomTensor(dt, s, rng, lo, hi));
     return b.input(name, dt, std::move(s));
@@ -147,7 +149,7 @@ struct Case {
   void run(const std::vector<ir::ValueId>& outs, double tol = 1e-5) {
     for (ir::ValueId o : outs)
       if (o != ir::kNoValue) b.output(o);
-    checkOnDevice(b.g, feeds, tol);
+    checkOnDevice(b.g, feeds, tol, profile);
   }
   // The error building a plan for `out` gives (the case fails if the plan builds).
   std::string planError(ir::ValueId out, const std::string& model) {
