@@ -44,6 +44,8 @@ DeviceTuning defaultTuning(DeviceClass d, int64_t workgroup) {
     t.attention.workItems = 128;
     t.reduceMaxWorkgroup = workgroup;
     t.lossWorkgroup = 256;
+    // elementwiseItems stays 1: how many loads a GPU needs in flight is measured per device,
+    // and its profile says so (nvidia-h200.json).
   } else {
     // PoCL: a work-group is a loop nest on one core (MatMul tiles: matmulTiling(kCpu));
     // attention in groups of 64 within 32 KB, no reduction trees (PoCL's barrier handling multiplied the tiny CNN step
@@ -60,7 +62,7 @@ Result<DeviceTuning> parseDeviceTuning(const nlohmann::json& b, DeviceTuning t, 
   if (!b.is_object()) return makeError("{}: \"kernels\" must be an object", path);
   FBL_TRY(onlyKeys(b,
                    {"provenance", "matmul_tile", "matmul_pipeline", "attention", "reduce_max_workgroup",
-                    "loss_workgroup", "convert_workgroup", "splitk_sum_workgroup"},
+                    "loss_workgroup", "convert_workgroup", "splitk_sum_workgroup", "elementwise_items"},
                    "kernels", path));
   if (!b.contains("provenance") || !b["provenance"].is_string() || b["provenance"].get<std::string>().empty())
     return makeError("{}: kernels.provenance must say where the numbers come from", path);
@@ -96,6 +98,7 @@ Result<DeviceTuning> parseDeviceTuning(const nlohmann::json& b, DeviceTuning t, 
   FBL_TRY(readInt(b, "reduce_max_workgroup", "reduce_max_workgroup", 1, 1024, false, t.reduceMaxWorkgroup, path));
   FBL_TRY(readInt(b, "loss_workgroup", "loss_workgroup", 1, 1024, false, t.lossWorkgroup, path));
   FBL_TRY(readInt(b, "splitk_sum_workgroup", "splitk_sum_workgroup", 1, 1024, false, t.splitKSumWorkgroup, path));
+  FBL_TRY(readInt(b, "elementwise_items", "elementwise_items", 1, 16, false, t.elementwiseItems, path));
   if (b.contains("convert_workgroup")) {
     const nlohmann::json& c = b["convert_workgroup"];
     if (!c.is_array() || c.size() != 2 || !c[0].is_number_integer() || !c[1].is_number_integer() ||

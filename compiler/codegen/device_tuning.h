@@ -43,6 +43,9 @@ struct DeviceTuning {
   int64_t lossWorkgroup = 64;
   std::array<int64_t, 2> convertWorkgroup = kConvertWorkgroup;  // 4x4 elements per work-item
   int64_t splitKSumWorkgroup = kSplitKSumWorkgroup;              // one texel per work-item
+  // Output elements per work-item of elementwise.cl's kernels (elementwiseLaunch): a GPU needs
+  // several loads in flight per work-item to cover memory latency; 1 is one element each.
+  int64_t elementwiseItems = 1;
 };
 
 // The built-in numbers of each device class; `workgroup` is the profile's 1-D work-group

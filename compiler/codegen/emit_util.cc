@@ -59,9 +59,37 @@ std::optional<std::vector<int64_t>> constInts(const ir::Graph& g, ir::ValueId v)
   return t->toInt64s();
 }
 
-std::vector<int64_t> grid1(int64_t count, const Target& t) {
-  const int64_t w = t.workgroup;
-  return {std::max<int64_t>(1, (count + w - 1) / w) * w};
+std::vector<int64_t> grid1(int64_t count, const Target& t) { return gridItems(count, 1, t); }
+
+std::vector<int64_t> gridItems(int64_t count, int64_t per, const Target& t) {
+  const int64_t w = t.workgroup, items = (count + per - 1) / per;
+  return {std::max<int64_t>(1, (items + w - 1) / w) * w};
+}
+
+LaunchSpec elementwiseLaunch(const ElementwiseKernel& k, std::string_view tag, std::vector<ArgRef> args,
+                             const Target& t) {
+  const int64_t items = t.tuning.elementwiseItems;
+  const std::string n = std::to_string(k.count);
+  if (items <= 1)
+    return launch("elementwise",
+                  {{"PARAMS", k.params}, {"N", n}, {"INDEX", k.index}, {"BODY", k.body}, {"VALUE", k.value},
+                   {"OUT_AT", k.outAt}},
+                  tag, std::move(args), grid1(k.count, t), {t.workgroup});
+  // Unrolled here rather than looped in the template: every element's offsets and values are
+  // named by the generated code, and each block keeps its names to itself.
+  std::string elements, stores;
+  for (int64_t e = 0; e < items; ++e) {
+    elements += fmt::format("  {{\n    const uint i = g + {}u * S;\n    if (i < {}u) {{\n{}\n{}    v[{}] = {};\n"
+                            "    at[{}] = {};\n    }}\n  }}\n",
+                            e, n, k.index, k.body, e, k.value, e, k.outAt);
+    stores += fmt::format("  if (g + {}u * S < {}u) out[at[{}]] = v[{}];\n", e, n, e, e);
+  }
+  elements.pop_back();
+  stores.pop_back();
+  return launch("elementwise_items",
+                {{"PARAMS", k.params}, {"ITEMS", std::to_string(items)}, {"OUT_T", k.outT}, {"ELEMENTS", elements},
+                 {"STORES", stores}},
+                tag, std::move(args), gridItems(k.count, items, t), {t.workgroup});
 }
 
 std::string lowerTag(std::string_view op) {

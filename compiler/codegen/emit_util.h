@@ -34,6 +34,20 @@ std::optional<std::vector<int64_t>> constInts(const ir::Graph& g, ir::ValueId v)
 
 // Global size of a 1-D launch of `count` items, rounded up to the work-group size.
 std::vector<int64_t> grid1(int64_t count, const Target& t);
+// Global size of a 1-D launch of `count` items, `per` of them a work-item: ceil(count / per)
+// rounded up to the work-group size.
+std::vector<int64_t> gridItems(int64_t count, int64_t per, const Target& t);
+// One elementwise kernel over `count` output elements, written to `out`: `index` computes the
+// offsets from the output index `i`, `body` declares the operands and temporaries (each line
+// ending in a newline), `value` is the element's value of type `outT` and `outAt` its offset.
+struct ElementwiseKernel {
+  std::string params, index, body, value, outAt, outT;
+  int64_t count = 0;
+};
+// Its launch: elementwise.cl, one element a work-item, or, where the profile's
+// kernels.elementwise_items is above 1, elementwise_items.cl with that many a work-item.
+LaunchSpec elementwiseLaunch(const ElementwiseKernel& k, std::string_view tag, std::vector<ArgRef> args,
+                             const Target& t);
 // "MatMul" -> "matmul", "fbl.SoftmaxGrad" -> "softmaxgrad".
 std::string lowerTag(std::string_view op);
 // Axis in [0, rank) from a possibly negative attribute.

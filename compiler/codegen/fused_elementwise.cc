@@ -175,13 +175,9 @@ Result<NodeCode> emitElementwiseGroup(const ir::Graph& g, const ir::Node& root, 
   const std::string params = f.params.empty() ? "__global float* out" : f.params.substr(2) + ", __global float* out";
   std::vector<ArgRef> args = std::move(f.args);
   args.push_back(val(root.outputs[0]));
-  const int64_t count = ir::numElements(out.shape);
   NodeCode code;
-  code.launches.push_back(
-      {instantiate(kernelTemplate("elementwise"),
-                   {{"PARAMS", params}, {"N", std::to_string(count)}, {"INDEX", *index},
-                    {"BODY", f.body + fmt::format("  out[{}] = {};", outAt, f.result)}}),
-       "", lowerTag(root.op), std::move(args), grid1(count, t), {t.workgroup}});
+  code.launches.push_back(elementwiseLaunch({params, *index, f.body, f.result, outAt, "float", ir::numElements(out.shape)},
+                                            lowerTag(root.op), std::move(args), t));
   return code;
 }
 

@@ -4,7 +4,7 @@
 //   - a tiled MatMul's epilogue (NodeLayouts::epilogue): the steps run on every output element
 //     before it is stored; emitMatmulEpilogue wraps them in EPILOGUE (rtile_matmul.cl);
 //   - an elementwise kernel computing its fused producers inline (NodeLayouts::inlined):
-//     emitElementwiseGroup, one work-item per output element as elementwise.cl;
+//     emitElementwiseGroup, through elementwiseLaunch as any elementwise node (emit_util.h);
 //   - a reduction computing the element it reduces from its fused producers (emitFusedValue,
 //     used by the Reduce* emitter).
 //

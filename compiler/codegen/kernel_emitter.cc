@@ -168,7 +168,6 @@ Result<NodeCode> emitElementwise(const ir::Graph& g, const ir::Node& n, const Ta
   }
   for (const std::string& l : loads) body += l;
   const std::string value = out.dtype == DType::Bool ? fmt::format("({}) ? 1 : 0", expr) : expr;
-  body += fmt::format("  out[{}] = ({})({});", outAt, outT, value);
   if (anyLayout) {
     auto idx = emitLayoutOffsets(out.shape, "i", laid);
     if (!idx.ok()) return makeError("{}: {}", ir::describeNode(g, n), idx.error().message);
@@ -176,12 +175,10 @@ Result<NodeCode> emitElementwise(const ir::Graph& g, const ir::Node& n, const Ta
   } else {
     index = emitOffsets(out.shape, "i", ops);
   }
-  const int64_t count = ir::numElements(out.shape);
   NodeCode code;
-  code.launches.push_back(
-      {instantiate(kernelTemplate("elementwise"),
-                   {{"PARAMS", params}, {"N", std::to_string(count)}, {"INDEX", index}, {"BODY", body}}),
-       "", lowerTag(n.op), std::move(args), grid1(count, t), {t.workgroup}});
+  code.launches.push_back(elementwiseLaunch({params, index, body, fmt::format("({})({})", outT, value), outAt,
+                                             std::string(outT), ir::numElements(out.shape)},
+                                            lowerTag(n.op), std::move(args), t));
   return code;
 }
 

@@ -94,13 +94,10 @@ Result<LaunchSpec> layoutCopy(const std::string& what, const layout::Layout& fro
   }
   auto index = emitLayoutOffsets(shape, "i", ops);
   if (!index.ok()) return makeError("layout copy of {}: {}", what, index.error().message);
-  const std::string body = sign ? fmt::format("  out[{}] = o0_pos ? in0[o0] : -in0[o0];", outAt)
-                                : fmt::format("  out[{}] = in0[o0];", outAt);
-  const int64_t count = ir::numElements(shape);
-  return LaunchSpec{instantiate(kernelTemplate("elementwise"),
-                                {{"PARAMS", fmt::format("__global const {0}* in0, __global {0}* out", t)},
-                                 {"N", std::to_string(count)}, {"INDEX", *index}, {"BODY", body}}),
-                    "", "layoutcopy", {}, grid1(count, target), {target.workgroup}};
+  return elementwiseLaunch({fmt::format("__global const {0}* in0, __global {0}* out", t), *index, "",
+                            sign ? "o0_pos ? in0[o0] : -in0[o0]" : "in0[o0]", outAt, std::string(t),
+                            ir::numElements(shape)},
+                           "layoutcopy", {}, target);
 }
 
 }  // namespace

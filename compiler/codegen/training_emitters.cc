@@ -26,14 +26,11 @@ Result<NodeCode> pointwiseGrad(const ir::Graph& g, const ir::Node& n, const Targ
   std::string index = emitOffsets(out.shape, "i",
                                   {{"o0", broadcastStrides(g.values[n.inputs[0]].shape, out.shape), 0},
                                    {"o1", broadcastStrides(g.values[n.inputs[1]].shape, out.shape), 0}});
-  const std::string body = fmt::format("  const float dy = in0[o0];\n  const float s = in1[o1];\n  out[i] = {};", expr);
-  const int64_t count = ir::numElements(out.shape);
   NodeCode c;
-  c.launches.push_back(launch("elementwise",
-                              {{"PARAMS", "__global const float* in0, __global const float* in1, __global float* out"},
-                               {"N", str(count)}, {"INDEX", index}, {"BODY", body}},
-                              lowerTag(n.op), {val(n.inputs[0]), val(n.inputs[1]), val(n.outputs[0])},
-                              grid1(count, t), {t.workgroup}));
+  c.launches.push_back(elementwiseLaunch({"__global const float* in0, __global const float* in1, __global float* out",
+                                          index, "  const float dy = in0[o0];\n  const float s = in1[o1];\n",
+                                          std::string(expr), "i", "float", ir::numElements(out.shape)},
+                                         lowerTag(n.op), {val(n.inputs[0]), val(n.inputs[1]), val(n.outputs[0])}, t));
   return c;
 }
 

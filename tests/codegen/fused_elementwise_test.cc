@@ -164,7 +164,7 @@ void checkEpilogue(bench::ClSession& s, const EpilogueCase& c, std::mt19937& rng
 
 // A random tree of float elementwise nodes, all of shape `out`; every non-leaf but the root is
 // inlined into the root's kernel.
-void checkGroup(bench::ClSession& s, std::mt19937& rng) {
+void checkGroup(bench::ClSession& s, std::mt19937& rng, int64_t items) {
   const Shape out = randomShape(rng, 2);
   testing::GraphBuilder b;
   std::map<ir::ValueId, Buffer> bufs;
@@ -211,7 +211,9 @@ void checkGroup(bench::ClSession& s, std::mt19937& rng) {
   nl.outputs = {outL};
   bufs[root.value] = Buffer::make(ir::DType::F32, outL.bufferSize());
   const std::map<ir::ValueId, Buffer> inputs = bufs;
-  auto code = emitNode(b.g, b.g.nodes[rootNode], Target{}, nl);
+  Target t;
+  t.tuning.elementwiseItems = items;
+  auto code = emitNode(b.g, b.g.nodes[rootNode], t, nl);
   if (!code.ok()) FAIL(code.error().message);
   REQUIRE(code->launches.size() == 1);
   runCode(s, *code, bufs);
@@ -322,12 +324,14 @@ TEST_CASE("MatMul epilogues apply fused steps before the store", "[fusion]") {
 
 TEST_CASE("elementwise groups compute their fused producers in registers", "[fusion]") {
   auto s = openSession();
-  for (unsigned rep = 0; rep < 12; ++rep) {
-    DYNAMIC_SECTION("group #" << rep) {
-      std::mt19937 rng(8000 + rep);
-      checkGroup(*s, rng);
+  // One element a work-item, and four (elementwise_items.cl): the same random groups.
+  for (const int64_t items : {1, 4})
+    for (unsigned rep = 0; rep < 12; ++rep) {
+      DYNAMIC_SECTION("group #" << rep << ", " << items << " a work-item") {
+        std::mt19937 rng(8000 + rep);
+        checkGroup(*s, rng, items);
+      }
     }
-  }
 }
 
 TEST_CASE("fused code refuses what it cannot compute", "[fusion]") {

@@ -44,7 +44,7 @@ double ewRef(const std::string& op, const std::vector<double>& x) {
   return x[0];  // Expand
 }
 
-void checkElementwise(bench::ClSession& s, const EwCase& c, std::mt19937& rng) {
+void checkElementwise(bench::ClSession& s, const EwCase& c, std::mt19937& rng, const Target& t) {
   const Shape out = randomShape(rng);
   testing::GraphBuilder b;
   std::vector<ir::ValueId> ins;
@@ -88,7 +88,7 @@ void checkElementwise(bench::ClSession& s, const EwCase& c, std::mt19937& rng) {
   nl.outputs.push_back(outL);
   bufs[y] = Buffer::make(yt, outL.bufferSize());
   const std::map<ir::ValueId, Buffer> inputs = bufs;
-  auto code = emitNode(b.g, b.g.nodes.back(), Target{}, nl);
+  auto code = emitNode(b.g, b.g.nodes.back(), t, nl);
   if (!code.ok()) FAIL(code.error().message);
   runCode(s, *code, bufs);
   size_t bad = 0;
@@ -193,22 +193,22 @@ void checkMatmul(bench::ClSession& s, const MmCase& c, std::mt19937& rng) {
   REQUIRE(bad == 0);
 }
 
-void checkCopy(bench::ClSession& s, std::mt19937& rng) {
+void checkCopy(bench::ClSession& s, std::mt19937& rng, ir::DType dt, const Target& t) {
   const Shape sh = randomShape(rng, 2);
   testing::GraphBuilder b;
   OperandLayout src;
-  src.value = b.input("src", ir::DType::F32, {1});
+  src.value = b.input("src", dt, {1});
   src.transposed = rng() % 4 == 0;
   src.layout = randomLayout(storedShape(sh, src.transposed), rng, 3);
   src.sign = randomSign(src.layout.shape(), rng);
   const Layout dst = rng() % 2 ? Layout::rowMajor(sh) : simpleLayout(sh, rng);
-  std::map<ir::ValueId, Buffer> bufs{{src.value, randomSource(src.layout, ir::DType::F32, rng)}};
+  std::map<ir::ValueId, Buffer> bufs{{src.value, randomSource(src.layout, dt, rng)}};
   const Buffer in = bufs[src.value];
-  auto code = emitLayoutCopy(b.g, src, ir::DType::F32, dst, Target{});
+  auto code = emitLayoutCopy(b.g, src, dt, dst, t);
   if (!code.ok()) FAIL(code.error().message);
   // The destination is scratch 0: give it a value id of its own.
-  const ir::ValueId out = b.input("dst", ir::DType::F32, {1});
-  bufs[out] = Buffer::make(ir::DType::F32, ir::numElements(code->scratch[0].shape));
+  const ir::ValueId out = b.input("dst", dt, {1});
+  bufs[out] = Buffer::make(dt, ir::numElements(code->scratch[0].shape));
   NodeCode bound = *code;
   bound.scratch.clear();
   for (auto& l : bound.launches)
@@ -222,7 +222,7 @@ void checkCopy(bench::ClSession& s, std::mt19937& rng) {
     const double want = readThrough(in, src.layout, idx, src.sign), got = bufs[out].get(dst.locate(o)[0]);
     if (!(got == want)) ++bad;
   }
-  INFO("copy " << ir::shapeToString(sh) << " from " << src.layout.str() << (src.transposed ? " transposed" : "")
+  INFO("copy of " << ir::dtypeName(dt) << " " << ir::shapeToString(sh) << " from " << src.layout.str() << (src.transposed ? " transposed" : "")
                << (src.sign ? " with sign" : "") << " to " << dst.str());
   INFO(code->launches[0].source);
   REQUIRE(bad == 0);
@@ -233,14 +233,18 @@ void checkCopy(bench::ClSession& s, std::mt19937& rng) {
 TEST_CASE("elementwise kernels read and write through operand layouts", "[operand-layout]") {
   auto s = openSession();
   const EwCase cases[] = {{"Add", 2}, {"Mul", 2}, {"Exp", 1}, {"Where", 3}, {"Sum", 3}, {"Cast", 1}, {"Expand", 1}};
-  // Each section is its own run of the test case: seed per section, not once per case.
-  for (unsigned rep = 0; rep < 4; ++rep)
-    for (unsigned k = 0; k < std::size(cases); ++k) {
-      DYNAMIC_SECTION(cases[k].op << " #" << rep) {
-        std::mt19937 rng(100 * rep + k);
-        checkElementwise(*s, cases[k], rng);
+  // Each section is its own run of the test case: seed per section, not once per case. One
+  // element a work-item, and four (elementwise_items.cl) on the same random cases.
+  for (const int64_t items : {1, 4})
+    for (unsigned rep = 0; rep < 4; ++rep)
+      for (unsigned k = 0; k < std::size(cases); ++k) {
+        DYNAMIC_SECTION(cases[k].op << " #" << rep << ", " << items << " a work-item") {
+          std::mt19937 rng(100 * rep + k);
+          Target t;
+          t.tuning.elementwiseItems = items;
+          checkElementwise(*s, cases[k], rng, t);
+        }
       }
-    }
 }
 
 TEST_CASE("batched matmul reads operands through layouts", "[operand-layout]") {
@@ -266,12 +270,17 @@ TEST_CASE("batched matmul reads operands through layouts", "[operand-layout]") {
 
 TEST_CASE("layout copies move every element through both layouts", "[operand-layout]") {
   auto s = openSession();
-  for (unsigned rep = 0; rep < 16; ++rep) {
-    DYNAMIC_SECTION("copy #" << rep) {
-      std::mt19937 rng(5000 + rep);
-      checkCopy(*s, rng);
-    }
-  }
+  // Floats (with RoPE's sign where the shape allows) and int32, one element a work-item and four.
+  for (const int64_t items : {1, 4})
+    for (const ir::DType dt : {ir::DType::F32, ir::DType::I32})
+      for (unsigned rep = 0; rep < 16; ++rep) {
+        DYNAMIC_SECTION("copy #" << rep << " " << ir::dtypeName(dt) << ", " << items << " a work-item") {
+          std::mt19937 rng(5000 + rep);
+          Target t;
+          t.tuning.elementwiseItems = items;
+          checkCopy(*s, rng, dt, t);
+        }
+      }
 }
 
 TEST_CASE("trivial layouts emit exactly the plain kernels", "[operand-layout]") {

@@ -121,6 +121,8 @@ TEST_CASE("a malformed kernels block is refused naming the field", "[plan][profi
   refused("kernels.matmul_tile", [](nlohmann::json& k) { k["matmul_tile"] = "64x64x16/3x4"; });
   refused("kernels.matmul_pipeline", [](nlohmann::json& k) { k["matmul_pipeline"] = 4; });
   refused("kernels.convert_workgroup", [](nlohmann::json& k) { k["convert_workgroup"] = {16}; });
+  refused("kernels.elementwise_items", [](nlohmann::json& k) { k["elementwise_items"] = 0; });
+  refused("kernels.elementwise_items", [](nlohmann::json& k) { k["elementwise_items"] = 17; });
   refused("\"kernels\"", [](nlohmann::json& k) { k = nlohmann::json::array(); });
   REQUIRE(withKernels(good).ok());
 }
@@ -150,6 +152,17 @@ TEST_CASE("the kernels block's numbers reach the plan's launches", "[plan][profi
   CHECK(committed == std::set<std::vector<int64_t>>{{16, 4}});
   CHECK(edited == std::set<std::vector<int64_t>>{{8, 8}});
   std::filesystem::remove(path);
+}
+
+TEST_CASE("kernels.elementwise_items picks the elementwise template", "[plan][profile][elementwise]") {
+  // The H200's profile sets 4 elements a work-item; PoCL's leaves the built-in 1.
+  auto hw = profile::loadProfile(FBL_SOURCE_DIR "/profiles/nvidia-h200.json");
+  REQUIRE(hw.ok());
+  auto h200 = plannerProfile(*hw, "nvidia-h200.json");
+  REQUIRE(h200.ok());
+  CHECK(h200->tuning.elementwiseItems == 4);
+  CHECK(compiledWith("nvidia-h200").program.find("uint at[4];") != std::string::npos);
+  CHECK(compiledWith("pocl-cpu").program.find("uint at[") == std::string::npos);
 }
 
 }  // namespace fbl::plan

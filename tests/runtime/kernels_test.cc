@@ -44,6 +44,22 @@ TEST_CASE("elementwise kernels broadcast like the reference", "[runtime][kernels
     auto x = c.in("x", DType::F32, {3, 1});
     c.run(c.b.op("Expand", {x, c.b.ints<int64_t>("shape", {2, 3, 4})}));
   }
+  // Four elements a work-item (kernels.elementwise_items) over 5 x 7 x 11 = 385 elements, not a
+  // multiple of 4 x 64: broadcast float operands, a bool-valued comparison cast to int64, Gelu.
+  {
+    Case c;
+    c.profile.tuning.elementwiseItems = 4;
+    auto x = c.in("x", DType::F32, {5, 7, 11});
+    auto y = c.in("y", DType::F32, {7, 1}, 0.5, 2.0);
+    c.run(c.b.op("Gelu", {c.b.op("Div", {x, y})}));
+  }
+  {
+    Case c;
+    c.profile.tuning.elementwiseItems = 4;
+    auto x = c.in("x", DType::I64, {5, 7, 11}, -3, 3);
+    auto y = c.in("y", DType::I64, {11}, -3, 3);
+    c.run(c.b.op("Cast", {c.b.op("Less", {x, y})}, {{"to", int64_t{7}}}));
+  }
 }
 
 TEST_CASE("movement kernels are strided copies", "[runtime][kernels]") {

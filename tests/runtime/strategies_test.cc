@@ -9,10 +9,12 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "compiler/onnx/tensor_proto.h"
 #include "compiler/driver/compile_command.h"
+#include "compiler/profile/profile.h"
 #include "compiler/strategy/strategy.h"
 #include "tests/runtime/runtime_test_util.h"
 
@@ -29,12 +31,14 @@ struct StepResult {
   int64_t attentionFused = 0;  // attention blocks run as the flash kernel pair (fuse-attention)
   float loss = 0.0f;
   std::map<std::string, ir::Tensor> grads;  // by PyTorch name
+  std::string program;
 };
 
-StepResult firstStep(const std::string& model, const std::string& strategy, const std::string& storage) {
+StepResult firstStep(const std::string& model, const std::string& strategy, const std::string& storage,
+                     const std::string& profile = FBL_SOURCE_DIR "/profiles/pocl-cpu.json") {
   driver::CompileArgs a;
   a.model = std::string(FBL_TEST_DATA_DIR) + "/" + model + "/model.onnx";
-  a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
+  a.profile = profile;
   a.output = tempDir() + "/" + model + "." + strategy + "." + storage + ".fbp";
   a.weights = tempDir() + "/" + model + ".safetensors";
   a.strategy = strategy;
@@ -51,6 +55,7 @@ StepResult firstStep(const std::string& model, const std::string& strategy, cons
     r.conversionLaunches += l.kind == "conversion";
   }
   r.launches = static_cast<int64_t>(c->plan.launches.size());
+  r.program = c->plan.program;
   for (const planfile::Tensor& t : c->plan.tensors) {
     r.imageTensors += t.image();
     r.packedTensors += t.pack >= 0;
@@ -75,6 +80,19 @@ StepResult firstStep(const std::string& model, const std::string& strategy, cons
     r.grads[name] = std::move(g);
   }
   return r;
+}
+
+// PyTorch's first-step loss and LoRA gradients of `model`.
+std::pair<float, std::map<std::string, ir::Tensor>> torchStep(const std::string& model) {
+  auto expected = onnx::readTensorProtoFile(std::string(FBL_TEST_DATA_DIR) + "/" + model + "/test_data_set_0/output_0.pb");
+  REQUIRE(expected.ok());
+  std::map<std::string, ir::Tensor> torch;
+  for (const auto& f : fs::directory_iterator(std::string(FBL_TEST_DATA_DIR) + "/" + model + "/grads")) {
+    auto g = onnx::readTensorProtoFile(f.path().string());
+    REQUIRE(g.ok());
+    torch[g->name] = g->tensor;
+  }
+  return {static_cast<float>(expected->tensor.at(0)), std::move(torch)};
 }
 
 // Every strategy and storage of one model against PyTorch's loss and gradients, and the plans'
@@ -150,6 +168,29 @@ TEST_CASE("fblayout, reuse and explicit plans give PyTorch's loss and gradients:
 
 TEST_CASE("fblayout, reuse and explicit plans give PyTorch's loss and gradients: vit-tiny", "[runtime][strategies]") {
   checkStrategies({"vit-tiny"});
+}
+
+TEST_CASE("a plan with four elements a work-item gives PyTorch's loss and gradients", "[runtime][elementwise]") {
+  // The PoCL profile with kernels.elementwise_items = 4 (as the H200's): every elementwise
+  // kernel, layout copy and fused group of llama-tiny's whole step runs elementwise_items.cl.
+  auto hw = profile::loadProfile(FBL_SOURCE_DIR "/profiles/pocl-cpu.json");
+  REQUIRE(hw.ok());
+  nlohmann::json j = profile::profileToJson(*hw);
+  j["kernels"]["elementwise_items"] = 4;
+  const std::string path = tempDir() + "/pocl-items4.json";
+  std::ofstream(path) << j.dump(2);
+  const auto [loss, torch] = torchStep("llama-tiny");
+  for (const char* storage : kStorages) {
+    INFO(storage);
+    StepResult r = firstStep("llama-tiny", "fblayout", storage, path);
+    CHECK(r.program.find("uint at[4];") != std::string::npos);
+    CHECK(std::fabs(r.loss - loss) <= 1e-4 * std::max(1.0f, std::fabs(loss)));
+    for (const auto& [name, want] : torch) {
+      INFO("gradient of " << name);
+      REQUIRE(r.grads.count(name) == 1);
+      CHECK(relativeToMaxAbs(r.grads.at(name), want) <= 1e-4);
+    }
+  }
 }
 
 }  // namespace
