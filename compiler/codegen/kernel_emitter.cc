@@ -88,6 +88,22 @@ std::string gelu(const ir::Node& n) {
   return "0.5f * a * (1.0f + erf(a * 0.7071067811865476f))";
 }
 
+// The autodiff's pointwise gradients fbl.XGrad(dy, s) (compiler/autodiff/grad_rules_nn.cc), with
+// a = dy and b = s (the saved output or input): plain elementwise ops, so fusion puts a chain of
+// them (Gemma2's logit softcap: Mul, TanhGrad, Div over the [tokens x vocabulary] logits) in one
+// kernel.
+std::optional<std::string> pointwiseGradExpr(const ir::Node& n) {
+  if (n.op == "fbl.SigmoidGrad") return "a * b * (1.0f - b)";
+  if (n.op == "fbl.TanhGrad") return "a * (1.0f - b * b)";
+  if (n.op == "fbl.ErfGrad") return "a * 1.1283791670955126f * exp(-b * b)";
+  if (n.op != "fbl.GeluGrad") return std::nullopt;
+  if (n.attrString("approximate", "none") == "tanh")
+    return "a * (0.5f * (1.0f + tanh(0.7978845608028654f * (b + 0.044715f * b * b * b))) + "
+           "0.5f * b * (1.0f - pown(tanh(0.7978845608028654f * (b + 0.044715f * b * b * b)), 2)) * "
+           "0.7978845608028654f * (1.0f + 0.134145f * b * b))";
+  return "a * (0.5f * (1.0f + erf(b * 0.7071067811865476f)) + b * 0.3989422804014327f * exp(-0.5f * b * b))";
+}
+
 // Float ops keep their float spelling; on integers max/min/abs/division need the integer forms.
 std::string adaptExpr(std::string expr, DType t) {
   if (ir::isFloat(t)) return expr;
@@ -186,6 +202,7 @@ Result<NodeCode> emitElementwise(const ir::Graph& g, const ir::Node& n, const Ta
 
 std::optional<std::string> elementwiseExpr(const ir::Graph& g, const ir::Node& n) {
   if (n.op == "Gelu") return gelu(n);
+  if (auto e = pointwiseGradExpr(n)) return e;
   if (n.op == "Sum" || n.op == "Mean") return std::string(n.op == "Sum" ? "a + b" : "(a + b) / 2.0f");
   if (n.op == "Mod") {
     // The reference's rules; a zero integer divisor gives 0 here (the reference refuses it).
@@ -211,6 +228,7 @@ std::optional<std::string> elementwiseExpr(const ir::Graph& g, const ir::Node& n
 
 bool isElementwiseOp(std::string_view op) {
   if (op == "Gelu" || op == "Sum" || op == "Mean" || op == "Mod") return true;
+  if (op == "fbl.SigmoidGrad" || op == "fbl.TanhGrad" || op == "fbl.ErfGrad" || op == "fbl.GeluGrad") return true;
   for (const EwRule& r : kEwRules)
     if (op == r.op) return true;
   return false;

@@ -1,5 +1,5 @@
 // Kernels for fbl's backward and optimizer ops (compiler/autodiff/training_ops.cc defines them):
-//  - fbl.SigmoidGrad/TanhGrad/ErfGrad/GeluGrad: elementwise bodies over (dy, saved);
+//  - (fbl.SigmoidGrad/TanhGrad/ErfGrad/GeluGrad are elementwise ops: kernel_emitter.cc);
 //  - fbl.ReduceSumTo: reduce.cl over the broadcast dims; fbl.SliceGrad: zero fill, then a
 //    strided copy of dy into the sliced positions;
 //  - fbl.SoftmaxGrad, fbl.LayerNormGrad, fbl.SoftmaxCrossEntropyLossGrad, fbl.GatherGrad: their
@@ -18,41 +18,6 @@ namespace {
 using ir::Shape;
 
 std::string str(int64_t v) { return std::to_string(v); }
-
-// dx = f(dy, s) elementwise, dy and s of the output's shape.
-Result<NodeCode> pointwiseGrad(const ir::Graph& g, const ir::Node& n, const Target& t,
-                               std::string_view expr) {
-  const ir::Value& out = g.values[n.outputs[0]];
-  std::string index = emitOffsets(out.shape, "i",
-                                  {{"o0", broadcastStrides(g.values[n.inputs[0]].shape, out.shape), 0},
-                                   {"o1", broadcastStrides(g.values[n.inputs[1]].shape, out.shape), 0}});
-  NodeCode c;
-  c.launches.push_back(elementwiseLaunch({"__global const float* in0, __global const float* in1, __global float* out",
-                                          index, "  const float dy = in0[o0];\n  const float s = in1[o1];\n",
-                                          std::string(expr), "i", "float", ir::numElements(out.shape)},
-                                         lowerTag(n.op), {val(n.inputs[0]), val(n.inputs[1]), val(n.outputs[0])}, t));
-  return c;
-}
-
-Result<NodeCode> sigmoidGrad(const ir::Graph& g, const ir::Node& n, const Target& t) {
-  return pointwiseGrad(g, n, t, "dy * s * (1.0f - s)");
-}
-Result<NodeCode> tanhGrad(const ir::Graph& g, const ir::Node& n, const Target& t) {
-  return pointwiseGrad(g, n, t, "dy * (1.0f - s * s)");
-}
-Result<NodeCode> erfGrad(const ir::Graph& g, const ir::Node& n, const Target& t) {
-  return pointwiseGrad(g, n, t, "dy * 1.1283791670955126f * exp(-s * s)");
-}
-Result<NodeCode> geluGrad(const ir::Graph& g, const ir::Node& n, const Target& t) {
-  if (n.attrString("approximate", "none") == "tanh")
-    return pointwiseGrad(g, n, t,
-                         "dy * (0.5f * (1.0f + tanh(0.7978845608028654f * (s + 0.044715f * s * s * s))) + "
-                         "0.5f * s * (1.0f - pown(tanh(0.7978845608028654f * (s + 0.044715f * s * s * s)), 2)) * "
-                         "0.7978845608028654f * (1.0f + 0.134145f * s * s))");
-  return pointwiseGrad(g, n, t,
-                       "dy * (0.5f * (1.0f + erf(s * 0.7071067811865476f)) + "
-                       "s * 0.3989422804014327f * exp(-0.5f * s * s))");
-}
 
 Result<NodeCode> reduceSumTo(const ir::Graph& g, const ir::Node& n, const Target& t) {
   return emitReduceSumTo(g, n, t, nullptr);
@@ -241,10 +206,6 @@ std::vector<EmitterEntry> trainingEmitters() {
   // convEmitters()' "Conv" serves only once computeEmitters() no longer lists its group-1 Conv
   // (findSpecialEmitter takes the first entry of a name).
   std::vector<EmitterEntry> all{
-      {"fbl.SigmoidGrad", sigmoidGrad},
-      {"fbl.TanhGrad", tanhGrad},
-      {"fbl.ErfGrad", erfGrad},
-      {"fbl.GeluGrad", geluGrad},
       {"fbl.ReduceSumTo", reduceSumTo},
       {"fbl.SliceGrad", sliceGrad},
       {"fbl.SoftmaxGrad", softmaxGrad},
