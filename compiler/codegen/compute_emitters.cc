@@ -521,7 +521,7 @@ Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Ta
   };
   if (isNarrowProduct(model, mEff, N)) {
     auto narrow = emitRTileMatmulNarrow("{{NAME}}", M, K, N, ops[0], ops[1], outL, model.narrowWorkItems,
-                                        epi ? &epi->kernel : nullptr);
+                                        epi ? &epi->kernel : nullptr, model.narrowFillWorkItems);
     if (!narrow.ok()) return makeError("{}: {}", ir::describeNode(g, n), narrow.error().message);
     code.launches.push_back(toLaunch(*narrow, withEpilogue({val(bound[0]), val(bound[1]), val(outValue)})));
     return code;

@@ -183,7 +183,8 @@ bool isNarrowProduct(const MatmulCostModel& model, int64_t m, int64_t n) {
   return model.narrowMaxSide > 0 && std::min(m, n) <= model.narrowMaxSide;
 }
 
-NarrowTiling chooseNarrowTiling(int64_t m, int64_t n, int64_t k, int64_t workItems) {
+NarrowTiling chooseNarrowTiling(int64_t m, int64_t n, int64_t k, int64_t workItems, int64_t fillWorkItems,
+                                int64_t batch) {
   auto pow2Ceil = [](int64_t v) {
     int64_t p = 1;
     while (p < v) p *= 2;
@@ -192,6 +193,8 @@ NarrowTiling chooseNarrowTiling(int64_t m, int64_t n, int64_t k, int64_t workIte
   NarrowTiling t;
   const int64_t kTexels = (k + 3) / 4;
   while (t.ks * 2 <= workItems && kTexels / (t.ks * 2) >= kMinNarrowSliceTexels) t.ks *= 2;
+  const int64_t productBlocks = batch * ((m + 3) / 4) * ((n + 3) / 4);
+  while (t.ks * 2 <= workItems && kTexels / (t.ks * 2) >= 1 && productBlocks * t.ks < fillWorkItems) t.ks *= 2;
   const int64_t blocks = workItems / t.ks;
   const int64_t cb = std::min(pow2Ceil((n + 3) / 4), blocks);
   const int64_t rb = std::min(pow2Ceil((m + 3) / 4), blocks / cb);
@@ -228,11 +231,17 @@ Result<MatmulCostModel> parseMatmulCostModel(const nlohmann::json& j, const std:
     if (!nb.is_object()) return makeError("{}: matmul.narrow must be an object", path);
     m.narrowMaxSide = nb.value("max_side", int64_t{0});
     m.narrowWorkItems = nb.value("work_items", m.narrowWorkItems);
+    m.narrowFillWorkItems = nb.value("fill_work_items", m.narrowFillWorkItems);
     const int64_t w = m.narrowWorkItems;
     if (m.narrowMaxSide > 0 && (!nb.contains("provenance") || !nb["provenance"].is_string()))
       return makeError("{}: matmul.narrow.provenance must say where max_side and work_items come from", path);
-    if (m.narrowMaxSide < 0 || w < 4 || w > 1024 || (w & (w - 1)) != 0)
-      return makeError("{}: matmul.narrow: max_side must be >= 0 and work_items a power of two in [4, 1024]", path);
+    if (m.narrowMaxSide < 0 || w < 4 || w > 1024 || (w & (w - 1)) != 0 || m.narrowFillWorkItems < 0)
+      return makeError("{}: matmul.narrow: max_side and fill_work_items must be >= 0 and work_items a power of two "
+                       "in [4, 1024]", path);
+    // The kernel's tree holds four float4 per work-item in local memory.
+    if (m.localMemoryBytes > 0 && w * kNarrowLocalBytesPerWorkItem > m.localMemoryBytes)
+      return makeError("{}: matmul.narrow.work_items {} needs {} bytes of local memory; the device has {}", path, w,
+                       w * kNarrowLocalBytesPerWorkItem, m.localMemoryBytes);
   }
   const nlohmann::json& list = b.value("tilings", nlohmann::json::array());
   if (!list.is_array()) return makeError("{}: matmul.tilings must be an array", path);

@@ -360,11 +360,13 @@ Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t 
 
 Result<RTileKernel> emitRTileMatmulNarrow(const std::string& name, int64_t m, int64_t k, int64_t n,
                                           const MatmulOperand& lhs, const MatmulOperand& rhs, const Layout& out,
-                                          int64_t workItems, const MatmulEpilogue* epi) {
+                                          int64_t workItems, const MatmulEpilogue* epi, int64_t fillWorkItems) {
   FBL_ASSIGN(auto folded, foldBatch(m, k, n, lhs, rhs, out));
-  if (folded) return emitRTileMatmulNarrow(name, folded->m, k, n, folded->lhs, folded->rhs, folded->out, workItems, epi);
+  if (folded)
+    return emitRTileMatmulNarrow(name, folded->m, k, n, folded->lhs, folded->rhs, folded->out, workItems, epi,
+                                 fillWorkItems);
   FBL_TRY(checkProductShapes("narrow matmul", name, m, k, n, lhs, rhs, out));
-  const NarrowTiling t = chooseNarrowTiling(m, n, k, workItems);
+  const NarrowTiling t = chooseNarrowTiling(m, n, k, workItems, fillWorkItems, ir::numElements(batchOf(out)));
   // Neighbouring work-items read neighbouring texels of the larger operand (the other is at
   // most narrowMaxSide x K and stays in cache): along K when it is stored along K, else along
   // its long side.

@@ -75,7 +75,7 @@ Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t 
 Result<RTileKernel> emitRTileMatmulNarrow(const std::string& name, int64_t m, int64_t k, int64_t n,
                                           const MatmulOperand& lhs, const MatmulOperand& rhs,
                                           const layout::Layout& out, int64_t workItems,
-                                          const MatmulEpilogue* epilogue = nullptr);
+                                          const MatmulEpilogue* epilogue = nullptr, int64_t fillWorkItems = 0);
 
 // out = sum of the splitK planes of `partial` (per batch matrix of out). Args: partial, out
 // (then the epilogue's, which runs here, not in the split product).

@@ -192,6 +192,31 @@ TEST_CASE("narrow products: the profile switch and the tile rule", "[codegen][ma
   // Short K: one slice; a group never covers more blocks than the product has.
   NarrowTiling d = chooseNarrowTiling(6, 5, 20, 256);
   CHECK((d.ks == 1 && d.tn == 8 && d.tm == 8 && d.workItems() == 4));
+
+  // A fill target: x * lora_A on Llama (512 x 8 outputs, 256 blocks; K = 2048 = 512 texels)
+  // takes 256 slices of 2 texels for 65,536 work-items, where slices of 8 texels give 16,384.
+  CHECK(chooseNarrowTiling(512, 8, 2048, 256).ks == 64);
+  NarrowTiling e = chooseNarrowTiling(512, 8, 2048, 256, 65536);
+  CHECK((e.ks == 256 && e.tm == 4 && e.tn == 4));
+  // ... never slices shorter than a texel, nor more than a group holds.
+  CHECK(chooseNarrowTiling(512, 8, 2048, 1024, int64_t{1} << 30).ks == 512);
+  CHECK(chooseNarrowTiling(512, 8, 2048, 128, int64_t{1} << 30).ks == 128);
+  // A product that fills the target with long slices keeps them; batches count as blocks.
+  CHECK(chooseNarrowTiling(4096, 8, 2048, 256, 65536).ks == 64);
+  CHECK(chooseNarrowTiling(512, 8, 2048, 256, 65536, 4).ks == 64);
+  // The profile: fill_work_items, and work_items within the tree's local memory.
+  nlohmann::json p = profileWith(nlohmann::json::array());
+  p["matmul"]["local_memory_bytes"] = 49152;
+  p["matmul"]["narrow"] = {{"max_side", 16}, {"work_items", 256}, {"fill_work_items", 65536},
+                           {"provenance", "measured: test"}};
+  auto q = parseMatmulCostModel(p, "p.json");
+  REQUIRE(q.ok());
+  CHECK(q->narrowFillWorkItems == 65536);
+  p["matmul"]["narrow"]["work_items"] = 1024;  // 64 KB of tree, 48 KB of local memory
+  CHECK(parseError(p).find("local memory") != std::string::npos);
+  p["matmul"]["narrow"]["work_items"] = 256;
+  p["matmul"]["narrow"]["fill_work_items"] = -1;
+  CHECK(parseError(p).find("fill_work_items") != std::string::npos);
 }
 
 }  // namespace

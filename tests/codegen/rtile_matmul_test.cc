@@ -108,7 +108,8 @@ struct Part {
 // narrowWorkItems > 0, emitRTileMatmulNarrow), with lhs/rhs/out in the given layouts. The output
 // starts as NaN, so a column no part writes fails the comparison.
 void checkParts(ClSession& s, const PassCase& pc, int64_t m, int64_t k, int64_t n, const NamedLayout& ll,
-                const NamedLayout& rl, const NamedLayout& ol, std::vector<Part> parts, int64_t narrowWorkItems = 0) {
+                const NamedLayout& rl, const NamedLayout& ol, std::vector<Part> parts, int64_t narrowWorkItems = 0,
+                int64_t narrowFill = 0) {
   fbl::ir::Shape ls = pc.lt ? fbl::ir::Shape{k, m} : fbl::ir::Shape{m, k};
   fbl::ir::Shape rs = pc.rt ? fbl::ir::Shape{n, k} : fbl::ir::Shape{k, n};
   Layout lhs = ll.make(ls), rhs = rl.make(rs), out = ol.make({m, n});
@@ -122,7 +123,8 @@ void checkParts(ClSession& s, const PassCase& pc, int64_t m, int64_t k, int64_t 
     MatmulTiling& tl = part.tiling;
     if (tl.splitK == 0) tl.splitK = 1;
     auto kern = narrowWorkItems > 0
-                    ? fbl::codegen::emitRTileMatmulNarrow("mm", m, k, n, {lhs, pc.lt}, {rhs, pc.rt}, out, narrowWorkItems)
+                    ? fbl::codegen::emitRTileMatmulNarrow("mm", m, k, n, {lhs, pc.lt}, {rhs, pc.rt}, out, narrowWorkItems,
+                                                          nullptr, narrowFill)
                     : fbl::codegen::emitRTileMatmul("mm", m, k, n, {lhs, pc.lt}, {rhs, pc.rt}, out, tl, nullptr,
                                                     part.cols);
     if (!kern.ok()) FAIL(kern.error().message);
@@ -153,8 +155,8 @@ void checkParts(ClSession& s, const PassCase& pc, int64_t m, int64_t k, int64_t 
 
 void checkProduct(ClSession& s, const PassCase& pc, int64_t m, int64_t k, int64_t n, const NamedLayout& ll,
                   const NamedLayout& rl, const NamedLayout& ol, const MatmulTiling& tiling,
-                  int64_t narrowWorkItems = 0) {
-  checkParts(s, pc, m, k, n, ll, rl, ol, {{tiling, {}}}, narrowWorkItems);
+                  int64_t narrowWorkItems = 0, int64_t narrowFill = 0) {
+  checkParts(s, pc, m, k, n, ll, rl, ol, {{tiling, {}}}, narrowWorkItems, narrowFill);
 }
 
 constexpr PassCase kPasses[] = {{"forward C=A*B", false, false},
@@ -200,6 +202,13 @@ TEST_CASE("rtile matmul: narrow products (LoRA's rank side) in one launch", "[rt
       checkProduct(*s, pc, 6, 90, 41, ls[0], ls[5], ls[3], MatmulTiling{}, workItems);
       // A 1-wide side (images cannot hold a 1-column operand read along its texels).
       checkProduct(*s, pc, 1, 40, 13, ls[0], ls[0], ls[0], MatmulTiling{}, workItems);
+    }
+  // A fill target the product cannot reach: slices of one texel (K = 301: the second round of
+  // 64 or 128 slices is mostly past K), the deepest trees.
+  for (int64_t workItems : {int64_t{256}, int64_t{512}})
+    for (const PassCase& pc : {kPasses[0], kPasses[1], kPasses[2], kBothTransposed}) {
+      checkProduct(*s, pc, 37, 301, 5, ls[4], ls[2], ls[0], MatmulTiling{}, workItems, int64_t{1} << 20);
+      checkProduct(*s, pc, 8, 1030, 12, ls[0], ls[5], ls[3], MatmulTiling{}, workItems, int64_t{1} << 20);
     }
 }
 
