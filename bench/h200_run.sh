@@ -16,7 +16,7 @@ export POCL_CACHE_DIR=/tmp/pocl-cache
 B=$PWD/.devcarry/bin
 FINAL=${OUT:-/tmp/out}
 OUT=/tmp/results   # everything lands here; one archive goes back (the tool returns few files)
-P=profiles/nvidia-h200.json
+P=${PROFILE:-profiles/nvidia-h200.json}
 RUN=${1:-1}
 mkdir -p $OUT /tmp/zoo
 # The archive is rewritten after every step (and at exit): a call cut off at the device's
@@ -103,13 +103,18 @@ speed)  # issue 16's figures in one run: the sweep (SKIP_SWEEP=1: not), Figure 1
       --sweep-json $OUT/sweep-image.json > $OUT/sweep-image.txt 2>&1
     grep -E "model picks|fastest" $OUT/sweep-image.txt
   fi
-  timeout 60 $B/fbl-bench matmul --device ${dev:-0} --profile $P --runs 10 2>&1 | tee $OUT/matmul-h200.txt
-  timeout 60 $B/fbl-bench matmul --device ${dev:-0} --profile $P --runs 10 --json > $OUT/matmul-h200.json 2>&1
-  timeout 60 python3 bench/torch_matmul_reference.py > $OUT/cublas.json 2>&1
+  if [ -z "${SKIP_MATMUL:-}" ]; then  # SKIP_MATMUL=1: only the steps (a second call of the same run)
+    timeout 60 $B/fbl-bench matmul --device ${dev:-0} --profile $P --runs 10 2>&1 | tee $OUT/matmul-h200.txt
+    timeout 60 $B/fbl-bench matmul --device ${dev:-0} --profile $P --runs 10 --json > $OUT/matmul-h200.json 2>&1
+    timeout 60 python3 bench/torch_matmul_reference.py > $OUT/cublas.json 2>&1
+  fi
   for m in ${MODELS:-llama3.2-1b qwen2.5-1.5b gemma2-2b}; do
+    echo "[$(date +%T)] $m: PyTorch"
     timeout 100 python3 bench/torch_lora_step.py --model $m --steps 10 2>&1 | tail -1 > $OUT/torch-$m.json
+    echo "[$(date +%T)] $m: fbl"
     $B/fblc zoo $m -o /tmp/zoo/$m.onnx > /dev/null && STEP_TIMEOUT=${STEP_TIMEOUT:-200} step $m /tmp/zoo/$m.onnx 3 --strategy fblayout
   done
+  echo "[$(date +%T)] done"
   python3 bench/speed_report.py $OUT $OUT/h200-speed.json && cat $OUT/h200-speed.json
   ;;
 attn)  # the flash attention pair against the exported attention ops, Llama-3.2-1B full depth
