@@ -8,6 +8,8 @@
 // the rescale exp2(m_old - m_new)) takes the max of those partials and of its own copy of the
 // running max, so the copies agree without a row owner. Tiles outside the rows' causal /
 // sliding-window range are never loaded.
+// With SPLITS > 1 each block's key tiles are shared by SPLITS work-groups: each writes its rows'
+// o over its own keys with their max and sum, and _combine weighs them together.
 {{COMMON}}
 
 __kernel void WG_SIZE {{NAME}}({{PARAMS}}) {
@@ -16,7 +18,7 @@ __kernel void WG_SIZE {{NAME}}({{PARAMS}}) {
   __local float pmax[TILE * SX], psum[TILE * SX];  // per row: each score work-item's max and sum
   const uint l = get_local_id(0), sy = l / SX, sx = l % SX, oy = l / EX, ox = l % EX;
   const uint bh = get_group_id(1), b = bh / HEADS, h = bh % HEADS, kvh = h / GROUP;
-  const uint q0 = get_group_id(0) * TILE;
+  const uint q0 = get_group_id(0) / SPLITS * TILE, sp = get_group_id(0) % SPLITS;
 #if NCH == 1
   STAGE_ROWS(qt, TILE, D, SQ, q0, q, offQ, b, h);
 #endif
@@ -28,8 +30,9 @@ __kernel void WG_SIZE {{NAME}}({{PARAMS}}) {
     sum[a] = 0.0f;
     for (uint c = 0; c < DV / EX; ++c) acc[a][c] = 0.0f;
   }
-  const uint kEnd = attnKeyEnd(min(SQ, q0 + TILE));
-  for (uint k0 = attnKeyBegin(q0) / TILE * TILE; k0 < kEnd; k0 += TILE) {
+  uint t0, t1;
+  splitTiles(attnKeyBegin(q0) / TILE, (attnKeyEnd(min(SQ, q0 + TILE)) + TILE - 1u) / TILE, sp, &t0, &t1);
+  for (uint k0 = t0 * TILE; k0 < t1 * TILE; k0 += TILE) {
     float s[MR][MC];
     for (uint a = 0; a < MR; ++a)
       for (uint c = 0; c < MC; ++c) s[a][c] = 0.0f;
@@ -91,8 +94,42 @@ __kernel void WG_SIZE {{NAME}}({{PARAMS}}) {
   for (uint a = 0; a < AR; ++a) {
     const uint i = q0 + oy + OY * a;
     if (i >= SQ) continue;
+#if SPLITS > 1
+    // Partials [SPLITS, batch * heads, SQ(, DV)]; a split that saw no key of the row writes o = 0,
+    // sum 0, max -inf, which _combine weighs 0.
+    const uint row = (sp * get_num_groups(1) + bh) * SQ + i;
+    const float inv = sum[a] > 0.0f ? 1.0f / sum[a] : 0.0f;
+    for (uint c = 0; c < DV / EX; ++c) oPart[row * DV + ox + EX * c] = acc[a][c] * inv;
+    if (ox == 0u) {
+      mPart[row] = mA[a];
+      sumPart[row] = sum[a];
+    }
+#else
     const float inv = 1.0f / sum[a];
     for (uint c = 0; c < DV / EX; ++c) o[offO(b, h, i, ox + EX * c)] = acc[a][c] * inv;
     if (ox == 0u) lse[offLse(b, h, i)] = (mA[a] + log2(sum[a])) * LN2;
+#endif
   }
 }
+
+#if SPLITS > 1
+// o and lse of every row from its splits' partials: split s's o weighs sum_s exp2(m_s - m), m the
+// largest max, as if one work-group had seen every key. One work-item an element of o.
+__kernel void {{NAME}}_combine(__global const float* oPart, __global const float* mPart, __global const float* sumPart,
+                               __global float* o, __global float* lse) {
+  const uint rows = BH * SQ, x = get_global_id(0);
+  if (x >= rows * DV) return;
+  const uint row = x / DV, e = x % DV, bh = row / SQ, b = bh / HEADS, h = bh % HEADS, i = row % SQ;
+  float m = -INFINITY;
+  for (uint s = 0; s < SPLITS; ++s) m = fmax(m, mPart[s * rows + row]);
+  float total = 0.0f, acc = 0.0f;
+  for (uint s = 0; s < SPLITS; ++s) {
+    const uint r = s * rows + row;
+    const float w = m == -INFINITY ? 0.0f : sumPart[r] * exp2(mPart[r] - m);
+    total += w;
+    acc += w * oPart[r * DV + e];
+  }
+  o[offO(b, h, i, e)] = acc / total;
+  if (e == 0u) lse[offLse(b, h, i)] = (m + log2(total)) * LN2;
+}
+#endif

@@ -11,6 +11,7 @@
 #define WG_SIZE __attribute__((reqd_work_group_size(WG, 1, 1)))
 #endif
 #define HEADS {{H}}u
+#define BH {{BH}}u  // batch * heads
 #define KV_HEADS {{HKV}}u
 #define GROUP {{GROUP}}u
 #define SQ {{SQ}}u
@@ -24,6 +25,7 @@
 #define HAS_MASK {{HAS_MASK}}
 #define MASK {{MASK}}
 #define SCALE {{SCALE}}
+#define SPLITS {{SPLITS}}u  // work-groups sharing one block's streamed range (attention_emitters.cc)
 #define LOG2E 1.4426950408889634f
 #define LN2 0.6931471805599453f
 // The block tiling (compiler/codegen/attention_emitters.cc): TILE x TILE score blocks, WG
@@ -145,4 +147,13 @@ inline uint attnQueryEnd(uint k1) {
 #else
   return SQ;
 #endif
+}
+
+// The tiles [*t0, *t1) that split `sp` of SPLITS takes of a block's streamed tiles [begin, end):
+// runs of ceil(n / SPLITS) tiles in order, so a split may be empty.
+inline void splitTiles(uint begin, uint end, uint sp, uint* t0, uint* t1) {
+  end = max(begin, end);
+  const uint per = (end - begin + SPLITS - 1u) / SPLITS;
+  *t0 = min(end, begin + sp * per);
+  *t1 = min(end, *t0 + per);
 }

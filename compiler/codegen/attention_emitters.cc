@@ -28,6 +28,8 @@ std::string str(int64_t v) { return std::to_string(v); }
 
 namespace {
 
+constexpr int64_t kMaxStreamSplits = 16;
+
 // The block tiling both kernels share, from the profile's numbers (t.tuning.attention): the
 // largest tile (a power of two up to max_tile, 32 in every profile: two 32-row tiles already give
 // each work-item a 2 x 4 block of scores to reuse its local reads over) whose local floats
@@ -80,6 +82,24 @@ AttentionTiling blockTiling(const AttentionDims& d, const Target& t, LocalFloats
   return a;
 }
 
+// How many work-groups share each block's streamed range of `streamTiles` tiles, given `groups`
+// blocks (all of the launch's work-groups at one split): the smallest power of two that gives the
+// device the profile's attention.min_groups_per_unit per compute unit, while every split keeps
+// at least two tiles of the range (the causal mask hides about half of them). Without splits a
+// block's tiles run one after another on one SM: Gemma2's 8-row forward blocks at 512 tokens are
+// 512 work-groups for 132 SMs, and at 8 groups per unit its attention took 22.1 instead of 37.8 ms
+// of a step on the H200 (docs/measurements/h200-2026-12-03-s27/).
+int64_t streamSplits(const Target& t, int64_t groups, int64_t streamTiles) {
+  const int64_t perUnit = t.tuning.attention.minGroupsPerUnit;
+  if (perUnit <= 0 || t.computeUnits <= 0) return 1;
+  int64_t splits = 1;
+  while (groups * splits < perUnit * t.computeUnits && streamTiles >= 2 * (2 * splits) && splits < kMaxStreamSplits)
+    splits *= 2;
+  return splits;
+}
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 }  // namespace
 
 AttentionTiling attentionTiling(const AttentionDims& d, const Target& t) {
@@ -89,7 +109,9 @@ AttentionTiling attentionTiling(const AttentionDims& d, const Target& t) {
     return 2 * tile * (d.headDim / chunks + 1) + tile * (d.valueDim / chunks + 1) + tile * (tile + 1) +
            2 * tile * std::min<int64_t>(8, tile);
   };
-  return blockTiling(d, t, localFloats, d.valueDim);
+  AttentionTiling a = blockTiling(d, t, localFloats, d.valueDim, t.tuning.attention.minWholeTile);
+  a.splits = streamSplits(t, ceilDiv(d.qLen, a.tile) * d.batch * d.heads, ceilDiv(d.kvLen, a.tile));
+  return a;
 }
 
 namespace {
@@ -108,17 +130,21 @@ AttentionTiling attentionDqTiling(const AttentionDims& d, const Target& t) {
   // took 0.45 ms a layer in 32-row tiles of 4 chunks against 0.64 in 8-row whole tiles, while
   // its dk/dv and forward lost with chunks (docs/kernels.md).
   auto localFloats = [&](int64_t tile, int64_t chunks) { return gradLocalFloats(d, tile, chunks); };
-  return blockTiling(d, t, localFloats, d.headDim + d.valueDim, t.tuning.attention.dqMinWholeTile);
+  AttentionTiling a = blockTiling(d, t, localFloats, d.headDim + d.valueDim, t.tuning.attention.dqMinWholeTile);
+  a.splits = streamSplits(t, ceilDiv(d.qLen, a.tile) * d.batch * d.heads, ceilDiv(d.kvLen, a.tile));
+  return a;
 }
 
 AttentionTiling attentionGradTiling(const AttentionDims& d, const Target& t) {
   auto localFloats = [&](int64_t tile, int64_t chunks) { return gradLocalFloats(d, tile, chunks); };
-  AttentionTiling a = blockTiling(d, t, localFloats, d.headDim + d.valueDim);
+  AttentionTiling a = blockTiling(d, t, localFloats, d.headDim + d.valueDim, t.tuning.attention.minWholeTile);
   // A GQA group's heads share their key block's work-group unless that leaves the device short
   // of work-groups (fewer than two per compute unit); then each head gets its own and a last
-  // kernel sums the partials.
-  const int64_t keyBlocks = (d.kvLen + a.tile - 1) / a.tile;
+  // kernel sums the partials. Where that is still short, each block's heads x query tiles split.
+  const int64_t keyBlocks = ceilDiv(d.kvLen, a.tile);
   a.splitGroups = d.group() > 1 && keyBlocks * d.batch * d.kvHeads < 2 * t.computeUnits;
+  const int64_t blockHeads = a.splitGroups ? 1 : d.group();
+  a.splits = streamSplits(t, keyBlocks * d.batch * d.heads / blockHeads, blockHeads * ceilDiv(d.qLen, a.tile));
   return a;
 }
 
@@ -174,6 +200,8 @@ std::map<std::string, std::string> commonHoles(const AttentionDims& d, bool hasM
           {"SX", str(a.scoreCols)},
           {"EX", str(a.accumulatorDims)},
           {"NCH", str(a.chunks)},
+          {"SPLITS", str(a.splits)},
+          {"BH", str(d.batch * d.heads)},
           {"H", str(d.heads)},
           {"HKV", str(d.kvHeads)},
           {"GROUP", str(d.group())},
@@ -240,15 +268,28 @@ Result<NodeCode> emitAttention(const ir::Graph& g, const ir::Node& n, const Targ
       arg[name] = val(n.outputs[o]);
     }
     const AttentionTiling a = attentionTiling(d, t);
-    const std::string params = "__global const float* q, __global const float* k, __global const float* v, " + maskParam +
-                               "__global float* o, __global float* lse";
+    const std::string in = "__global const float* q, __global const float* k, __global const float* v, " + maskParam;
     std::vector<ArgRef> args{arg["Q"], arg["K"], arg["V"]};
     if (hasMask) args.push_back(arg["Mask"]);
-    args.insert(args.end(), {arg["O"], arg["Lse"]});
-    code.launches.push_back(launch("flash_attention",
-                                   {{"COMMON", common(commonHoles(d, hasMask, a), access)}, {"PARAMS", params}},
-                                   "attention", std::move(args),
-                                   {roundUp(d.qLen, a.tile) / a.tile * a.workItems, bh}, {a.workItems, 1}));
+    const std::map<std::string, std::string> vars{
+        {"COMMON", common(commonHoles(d, hasMask, a), access)},
+        {"PARAMS", in + (a.splits > 1 ? "__global float* oPart, __global float* mPart, __global float* sumPart"
+                                      : "__global float* o, __global float* lse")}};
+    const std::vector<int64_t> grid{roundUp(d.qLen, a.tile) / a.tile * a.splits * a.workItems, bh};
+    if (a.splits == 1) {
+      args.insert(args.end(), {arg["O"], arg["Lse"]});
+      code.launches.push_back(launch("flash_attention", vars, "attention", std::move(args), grid, {a.workItems, 1}));
+      return code;
+    }
+    // Each split's o, row max and row sum, then their combination.
+    code.scratch.push_back({ir::DType::F32, {a.splits, bh, d.qLen, d.valueDim}});
+    code.scratch.push_back({ir::DType::F32, {a.splits, bh, d.qLen}});
+    code.scratch.push_back({ir::DType::F32, {a.splits, bh, d.qLen}});
+    args.insert(args.end(), {scratch(0), scratch(1), scratch(2)});
+    code.launches.push_back(launch("flash_attention", vars, "attention", std::move(args), grid, {a.workItems, 1}));
+    code.launches.push_back(launch("flash_attention", vars, "attention",
+                                   {scratch(0), scratch(1), scratch(2), arg["O"], arg["Lse"]},
+                                   grid1(bh * d.qLen * d.valueDim, t), {t.workgroup}, "_combine"));
     return code;
   }
   // Backward: scratch 0 holds the row terms; unwanted dk/dv go to scratch as well.
@@ -292,22 +333,33 @@ Result<NodeCode> emitAttention(const ir::Graph& g, const ir::Node& n, const Targ
                                  grid1(bh * d.qLen, t), {t.workgroup}, "_rowterm"));
   if (wantsDq) {
     std::vector<ArgRef> args = common;
-    args.push_back(arg["DQ"]);
-    code.launches.push_back(launch("flash_attention_grad", dqVars, "attention", std::move(args),
-                                   {roundUp(d.qLen, aq.tile) / aq.tile * aq.workItems, bh}, {aq.workItems, 1}, "_dq"));
+    const std::vector<int64_t> grid{roundUp(d.qLen, aq.tile) / aq.tile * aq.splits * aq.workItems, bh};
+    if (aq.splits == 1) {
+      args.push_back(arg["DQ"]);
+      code.launches.push_back(launch("flash_attention_grad", dqVars, "attention", std::move(args), grid,
+                                     {aq.workItems, 1}, "_dq"));
+    } else {  // each split's partial dq, then their sum
+      const auto dqPart = scratch(static_cast<int32_t>(code.scratch.size()));
+      code.scratch.push_back({ir::DType::F32, {aq.splits, bh, d.qLen, d.headDim}});
+      args.push_back(dqPart);
+      code.launches.push_back(launch("flash_attention_grad", dqVars, "attention", std::move(args), grid,
+                                     {aq.workItems, 1}, "_dq"));
+      code.launches.push_back(launch("flash_attention_grad", dqVars, "attention", {dqPart, arg["DQ"]},
+                                     grid1(bh * d.qLen * d.headDim, t), {t.workgroup}, "_dq_sum"));
+    }
   }
-  const std::vector<int64_t> keyBlocks{roundUp(d.kvLen, a.tile) / a.tile * wg,
-                                       a.splitGroups ? bh : d.batch * d.kvHeads};
+  const int64_t blockRows = a.splitGroups ? bh : d.batch * d.kvHeads;
+  const std::vector<int64_t> keyBlocks{roundUp(d.kvLen, a.tile) / a.tile * a.splits * wg, blockRows};
   std::vector<ArgRef> args = common;
-  if (!a.splitGroups) {
+  if (!a.splitGroups && a.splits == 1) {
     args.insert(args.end(), {arg["DK"], arg["DV"]});
     code.launches.push_back(launch("flash_attention_grad", vars, "attention", std::move(args), keyBlocks, {wg, 1}, "_dkdv"));
     return code;
   }
-  // Per-head partials, then their sums per key/value head.
+  // Partials per split and (split GQA heads) per query head, then their sums per key/value head.
   const auto dkPart = static_cast<int32_t>(code.scratch.size());
-  code.scratch.push_back({ir::DType::F32, {bh, d.kvLen, d.headDim}});
-  code.scratch.push_back({ir::DType::F32, {bh, d.kvLen, d.valueDim}});
+  code.scratch.push_back({ir::DType::F32, {a.splits * blockRows, d.kvLen, d.headDim}});
+  code.scratch.push_back({ir::DType::F32, {a.splits * blockRows, d.kvLen, d.valueDim}});
   args.insert(args.end(), {scratch(dkPart), scratch(dkPart + 1)});
   code.launches.push_back(launch("flash_attention_grad", vars, "attention", std::move(args), keyBlocks, {wg, 1}, "_dkdv"));
   code.launches.push_back(launch("flash_attention_grad", vars, "attention",

@@ -83,7 +83,7 @@ Result<DeviceTuning> parseDeviceTuning(const nlohmann::json& b, DeviceTuning t, 
     const nlohmann::json& a = b["attention"];
     if (!a.is_object()) return makeError("{}: kernels.attention must be an object", path);
     FBL_TRY(onlyKeys(a, {"local_bytes", "max_tile", "work_items", "max_work_items", "max_accumulators",
-                         "dq_min_whole_tile"},
+                         "dq_min_whole_tile", "min_whole_tile", "min_groups_per_unit"},
                      "kernels.attention", path));
     AttentionTuning& at = t.attention;
     FBL_TRY(readInt(a, "local_bytes", "attention.local_bytes", 1024, int64_t{1} << 30, false, at.localBytes, path));
@@ -92,6 +92,9 @@ Result<DeviceTuning> parseDeviceTuning(const nlohmann::json& b, DeviceTuning t, 
     FBL_TRY(readInt(a, "max_work_items", "attention.max_work_items", 1, 1024, true, at.maxWorkItems, path));
     FBL_TRY(readInt(a, "max_accumulators", "attention.max_accumulators", 1, 1024, false, at.maxAccumulators, path));
     FBL_TRY(readInt(a, "dq_min_whole_tile", "attention.dq_min_whole_tile", 1, 256, true, at.dqMinWholeTile, path));
+    FBL_TRY(readInt(a, "min_whole_tile", "attention.min_whole_tile", 1, 256, true, at.minWholeTile, path));
+    FBL_TRY(readInt(a, "min_groups_per_unit", "attention.min_groups_per_unit", 0, 64, false, at.minGroupsPerUnit,
+                    path));
     if (at.workItems > at.maxWorkItems)
       return makeError("{}: kernels.attention.work_items must not exceed max_work_items", path);
   }

@@ -25,6 +25,12 @@ struct AttentionTuning {
   // Rows of the smallest tile the backward's dq kernel takes with whole head dims; below it the
   // head dims pass in chunks at a larger tile. 8: whole rows wherever 8 fit, as the other kernels.
   int64_t dqMinWholeTile = 8;
+  // The same for the forward and dk/dv kernels.
+  int64_t minWholeTile = 8;
+  // Work-groups a compute unit should have: where a kernel's blocks fall short, its streamed range
+  // (keys for the forward and dq, queries for dk/dv) splits among work-groups whose partials a
+  // last kernel combines (streamSplits). 0: never split (PoCL, phones: blocks already fill them).
+  int64_t minGroupsPerUnit = 0;
 };
 
 // Built-in launch shapes of the conversion and split-K sum kernels (rtile_kernels.h), the same

@@ -129,6 +129,9 @@ Result<SceLossShape> sceLossShape(const ir::Graph& g, const ir::Node& n, ir::Val
 struct AttentionTiling {
   int64_t tile = 16, workItems = 64, scoreCols = 8, accumulatorDims = 16, chunks = 1;
   bool splitGroups = false;
+  // Work-groups that share one block's streamed range (keys, or dk/dv's heads x queries), each
+  // writing partials that a combining kernel sums; 1: one work-group a block.
+  int64_t splits = 1;
 };
 AttentionTiling attentionTiling(const autodiff::AttentionDims& d, const Target& t);
 AttentionTiling attentionGradTiling(const autodiff::AttentionDims& d, const Target& t);  // _rowterm, _dkdv

@@ -229,26 +229,40 @@ void runCase(const AttnCase& c, const codegen::Target& target, unsigned seed) {
     if (g.nodes[bwd].outputs[i] != ir::kNoValue) check(got[g.nodes[bwd].outputs[i]], bwdRef[i], names[i]);
 }
 
-// PoCL's tiling, a phone's (GPU class, local memory unknown: 16 KB) and the H200's (48 KB, 132
-// compute units: GQA heads get work-groups of their own and their partials are summed).
+// PoCL's tiling, a phone's (GPU class, local memory unknown: 16 KB), the H200's (48 KB, 132
+// compute units: GQA heads get work-groups of their own and their partials are summed) and one
+// whose 4-row tiles split every streamed range these short sequences allow (2 or 4 ways: each
+// kernel's partials and their combination).
 void runBothTilings(const AttnCase& c, unsigned seed) {
-  codegen::Target cpu, phone, h200;
-  phone.tuning = h200.tuning = codegen::defaultTuning(codegen::DeviceClass::kGpu);
+  codegen::Target cpu, phone, h200, split;
+  phone.tuning = h200.tuning = split.tuning = codegen::defaultTuning(codegen::DeviceClass::kGpu);
   h200.tuning.attention.localBytes = 49152;
   h200.tuning.attention.dqMinWholeTile = 16;  // as profiles/nvidia-h200.json: dq chunks at head_dim 256
   h200.computeUnits = 132;
-  for (const codegen::Target& t : {cpu, phone, h200}) {
+  split.tuning.attention.localBytes = 49152;
+  split.tuning.attention.maxTile = 4;
+  split.tuning.attention.minGroupsPerUnit = 64;
+  split.computeUnits = 132;
+  for (const codegen::Target* target : {&cpu, &phone, &h200, &split}) {
+    const codegen::Target& t = *target;
     autodiff::AttentionDims d;
     d.batch = c.batch, d.heads = c.heads, d.kvHeads = c.kvHeads, d.qLen = c.qLen, d.kvLen = c.kvLen;
     d.headDim = c.dim, d.valueDim = c.valueDim;
     auto describe = [](const codegen::AttentionTiling& a) {
-      return fmt::format("tile {}, work-items {}, sx {}, ex {}, chunks {}{}", a.tile, a.workItems, a.scoreCols,
-                         a.accumulatorDims, a.chunks, a.splitGroups ? ", GQA heads split" : "");
+      return fmt::format("tile {}, work-items {}, sx {}, ex {}, chunks {}, splits {}{}", a.tile, a.workItems,
+                         a.scoreCols, a.accumulatorDims, a.chunks, a.splits, a.splitGroups ? ", GQA heads split" : "");
     };
     INFO("tiling (work-items " << t.tuning.attention.workItems << ", local " << t.tuning.attention.localBytes
          << "): forward " << describe(codegen::attentionTiling(d, t))
          << "; backward " << describe(codegen::attentionGradTiling(d, t))
          << "; dq " << describe(codegen::attentionDqTiling(d, t)));
+    if (target == &split) {  // splits wherever a block streams at least four tiles (every case's keys do)
+      CHECK(codegen::attentionTiling(d, t).splits > 1);
+      CHECK(codegen::attentionDqTiling(d, t).splits > 1);
+      const codegen::AttentionTiling g = codegen::attentionGradTiling(d, t);
+      const int64_t dkdvTiles = (g.splitGroups ? 1 : d.group()) * ((d.qLen + g.tile - 1) / g.tile);
+      CHECK((g.splits > 1) == (dkdvTiles >= 4));
+    }
     runCase(c, t, seed);
   }
 }

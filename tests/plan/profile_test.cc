@@ -117,6 +117,9 @@ TEST_CASE("a malformed kernels block is refused naming the field", "[plan][profi
   refused("kernels.attention.work_items", [](nlohmann::json& k) { k["attention"]["work_items"] = 48; });
   refused("kernels.attention.work_items", [](nlohmann::json& k) { k["attention"]["work_items"] = 512; });
   refused("kernels.attention.max_tile", [](nlohmann::json& k) { k["attention"]["max_tile"] = 24; });
+  refused("kernels.attention.min_whole_tile", [](nlohmann::json& k) { k["attention"]["min_whole_tile"] = 12; });
+  refused("kernels.attention.min_groups_per_unit",
+          [](nlohmann::json& k) { k["attention"]["min_groups_per_unit"] = -1; });
   refused("kernels.loss_workgroup", [](nlohmann::json& k) { k["loss_workgroup"] = "64"; });
   refused("kernels.matmul_tile", [](nlohmann::json& k) { k["matmul_tile"] = "64x64x16/3x4"; });
   refused("kernels.matmul_pipeline", [](nlohmann::json& k) { k["matmul_pipeline"] = 4; });
