@@ -34,6 +34,7 @@ struct AttnCase {
   bool causal = true;
   int64_t window = 0;
   Shape mask;                 // empty: none
+  bool padLastBatch = false;  // the mask hides every key of the last batch: its rows are fully padded
   bool transposedQ = false;   // q stored as [B, S, H, D], read through the transposed view
   bool wantDk = true;
 };
@@ -157,7 +158,8 @@ void runCase(const AttnCase& c, const codegen::Target& target, unsigned seed) {
     // Random biases, a third of them hiding their key as HF's finfo.min does.
     ir::Tensor& m = val[mask];
     for (int64_t i = 0; i < m.numel(); ++i)
-      if (i % 3 == 1) m.data<float>()[i] = std::numeric_limits<float>::lowest();
+      if (i % 3 == 1 || (c.padLastBatch && i >= m.numel() / c.batch * (c.batch - 1)))
+        m.data<float>()[i] = std::numeric_limits<float>::lowest();
   }
   std::map<std::string, ir::AttrValue> attrs{{"scale", c.scale}, {"causal", int64_t{c.causal}}, {"window", c.window}};
   if (c.softcap > 0) attrs["softcap"] = c.softcap;
@@ -291,6 +293,16 @@ TEST_CASE("flash attention kernels: padding masks through their broadcast, no ca
   c.mask = {c.batch, 1, c.qLen, c.kvLen};
   c.causal = true;
   runBothTilings(c, 4);
+}
+
+TEST_CASE("flash attention kernels: a fully padded sequence keeps the unfused softmax's uniform rows",
+          "[codegen][attention]") {
+  AttnCase c;
+  c.causal = false;
+  c.qLen = c.kvLen = 17;
+  c.mask = {c.batch, 1, 1, c.kvLen};
+  c.padLastBatch = true;
+  runBothTilings(c, 9);
 }
 
 TEST_CASE("flash attention kernels: cross-attention, 11 queries on 23 keys, padding mask", "[codegen][attention]") {
