@@ -1,5 +1,5 @@
 // fbl.AttentionGrad, flash style (the MLX order): no atomics, no score matrix in memory.
-//   _rowterm    dr[row] = dO[row] . o[row], one work-item per query row;
+//   _rowterm    dr[row] = dO[row] . o[row], a work-group (a tree) or one work-item per query row;
 //   _dq         work-group (query block, batch * head): key/value tiles stream past the block's
 //               queries; P = exp2(s - lse), dS = P (dO . v - dr), dq = scale dS k;
 //   _dkdv       work-group (key block, batch * kv head, or batch * head with SPLIT_GROUP): query
@@ -23,13 +23,32 @@
 #define BATCH {{BATCH}}u
 {{COMMON}}
 
+#define RT_WG {{RT_WG}}u  // work-items of a row term (reduceGroupSize); 1: a work-item a row
+
 __kernel void {{NAME}}_rowterm({{ROWTERM_PARAMS}}) {
-  const uint row = get_global_id(0);
+#if RT_WG > 1
+  // A work-group a row: strided partial dots (consecutive work-items read consecutive dims),
+  // then a tree.
+  __local float part[RT_WG];
+  const uint row = get_group_id(0), l = get_local_id(0);
+#else
+  const uint row = get_global_id(0), l = 0u;
   if (row >= BATCH * HEADS * SQ) return;
+#endif
   const uint b = row / (HEADS * SQ), h = row / SQ % HEADS, i = row % SQ;
   float s = 0.0f;
-  for (uint e = 0; e < DV; ++e) s += dout[offDO(b, h, i, e)] * o[offO(b, h, i, e)];
+  for (uint e = l; e < DV; e += RT_WG) s += dout[offDO(b, h, i, e)] * o[offO(b, h, i, e)];
+#if RT_WG > 1
+  part[l] = s;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint span = RT_WG / 2u; span > 0u; span >>= 1) {
+    if (l < span) part[l] += part[l + span];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (l == 0u) dr[row] = part[0];
+#else
   dr[row] = s;
+#endif
 }
 
 #if SPLITS > 1

@@ -313,11 +313,13 @@ Result<NodeCode> emitAttention(const ir::Graph& g, const ir::Node& n, const Targ
   const bool wantsDq = !n.outputs.empty() && n.outputs[0] != ir::kNoValue;
   if (!wantsDq) access += "inline uint offDQ(uint ib, uint ih, uint ii, uint id) { return 0u; }\n";
   const AttentionTiling a = attentionGradTiling(d, t);
+  const int64_t rowTermGroup = reduceGroupSize(d.valueDim, t);
   const std::string in = "__global const float* dout, __global const float* q, __global const float* k, "
                          "__global const float* v, __global const float* lse, " + maskParam + "__global const float* dr, ";
   const std::map<std::string, std::string> vars{
       {"COMMON", common(commonHoles(d, hasMask, a), access)},
       {"BATCH", str(d.batch)},
+      {"RT_WG", str(rowTermGroup)},
       {"SPLIT_GROUP", a.splitGroups ? "1" : "0"},
       {"ROWTERM_PARAMS", "__global const float* dout, __global const float* o, __global float* dr"},
       {"DQ_PARAMS", in + "__global float* dq"},
@@ -330,7 +332,8 @@ Result<NodeCode> emitAttention(const ir::Graph& g, const ir::Node& n, const Targ
   common.push_back(scratch(0));
   const int64_t wg = a.workItems;
   code.launches.push_back(launch("flash_attention_grad", vars, "attention", {arg["DO"], arg["O"], scratch(0)},
-                                 grid1(bh * d.qLen, t), {t.workgroup}, "_rowterm"));
+                                 rowGrid(bh * d.qLen, rowTermGroup, t), {rowTermGroup > 1 ? rowTermGroup : t.workgroup},
+                                 "_rowterm"));
   if (wantsDq) {
     std::vector<ArgRef> args = common;
     const std::vector<int64_t> grid{roundUp(d.qLen, aq.tile) / aq.tile * aq.splits * aq.workItems, bh};
