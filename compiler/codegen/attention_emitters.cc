@@ -1,13 +1,15 @@
 // fbl.Attention and fbl.AttentionGrad (compiler/autodiff/attention.h) as the flash kernel pair:
 //   1. the tilings: square tiles register-blocked like a GEMM, as large as local memory allows
-//      with the head dims in chunks where needed (attentionTiling, attentionGradTiling); backward,
-//      GQA heads split over work-groups where the device would idle;
+//      with the head dims in chunks where needed (attentionTiling, attentionGradTiling); where
+//      the device would idle, backward GQA heads get work-groups of their own, and every
+//      kernel's streamed range splits among several work-groups (streamSplits);
 //   2. one access function per operand, offX(b, h, i, d) -> buffer offset: the operand's layout
 //      (a read-through view, an R-Tile buffer, row-major) composed with the identity, or for a
 //      mask with its broadcast from [B, H, Sq, Sk];
-//   3. forward: one launch of flash_attention.cl; backward: _rowterm, then _dq (when dq is
-//      wanted), _dkdv and (split GQA heads) _dkdv_sum of flash_attention_grad.cl; an unwanted dk
-//      or dv goes to scratch.
+//   3. forward: flash_attention.cl (with splits, then _combine); backward: _rowterm, then _dq
+//      (when dq is wanted; with splits, then _dq_sum), _dkdv and (split GQA heads or splits)
+//      _dkdv_sum of flash_attention_grad.cl; partials, row terms and an unwanted dk or dv go to
+//      scratch.
 #include <fmt/format.h>
 
 #include "compiler/autodiff/attention.h"
