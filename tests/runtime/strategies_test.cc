@@ -6,6 +6,7 @@
 // pair (fuse-attention) and stores R-Tile tensors tile-major (weights packed at load included),
 // reuse reads MatMul operands through the transposed path, and image storage puts
 // tensors in image2d objects under every strategy.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -32,6 +33,7 @@ struct StepResult {
   float loss = 0.0f;
   std::map<std::string, ir::Tensor> grads;  // by PyTorch name
   std::string program;
+  std::vector<std::string> kernels;  // the kernel of each launch
 };
 
 StepResult firstStep(const std::string& model, const std::string& strategy, const std::string& storage,
@@ -53,6 +55,7 @@ StepResult firstStep(const std::string& model, const std::string& strategy, cons
   for (const planfile::Launch& l : c->plan.launches) {
     r.transformLaunches += l.kind == "transform";
     r.conversionLaunches += l.kind == "conversion";
+    r.kernels.push_back(c->plan.kernelNames[l.kernel]);
   }
   r.launches = static_cast<int64_t>(c->plan.launches.size());
   r.program = c->plan.program;
@@ -183,6 +186,39 @@ TEST_CASE("a plan with four elements a work-item gives PyTorch's loss and gradie
       REQUIRE(r.grads.count(name) == 1);
       CHECK(relativeToMaxAbs(r.grads.at(name), want) <= 1e-4);
     }
+  }
+}
+
+TEST_CASE("a plan whose attention splits and whose row terms are trees gives PyTorch's loss and gradients",
+          "[runtime][attention]") {
+  // The PoCL profile with 4-row attention tiles, splits wherever a kernel has four tiles to
+  // share (kernels.attention.min_groups_per_unit, as the H200's) and tree reductions: llama-tiny's
+  // 16 tokens run every attention kernel 2 ways split, with _combine, _dq_sum and _dkdv_sum, in
+  // a whole plan (scratch, arguments, launch order).
+  auto hw = profile::loadProfile(FBL_SOURCE_DIR "/profiles/pocl-cpu.json");
+  REQUIRE(hw.ok());
+  nlohmann::json j = profile::profileToJson(*hw);
+  j["kernels"]["attention"]["max_tile"] = 4;
+  j["kernels"]["attention"]["min_groups_per_unit"] = 64;
+  j["kernels"]["reduce_max_workgroup"] = 16;
+  const std::string path = tempDir() + "/pocl-attention-splits.json";
+  std::ofstream(path) << j.dump(2);
+  const auto [loss, torch] = torchStep("llama-tiny");
+  StepResult r = firstStep("llama-tiny", "fblayout", "buffer", path);
+  CHECK(r.attentionFused == 2);
+  for (const std::string suffix : {"_combine", "_dq_sum", "_dkdv_sum"}) {
+    INFO("a launch of a kernel named *" << suffix);
+    CHECK(std::any_of(r.kernels.begin(), r.kernels.end(), [&](const std::string& k) {
+      return k.size() > suffix.size() && k.compare(k.size() - suffix.size(), suffix.size(), suffix) == 0;
+    }));
+  }
+  CHECK(r.program.find("#define RT_WG ") != std::string::npos);  // the row terms' trees
+  CHECK(r.program.find("#define RT_WG 1u") == std::string::npos);
+  CHECK(std::fabs(r.loss - loss) <= 1e-4 * std::max(1.0f, std::fabs(loss)));
+  for (const auto& [name, want] : torch) {
+    INFO("gradient of " << name);
+    REQUIRE(r.grads.count(name) == 1);
+    CHECK(relativeToMaxAbs(r.grads.at(name), want) <= 1e-4);
   }
 }
 
