@@ -17,6 +17,7 @@
 #include "compiler/codegen/index_code.h"
 #include "compiler/codegen/operand_layout.h"
 #include "compiler/codegen/templates.h"
+#include "compiler/support/int_math.h"
 
 namespace fbl::codegen {
 
@@ -100,7 +101,6 @@ int64_t streamSplits(const Target& t, int64_t groups, int64_t streamTiles) {
   return splits;
 }
 
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
@@ -225,8 +225,6 @@ std::string common(std::map<std::string, std::string> holes, const std::string& 
   return instantiate(kernelTemplate("flash_attention_common"), holes);
 }
 
-int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
 }  // namespace
 
 Result<NodeCode> emitAttention(const ir::Graph& g, const ir::Node& n, const Target& t, const NodeLayouts* layouts) {
@@ -277,21 +275,21 @@ Result<NodeCode> emitAttention(const ir::Graph& g, const ir::Node& n, const Targ
         {"COMMON", common(commonHoles(d, hasMask, a), access)},
         {"PARAMS", in + (a.splits > 1 ? "__global float* oPart, __global float* mPart, __global float* sumPart"
                                       : "__global float* o, __global float* lse")}};
-    const std::vector<int64_t> grid{roundUp(d.qLen, a.tile) / a.tile * a.splits * a.workItems, bh};
-    if (a.splits == 1) {
+    // With splits, each split's o, row max and row sum go to scratch, and _combine writes o, lse.
+    if (a.splits > 1) {
+      code.scratch.push_back({ir::DType::F32, {a.splits, bh, d.qLen, d.valueDim}});
+      code.scratch.push_back({ir::DType::F32, {a.splits, bh, d.qLen}});
+      code.scratch.push_back({ir::DType::F32, {a.splits, bh, d.qLen}});
+      args.insert(args.end(), {scratch(0), scratch(1), scratch(2)});
+    } else {
       args.insert(args.end(), {arg["O"], arg["Lse"]});
-      code.launches.push_back(launch("flash_attention", vars, "attention", std::move(args), grid, {a.workItems, 1}));
-      return code;
     }
-    // Each split's o, row max and row sum, then their combination.
-    code.scratch.push_back({ir::DType::F32, {a.splits, bh, d.qLen, d.valueDim}});
-    code.scratch.push_back({ir::DType::F32, {a.splits, bh, d.qLen}});
-    code.scratch.push_back({ir::DType::F32, {a.splits, bh, d.qLen}});
-    args.insert(args.end(), {scratch(0), scratch(1), scratch(2)});
-    code.launches.push_back(launch("flash_attention", vars, "attention", std::move(args), grid, {a.workItems, 1}));
-    code.launches.push_back(launch("flash_attention", vars, "attention",
-                                   {scratch(0), scratch(1), scratch(2), arg["O"], arg["Lse"]},
-                                   grid1(bh * d.qLen * d.valueDim, t), {t.workgroup}, "_combine"));
+    code.launches.push_back(launch("flash_attention", vars, "attention", std::move(args),
+                                   {ceilDiv(d.qLen, a.tile) * a.splits * a.workItems, bh}, {a.workItems, 1}));
+    if (a.splits > 1)
+      code.launches.push_back(launch("flash_attention", vars, "attention",
+                                     {scratch(0), scratch(1), scratch(2), arg["O"], arg["Lse"]},
+                                     grid1(bh * d.qLen * d.valueDim, t), {t.workgroup}, "_combine"));
     return code;
   }
   // Backward: scratch 0 holds the row terms; unwanted dk/dv go to scratch as well.
@@ -337,24 +335,19 @@ Result<NodeCode> emitAttention(const ir::Graph& g, const ir::Node& n, const Targ
                                  rowGrid(bh * d.qLen, rowTermGroup, t), {rowTermGroup > 1 ? rowTermGroup : t.workgroup},
                                  "_rowterm"));
   if (wantsDq) {
+    // With splits, each split's partial dq goes to scratch and _dq_sum adds them.
+    const ArgRef dqPart = scratch(static_cast<int32_t>(code.scratch.size()));
+    if (aq.splits > 1) code.scratch.push_back({ir::DType::F32, {aq.splits, bh, d.qLen, d.headDim}});
     std::vector<ArgRef> args = common;
-    const std::vector<int64_t> grid{roundUp(d.qLen, aq.tile) / aq.tile * aq.splits * aq.workItems, bh};
-    if (aq.splits == 1) {
-      args.push_back(arg["DQ"]);
-      code.launches.push_back(launch("flash_attention_grad", dqVars, "attention", std::move(args), grid,
-                                     {aq.workItems, 1}, "_dq"));
-    } else {  // each split's partial dq, then their sum
-      const auto dqPart = scratch(static_cast<int32_t>(code.scratch.size()));
-      code.scratch.push_back({ir::DType::F32, {aq.splits, bh, d.qLen, d.headDim}});
-      args.push_back(dqPart);
-      code.launches.push_back(launch("flash_attention_grad", dqVars, "attention", std::move(args), grid,
-                                     {aq.workItems, 1}, "_dq"));
+    args.push_back(aq.splits > 1 ? dqPart : arg["DQ"]);
+    code.launches.push_back(launch("flash_attention_grad", dqVars, "attention", std::move(args),
+                                   {ceilDiv(d.qLen, aq.tile) * aq.splits * aq.workItems, bh}, {aq.workItems, 1}, "_dq"));
+    if (aq.splits > 1)
       code.launches.push_back(launch("flash_attention_grad", dqVars, "attention", {dqPart, arg["DQ"]},
                                      grid1(bh * d.qLen * d.headDim, t), {t.workgroup}, "_dq_sum"));
-    }
   }
   const int64_t blockRows = a.splitGroups ? bh : d.batch * d.kvHeads;
-  const std::vector<int64_t> keyBlocks{roundUp(d.kvLen, a.tile) / a.tile * a.splits * wg, blockRows};
+  const std::vector<int64_t> keyBlocks{ceilDiv(d.kvLen, a.tile) * a.splits * wg, blockRows};
   std::vector<ArgRef> args = common;
   if (!a.splitGroups && a.splits == 1) {
     args.insert(args.end(), {arg["DK"], arg["DV"]});

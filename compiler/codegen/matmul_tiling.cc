@@ -7,11 +7,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "compiler/support/int_math.h"
+
 namespace fbl::codegen {
 
 namespace {
-
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // rtile_matmul.cl's divisibility rules (emitRTileMatmul checks the same).
 bool tilingValid(const MatmulTiling& t) {

@@ -3,12 +3,11 @@
 #include <algorithm>
 
 #include "compiler/layout/simplify.h"
+#include "compiler/support/int_math.h"
 
 namespace fbl::layout {
 
 namespace {
-
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Row-major flattening of vars [from, to) of a shape.
 Expr flatten(const std::vector<Expr>& v, const Shape& s, size_t from, size_t to) {

@@ -6,12 +6,11 @@
 #include <tuple>
 
 #include "compiler/layout/layout.h"
+#include "compiler/support/int_math.h"
 
 namespace fbl::layout {
 
 namespace {
-
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The most square lh x lw element block holding `elements` with lw a multiple of the texel width;
 // ties go to the wider block (rows are the cheaper direction on every profile seen so far).

@@ -3,15 +3,10 @@
 
 #include <cmath>
 
+#include "compiler/support/int_math.h"
 #include "compiler/support/result.h"
 
 namespace fbl::layout {
-
-namespace {
-
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-}  // namespace
 
 const char* reductionDirName(ReductionDir d) {
   return d == ReductionDir::kAlongRow ? "along-row" : "along-column";

@@ -11,11 +11,9 @@
 #include <algorithm>
 #include <numeric>
 
-namespace fbl::plan {
+#include "compiler/support/int_math.h"
 
-namespace {
-int64_t roundUp(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
-}  // namespace
+namespace fbl::plan {
 
 ArenaPlacement planMemory(const std::vector<Interval>& tensors, int64_t alignment) {
   ArenaPlacement p;

@@ -98,6 +98,21 @@ std::pair<float, std::map<std::string, ir::Tensor>> torchStep(const std::string&
   return {static_cast<float>(expected->tensor.at(0)), std::move(torch)};
 }
 
+// `r`'s loss and gradients against PyTorch's (torchStep); the worst gradient error, relative to
+// the largest |gradient| of its tensor.
+double checkAgainstTorch(const StepResult& r, float torchLoss, const std::map<std::string, ir::Tensor>& torch) {
+  CHECK(std::fabs(r.loss - torchLoss) <= 1e-4 * std::max(1.0, std::fabs(static_cast<double>(torchLoss))));
+  double worst = 0.0;
+  for (const auto& [name, want] : torch) {
+    INFO("gradient of " << name);
+    REQUIRE(r.grads.count(name) == 1);
+    const double err = relativeToMaxAbs(r.grads.at(name), want);
+    CHECK(err <= 1e-4);
+    worst = std::max(worst, err);
+  }
+  return worst;
+}
+
 // Every strategy and storage of one model against PyTorch's loss and gradients, and the plans'
 // differences. The models are split over test cases so that ctest runs them in parallel, each
 // well inside its per-test timeout.
@@ -111,15 +126,7 @@ void checkStrategies(const std::vector<const char*>& models) {
       const char* strategy = strategy::strategyName(st);
       INFO(strategy << " / " << storage);
       StepResult r = firstStep(model, strategy, storage);
-      CHECK(std::fabs(r.loss - torchLoss) <= 1e-4 * std::max(1.0, std::fabs(static_cast<double>(torchLoss))));
-      double worst = 0.0;
-      for (const auto& [name, want] : torch) {
-        INFO("gradient of " << name);
-        REQUIRE(r.grads.count(name) == 1);
-        const double err = relativeToMaxAbs(r.grads.at(name), want);
-        CHECK(err <= 1e-4);
-        worst = std::max(worst, err);
-      }
+      const double worst = checkAgainstTorch(r, torchLoss, torch);
       std::printf("%s %-8s %-6s: %3lld launches (%3lld movement, %2lld conversions), %3lld reads through maps "
                   "(%lld transposed), %2lld packed, %2lld images, %lld fused attention blocks, loss %.7f, worst gradient "
                   "error %.2e\n",
@@ -180,12 +187,7 @@ TEST_CASE("a plan with four elements a work-item gives PyTorch's loss and gradie
     INFO(storage);
     StepResult r = firstStep("llama-tiny", "fblayout", storage, path);
     CHECK(r.program.find("uint at[4];") != std::string::npos);
-    CHECK(std::fabs(r.loss - loss) <= 1e-4 * std::max(1.0f, std::fabs(loss)));
-    for (const auto& [name, want] : torch) {
-      INFO("gradient of " << name);
-      REQUIRE(r.grads.count(name) == 1);
-      CHECK(relativeToMaxAbs(r.grads.at(name), want) <= 1e-4);
-    }
+    checkAgainstTorch(r, loss, torch);
   }
 }
 
@@ -214,12 +216,7 @@ TEST_CASE("a plan whose attention splits and whose row terms are trees gives PyT
   }
   CHECK(r.program.find("#define RT_WG ") != std::string::npos);  // the row terms' trees
   CHECK(r.program.find("#define RT_WG 1u") == std::string::npos);
-  CHECK(std::fabs(r.loss - loss) <= 1e-4 * std::max(1.0f, std::fabs(loss)));
-  for (const auto& [name, want] : torch) {
-    INFO("gradient of " << name);
-    REQUIRE(r.grads.count(name) == 1);
-    CHECK(relativeToMaxAbs(r.grads.at(name), want) <= 1e-4);
-  }
+  checkAgainstTorch(r, loss, torch);
 }
 
 }  // namespace
