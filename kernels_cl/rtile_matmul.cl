@@ -20,6 +20,10 @@
 //
 // A launch covers the output columns [N0, N1) (a MatmulSchedule's main part or its tail,
 // compiler/codegen/matmul_tiling.h); a split launch's partial planes are N1 - N0 wide.
+//
+// LOW_RANK: a low-rank term (rtile_low_rank.cl, in the ACCESS hole) joins the accumulators after
+// the K walk as extra K tiles, before the epilogue; under split-K it joins slice 0's plane, so the
+// sum adds it once.
 #define M {{M}}u
 #define N {{N}}u
 #define N0 {{N0}}u
@@ -41,6 +45,7 @@
 #define NT (WGX * WGY)
 #define L_T {{L_T}}
 #define R_T {{R_T}}
+#define LOW_RANK {{LOW_RANK}}
 // Stored extents of the operands: a transposed operand is stored the other way round.
 #define L_ROWS (L_T ? K : M)
 #define L_COLS (L_T ? M : K)
@@ -91,40 +96,49 @@ __kernel void WG_SIZE {{NAME}}({{PARAMS}}) {
   // RPT per work-item) while the current tile is multiplied out of local memory. PIPE = 0 (CPUs:
   // PoCL keeps every value live across a barrier in memory, so the prefetch costs a round trip).
   float4 lv[LPT], rv[RPT];
-#define FETCH(kk)                                                                              \
+// FETCH_FROM reads a K tile's stored texels of two operands (orientations LT / RT, extents
+// L_R x L_C and R_R x R_C) into registers, TEXEL the read; SCATTER_AS writes them k-major into
+// local buffer `q`. FETCH / SCATTER are the product's own operands.
+#define FETCH_FROM(kk, loadA, argA, LT, L_R, L_C, loadB, argB, RT, R_R, R_C, TEXEL)               \
   do {                                                                                         \
     for (uint p = 0; p < LPT; ++p) {                                                           \
-      const uint t = tid + p * NT, r = t / L_SC, c = (t % L_SC) * 4u;                          \
-      lv[p] = TILE_TEXEL(loadL, lhs, bat, (L_T ? (kk) : m0) + r, (L_T ? m0 : (kk)) + c, L_ROWS, L_COLS); \
+      const uint sc = (LT) ? TM / 4u : TK / 4u;                                                \
+      const uint t = tid + p * NT, r = t / sc, c = (t % sc) * 4u;                              \
+      lv[p] = TEXEL(loadA, argA, bat, ((LT) ? (kk) : m0) + r, ((LT) ? m0 : (kk)) + c, L_R, L_C); \
     }                                                                                          \
     for (uint p = 0; p < RPT; ++p) {                                                           \
-      const uint t = tid + p * NT, r = t / R_SC, c = (t % R_SC) * 4u;                          \
-      rv[p] = TILE_TEXEL(loadR, rhs, bat, (R_T ? n0 : (kk)) + r, (R_T ? (kk) : n0) + c, R_ROWS, R_COLS); \
+      const uint sc = (RT) ? TK / 4u : TN / 4u;                                                \
+      const uint t = tid + p * NT, r = t / sc, c = (t % sc) * 4u;                              \
+      rv[p] = TEXEL(loadB, argB, bat, ((RT) ? n0 : (kk)) + r, ((RT) ? (kk) : n0) + c, R_R, R_C); \
     }                                                                                          \
   } while (0)
+#define FETCH(kk) FETCH_FROM(kk, loadL, lhs, L_T, L_ROWS, L_COLS, loadR, rhs, R_T, R_ROWS, R_COLS, TILE_TEXEL)
   // Scatter the fetched stored regions into the k-major local tiles of buffer `q` (transposed
   // reads land transposed, so the inner loop is the same for every operand orientation).
-#define SCATTER(q)                                                                             \
+#define SCATTER_AS(q, LT, RT)                                                                  \
   do {                                                                                         \
     for (uint p = 0; p < LPT; ++p) {                                                           \
-      const uint t = tid + p * NT, r = t / L_SC, c = (t % L_SC) * 4u;                          \
+      const uint sc = (LT) ? TM / 4u : TK / 4u;                                                \
+      const uint t = tid + p * NT, r = t / sc, c = (t % sc) * 4u;                              \
       const float4 v = lv[p];                                                                  \
-      if (L_T) {                                                                               \
+      if (LT) {                                                                                \
         vstore4(v, 0, &ls[q][r][c]);                                                           \
       } else {                                                                                 \
         ls[q][c][r] = v.x; ls[q][c + 1][r] = v.y; ls[q][c + 2][r] = v.z; ls[q][c + 3][r] = v.w; \
       }                                                                                        \
     }                                                                                          \
     for (uint p = 0; p < RPT; ++p) {                                                           \
-      const uint t = tid + p * NT, r = t / R_SC, c = (t % R_SC) * 4u;                          \
+      const uint sc = (RT) ? TK / 4u : TN / 4u;                                                \
+      const uint t = tid + p * NT, r = t / sc, c = (t % sc) * 4u;                              \
       const float4 v = rv[p];                                                                  \
-      if (R_T) {                                                                               \
+      if (RT) {                                                                                \
         rs[q][c][r] = v.x; rs[q][c + 1][r] = v.y; rs[q][c + 2][r] = v.z; rs[q][c + 3][r] = v.w; \
       } else {                                                                                 \
         vstore4(v, 0, &rs[q][r][c]);                                                           \
       }                                                                                        \
     }                                                                                          \
   } while (0)
+#define SCATTER(q) SCATTER_AS(q, L_T, R_T)
   // RM x RN outer products of one K tile out of local buffer `q`. PIPE = 3 also double-buffers the
   // fragments: row k + 1's a and b are read from local memory while row k's products run, so the
   // local-memory latency hides behind the FMAs of the same work-item.
@@ -195,6 +209,20 @@ __kernel void WG_SIZE {{NAME}}({{PARAMS}}) {
     MULTIPLY(0);
     barrier(CLK_LOCAL_MEM_FENCE);
   }
+#endif
+
+#if LOW_RANK
+  // The term's K tiles after the product's, through the same local tiles and inner loop (its
+  // operands' own orientations; L2 scaled as it is fetched).
+  if (slice == 0u)
+    for (uint k0 = 0; k0 < K2; k0 += TK) {
+      FETCH_FROM(k0, loadL2, lhs2, L2_T, L2_ROWS, L2_COLS, loadR2, rhs2, R2_T, R2_ROWS, R2_COLS, MASKED_B);
+      for (uint p = 0; p < LPT; ++p) lv[p] *= SCALE;
+      SCATTER_AS(0, L2_T, R2_T);
+      barrier(CLK_LOCAL_MEM_FENCE);
+      MULTIPLY(0);
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
 #endif
 
   for (int i = 0; i < RM; ++i) {

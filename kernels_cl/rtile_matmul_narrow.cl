@@ -10,6 +10,7 @@
 // transposed in registers. FAST names the index that neighbouring work-items differ in, chosen
 // by codegen so that they read neighbouring texels of the large operand:
 // 0 the K slice, 1 the row block, 2 the output texel.
+// LOW_RANK: a low-rank term (rtile_low_rank.cl, in the ACCESS hole) is added before the epilogue.
 #define M {{M}}u
 #define N {{N}}u
 #define K {{K}}u
@@ -19,6 +20,7 @@
 #define FAST {{FAST}}
 #define L_T {{L_T}}
 #define R_T {{R_T}}
+#define LOW_RANK {{LOW_RANK}}
 #define RB (TM / 4u)          // row blocks per tile
 #define CB (TN / 4u)          // output texels per tile
 #define WG (RB * CB * KS)
@@ -28,6 +30,12 @@
 #define R_COLS (R_T ? K : N)
 
 {{ACCESS}}
+
+#if LOW_RANK
+#define WITH_LOW_RANK(v, b, r, c) addLowRank(lhs2, rhs2, b, r, c, v)
+#else
+#define WITH_LOW_RANK(v, b, r, c) (v)
+#endif
 
 // Lane `i` of four texels as one texel: a 4 x 4 block read across its texels.
 #define COLUMN(t, i) ((float4)((t)[0].s##i, (t)[1].s##i, (t)[2].s##i, (t)[3].s##i))
@@ -79,5 +87,5 @@ __kernel void {{NAME}}({{PARAMS}}) {
   }
   if (s != 0u || n >= N) return;
   for (uint i = 0; i < 4u; ++i)
-    if (m + i < M) storeOut(out, bat, m + i, n, EPILOGUE(partial[cell][i], bat, m + i, n));
+    if (m + i < M) storeOut(out, bat, m + i, n, EPILOGUE(WITH_LOW_RANK(partial[cell][i], bat, m + i, n), bat, m + i, n));
 }

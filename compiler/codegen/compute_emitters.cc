@@ -414,6 +414,69 @@ Result<std::optional<EpilogueCode>> gemmTerm(const ir::Graph& g, const ir::Node&
 
 }  // namespace
 
+namespace {
+
+// Operand `s` of product `n` as the tiled templates read it, and the value bound to it.
+struct BoundOperand {
+  MatmulOperand operand;
+  ir::ValueId value;
+};
+
+Result<BoundOperand> tiledOperand(const ir::Graph& g, const ir::Node& n, int s,
+                                  const std::vector<std::optional<OperandLayout>>* inputs) {
+  const ir::Shape& shape = g.values[n.inputs[s]].shape;
+  const OperandLayout* ol = inputs && s < static_cast<int>(inputs->size()) && (*inputs)[s] ? &*(*inputs)[s] : nullptr;
+  layout::Layout stored = ol ? ol->layout : layout::Layout::rowMajor(shape);
+  bool transposed = ol && ol->transposed;
+  if (n.op == "Gemm" && n.attrInt(s == 0 ? "transA" : "transB", 0) != 0) transposed = !transposed;
+  // A read through a map that swaps the last two dims (x W^T with W's Transpose folded) would
+  // fetch each texel's 4 columns a whole row apart: read the layout the other way round,
+  // through the template's transposed path, where texels are contiguous again (for an image:
+  // where a texel's lanes are 4 consecutive columns again).
+  if (shape.size() >= 2 && !texelsContiguous(stored)) {
+    auto flipped = stored.transposeLastTwo();
+    if (flipped.ok() && texelsContiguous(*flipped)) {
+      stored = std::move(*flipped);
+      transposed = !transposed;
+    }
+  }
+  if (shape.size() == 1) {
+    if (transposed) return makeError("{}: a 1-D operand cannot be read transposed", ir::describeNode(g, n));
+    FBL_ASSIGN(stored, stored.reshape(s == 0 ? ir::Shape{1, shape[0]} : ir::Shape{shape[0], 1}));
+  }
+  if (stored.storage() == layout::Storage::Image2D && !texelsContiguous(stored))
+    return makeError("{}: operand {} is an image read across its texels ({})", ir::describeNode(g, n), s, stored.str());
+  return BoundOperand{{stored, transposed}, ol ? ol->value : n.inputs[s]};
+}
+
+// The product's low-rank term (LowRankTerm): its operands, rank and scale.
+Result<std::optional<LowRankOperands>> lowRankOperands(const ir::Graph& g, const NodeLayouts* layouts,
+                                                       ir::ValueId bound[2]) {
+  if (!layouts || !layouts->lowRank) return std::optional<LowRankOperands>();
+  const LowRankTerm& term = *layouts->lowRank;
+  const ir::Node& p = g.nodes[term.product];
+  FBL_ASSIGN(BoundOperand l, tiledOperand(g, p, 0, &term.inputs));
+  FBL_ASSIGN(BoundOperand r, tiledOperand(g, p, 1, &term.inputs));
+  bound[0] = l.value;
+  bound[1] = r.value;
+  LowRankOperands out{std::move(l.operand), std::move(r.operand), 0, "1.0f"};
+  const ir::Shape& ls = out.lhs.stored.shape();
+  out.k = ls[ls.size() - (out.lhs.transposed ? 2 : 1)];
+  std::string scale;
+  for (ir::NodeId id : term.scales) {
+    const ir::Node& mul = g.nodes[id];
+    std::optional<std::string> lit;
+    for (ir::ValueId v : mul.inputs)
+      if (ir::numElements(g.values[v].shape) == 1) lit = scalarLiteral(g.values[v]);
+    if (!lit) return makeError("{}: a low-rank term's scale must be a one-element constant", ir::describeNode(g, mul));
+    scale += (scale.empty() ? "" : " * ") + *lit;
+  }
+  if (!scale.empty()) out.scale = scale;
+  return std::optional(std::move(out));
+}
+
+}  // namespace
+
 // The operands as the template reads them: 1-D operands become a one-row lhs / one-column rhs
 // (and the output gets those unit dims back), Gemm's transA/transB and the lowering's transposed
 // reads combine (a transposed read of a transposed operand is a plain read).
@@ -422,33 +485,13 @@ Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Ta
   std::vector<MatmulOperand> ops;
   ir::ValueId bound[2];
   for (int s = 0; s < 2; ++s) {
-    const ir::Shape& shape = g.values[n.inputs[s]].shape;
-    const OperandLayout* ol = layouts && s < static_cast<int>(layouts->inputs.size()) && layouts->inputs[s]
-                                  ? &*layouts->inputs[s] : nullptr;
-    bound[s] = ol ? ol->value : n.inputs[s];
-    layout::Layout stored = ol ? ol->layout : layout::Layout::rowMajor(shape);
-    bool transposed = ol && ol->transposed;
-    if (gemmOp && n.attrInt(s == 0 ? "transA" : "transB", 0) != 0) transposed = !transposed;
-    // A read through a map that swaps the last two dims (x W^T with W's Transpose folded) would
-    // fetch each texel's 4 columns a whole row apart: read the layout the other way round,
-    // through the template's transposed path, where texels are contiguous again (for an image:
-    // where a texel's lanes are 4 consecutive columns again).
-    if (shape.size() >= 2 && !texelsContiguous(stored)) {
-      auto flipped = stored.transposeLastTwo();
-      if (flipped.ok() && texelsContiguous(*flipped)) {
-        stored = std::move(*flipped);
-        transposed = !transposed;
-      }
-    }
-    if (shape.size() == 1) {
-      if (transposed) return makeError("{}: a 1-D operand cannot be read transposed", ir::describeNode(g, n));
-      FBL_ASSIGN(stored, stored.reshape(s == 0 ? ir::Shape{1, shape[0]} : ir::Shape{shape[0], 1}));
-    }
-    if (stored.storage() == layout::Storage::Image2D && !texelsContiguous(stored))
-      return makeError("{}: operand {} is an image read across its texels ({})", ir::describeNode(g, n), s,
-                       stored.str());
-    ops.push_back({stored, transposed});
+    FBL_ASSIGN(BoundOperand b, tiledOperand(g, n, s, layouts ? &layouts->inputs : nullptr));
+    ops.push_back(std::move(b.operand));
+    bound[s] = b.value;
   }
+  ir::ValueId termBound[2] = {ir::kNoValue, ir::kNoValue};
+  FBL_ASSIGN(std::optional<LowRankOperands> lowRank, lowRankOperands(g, layouts, termBound));
+  const LowRankOperands* term = lowRank ? &*lowRank : nullptr;
   auto rows = [](const MatmulOperand& o) { return o.stored.shape()[o.stored.shape().size() - (o.transposed ? 1 : 2)]; };
   auto cols = [](const MatmulOperand& o) { return o.stored.shape()[o.stored.shape().size() - (o.transposed ? 2 : 1)]; };
   const int64_t M = rows(ops[0]), K = cols(ops[0]), N = cols(ops[1]);
@@ -503,7 +546,7 @@ Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Ta
   if (outL.shape() != full) {
     FBL_ASSIGN(outL, outL.reshape(full));
   }
-  const bool fold = matmulFoldsBatch(ops[0], ops[1], outL);
+  const bool fold = matmulFoldsBatch(ops[0], ops[1], outL, term);
   const int64_t batch = ir::numElements(ir::Shape(full.begin(), full.end() - 2));
   const int64_t mEff = fold ? batch * M : M, bEff = fold ? 1 : batch;
   MatmulCostModel model = t.matmul;
@@ -515,15 +558,18 @@ Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Ta
     return l;
   };
   NodeCode code;
-  auto withEpilogue = [&](std::vector<ArgRef> args) {
-    if (epi) args.insert(args.end(), epi->args.begin(), epi->args.end());
+  // The kernel's arguments after lhs, rhs and out (or partial): the low-rank term's, then the
+  // epilogue's (not in a split product, whose sum runs the epilogue).
+  auto withExtras = [&](std::vector<ArgRef> args, bool epilogue) {
+    if (term) args.insert(args.end(), {val(termBound[0]), val(termBound[1])});
+    if (epi && epilogue) args.insert(args.end(), epi->args.begin(), epi->args.end());
     return args;
   };
   if (isNarrowProduct(model, mEff, N)) {
     auto narrow = emitRTileMatmulNarrow("{{NAME}}", M, K, N, ops[0], ops[1], outL, model.narrowWorkItems,
-                                        epi ? &epi->kernel : nullptr, model.narrowFillWorkItems);
+                                        epi ? &epi->kernel : nullptr, model.narrowFillWorkItems, term);
     if (!narrow.ok()) return makeError("{}: {}", ir::describeNode(g, n), narrow.error().message);
-    code.launches.push_back(toLaunch(*narrow, withEpilogue({val(bound[0]), val(bound[1]), val(outValue)})));
+    code.launches.push_back(toLaunch(*narrow, withExtras({val(bound[0]), val(bound[1]), val(outValue)}, true)));
     return code;
   }
   const MatmulSchedule schedule = chooseMatmulSchedule(model, t.tuning.matmulTile, mEff, N, K, bEff);
@@ -531,15 +577,15 @@ Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Ta
   auto emitPart = [&](const MatmulTiling& tiling, ColumnRange cols) -> Status {
     const bool split = tiling.splitK > 1;
     auto kernel = emitRTileMatmul("{{NAME}}", M, K, N, ops[0], ops[1], outL, tiling,
-                                  epi && !split ? &epi->kernel : nullptr, cols);
+                                  epi && !split ? &epi->kernel : nullptr, cols, term);
     if (!kernel.ok()) return makeError("{}: {}", ir::describeNode(g, n), kernel.error().message);
     if (!split) {
-      code.launches.push_back(toLaunch(*kernel, withEpilogue({val(bound[0]), val(bound[1]), val(outValue)})));
+      code.launches.push_back(toLaunch(*kernel, withExtras({val(bound[0]), val(bound[1]), val(outValue)}, true)));
       return {};
     }
     const auto partial = static_cast<int32_t>(code.scratch.size());
     code.scratch.push_back({ir::DType::F32, {bEff * tiling.splitK * mEff * (cols.end - cols.begin)}});
-    code.launches.push_back(toLaunch(*kernel, {val(bound[0]), val(bound[1]), scratch(partial)}));
+    code.launches.push_back(toLaunch(*kernel, withExtras({val(bound[0]), val(bound[1]), scratch(partial)}, false)));
     layout::Layout sumOut = outL;
     if (fold) {
       FBL_ASSIGN(sumOut, outL.reshape({mEff, N}));
@@ -547,7 +593,8 @@ Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Ta
     auto sum = emitRTileSplitKSum("{{NAME}}", mEff, N, tiling.splitK, sumOut, epi ? &epi->kernel : nullptr,
                                   t.tuning.splitKSumWorkgroup, cols);
     if (!sum.ok()) return makeError("{}: {}", ir::describeNode(g, n), sum.error().message);
-    LaunchSpec l = toLaunch(*sum, withEpilogue({scratch(partial), val(outValue)}));
+    LaunchSpec l = toLaunch(*sum, {scratch(partial), val(outValue)});
+    if (epi) l.args.insert(l.args.end(), epi->args.begin(), epi->args.end());
     l.tag = "splitk";
     code.launches.push_back(std::move(l));
     return {};

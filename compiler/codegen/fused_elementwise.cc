@@ -56,6 +56,15 @@ Result<FusedBody> emitFusedOps(const ir::Graph& g, const std::vector<FusedOp>& o
       return makeError("{}: a fused op must have one float output", ir::describeNode(g, n));
     if (op.chained >= static_cast<int>(n.inputs.size()) || (op.chained >= 0 && prev.empty()))
       return makeError("{}: chained slot {} has no running value", ir::describeNode(g, n), op.chained);
+    if (op.addsLowRank) {  // the other operand is already in the accumulator
+      if (op.chained < 0 || n.op != "Add")
+        return makeError("{}: only a chained Add can take a low-rank term", ir::describeNode(g, n));
+      const std::string t = fmt::format("t{}", j);
+      out.body += fmt::format("{}const float {} = {};  // + the low-rank term, added before\n", indent, t, prev);
+      registers.emplace_back(n.outputs[0], t);
+      prev = t;
+      continue;
+    }
     std::string operands;
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       std::string x;

@@ -24,7 +24,7 @@ bool NodeLayouts::trivial() const {
     if (i) return false;
   for (const auto& o : outputs)
     if (o) return false;
-  return epilogue.empty() && inlined.empty();
+  return epilogue.empty() && inlined.empty() && !lowRank;
 }
 
 bool supportsOperandLayouts(const ir::Graph& g, const ir::Node& n) {

@@ -39,6 +39,19 @@ struct FusedOp {
   ir::NodeId node = ir::kNoNode;
   int chained = -1;
   std::vector<std::optional<OperandLayout>> inputs;  // by input slot
+  // An epilogue's Add of the product's low-rank term (NodeLayouts::lowRank): the kernel already
+  // added the other operand into its accumulator, so the step passes its chained value through.
+  bool addsLowRank = false;
+};
+
+// A narrow-K product P = L2 R2 (LoRA's t B and dt A, K = the rank) whose value, times `scales`
+// (Mul steps by one-element constants), the host product's first epilogue step adds: the host
+// kernel accumulates it itself after its own K walk (compiler/plan/fusion.h, "low rank"), so P
+// needs no launch and its M x N output is never stored.
+struct LowRankTerm {
+  ir::NodeId product = ir::kNoNode;
+  std::vector<ir::NodeId> scales;  // P's Mul steps, in order
+  std::vector<std::optional<OperandLayout>> inputs;  // P's operand layouts (fusion copies them after storage)
 };
 
 struct NodeLayouts {
@@ -48,6 +61,7 @@ struct NodeLayouts {
   // outputs[0]) instead of its own output; kNoValue: its own output.
   std::vector<FusedOp> epilogue;
   ir::ValueId epilogueOutput = ir::kNoValue;
+  std::optional<LowRankTerm> lowRank;  // MatMul only: added before the epilogue
   // Elementwise and Reduce* only: producers computed in registers before the node itself (a
   // reduction: per reduced element, the producers of input 0), in order.
   std::vector<FusedOp> inlined;

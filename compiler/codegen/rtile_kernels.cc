@@ -232,10 +232,13 @@ ir::Shape batchOf(const Layout& l) {
 
 }  // namespace
 
-bool matmulFoldsBatch(const MatmulOperand& lhs, const MatmulOperand& rhs, const Layout& out) {
+bool matmulFoldsBatch(const MatmulOperand& lhs, const MatmulOperand& rhs, const Layout& out,
+                      const LowRankOperands* lowRank) {
   const int64_t batchCount = ir::numElements(batchOf(out));
+  const bool term = lowRank == nullptr || (!lowRank->lhs.transposed && ir::numElements(batchOf(lowRank->rhs.stored)) == 1 &&
+                                           ir::numElements(batchOf(lowRank->lhs.stored)) == batchCount);
   return batchCount > 1 && !lhs.transposed && ir::numElements(batchOf(rhs.stored)) == 1 &&
-         ir::numElements(batchOf(lhs.stored)) == batchCount;
+         ir::numElements(batchOf(lhs.stored)) == batchCount && term;
 }
 
 bool texelsContiguous(const Layout& l) {
@@ -257,16 +260,26 @@ struct FoldedProduct {
   int64_t m;
   MatmulOperand lhs, rhs;
   Layout out;
+  std::optional<LowRankOperands> lowRank;
+  const LowRankOperands* term() const { return lowRank ? &*lowRank : nullptr; }
 };
 
 Result<std::optional<FoldedProduct>> foldBatch(int64_t m, int64_t k, int64_t n, const MatmulOperand& lhs,
-                                               const MatmulOperand& rhs, const Layout& out) {
-  if (!matmulFoldsBatch(lhs, rhs, out)) return std::optional<FoldedProduct>();
+                                               const MatmulOperand& rhs, const Layout& out,
+                                               const LowRankOperands* lowRank) {
+  if (!matmulFoldsBatch(lhs, rhs, out, lowRank)) return std::optional<FoldedProduct>();
   const int64_t rows = ir::numElements(batchOf(out)) * m;
+  auto unbatched = [](const Layout& l) { return l.reshape({rowsOf(l), colsOf(l)}); };
   FBL_ASSIGN(Layout l2, lhs.stored.reshape({rows, k}));
-  FBL_ASSIGN(Layout r2, rhs.stored.reshape({rowsOf(rhs.stored), colsOf(rhs.stored)}));
+  FBL_ASSIGN(Layout r2, unbatched(rhs.stored));
   FBL_ASSIGN(Layout o2, out.reshape({rows, n}));
-  return std::optional(FoldedProduct{rows, {l2, false}, {r2, rhs.transposed}, o2});
+  FoldedProduct f{rows, {l2, false}, {r2, rhs.transposed}, o2, std::nullopt};
+  if (lowRank) {
+    FBL_ASSIGN(Layout tl, lowRank->lhs.stored.reshape({rows, lowRank->k}));
+    FBL_ASSIGN(Layout tr, unbatched(lowRank->rhs.stored));
+    f.lowRank = LowRankOperands{{tl, false}, {tr, lowRank->rhs.transposed}, lowRank->k, lowRank->scale};
+  }
+  return std::optional(std::move(f));
 }
 
 // lhs [M x K] ([K x M] transposed), rhs [K x N] ([N x K]), out [M x N], each with batch dims.
@@ -297,8 +310,9 @@ struct ProductSource {
   std::string access, params;
 };
 
-Result<ProductSource> productSource(const MatmulOperand& lhs, const MatmulOperand& rhs, const Layout& out,
-                                    bool partialOut, const MatmulEpilogue* epi) {
+Result<ProductSource> productSource(int64_t m, int64_t n, const MatmulOperand& lhs, const MatmulOperand& rhs,
+                                    const Layout& out, bool partialOut, const MatmulEpilogue* epi,
+                                    const LowRankOperands* lowRank) {
   const ir::Shape batch = batchOf(out);
   FBL_ASSIGN(Layout lv, batchedView(lhs.stored, batch, "lhs"));
   FBL_ASSIGN(Layout rv, batchedView(rhs.stored, batch, "rhs"));
@@ -307,10 +321,29 @@ Result<ProductSource> productSource(const MatmulOperand& lhs, const MatmulOperan
   FBL_ASSIGN(std::string loadR, accessFunctions("loadR", rv, false, true));
   FBL_ASSIGN(std::string store, accessFunctions("storeOut", ov, true, true));
   ProductSource src;
-  src.access = prelude({&lhs.stored, &rhs.stored, &out}) + loadL + loadR + store + epilogueCode(epi);
+  const Layout* noLayout = &out;
+  src.access = prelude({&lhs.stored, &rhs.stored, &out, lowRank ? &lowRank->lhs.stored : noLayout,
+                        lowRank ? &lowRank->rhs.stored : noLayout}) +
+               loadL + loadR + store;
   src.params = layoutParam(lhs.stored, "lhs", false) + ", " + layoutParam(rhs.stored, "rhs", false) + ", " +
-               (partialOut ? std::string("__global float* restrict out") : layoutParam(out, "out", true)) +
-               (epi ? epi->params : "");
+               (partialOut ? std::string("__global float* restrict out") : layoutParam(out, "out", true));
+  if (lowRank) {
+    const MatmulOperand &tl = lowRank->lhs, &tr = lowRank->rhs;
+    FBL_TRY(checkProductShapes("low-rank term", "of the product", m, lowRank->k, n, tl, tr, out));
+    FBL_ASSIGN(Layout tlv, batchedView(tl.stored, batch, "lhs2"));
+    FBL_ASSIGN(Layout trv, batchedView(tr.stored, batch, "rhs2"));
+    FBL_ASSIGN(std::string loadL2, accessFunctions("loadL2", tlv, false, true));
+    FBL_ASSIGN(std::string loadR2, accessFunctions("loadR2", trv, false, true));
+    const std::string lp = layoutParam(tl.stored, "lhs2", false), rp = layoutParam(tr.stored, "rhs2", false);
+    src.access += loadL2 + loadR2 +
+                  instantiate(kernelTemplate("rtile_low_rank"),
+                              {{"K2", std::to_string(lowRank->k)}, {"L2_T", tl.transposed ? "1" : "0"},
+                               {"R2_T", tr.transposed ? "1" : "0"}, {"SCALE", "(" + lowRank->scale + ")"},
+                               {"L2_PARAM", lp}, {"R2_PARAM", rp}});
+    src.params += ", " + lp + ", " + rp;
+  }
+  src.access += epilogueCode(epi);
+  src.params += epi ? epi->params : "";
   return src;
 }
 
@@ -318,9 +351,11 @@ Result<ProductSource> productSource(const MatmulOperand& lhs, const MatmulOperan
 
 Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t k, int64_t n,
                                     const MatmulOperand& lhs, const MatmulOperand& rhs, const Layout& out,
-                                    const MatmulTiling& t, const MatmulEpilogue* epi, ColumnRange cols) {
-  FBL_ASSIGN(auto folded, foldBatch(m, k, n, lhs, rhs, out));
-  if (folded) return emitRTileMatmul(name, folded->m, k, n, folded->lhs, folded->rhs, folded->out, t, epi, cols);
+                                    const MatmulTiling& t, const MatmulEpilogue* epi, ColumnRange cols,
+                                    const LowRankOperands* lowRank) {
+  FBL_ASSIGN(auto folded, foldBatch(m, k, n, lhs, rhs, out, lowRank));
+  if (folded)
+    return emitRTileMatmul(name, folded->m, k, n, folded->lhs, folded->rhs, folded->out, t, epi, cols, folded->term());
   FBL_TRY(checkProductShapes("rtile matmul", name, m, k, n, lhs, rhs, out));
   FBL_ASSIGN(cols, checkColumns("rtile matmul", name, n, cols));
   const int64_t width = cols.end - cols.begin;
@@ -336,9 +371,10 @@ Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t 
   const int64_t kSlice = ((k + t.splitK - 1) / t.splitK + t.tk - 1) / t.tk * t.tk;
   if (split && (k + kSlice - 1) / kSlice != t.splitK)
     return makeError("rtile matmul {}: split-K {} of K={} in steps of {} leaves a slice empty", name, t.splitK, k, t.tk);
-  FBL_ASSIGN(ProductSource src, productSource(lhs, rhs, out, split, epi));
+  FBL_ASSIGN(ProductSource src, productSource(m, n, lhs, rhs, out, split, epi, lowRank));
   std::map<std::string, std::string> v = {
       {"M", std::to_string(m)},   {"N", std::to_string(n)},      {"K", std::to_string(k)},
+      {"LOW_RANK", lowRank ? "1" : "0"},
       {"TM", std::to_string(t.tm)}, {"TN", std::to_string(t.tn)}, {"TK", std::to_string(t.tk)},
       {"RM", std::to_string(t.rm)}, {"RN4", std::to_string(t.rn / 4)},
       {"L_T", lhs.transposed ? "1" : "0"}, {"R_T", rhs.transposed ? "1" : "0"},
@@ -351,6 +387,7 @@ Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t 
   kernel.name = name;
   kernel.source = fill(kernelTemplate("rtile_matmul"), v, name);
   kernel.args = {"lhs", "rhs", split ? "partial" : "out"};
+  if (lowRank) kernel.args.insert(kernel.args.end(), {"lhs2", "rhs2"});
   auto up = [](int64_t a, int64_t b) { return static_cast<size_t>((a + b - 1) / b); };
   kernel.local = {static_cast<size_t>(t.wgX()), static_cast<size_t>(t.wgY()), 1};
   kernel.global = {up(width, t.tn) * kernel.local[0], up(m, t.tm) * kernel.local[1],
@@ -360,11 +397,12 @@ Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t 
 
 Result<RTileKernel> emitRTileMatmulNarrow(const std::string& name, int64_t m, int64_t k, int64_t n,
                                           const MatmulOperand& lhs, const MatmulOperand& rhs, const Layout& out,
-                                          int64_t workItems, const MatmulEpilogue* epi, int64_t fillWorkItems) {
-  FBL_ASSIGN(auto folded, foldBatch(m, k, n, lhs, rhs, out));
+                                          int64_t workItems, const MatmulEpilogue* epi, int64_t fillWorkItems,
+                                          const LowRankOperands* lowRank) {
+  FBL_ASSIGN(auto folded, foldBatch(m, k, n, lhs, rhs, out, lowRank));
   if (folded)
     return emitRTileMatmulNarrow(name, folded->m, k, n, folded->lhs, folded->rhs, folded->out, workItems, epi,
-                                 fillWorkItems);
+                                 fillWorkItems, folded->term());
   FBL_TRY(checkProductShapes("narrow matmul", name, m, k, n, lhs, rhs, out));
   const NarrowTiling t = chooseNarrowTiling(m, n, k, workItems, fillWorkItems, ir::numElements(batchOf(out)));
   // Neighbouring work-items read neighbouring texels of the larger operand (the other is at
@@ -372,9 +410,10 @@ Result<RTileKernel> emitRTileMatmulNarrow(const std::string& name, int64_t m, in
   // its long side.
   const bool lhsLarger = m >= n;
   const int fast = lhsLarger ? (lhs.transposed ? 1 : 0) : (rhs.transposed ? 0 : 2);
-  FBL_ASSIGN(ProductSource src, productSource(lhs, rhs, out, false, epi));
+  FBL_ASSIGN(ProductSource src, productSource(m, n, lhs, rhs, out, false, epi, lowRank));
   std::map<std::string, std::string> v = {
       {"M", std::to_string(m)},     {"N", std::to_string(n)},     {"K", std::to_string(k)},
+      {"LOW_RANK", lowRank ? "1" : "0"},
       {"TM", std::to_string(t.tm)}, {"TN", std::to_string(t.tn)}, {"KS", std::to_string(t.ks)},
       {"FAST", std::to_string(fast)},
       {"L_T", lhs.transposed ? "1" : "0"}, {"R_T", rhs.transposed ? "1" : "0"},
@@ -384,6 +423,7 @@ Result<RTileKernel> emitRTileMatmulNarrow(const std::string& name, int64_t m, in
   kernel.name = name;
   kernel.source = fill(kernelTemplate("rtile_matmul_narrow"), v, name);
   kernel.args = {"lhs", "rhs", "out"};
+  if (lowRank) kernel.args.insert(kernel.args.end(), {"lhs2", "rhs2"});
   auto up = [](int64_t a, int64_t b) { return static_cast<size_t>((a + b - 1) / b); };
   kernel.local = {static_cast<size_t>(t.workItems()), 1, 1};
   kernel.global = {up(n, t.tn) * kernel.local[0], up(m, t.tm), static_cast<size_t>(ir::numElements(batchOf(out)))};

@@ -30,9 +30,21 @@ struct MatmulOperand {
   bool transposed = false;   // the operand is stored^T (read through the same layout)
 };
 
+// A low-rank term the product adds before its epilogue (rtile_low_rank.cl): out += scale * L2 R2,
+// lhs.stored [M x k] ([k x M] when transposed), rhs.stored [k x N] ([N x k]), batched like the
+// product's operands. `scale`: an OpenCL float expression ("1.0f", "0.5f * 2.0f"). Args lhs2,
+// rhs2 follow the product's out (or partial).
+struct LowRankOperands {
+  MatmulOperand lhs, rhs;
+  int64_t k = 0;
+  std::string scale = "1.0f";
+};
+
 // Does emitRTileMatmul fold the output's batch into M (an unbatched rhs under an untransposed,
-// fully batched lhs)? The caller then sizes tiles and split-K for a [B*M x N] product.
-bool matmulFoldsBatch(const MatmulOperand& lhs, const MatmulOperand& rhs, const layout::Layout& out);
+// fully batched lhs, and a low-rank term's operands likewise)? The caller then sizes tiles and
+// split-K for a [B*M x N] product.
+bool matmulFoldsBatch(const MatmulOperand& lhs, const MatmulOperand& rhs, const layout::Layout& out,
+                      const LowRankOperands* lowRank = nullptr);
 
 struct RTileKernel {
   std::string name;
@@ -67,7 +79,8 @@ struct ColumnRange {
 Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t k, int64_t n,
                                     const MatmulOperand& lhs, const MatmulOperand& rhs,
                                     const layout::Layout& out, const MatmulTiling& tiling,
-                                    const MatmulEpilogue* epilogue = nullptr, ColumnRange cols = {});
+                                    const MatmulEpilogue* epilogue = nullptr, ColumnRange cols = {},
+                                    const LowRankOperands* lowRank = nullptr);
 
 // The same product for narrow shapes (isNarrowProduct: LoRA's rank side) through
 // rtile_matmul_narrow.cl: one launch, no partial planes. Operands, batching and epilogue as
@@ -75,7 +88,8 @@ Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t 
 Result<RTileKernel> emitRTileMatmulNarrow(const std::string& name, int64_t m, int64_t k, int64_t n,
                                           const MatmulOperand& lhs, const MatmulOperand& rhs,
                                           const layout::Layout& out, int64_t workItems,
-                                          const MatmulEpilogue* epilogue = nullptr, int64_t fillWorkItems = 0);
+                                          const MatmulEpilogue* epilogue = nullptr, int64_t fillWorkItems = 0,
+                                          const LowRankOperands* lowRank = nullptr);
 
 // out = sum of the splitK planes of `partial` (per batch matrix of out). Args: partial, out
 // (then the epilogue's, which runs here, not in the split product).

@@ -352,12 +352,13 @@ int runCompile(const CompileArgs& args) {
   if (c->transforms.is_object() && c->transforms.contains("total"))
     fmt::print("layout ({}): {} transformations, {} eliminated, {} explicit; plan: {} movement kernels, {} "
                "conversion copies, {} reads through maps ({} transposed), {} movement ops not executed, {} R-Tile "
-               "tensors ({} kept row-major); {} elementwise nodes fused into {} MatMuls and {} other kernels\n",
+               "tensors ({} kept row-major); {} elementwise nodes fused into {} MatMuls and {} other kernels; {} low-rank "
+               "products added inside others\n",
                args.strategy, c->transforms.value("total", 0), c->transforms.value("eliminated", 0),
                c->transforms.value("explicit", 0), c->lowering.movementKernels, c->lowering.materialised,
                c->lowering.readsThrough, c->lowering.transposedReads, c->lowering.skippedNodes,
                c->lowering.rtileValues, c->lowering.rtileDemoted, c->lowering.fusedNodes, c->lowering.fusedMatmuls,
-               c->lowering.fusedElementwise);
+               c->lowering.fusedElementwise, c->lowering.lowRankTerms);
   if (!c->attentionSummary.empty()) fmt::print("fuse-attention: {}\n", c->attentionSummary);
   fmt::print("{}: {} kernels, {} launches, arena {} bytes ({} persistent), {} images ({} bytes), {:.2f} s\nweights: {}\n",
              args.output, c->stats.kernels, c->stats.launches, c->plan.arenaBytes, c->stats.persistentBytes,
@@ -388,6 +389,7 @@ int runCompile(const CompileArgs& args) {
                        {"fused_nodes", c->lowering.fusedNodes},
                        {"fused_matmuls", c->lowering.fusedMatmuls},
                        {"fused_elementwise_kernels", c->lowering.fusedElementwise},
+                       {"low_rank_terms", c->lowering.lowRankTerms},
                        {"fused_attention", c->attentionFused}}}};
     if (std::string e = safetensors::writeFileAtomic(args.report, r.dump(2) + "\n"); !e.empty()) {
       fmt::print(stderr, "error: {}\n", e);

@@ -47,6 +47,8 @@ class Fuser {
         cur = g_.nodes[r->node].outputs[0];
       }
       if (steps.empty()) continue;
+      // A low-rank term's Add is the product's only reader, so it is the chain's first step.
+      if (out_.nodes[id].layouts.lowRank) steps[0].addsLowRank = true;
       out_.nodes[id].deferred = true;
       out_.inKernelOnly[host.outputs[0]] = true;
       for (size_t k = 0; k < steps.size(); ++k) {
@@ -61,6 +63,29 @@ class Fuser {
       }
       out_.nodes[id].layouts.epilogue = std::move(steps);
     }
+  }
+
+  // Add(X, Q), X = H's product (H a tiled MatMul or Gemm with alpha 1) read by the Add alone, and
+  // Q = P s1 s2 ... (P a MatMul whose K is at most kMaxLowRank and an eighth of H's, each s a
+  // Mul by a one-element constant, every value read by the next step alone): H's kernel adds P
+  // itself (NodeLayouts::lowRank), so P and its scales run nowhere and Q is never stored. Runs
+  // before epilogues() (the low-rank-terms pass, before fusion), which then chains the Add as
+  // H's first step: an Add that fitsInside H is the first step of H's chain.
+  bool lowRanks() {
+    bool any = false;
+    for (NodeId id = 0; id < static_cast<NodeId>(g_.nodes.size()); ++id) {
+      const ir::Node& add = g_.nodes[id];
+      const NodeLowering& al = out_.nodes[id];
+      if (add.op != "Add" || add.inputs.size() != 2 || !runsAlone(add, al) || !allFloat(g_, add) ||
+          add.phase == ir::Phase::Optimizer || !al.materialise.empty() || al.layouts.inputs[0] || al.layouts.inputs[1])
+        continue;
+      for (int xs = 0; xs < 2; ++xs)
+        if (tryLowRank(id, xs)) {
+          any = true;
+          break;
+        }
+    }
+    return any;
   }
 
   // Roots from the last node back, so that a group is as large as its single-reader tree. A
@@ -132,6 +157,79 @@ class Fuser {
   }
 
  private:
+  // A low-rank term's rank: at most this, and at most an eighth of the host's K, so that the
+  // host's kernel, which adds it without tiling, does at most 1/8 more multiply-adds.
+  static constexpr int64_t kMaxLowRank = 64;
+
+  // Add `addId`'s input `xs` is the host product's, the other the low-rank term's (lowRanks()).
+  bool tryLowRank(NodeId addId, int xs) {
+    const ir::Node& add = g_.nodes[addId];
+    const ir::Shape& shape = g_.values[add.outputs[0]].shape;
+    const ValueId x = add.inputs[xs];
+    const NodeId hostId = g_.values[x].producer;
+    if (hostId == ir::kNoNode || shape.size() < 2) return false;
+    const ir::Node& host = g_.nodes[hostId];
+    const ValueRead* xr = onlyPlainRead(x);
+    if (!runsAlone(host, out_.nodes[hostId]) || !isTiledMatmul(g_, host) || host.phase != add.phase ||
+        xr == nullptr || xr->node != addId || g_.values[x].shape != shape || !fitsInside(addId, host, shape) ||
+        out_.nodes[hostId].layouts.lowRank || (host.op == "Gemm" && host.attrFloat("alpha", 1.0f) != 1.0f))
+      return false;
+    // Back from Q through the scales to P.
+    std::vector<NodeId> scales;
+    ValueId cur = add.inputs[1 - xs];
+    NodeId reader = addId;
+    for (;;) {
+      const NodeId p = g_.values[cur].producer;
+      const ValueRead* r = onlyPlainRead(cur);
+      if (p == ir::kNoNode || r == nullptr || r->node != reader || g_.values[cur].shape != shape ||
+          !runsAlone(g_.nodes[p], out_.nodes[p]) || g_.nodes[p].phase != add.phase)
+        return false;
+      const ir::Node& pn = g_.nodes[p];
+      if (pn.op != "Mul") break;
+      const NodeLowering& pl = out_.nodes[p];
+      int chained = -1;
+      for (int s = 0; s < 2 && pn.inputs.size() == 2; ++s) {
+        const ir::Value& other = g_.values[pn.inputs[1 - s]];
+        if (g_.values[pn.inputs[s]].shape == shape && ir::numElements(other.shape) == 1 &&
+            codegen::scalarLiteral(other).has_value() && other.dtype == ir::DType::F32)
+          chained = s;
+      }
+      if (chained < 0 || !allFloat(g_, pn) || !pl.materialise.empty() || pl.layouts.inputs[chained] ||
+          !pl.layouts.inlined.empty())
+        return false;
+      scales.insert(scales.begin(), p);
+      reader = p;
+      cur = pn.inputs[chained];
+    }
+    const NodeId pId = g_.values[cur].producer;
+    const ir::Node& p = g_.nodes[pId];
+    if (p.op != "MatMul" || !isTiledMatmul(g_, p) || !allFloat(g_, p)) return false;
+    const ir::Shape& pl = g_.values[p.inputs[0]].shape;
+    const ir::Shape& pr = g_.values[p.inputs[1]].shape;
+    const int64_t hostK = innerDim(host);
+    // L2 batched like the output and R2 a matrix: the term folds or batches with the host.
+    if (pl.size() != shape.size() || pr.size() != 2 || pl.back() > kMaxLowRank || pl.back() * 8 > hostK ||
+        !std::equal(pl.begin(), pl.end() - 2, shape.begin()))
+      return false;
+    for (ValueId v : {p.inputs[0], p.inputs[1]})
+      if (out_.inKernelOnly[v]) return false;
+    for (NodeId n : scales) {
+      out_.nodes[n].skip = out_.nodes[n].fused = true;
+      out_.inKernelOnly[g_.nodes[n].outputs[0]] = true;
+    }
+    out_.nodes[pId].skip = out_.nodes[pId].fused = true;
+    out_.inKernelOnly[p.outputs[0]] = true;
+    out_.nodes[hostId].layouts.lowRank = codegen::LowRankTerm{pId, std::move(scales), {}};
+    return true;
+  }
+
+  // The K of a product: lhs's last dim (Gemm: per transA).
+  int64_t innerDim(const ir::Node& n) const {
+    const ir::Shape& a = g_.values[n.inputs[0]].shape;
+    if (n.op == "Gemm" && n.attrInt("transA", 0) != 0) return a.size() >= 2 ? a[a.size() - 2] : 1;
+    return a.back();
+  }
+
   // The single reader of `v` reading it as stored (not through a map), or null.
   const ValueRead* onlyPlainRead(ValueId v) const {
     if (keep_[v] || reads_[v].size() != 1 || reads_[v][0].through || reads_[v][0].slot < 0) return nullptr;
@@ -192,6 +290,24 @@ void planFusion(const ir::Graph& g, const std::vector<bool>& keep, LayoutLowerin
   f.groups();
 }
 
+bool planLowRankTerms(const ir::Graph& g, const std::vector<bool>& keep, LayoutLowering& out) {
+  std::map<std::pair<NodeId, int>, layout::IndexMap> views;  // low-rank terms add no reads through maps
+  return Fuser(g, keep, out, views).lowRanks();
+}
+
+void withdrawLowRankTerms(const ir::Graph& g, LayoutLowering& out) {
+  for (NodeLowering& hl : out.nodes) {
+    if (!hl.layouts.lowRank) continue;
+    std::vector<NodeId> nodes = hl.layouts.lowRank->scales;
+    nodes.push_back(hl.layouts.lowRank->product);
+    for (NodeId n : nodes) {
+      out.nodes[n].skip = out.nodes[n].fused = false;
+      out.inKernelOnly[g.nodes[n].outputs[0]] = false;
+    }
+    hl.layouts.lowRank.reset();
+  }
+}
+
 namespace {
 
 // Every value an emitted kernel reads from memory, or writes, must exist: not live only inside
@@ -217,7 +333,9 @@ Status checkFusion(const ir::Graph& g, const LayoutLowering& out) {
     };
     const ir::Node& kn = g.nodes[k];
     FBL_TRY(reads(kn, kl.layouts.inputs, -1));
-    for (const codegen::FusedOp& op : kl.layouts.epilogue) FBL_TRY(reads(g.nodes[op.node], op.inputs, op.chained));
+    for (const codegen::FusedOp& op : kl.layouts.epilogue)
+      if (!op.addsLowRank) FBL_TRY(reads(g.nodes[op.node], op.inputs, op.chained));
+    if (kl.layouts.lowRank) FBL_TRY(reads(g.nodes[kl.layouts.lowRank->product], kl.layouts.lowRank->inputs, -1));
     for (const codegen::FusedOp& op : kl.layouts.inlined) FBL_TRY(reads(g.nodes[op.node], op.inputs, -1));
     const ValueId written = kl.layouts.epilogueOutput != ir::kNoValue ? kl.layouts.epilogueOutput
                             : kn.outputs.empty()                       ? ir::kNoValue
@@ -234,6 +352,7 @@ Status finishFusion(const ir::Graph& g, LayoutLowering& out) {
   for (NodeId id = 0; id < static_cast<NodeId>(g.nodes.size()); ++id) {
     NodeLowering& hl = out.nodes[id];
     for (codegen::FusedOp& op : hl.layouts.inlined) op.inputs = out.nodes[op.node].layouts.inputs;
+    if (hl.layouts.lowRank) hl.layouts.lowRank->inputs = out.nodes[hl.layouts.lowRank->product].layouts.inputs;
     for (codegen::FusedOp& st : hl.layouts.epilogue) {
       const NodeLowering& sl = out.nodes[st.node];
       st.inputs = sl.layouts.inputs;

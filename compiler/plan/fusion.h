@@ -20,6 +20,14 @@
 //             SiLU times up); a reduction (Reduce*, fbl.ReduceSumTo) likewise computes its
 //             input per reduced element (RMSNorm's x^2 before the mean).
 //
+// A fourth rewrite runs first, as its own pass (low-rank-terms, LowRankTermsPass; `--disable-pass
+// low-rank-terms`), since it decides which product's chain takes an Add:
+//   low rank  Add(X, Q), X a tiled product's output and Q = P * s1 * ... (P a MatMul of small K:
+//             LoRA's t B in the forward, dt A in the backward; each s a one-element constant).
+//             X's kernel adds s1 ... P itself after its own K walk (codegen::LowRankTerm,
+//             kernels_cl/rtile_low_rank.cl), then runs the Add as an epilogue step that passes
+//             its value through: P and its scales get no launch, and Q (M x N) is never stored.
+//
 // planFusion runs after liveness and before storage is chosen (fused intermediate values are
 // never stored, so they never get an R-Tile); finishFusion runs after storage, copying each
 // step's operand layouts and the last step's output layout onto the product.
@@ -37,6 +45,11 @@ namespace fbl::plan {
 // consumer-index -> source-index map per read through a layout; a rewritten read gets one.
 void planFusion(const ir::Graph& g, const std::vector<bool>& keep, LayoutLowering& out,
                 std::map<std::pair<ir::NodeId, int>, layout::IndexMap>& views);
+
+// The low rank rewrite (before planFusion, whose epilogues chain the Adds). True when any term
+// was found. withdrawLowRankTerms undoes it where planFusion does not run (fusion disabled).
+bool planLowRankTerms(const ir::Graph& g, const std::vector<bool>& keep, LayoutLowering& out);
+void withdrawLowRankTerms(const ir::Graph& g, LayoutLowering& out);
 
 // Also checks the result: an error names a kernel that would read or write a value that only
 // exists inside another fused kernel.

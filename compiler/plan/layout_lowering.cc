@@ -65,6 +65,12 @@ class Lowerer {
     return Status::success();
   }
 
+  // Step 5's low-rank terms (fusion.h): fblayout only, and withdrawn again unless fuse() runs.
+  bool lowRank(LayoutLowering& out) {
+    if (a_.strategy != Strategy::kFBLayout) return false;
+    return planLowRankTerms(g_, keep_, out);
+  }
+
   // Step 5's plan (fusion): fblayout only. True when any node fused.
   bool fuse(LayoutLowering& out) {
     if (a_.strategy != Strategy::kFBLayout) return false;
@@ -75,6 +81,7 @@ class Lowerer {
 
   // Step 4, the end of step 5, step 6 (assign-storage).
   Status storage(LayoutLowering& out, const LoweringOptions& options) {
+    if (!fused_) withdrawLowRankTerms(g_, out);
     FBL_TRY(chooseStorage(out, keep_, options));
     if (fused_) FBL_TRY(finishFusion(g_, out));
     // 6: kinds and counts.
@@ -85,6 +92,7 @@ class Lowerer {
       if (nl.fused) ++out.counts.fusedNodes;
       if (!nl.layouts.epilogue.empty()) ++out.counts.fusedMatmuls;
       if (!nl.layouts.inlined.empty()) ++out.counts.fusedElementwise;
+      if (nl.layouts.lowRank) ++out.counts.lowRankTerms;
       if (nl.skip) {
         if (!nl.fused) ++out.counts.skippedNodes;
         continue;
@@ -432,6 +440,11 @@ Result<bool> LowerLayoutsPass::run(ir::Graph& g) {
   return false;
 }
 
+Result<bool> LowRankTermsPass::run(ir::Graph&) {
+  FBL_ASSERT(s_.lowerer.has_value());
+  return s_.lowerer->lowRank(s_.out);
+}
+
 Result<bool> FusionPass::run(ir::Graph&) {
   FBL_ASSERT(s_.lowerer.has_value());
   return s_.lowerer->fuse(s_.out);
@@ -444,6 +457,7 @@ Result<bool> AssignStoragePass::run(ir::Graph&) {
 }
 
 std::string LowerLayoutsPass::dump(const ir::Graph& g) const { return formatLoweredReads(g, s_.out); }
+std::string LowRankTermsPass::dump(const ir::Graph& g) const { return formatFusion(g, s_.out); }
 std::string FusionPass::dump(const ir::Graph& g) const { return formatFusion(g, s_.out); }
 std::string AssignStoragePass::dump(const ir::Graph& g) const { return formatStorage(g, s_.out); }
 
@@ -451,6 +465,7 @@ LoweringPasses::LoweringPasses(const passes::LayoutAssignment& a, const std::vec
                                const LoweringOptions& options)
     : state_(std::make_unique<LoweringState>(LoweringState{a, mustExist, options, {}, std::nullopt})),
       lower_(*state_),
+      lowRank_(*state_),
       fusion_(*state_),
       storage_(*state_) {}
 
@@ -458,6 +473,7 @@ LoweringPasses::~LoweringPasses() = default;
 
 void LoweringPasses::addTo(passes::PassManager& pm) {
   pm.add(lower_, passes::PassSpec::required("the plan builder needs to know what each node runs and reads"));
+  pm.add(lowRank_);
   pm.add(fusion_);
   pm.add(storage_, passes::PassSpec::required("the plan builder needs every tensor's layout"));
 }

@@ -37,9 +37,10 @@
 //   5. Fusion (fblayout, fusion.h): elementwise nodes run inside neighbouring MatMul kernels;
 //      planned between steps 3 and 4, completed after 4.
 //   6. Launch kinds: movement ops (FTI-D) run as kernels are "transform", copies "conversion".
-// These run as three passes over the joint graph (LoweringPasses, after the layout pipeline's):
-// lower-layouts (steps 1-3, required), fusion (step 5's plan, fblayout only; --disable-pass
-// fusion) and assign-storage (step 4, the end of step 5, step 6; required).
+// These run as four passes over the joint graph (LoweringPasses, after the layout pipeline's):
+// lower-layouts (steps 1-3, required), low-rank-terms and fusion (step 5's plan, fblayout only;
+// --disable-pass low-rank-terms, fusion) and assign-storage (step 4, the end of step 5, step 6;
+// required).
 // Images are their own OpenCL objects beside the arena buffer; the plan builder pools those
 // whose lifetimes do not overlap (plan_builder.h).
 #pragma once
@@ -84,6 +85,7 @@ struct LoweringCounts {
   int64_t fusedNodes = 0;       // elementwise nodes run inside a MatMul's kernel
   int64_t fusedMatmuls = 0;     // MatMuls running fused steps
   int64_t fusedElementwise = 0; // elementwise and reduction kernels computing fused producers
+  int64_t lowRankTerms = 0;     // narrow-K products (LoRA's t B, dt A) added inside another product's kernel
 };
 
 // Where tensors may live besides the arena buffer (step 4).
@@ -144,6 +146,19 @@ class LowerLayoutsPass {
   LoweringState& s_;
 };
 
+// Step 5's low-rank terms (fusion.h): narrow-K products added inside the product their sum
+// joins; they need the fusion pass, and are withdrawn without it.
+class LowRankTermsPass {
+ public:
+  explicit LowRankTermsPass(LoweringState& s) : s_(s) {}
+  static constexpr std::string_view name() { return "low-rank-terms"; }
+  Result<bool> run(ir::Graph& g);  // true when any term was found; never changes the IR
+  std::string dump(const ir::Graph& g) const;
+
+ private:
+  LoweringState& s_;
+};
+
 class FusionPass {
  public:
   explicit FusionPass(LoweringState& s) : s_(s) {}
@@ -180,6 +195,7 @@ class LoweringPasses {
  private:
   std::unique_ptr<LoweringState> state_;
   LowerLayoutsPass lower_;
+  LowRankTermsPass lowRank_;
   FusionPass fusion_;
   AssignStoragePass storage_;
 };

@@ -61,11 +61,17 @@ std::string formatLoweredReads(const ir::Graph& g, const LayoutLowering& l) {
 
 std::string formatFusion(const ir::Graph& g, const LayoutLowering& l) {
   std::string body;
-  int64_t fused = 0, epilogues = 0, inlining = 0;
+  int64_t fused = 0, epilogues = 0, inlining = 0, lowRank = 0;
   for (NodeId id = 0; id < static_cast<NodeId>(g.nodes.size()); ++id) {
     if (!live(g, l, id)) continue;
     const NodeLowering& nl = l.nodes[id];
     fused += nl.fused ? 1 : 0;
+    if (const auto& t = nl.layouts.lowRank) {
+      ++lowRank;
+      std::string scales;
+      for (NodeId s : t->scales) scales += " * " + nodeLabel(g, s);
+      body += fmt::format("{}: adds the low-rank term {}{}\n", nodeLabel(g, id), nodeLabel(g, t->product), scales);
+    }
     if (!nl.layouts.epilogue.empty()) {
       ++epilogues;
       // The value it writes instead of its own output is settled by assign-storage.
@@ -80,8 +86,8 @@ std::string formatFusion(const ir::Graph& g, const LayoutLowering& l) {
     if (nl.deferred) body += fmt::format("{}: deferred to its epilogue's last node\n", nodeLabel(g, id));
     if (nl.runs != ir::kNoNode) body += fmt::format("{}: emits {}'s kernel here\n", nodeLabel(g, id), nodeLabel(g, nl.runs));
   }
-  return fmt::format("{} nodes fused: {} MatMul epilogues, {} kernels computing inlined producers\n", fused, epilogues,
-                     inlining) +
+  return fmt::format("{} nodes fused: {} MatMul epilogues, {} kernels computing inlined producers, {} low-rank terms\n",
+                     fused, epilogues, inlining, lowRank) +
          body;
 }
 

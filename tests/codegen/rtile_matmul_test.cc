@@ -7,7 +7,10 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <random>
+
+#include <fmt/format.h>
 
 #include "bench/support/matmul_run.h"
 #include "compiler/codegen/rtile_kernels.h"
@@ -104,12 +107,22 @@ struct Part {
   ColumnRange cols;
 };
 
+// A low-rank term for checkParts: out += scale * L2 R2 with rank `k`, L2 and R2 in `layout`,
+// transposed as `pass` says.
+struct LowRankCase {
+  int64_t k;
+  PassCase pass;
+  const NamedLayout* layout;
+  float scale;
+};
+
 // One product through emitRTileMatmul, one launch (and split-K sum) per part (or, with
-// narrowWorkItems > 0, emitRTileMatmulNarrow), with lhs/rhs/out in the given layouts. The output
-// starts as NaN, so a column no part writes fails the comparison.
+// narrowWorkItems > 0, emitRTileMatmulNarrow), with lhs/rhs/out in the given layouts, and a
+// low-rank term if `term` is given. The output starts as NaN, so a column no part writes fails
+// the comparison.
 void checkParts(ClSession& s, const PassCase& pc, int64_t m, int64_t k, int64_t n, const NamedLayout& ll,
                 const NamedLayout& rl, const NamedLayout& ol, std::vector<Part> parts, int64_t narrowWorkItems = 0,
-                int64_t narrowFill = 0) {
+                int64_t narrowFill = 0, const LowRankCase* term = nullptr) {
   fbl::ir::Shape ls = pc.lt ? fbl::ir::Shape{k, m} : fbl::ir::Shape{m, k};
   fbl::ir::Shape rs = pc.rt ? fbl::ir::Shape{n, k} : fbl::ir::Shape{k, n};
   Layout lhs = ll.make(ls), rhs = rl.make(rs), out = ol.make({m, n});
@@ -119,14 +132,36 @@ void checkParts(ClSession& s, const PassCase& pc, int64_t m, int64_t k, int64_t 
   REQUIRE(s.upload(*lm, lhs, lv).ok());
   REQUIRE(s.upload(*rm, rhs, rv).ok());
   REQUIRE(s.upload(*om, out, std::vector<float>(static_cast<size_t>(m * n), std::nanf(""))).ok());
+  // The term's operands, bound after out (or the partial planes).
+  std::optional<fbl::codegen::LowRankOperands> lr;
+  std::vector<float> tlv, trv;
+  std::vector<cl_mem> extra;
+  if (term) {
+    const int64_t r = term->k;
+    Layout tl = term->layout->make(term->pass.lt ? fbl::ir::Shape{r, m} : fbl::ir::Shape{m, r});
+    Layout tr = term->layout->make(term->pass.rt ? fbl::ir::Shape{n, r} : fbl::ir::Shape{r, n});
+    tlv = randomMatrix(m * r, 3);
+    trv = randomMatrix(r * n, 4);
+    auto tlm = s.allocate(tl), trm = s.allocate(tr);
+    REQUIRE((tlm.ok() && trm.ok()));
+    REQUIRE(s.upload(*tlm, tl, tlv).ok());
+    REQUIRE(s.upload(*trm, tr, trv).ok());
+    extra = {*tlm, *trm};
+    lr = fbl::codegen::LowRankOperands{{tl, term->pass.lt}, {tr, term->pass.rt}, r, fmt::format("{:.9e}f", term->scale)};
+  }
+  const fbl::codegen::LowRankOperands* lrp = lr ? &*lr : nullptr;
+  auto withExtra = [&](std::vector<cl_mem> args) {
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
   for (Part& part : parts) {
     MatmulTiling& tl = part.tiling;
     if (tl.splitK == 0) tl.splitK = 1;
     auto kern = narrowWorkItems > 0
                     ? fbl::codegen::emitRTileMatmulNarrow("mm", m, k, n, {lhs, pc.lt}, {rhs, pc.rt}, out, narrowWorkItems,
-                                                          nullptr, narrowFill)
+                                                          nullptr, narrowFill, lrp)
                     : fbl::codegen::emitRTileMatmul("mm", m, k, n, {lhs, pc.lt}, {rhs, pc.rt}, out, tl, nullptr,
-                                                    part.cols);
+                                                    part.cols, lrp);
     if (!kern.ok()) FAIL(kern.error().message);
     if (tl.splitK > 1 && narrowWorkItems == 0) {
       const int64_t width = (part.cols.end == 0 ? n : part.cols.end) - part.cols.begin;
@@ -134,12 +169,12 @@ void checkParts(ClSession& s, const PassCase& pc, int64_t m, int64_t k, int64_t 
       auto sum = fbl::codegen::emitRTileSplitKSum("mmsum", m, n, tl.splitK, out, nullptr,
                                                   fbl::codegen::kSplitKSumWorkgroup, part.cols);
       REQUIRE((buf.ok() && sum.ok()));
-      auto t = s.run(*kern, {*lm, *rm, *buf});
+      auto t = s.run(*kern, withExtra({*lm, *rm, *buf}));
       if (!t.ok()) FAIL(t.error().message);
       REQUIRE(s.run(*sum, {*buf, *om}).ok());
       s.release(*buf);
     } else {
-      auto t = s.run(*kern, {*lm, *rm, *om});
+      auto t = s.run(*kern, withExtra({*lm, *rm, *om}));
       if (!t.ok()) FAIL(t.error().message);
     }
   }
@@ -147,7 +182,17 @@ void checkParts(ClSession& s, const PassCase& pc, int64_t m, int64_t k, int64_t 
   REQUIRE(got.ok());
   std::vector<double> want, mag;
   naiveMatmul(lv, pc.lt, rv, pc.rt, m, k, n, want, mag);
-  requireClose(*got, want, mag, std::string(pc.name) + " lhs " + ll.name + ", rhs " + rl.name + ", out " + ol.name);
+  if (term) {
+    std::vector<double> tw, tm;
+    naiveMatmul(tlv, term->pass.lt, trv, term->pass.rt, m, term->k, n, tw, tm);
+    for (size_t i = 0; i < want.size(); ++i) {
+      want[i] += term->scale * tw[i];
+      mag[i] += std::fabs(term->scale) * tm[i];
+    }
+  }
+  requireClose(*got, want, mag, std::string(pc.name) + " lhs " + ll.name + ", rhs " + rl.name + ", out " + ol.name +
+                                    (term ? std::string(", term ") + term->pass.name + " " + term->layout->name : ""));
+  for (cl_mem x : extra) s.release(x);
   s.release(*lm);
   s.release(*rm);
   s.release(*om);
@@ -256,6 +301,43 @@ TEST_CASE("rtile matmul: a schedule's column launches (whole tiles, then a split
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message.find("columns [2, 8)") != std::string::npos);
   CHECK_FALSE(fbl::codegen::emitRTileSplitKSum("s", 8, 8, 2, Layout::rowMajor(sh), nullptr, 64, {4, 12}).ok());
+}
+
+TEST_CASE("rtile matmul: a low-rank term (LoRA's t B, dt A) added inside the product", "[rtile_kernels]") {
+  auto s = openSession();
+  auto ls = allLayouts();
+  MatmulTiling cpu = fbl::codegen::matmulTiling(fbl::codegen::DeviceClass::kCpu);
+  MatmulTiling gpu = fbl::codegen::matmulTiling(fbl::codegen::DeviceClass::kGpu);
+  MatmulTiling split = cpu;
+  split.splitK = 3;
+  // Every orientation of the term (LoRA's forward t B^T reads B transposed, the backward's dt A
+  // plainly) in every layout, on an odd product that pads every tile; ranks 8 and 5 (a partial
+  // texel of K) in turn.
+  int turn = 0;
+  for (const NamedLayout& l : ls)
+    for (const PassCase& tp : {kPasses[0], kPasses[1], kPasses[2], kBothTransposed}) {
+      const LowRankCase term{++turn % 2 ? 8 : 5, tp, &l, 0.5f};
+      DYNAMIC_SECTION(tp.name << " rank " << term.k << " " << l.name) {
+        checkParts(*s, kPasses[0], 37, 70, 29, ls[4], ls[2], l, {{cpu, {}}}, 0, 0, &term);
+      }
+    }
+  // The GPU tiling, split-K (the term joins one slice), a schedule's column parts, the narrow
+  // kernel, transposed hosts.
+  SECTION("tilings, split-K, column parts and the narrow kernel") {
+    const LowRankCase plain{8, kPasses[0], &ls[0], 2.0f}, imageT{16, kPasses[1], &ls[3], -0.25f};
+    MatmulTiling pipe2 = cpu, pipe3 = cpu;  // double-buffered tiles: the term's tile follows the last swap
+    pipe2.pipeline = 2;
+    pipe3.pipeline = 3;
+    for (const PassCase& pc : kPasses) {
+      checkParts(*s, pc, 33, 70, 29, ls[0], ls[5], ls[3], {{gpu, {}}}, 0, 0, &imageT);
+      checkParts(*s, pc, 33, 70, 29, ls[4], ls[0], ls[2], {{pipe2, {}}}, 0, 0, &plain);
+      checkParts(*s, pc, 33, 70, 29, ls[0], ls[3], ls[0], {{pipe3, {}}}, 0, 0, &imageT);
+      checkParts(*s, pc, 33, 70, 29, ls[4], ls[2], ls[0], {{split, {}}}, 0, 0, &plain);
+      checkParts(*s, pc, 37, 48, 92, ls[0], ls[5], ls[4], {{cpu, {0, 64}}, {split, {64, 92}}}, 0, 0, &imageT);
+      checkParts(*s, pc, 37, 301, 5, ls[4], ls[2], ls[0], {{MatmulTiling{}, {}}}, 64, 0, &plain);
+      checkParts(*s, pc, 6, 90, 41, ls[0], ls[5], ls[3], {{MatmulTiling{}, {}}}, 256, 0, &imageT);
+    }
+  }
 }
 
 TEST_CASE("rtile convert: transposes between layouts", "[rtile_kernels]") {

@@ -37,7 +37,8 @@ int64_t count(const Plan& p, const std::string& suffix) {
 }  // namespace
 
 TEST_CASE("fusion runs LoRA's scale and add, gradient sums and elementwise trees inside other kernels", "[fusion][plan]") {
-  const Compiled fused = compile("fblayout"), plain = compile("fblayout", {"fusion"});
+  // Without the low-rank terms (tested below), so that LoRA's B products keep their launches.
+  const Compiled fused = compile("fblayout", {"low-rank-terms"}), plain = compile("fblayout", {"fusion"});
   const LoweringCounts& f = fused.lowering;
   INFO("fused: " << f.fusedNodes << " nodes into " << f.fusedMatmuls << " MatMuls and " << f.fusedElementwise
                  << " elementwise kernels; launches " << fused.plan.launches.size() << " vs "
@@ -65,11 +66,38 @@ TEST_CASE("fusion runs LoRA's scale and add, gradient sums and elementwise trees
   CHECK(count(fused.plan, "+Mul") > 14);
 }
 
+TEST_CASE("low-rank terms: LoRA's B products and dt A products run inside the base products", "[fusion][plan]") {
+  const Compiled terms = compile("fblayout"), none = compile("fblayout", {"low-rank-terms"});
+  const Compiled noFusion = compile("fblayout", {"fusion"});
+  const int64_t n = terms.lowering.lowRankTerms;
+  INFO("terms " << n << "; launches " << terms.plan.launches.size() << " vs " << none.plan.launches.size());
+  // Forward, every one of the 14 LoRA branches (q, k, v, o, gate, up, down in two layers): the B
+  // product and its `* scale` leave the plan, the base product adds them. Backward, a dt A
+  // product joins the input gradient's product where that product's sum starts with it.
+  int64_t forwardScaled = 0;
+  for (const planfile::Launch& l : terms.plan.launches)
+    forwardScaled += l.phase == "forward" && l.node.find("linear") != std::string::npos && l.node.size() > 4 &&
+                     l.node.compare(l.node.size() - 4, 4, "+Mul") == 0;
+  CHECK(forwardScaled == 0);
+  CHECK(n >= 14 + 2);
+  CHECK(n <= 28);
+  // Each term is one launch fewer (its product's, with any scale fused into it) and one M x N
+  // value fewer; the memory plan never grows.
+  CHECK(static_cast<int64_t>(none.plan.launches.size() - terms.plan.launches.size()) == n);
+  CHECK(static_cast<int64_t>(none.plan.tensors.size() - terms.plan.tensors.size()) == n);
+  CHECK(terms.plan.arenaBytes <= none.plan.arenaBytes);
+  CHECK(none.lowering.lowRankTerms == 0);
+  // They ride on fusion's epilogues: without fusion they are withdrawn.
+  CHECK(noFusion.lowering.lowRankTerms == 0);
+  CHECK(noFusion.plan.launches.size() == compile("fblayout", {"fusion", "low-rank-terms"}).plan.launches.size());
+}
+
 TEST_CASE("fusion is fblayout's and leaves reuse and explicit plans alone", "[fusion][plan]") {
   for (const char* s : {"reuse", "explicit"}) {
     const Compiled c = compile(s), off = compile(s, {"fusion"});
     INFO(s);
     CHECK(c.lowering.fusedNodes == 0);
+    CHECK(c.lowering.lowRankTerms == 0);
     CHECK(c.plan.launches.size() == off.plan.launches.size());
   }
 }
