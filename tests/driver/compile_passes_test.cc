@@ -19,7 +19,7 @@ driver::CompileArgs llamaTiny() {
 const std::vector<std::string> kPasses = {
     "fold-and-infer",     "drop-noops",   "dead-code",              "fuse-attention",          "autodiff",
     "classify-operators", "assign-rtile", "tile-index-elimination", "global-layout-selection", "layout-assignment",
-    "lower-layouts",      "fusion",       "assign-storage"};
+    "lower-layouts",      "low-rank-terms", "fusion",     "assign-storage"};
 
 std::vector<std::string> ranPasses(const driver::Compiled& c) {
   std::vector<std::string> ran;
@@ -45,7 +45,7 @@ TEST_CASE("compile: every stage after the import is a pass of one pipeline", "[d
   REQUIRE(reuse.ok());
   CHECK(ranPasses(*reuse) == std::vector<std::string>{"fold-and-infer", "drop-noops", "dead-code", "autodiff",
                                                       "classify-operators", "layout-assignment", "lower-layouts",
-                                                      "fusion", "assign-storage"});
+                                                      "low-rank-terms", "fusion", "assign-storage"});
 }
 
 TEST_CASE("compile: a required pass refuses --disable-pass and says why", "[driver][passes]") {
@@ -70,7 +70,7 @@ TEST_CASE("compile: a required pass refuses --disable-pass and says why", "[driv
   CHECK(typo.error().message ==
         "--disable-pass fold-and-infr: no such pass (passes: fold-and-infer, drop-noops, dead-code, fuse-attention, "
         "autodiff, classify-operators, assign-rtile, tile-index-elimination, global-layout-selection, "
-        "layout-assignment, lower-layouts, fusion, assign-storage)");
+        "layout-assignment, lower-layouts, low-rank-terms, fusion, assign-storage)");
 }
 
 TEST_CASE("compile: the optional load passes may be disabled", "[driver][passes]") {

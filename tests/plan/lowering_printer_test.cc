@@ -58,7 +58,7 @@ TEST_CASE("the lowering passes' --dump-after prints what each pass decided", "[p
         "xt (Transpose): skipped (its readers read through it)\n"
         "mm (MatMul): input 0 reads %x through [16,8] -> buffer[128]: i1 * 16 + i0\n");
   CHECK(section(dump, "fusion") ==
-        "1 nodes fused: 1 MatMul epilogues, 0 kernels computing inlined producers\n"
+        "1 nodes fused: 1 MatMul epilogues, 0 kernels computing inlined producers, 0 low-rank terms\n"
         "mm (MatMul): epilogue relu (Relu)\n"
         "mm (MatMul): deferred to its epilogue's last node\n"
         "relu (Relu): emits mm (MatMul)'s kernel here\n");
