@@ -332,6 +332,11 @@ TEST_CASE("rtile matmul: a low-rank term (LoRA's t B, dt A) added inside the pro
       checkParts(*s, pc, 33, 70, 29, ls[0], ls[5], ls[3], {{gpu, {}}}, 0, 0, &imageT);
       checkParts(*s, pc, 33, 70, 29, ls[4], ls[0], ls[2], {{pipe2, {}}}, 0, 0, &plain);
       checkParts(*s, pc, 33, 70, 29, ls[0], ls[3], ls[0], {{pipe3, {}}}, 0, 0, &imageT);
+      // Tiles that divide the product (ALIGNED: no bounds checks on the product's own reads).
+      MatmulTiling gpu3 = gpu;
+      gpu3.pipeline = 3;
+      checkParts(*s, pc, 128, 64, 128, ls[0], ls[3], ls[3], {{gpu3, {}}}, 0, 0, &imageT);
+      checkParts(*s, pc, 64, 64, 128, ls[4], ls[0], ls[0], {{cpu, {}}}, 0, 0, &plain);
       checkParts(*s, pc, 33, 70, 29, ls[4], ls[2], ls[0], {{split, {}}}, 0, 0, &plain);
       checkParts(*s, pc, 37, 48, 92, ls[0], ls[5], ls[4], {{cpu, {0, 64}}, {split, {64, 92}}}, 0, 0, &imageT);
       checkParts(*s, pc, 37, 301, 5, ls[4], ls[2], ls[0], {{MatmulTiling{}, {}}}, 64, 0, &plain);
