@@ -321,9 +321,9 @@ Result<ProductSource> productSource(int64_t m, int64_t n, const MatmulOperand& l
   FBL_ASSIGN(std::string loadR, accessFunctions("loadR", rv, false, true));
   FBL_ASSIGN(std::string store, accessFunctions("storeOut", ov, true, true));
   ProductSource src;
-  const Layout* noLayout = &out;
-  src.access = prelude({&lhs.stored, &rhs.stored, &out, lowRank ? &lowRank->lhs.stored : noLayout,
-                        lowRank ? &lowRank->rhs.stored : noLayout}) +
+  // The term's operands join the sampler question (`out` stands in when there is no term).
+  src.access = prelude({&lhs.stored, &rhs.stored, &out, lowRank ? &lowRank->lhs.stored : &out,
+                        lowRank ? &lowRank->rhs.stored : &out}) +
                loadL + loadR + store;
   src.params = layoutParam(lhs.stored, "lhs", false) + ", " + layoutParam(rhs.stored, "rhs", false) + ", " +
                (partialOut ? std::string("__global float* restrict out") : layoutParam(out, "out", true));

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "compiler/codegen/emit_util.h"
+#include "compiler/passes/assign_rtile.h"
 
 namespace fbl::plan {
 
@@ -123,13 +124,7 @@ class Fuser {
           !ml.layouts.inlined.empty())
         continue;
       const ValueId y = m.outputs[0];
-      const ir::Shape& outShape = g_.values[y].shape;
-      int xs = -1;
-      for (int s = 0; s < 2; ++s) {
-        const ir::Shape& other = g_.values[m.inputs[1 - s]].shape;
-        if (g_.values[m.inputs[s]].shape == outShape && ir::numElements(other) == 1 && other.size() <= outShape.size())
-          xs = s;
-      }
+      const int xs = scaledSlot(m);
       if (xs < 0 || keep_[y] || reads_[y].empty() || out_.inKernelOnly[m.inputs[xs]]) continue;
       bool ok = true;
       for (const ValueRead& r : reads_[y]) {
@@ -158,8 +153,20 @@ class Fuser {
 
  private:
   // A low-rank term's rank: at most this, and at most an eighth of the host's K, so that the
-  // host's kernel, which adds it without tiling, does at most 1/8 more multiply-adds.
+  // host's kernel, which walks it as extra K tiles, takes at most 1/8 more K steps.
   static constexpr int64_t kMaxLowRank = 64;
+
+  // Mul(x, s) with s one element: x's slot (x has the output's shape), else -1.
+  int scaledSlot(const ir::Node& m) const {
+    const ir::Shape& outShape = g_.values[m.outputs[0]].shape;
+    int xs = -1;
+    for (int s = 0; s < 2; ++s) {
+      const ir::Shape& other = g_.values[m.inputs[1 - s]].shape;
+      if (g_.values[m.inputs[s]].shape == outShape && ir::numElements(other) == 1 && other.size() <= outShape.size())
+        xs = s;
+    }
+    return xs;
+  }
 
   // Add `addId`'s input `xs` is the host product's, the other the low-rank term's (lowRanks()).
   bool tryLowRank(NodeId addId, int xs) {
@@ -187,12 +194,10 @@ class Fuser {
       const ir::Node& pn = g_.nodes[p];
       if (pn.op != "Mul") break;
       const NodeLowering& pl = out_.nodes[p];
-      int chained = -1;
-      for (int s = 0; s < 2 && pn.inputs.size() == 2; ++s) {
-        const ir::Value& other = g_.values[pn.inputs[1 - s]];
-        if (g_.values[pn.inputs[s]].shape == shape && ir::numElements(other.shape) == 1 &&
-            codegen::scalarLiteral(other).has_value() && other.dtype == ir::DType::F32)
-          chained = s;
+      const int chained = pn.inputs.size() == 2 ? scaledSlot(pn) : -1;
+      if (chained >= 0) {  // the factor must be a constant the kernel can inline
+        const ir::Value& factor = g_.values[pn.inputs[1 - chained]];
+        if (factor.dtype != ir::DType::F32 || !codegen::scalarLiteral(factor)) return false;
       }
       if (chained < 0 || !allFloat(g_, pn) || !pl.materialise.empty() || pl.layouts.inputs[chained] ||
           !pl.layouts.inlined.empty())
@@ -206,7 +211,8 @@ class Fuser {
     if (p.op != "MatMul" || !isTiledMatmul(g_, p) || !allFloat(g_, p)) return false;
     const ir::Shape& pl = g_.values[p.inputs[0]].shape;
     const ir::Shape& pr = g_.values[p.inputs[1]].shape;
-    const int64_t hostK = innerDim(host);
+    const std::optional<int64_t> kAxis = passes::reductionAxis(g_, host, 0);
+    const int64_t hostK = kAxis ? g_.values[host.inputs[0]].shape[*kAxis] : 1;
     // L2 batched like the output and R2 a matrix: the term folds or batches with the host.
     if (pl.size() != shape.size() || pr.size() != 2 || pl.back() > kMaxLowRank || pl.back() * 8 > hostK ||
         !std::equal(pl.begin(), pl.end() - 2, shape.begin()))
@@ -221,13 +227,6 @@ class Fuser {
     out_.inKernelOnly[p.outputs[0]] = true;
     out_.nodes[hostId].layouts.lowRank = codegen::LowRankTerm{pId, std::move(scales), {}};
     return true;
-  }
-
-  // The K of a product: lhs's last dim (Gemm: per transA).
-  int64_t innerDim(const ir::Node& n) const {
-    const ir::Shape& a = g_.values[n.inputs[0]].shape;
-    if (n.op == "Gemm" && n.attrInt("transA", 0) != 0) return a.size() >= 2 ? a[a.size() - 2] : 1;
-    return a.back();
   }
 
   // The single reader of `v` reading it as stored (not through a map), or null.
