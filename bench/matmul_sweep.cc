@@ -69,6 +69,106 @@ float rhsAt(const Product& p, const Operands& o, int64_t kk, int64_t j) {
   return p.rhsT ? o.rhs[static_cast<size_t>(j * p.k + kk)] : o.rhs[static_cast<size_t>(kk * p.n + j)];
 }
 
+// Worst relative error of `out`'s sampled entries against their double sums.
+Result<double> sampledError(ClSession& s, const Product& p, cl_mem out, const Layout& ol,
+                            const std::vector<std::pair<int64_t, int64_t>>& probes, const std::vector<double>& want) {
+  FBL_ASSIGN(std::vector<float> got, s.download(out, ol));
+  double worst = 0;
+  for (size_t q = 0; q < probes.size(); ++q) {
+    const double v = got[static_cast<size_t>(probes[q].first * p.n + probes[q].second)];
+    worst = std::max(worst, std::fabs(v - want[q]) / std::max(1.0, std::fabs(want[q])));
+  }
+  return worst;
+}
+
+// The fastest of `runs` launches (after one warm-up), in us.
+Result<double> fastestUs(ClSession& s, const codegen::RTileKernel& k, const std::vector<cl_mem>& args, int runs) {
+  double best = 1e300;
+  for (int r = -1; r < runs; ++r) {
+    FBL_ASSIGN(double ms, s.run(k, args));
+    if (r >= 0) best = std::min(best, ms * 1e3);
+  }
+  return best;
+}
+
+// What a narrow product cannot beat on this device: one launch that streams its operands' bytes
+// from a plain buffer and writes its output's (a float4 each per work-item, 256 to a group), and
+// one launch that does nothing. Both pay the launch and the memory's ramp that the product pays.
+Result<nlohmann::json> streamFloor(ClSession& s, const Product& p, int runs) {
+  const int64_t in4 = (p.m * p.k + p.k * p.n + 3) / 4, out4 = (p.m * p.n + 3) / 4;
+  const int64_t items = (std::max(in4, out4) + 255) / 256 * 256;
+  codegen::RTileKernel stream;
+  stream.name = "stream_floor";
+  stream.source = fmt::format(R"CL(
+__kernel void stream_floor(__global const float4* in, __global float4* out) {{
+  const uint i = get_global_id(0);
+  if (i < {0}u) {{
+    const float4 v = in[i];
+    if (i < {1}u) out[i] = v;
+    else if (v.x == 1234.5f) out[0] = v;  // keeps the load
+  }} else if (i < {1}u) {{
+    out[i] = (float4)(0.0f);
+  }}
+}}
+__kernel void empty_launch(__global const float4* in, __global float4* out) {{}}
+)CL", in4, out4);
+  stream.args = {"in", "out"};
+  stream.global = {static_cast<size_t>(items), 1, 1};
+  stream.local = {256, 1, 1};
+  codegen::RTileKernel empty = stream;
+  empty.name = "empty_launch";
+  empty.global = {256, 1, 1};
+  FBL_ASSIGN(cl_mem in, s.buffer(static_cast<size_t>(in4 * 4)));
+  FBL_ASSIGN(cl_mem out, s.buffer(static_cast<size_t>(out4 * 4)));
+  auto streamUs = fastestUs(s, stream, {in, out}, runs);
+  auto emptyUs = fastestUs(s, empty, {in, out}, runs);
+  s.release(in);
+  s.release(out);
+  if (!streamUs.ok()) return streamUs.error();
+  if (!emptyUs.ok()) return emptyUs.error();
+  return nlohmann::json{{"stream_us", *streamUs}, {"empty_launch_us", *emptyUs},
+                        {"bytes", 16.0 * static_cast<double>(in4 + out4)}};
+}
+
+// rtile_matmul_narrow.cl on one product: the profile's own settings, then group sizes and fill
+// targets around them, each checked on the sampled entries; beside them the stream floor
+// (streamFloor).
+Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& model, const Product& p,
+                                  const Operands& ops, const Layout& ll, const Layout& rl, const Layout& ol,
+                                  const std::vector<std::pair<int64_t, int64_t>>& probes,
+                                  const std::vector<double>& want, int runs) {
+  FBL_ASSIGN(nlohmann::json floor, streamFloor(s, p, runs));
+  fmt::print("  plans run this product in rtile_matmul_narrow.cl (matmul.narrow); stream floor {:.1f} us for {:.2f} MB, "
+             "empty launch {:.1f} us\n",
+             floor["stream_us"].get<double>(), floor["bytes"].get<double>() * 1e-6,
+             floor["empty_launch_us"].get<double>());
+  fmt::print("  {:>5} {:>8} {:>10} {:>10} {:>8} {:>10}\n", "items", "fill", "tile/ks", "measured", "/floor",
+             "max relerr");
+  std::vector<codegen::NarrowOptions> variants{model.narrow};
+  for (int64_t items : {64, 128, 256})
+    for (int64_t fill : {0, 65536, 262144}) {
+      codegen::NarrowOptions v = model.narrow;
+      v.workItems = items;
+      v.fillWorkItems = fill;
+      variants.push_back(v);
+    }
+  nlohmann::json runsJson = nlohmann::json::array();
+  for (size_t i = 0; i < variants.size(); ++i) {
+    const codegen::NarrowOptions& v = variants[i];
+    const codegen::NarrowTiling t = codegen::chooseNarrowTiling(p.m, p.n, p.k, v);
+    FBL_ASSIGN(auto k, codegen::emitRTileMatmulNarrow("sweep_narrow", p.m, p.k, p.n, {ll, p.lhsT}, {rl, p.rhsT}, ol, v));
+    FBL_ASSIGN(double us, fastestUs(s, k, {ops.l, ops.r, ops.out}, runs));
+    FBL_ASSIGN(double worst, sampledError(s, p, ops.out, ol, probes, want));
+    const std::string tile = fmt::format("{}x{}/{}", t.tm, t.tn, t.ks);
+    fmt::print("  {:>5} {:>8} {:>10} {:>10.1f} {:>8.2f} {:>10.2g}{}{}\n", v.workItems, v.fillWorkItems, tile, us,
+               us / floor["stream_us"].get<double>(), worst, worst > 1e-3 ? "  WRONG" : "", i == 0 ? "  (profile)" : "");
+    runsJson.push_back({{"work_items", v.workItems}, {"fill_work_items", v.fillWorkItems},
+                        {"tile", tile}, {"min_us", us}, {"max_rel_err", worst}, {"profile", i == 0}});
+  }
+  floor["runs"] = runsJson;
+  return floor;
+}
+
 }  // namespace
 
 int runMatmulSweep(const MatmulSweepOptions& o) {
@@ -117,6 +217,9 @@ int runMatmulSweep(const MatmulSweepOptions& o) {
     if (!ll.ok() || !rl.ok() || !ol.ok()) return fmt::print(stderr, "error: {}: no image fits\n", p.name), 1;
     auto lm = s.allocate(*ll), rm = s.allocate(*rl), om = s.allocate(*ol);
     if (!lm.ok() || !rm.ok() || !om.ok()) return fmt::print(stderr, "error: {}: allocation failed\n", p.name), 1;
+    ops.l = *lm;
+    ops.r = *rm;
+    ops.out = *om;
     if (auto st = s.upload(*lm, *ll, ops.lhs); !st.ok()) return fmt::print(stderr, "error: {}\n", st.error().message), 1;
     if (auto st = s.upload(*rm, *rl, ops.rhs); !st.ok()) return fmt::print(stderr, "error: {}\n", st.error().message), 1;
     // Sampled reference entries, summed in double.
@@ -215,6 +318,11 @@ int runMatmulSweep(const MatmulSweepOptions& o) {
     }
     const double bytes = 4.0 * static_cast<double>(p.m * p.k + p.k * p.n + p.m * p.n);
     const double boundUs = bytes / model.bandwidthGbps * 1e-3;
+    if (codegen::isNarrowProduct(model, p.m, p.n)) {
+      auto narrow = timeNarrow(s, model, p, ops, *ll, *rl, *ol, probes, want, o.runs);
+      if (!narrow.ok()) return fmt::print(stderr, "error: {}: {}\n", p.name, narrow.error().message), 1;
+      jp["narrow"] = *narrow;
+    }
     fmt::print("  fastest {:.1f} us, model's pick {:.1f} us ({:.2f}x the fastest); bandwidth bound {:.1f} us\n", bestUs,
                chosenUs, chosenUs > 0 ? chosenUs / bestUs : 0.0, boundUs);
     jp["fastest_us"] = bestUs;

@@ -4,7 +4,9 @@
 // candidate it times split-K 1 and the cost model's split for that candidate, and prints the
 // measured time beside the model's estimate, the efficiency the measurement implies (what the
 // profile's "efficiency" should say), and whether the model's overall choice was the fastest
-// measured. Operands are row-major buffers or plain images (--storage); results are checked on
+// measured. Products the profile sends to the narrow kernel (matmul.narrow) are also timed there,
+// at the profile's settings and around them, beside their floor on this device: one launch that
+// streams the same bytes, and an empty launch. Operands are row-major buffers or plain images (--storage); results are checked on
 // sampled entries against a double-precision host sum.
 #pragma once
 

@@ -566,8 +566,8 @@ Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Ta
     return args;
   };
   if (isNarrowProduct(model, mEff, N)) {
-    auto narrow = emitRTileMatmulNarrow("{{NAME}}", M, K, N, ops[0], ops[1], outL, model.narrowWorkItems,
-                                        epi ? &epi->kernel : nullptr, model.narrowFillWorkItems, term);
+    auto narrow = emitRTileMatmulNarrow("{{NAME}}", M, K, N, ops[0], ops[1], outL, model.narrow,
+                                        epi ? &epi->kernel : nullptr, term);
     if (!narrow.ok()) return makeError("{}: {}", ir::describeNode(g, n), narrow.error().message);
     code.launches.push_back(toLaunch(*narrow, withExtras({val(bound[0]), val(bound[1]), val(outValue)}, true)));
     return code;

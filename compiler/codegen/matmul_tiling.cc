@@ -180,11 +180,10 @@ Result<MatmulTiling> parseTileSpec(const std::string& spec, int64_t defaultPipel
 }
 
 bool isNarrowProduct(const MatmulCostModel& model, int64_t m, int64_t n) {
-  return model.narrowMaxSide > 0 && std::min(m, n) <= model.narrowMaxSide;
+  return model.narrow.maxSide > 0 && std::min(m, n) <= model.narrow.maxSide;
 }
 
-NarrowTiling chooseNarrowTiling(int64_t m, int64_t n, int64_t k, int64_t workItems, int64_t fillWorkItems,
-                                int64_t batch) {
+NarrowTiling chooseNarrowTiling(int64_t m, int64_t n, int64_t k, const NarrowOptions& o, int64_t batch) {
   auto pow2Ceil = [](int64_t v) {
     int64_t p = 1;
     while (p < v) p *= 2;
@@ -192,10 +191,10 @@ NarrowTiling chooseNarrowTiling(int64_t m, int64_t n, int64_t k, int64_t workIte
   };
   NarrowTiling t;
   const int64_t kTexels = (k + 3) / 4;
-  while (t.ks * 2 <= workItems && kTexels / (t.ks * 2) >= kMinNarrowSliceTexels) t.ks *= 2;
+  while (t.ks * 2 <= o.workItems && kTexels / (t.ks * 2) >= kMinNarrowSliceTexels) t.ks *= 2;
   const int64_t productBlocks = batch * ((m + 3) / 4) * ((n + 3) / 4);
-  while (t.ks * 2 <= workItems && kTexels / (t.ks * 2) >= 1 && productBlocks * t.ks < fillWorkItems) t.ks *= 2;
-  const int64_t blocks = workItems / t.ks;
+  while (t.ks * 2 <= o.workItems && kTexels / (t.ks * 2) >= 1 && productBlocks * t.ks < o.fillWorkItems) t.ks *= 2;
+  const int64_t blocks = o.workItems / t.ks;
   const int64_t cb = std::min(pow2Ceil((n + 3) / 4), blocks);
   const int64_t rb = std::min(pow2Ceil((m + 3) / 4), blocks / cb);
   t.tm = 4 * rb;
@@ -229,13 +228,14 @@ Result<MatmulCostModel> parseMatmulCostModel(const nlohmann::json& j, const std:
   if (b.contains("narrow")) {
     const nlohmann::json& nb = b["narrow"];
     if (!nb.is_object()) return makeError("{}: matmul.narrow must be an object", path);
-    m.narrowMaxSide = nb.value("max_side", int64_t{0});
-    m.narrowWorkItems = nb.value("work_items", m.narrowWorkItems);
-    m.narrowFillWorkItems = nb.value("fill_work_items", m.narrowFillWorkItems);
-    const int64_t w = m.narrowWorkItems;
-    if (m.narrowMaxSide > 0 && (!nb.contains("provenance") || !nb["provenance"].is_string()))
+    NarrowOptions& o = m.narrow;
+    o.maxSide = nb.value("max_side", int64_t{0});
+    o.workItems = nb.value("work_items", o.workItems);
+    o.fillWorkItems = nb.value("fill_work_items", o.fillWorkItems);
+    const int64_t w = o.workItems;
+    if (o.maxSide > 0 && (!nb.contains("provenance") || !nb["provenance"].is_string()))
       return makeError("{}: matmul.narrow.provenance must say where max_side and work_items come from", path);
-    if (m.narrowMaxSide < 0 || w < 4 || w > 1024 || (w & (w - 1)) != 0 || m.narrowFillWorkItems < 0)
+    if (o.maxSide < 0 || w < 4 || w > 1024 || (w & (w - 1)) != 0 || o.fillWorkItems < 0)
       return makeError("{}: matmul.narrow: max_side and fill_work_items must be >= 0 and work_items a power of two "
                        "in [4, 1024]", path);
     // The kernel's tree holds four float4 per work-item in local memory.

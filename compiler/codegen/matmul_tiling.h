@@ -70,6 +70,21 @@ struct MatmulCandidate {
   int64_t groupsPerUnit = 1;   // work-groups resident on one compute unit at once
 };
 
+// rtile_matmul_narrow.cl's settings, the profile's "matmul.narrow" block: {"max_side",
+// "work_items", "fill_work_items"}. Products whose narrow side min(M, N) is at
+// most maxSide (LoRA's rank side) run there instead of the tiled kernel: one launch, K split
+// among a group's work-items and summed in local memory, where tiles would be mostly padding
+// and split-K a second launch.
+struct NarrowOptions {
+  int64_t maxSide = 0;  // 0: never
+  int64_t workItems = 64;
+  // Work-items a narrow product should have in all before its K slices lengthen: a small
+  // product (x A: 512 x 8 outputs) has too few blocks to keep enough loads in flight to cover
+  // the memory's latency, so it takes shorter slices down to one texel. 0: slices of
+  // kMinNarrowSliceTexels whatever the product's size.
+  int64_t fillWorkItems = 0;
+};
+
 struct MatmulCostModel {
   std::vector<MatmulCandidate> candidates;  // empty: the fallback tiling (kernels.matmul_tile)
   int64_t computeUnits = 0;
@@ -79,17 +94,7 @@ struct MatmulCostModel {
   int64_t maxSplit = 32;
   double occupancyExponent = 0.6;  // partial waves: throughput x (active / groupsPerUnit)^this
   double tileLoadGbps = 0;         // per compute unit, global -> local tile loads; 0: not modelled
-  // Products whose narrow side min(M, N) is at most this (LoRA's rank side) run as
-  // rtile_matmul_narrow.cl instead: one launch, K split among a group's `narrowWorkItems` and
-  // summed in local memory, where tiles would be mostly padding and split-K a second launch.
-  // Profile "matmul.narrow": {"max_side", "work_items", "fill_work_items"}; max_side 0: never.
-  int64_t narrowMaxSide = 0;
-  int64_t narrowWorkItems = 64;
-  // Work-items a narrow product should have in all before its K slices lengthen: a small
-  // product (x A: 512 x 8 outputs) has too few 4 x 4 blocks to keep enough loads in flight to
-  // cover the memory's latency, so it takes shorter slices down to one texel. 0: slices of
-  // kMinNarrowSliceTexels whatever the product's size.
-  int64_t narrowFillWorkItems = 0;
+  NarrowOptions narrow;
 };
 
 // rtile_matmul_narrow.cl's tile: a work-group computes TM x TN outputs in 4 x 4 blocks, each
@@ -103,14 +108,13 @@ struct NarrowTiling {
 bool isNarrowProduct(const MatmulCostModel& model, int64_t m, int64_t n);
 // Slices first (each at least kMinNarrowSliceTexels texels of K long, so a slice's loads
 // outweigh its share of the tree; shorter, down to one texel, while the product's `batch` x
-// blocks x slices stay under `fillWorkItems`), then the output texels, then row blocks, all
-// powers of two within `workItems` (a power of two); a group never covers more blocks than the
+// blocks x slices stay under o.fillWorkItems), then the output texels, then row blocks, all
+// powers of two within o.workItems (a power of two); a group never covers more blocks than the
 // product has.
 inline constexpr int64_t kMinNarrowSliceTexels = 8;
 // rtile_matmul_narrow.cl's tree: partial[work-items][4] float4.
 inline constexpr int64_t kNarrowLocalBytesPerWorkItem = 4 * 16;
-NarrowTiling chooseNarrowTiling(int64_t m, int64_t n, int64_t k, int64_t workItems, int64_t fillWorkItems = 0,
-                                int64_t batch = 1);
+NarrowTiling chooseNarrowTiling(int64_t m, int64_t n, int64_t k, const NarrowOptions& o, int64_t batch = 1);
 
 struct MatmulEstimate {
   double us = 0, computeUs = 0, memoryUs = 0, sumUs = 0;

@@ -397,16 +397,16 @@ Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t 
 
 Result<RTileKernel> emitRTileMatmulNarrow(const std::string& name, int64_t m, int64_t k, int64_t n,
                                           const MatmulOperand& lhs, const MatmulOperand& rhs, const Layout& out,
-                                          int64_t workItems, const MatmulEpilogue* epi, int64_t fillWorkItems,
+                                          const NarrowOptions& options, const MatmulEpilogue* epi,
                                           const LowRankOperands* lowRank) {
   FBL_ASSIGN(auto folded, foldBatch(m, k, n, lhs, rhs, out, lowRank));
   if (folded)
-    return emitRTileMatmulNarrow(name, folded->m, k, n, folded->lhs, folded->rhs, folded->out, workItems, epi,
-                                 fillWorkItems, folded->term());
+    return emitRTileMatmulNarrow(name, folded->m, k, n, folded->lhs, folded->rhs, folded->out, options, epi,
+                                 folded->term());
   FBL_TRY(checkProductShapes("narrow matmul", name, m, k, n, lhs, rhs, out));
-  const NarrowTiling t = chooseNarrowTiling(m, n, k, workItems, fillWorkItems, ir::numElements(batchOf(out)));
+  const NarrowTiling t = chooseNarrowTiling(m, n, k, options, ir::numElements(batchOf(out)));
   // Neighbouring work-items read neighbouring texels of the larger operand (the other is at
-  // most narrowMaxSide x K and stays in cache): along K when it is stored along K, else along
+  // most NarrowOptions::maxSide x K and stays in cache): along K when it is stored along K, else along
   // its long side.
   const bool lhsLarger = m >= n;
   const int fast = lhsLarger ? (lhs.transposed ? 1 : 0) : (rhs.transposed ? 0 : 2);

@@ -174,36 +174,44 @@ TEST_CASE("narrow products: the profile switch and the tile rule", "[codegen][ma
   CHECK(isNarrowProduct(*m, 8, 2304));
   CHECK_FALSE(isNarrowProduct(*m, 512, 17));
   CHECK_FALSE(isNarrowProduct(MatmulCostModel{}, 512, 8));  // absent: never
-  CHECK(h200().narrowMaxSide == 16);
+  CHECK(h200().narrow.maxSide == 16);
   j["matmul"]["narrow"]["work_items"] = 96;
   CHECK(parseError(j).find("matmul.narrow") != std::string::npos);
   j["matmul"]["narrow"] = {{"max_side", -1}, {"provenance", "measured: test"}};
   CHECK(parseError(j).find("matmul.narrow") != std::string::npos);
 
+  auto opts = [](int64_t workItems, int64_t fill = 0) {
+    NarrowOptions o;
+    o.maxSide = 16;
+    o.workItems = workItems;
+    o.fillWorkItems = fill;
+    return o;
+  };
   // x * lora_A on Gemma2 (K = 2304 = 576 texels): 64 slices of 9 texels, 2 x 2 blocks of 4 x 4.
-  NarrowTiling a = chooseNarrowTiling(512, 8, 2304, 256);
+  NarrowTiling a = chooseNarrowTiling(512, 8, 2304, opts(256));
   CHECK((a.ks == 64 && a.tn == 8 && a.tm == 8 && a.workItems() == 256));
   // x^T * dt (K = 512 tokens): 16 slices of 8 texels; the rest is row blocks.
-  NarrowTiling b = chooseNarrowTiling(2304, 8, 512, 256);
+  NarrowTiling b = chooseNarrowTiling(2304, 8, 512, opts(256));
   CHECK((b.ks == 16 && b.tn == 8 && b.tm == 32));
   // t^T * dy (M = 8): output texels first, which leaves one row block (two groups cover M).
-  NarrowTiling c = chooseNarrowTiling(8, 2304, 512, 256);
+  NarrowTiling c = chooseNarrowTiling(8, 2304, 512, opts(256));
   CHECK((c.ks == 16 && c.tn == 64 && c.tm == 4));
   // Short K: one slice; a group never covers more blocks than the product has.
-  NarrowTiling d = chooseNarrowTiling(6, 5, 20, 256);
+  NarrowTiling d = chooseNarrowTiling(6, 5, 20, opts(256));
   CHECK((d.ks == 1 && d.tn == 8 && d.tm == 8 && d.workItems() == 4));
 
   // A fill target: x * lora_A on Llama (512 x 8 outputs, 256 blocks; K = 2048 = 512 texels)
   // takes 256 slices of 2 texels for 65,536 work-items, where slices of 8 texels give 16,384.
-  CHECK(chooseNarrowTiling(512, 8, 2048, 256).ks == 64);
-  NarrowTiling e = chooseNarrowTiling(512, 8, 2048, 256, 65536);
+  CHECK(chooseNarrowTiling(512, 8, 2048, opts(256)).ks == 64);
+  NarrowTiling e = chooseNarrowTiling(512, 8, 2048, opts(256, 65536));
   CHECK((e.ks == 256 && e.tm == 4 && e.tn == 4));
   // ... never slices shorter than a texel, nor more than a group holds.
-  CHECK(chooseNarrowTiling(512, 8, 2048, 1024, int64_t{1} << 30).ks == 512);
-  CHECK(chooseNarrowTiling(512, 8, 2048, 128, int64_t{1} << 30).ks == 128);
+  CHECK(chooseNarrowTiling(512, 8, 2048, opts(1024, int64_t{1} << 30)).ks == 512);
+  CHECK(chooseNarrowTiling(512, 8, 2048, opts(128, int64_t{1} << 30)).ks == 128);
   // A product that fills the target with long slices keeps them; batches count as blocks.
-  CHECK(chooseNarrowTiling(4096, 8, 2048, 256, 65536).ks == 64);
-  CHECK(chooseNarrowTiling(512, 8, 2048, 256, 65536, 4).ks == 64);
+  CHECK(chooseNarrowTiling(4096, 8, 2048, opts(256, 65536)).ks == 64);
+  CHECK(chooseNarrowTiling(512, 8, 2048, opts(256, 65536), 4).ks == 64);
+
   // The profile: fill_work_items, and work_items within the tree's local memory.
   nlohmann::json p = profileWith(nlohmann::json::array());
   p["matmul"]["local_memory_bytes"] = 49152;
@@ -211,12 +219,13 @@ TEST_CASE("narrow products: the profile switch and the tile rule", "[codegen][ma
                            {"provenance", "measured: test"}};
   auto q = parseMatmulCostModel(p, "p.json");
   REQUIRE(q.ok());
-  CHECK(q->narrowFillWorkItems == 65536);
+  CHECK(q->narrow.fillWorkItems == 65536);
   p["matmul"]["narrow"]["work_items"] = 1024;  // 64 KB of tree, 48 KB of local memory
   CHECK(parseError(p).find("local memory") != std::string::npos);
   p["matmul"]["narrow"]["work_items"] = 256;
   p["matmul"]["narrow"]["fill_work_items"] = -1;
   CHECK(parseError(p).find("fill_work_items") != std::string::npos);
+
 }
 
 }  // namespace

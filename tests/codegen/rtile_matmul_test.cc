@@ -157,9 +157,13 @@ void checkParts(ClSession& s, const PassCase& pc, int64_t m, int64_t k, int64_t 
   for (Part& part : parts) {
     MatmulTiling& tl = part.tiling;
     if (tl.splitK == 0) tl.splitK = 1;
+    fbl::codegen::NarrowOptions narrow;
+    narrow.maxSide = 16;
+    narrow.workItems = narrowWorkItems;
+    narrow.fillWorkItems = narrowFill;
     auto kern = narrowWorkItems > 0
-                    ? fbl::codegen::emitRTileMatmulNarrow("mm", m, k, n, {lhs, pc.lt}, {rhs, pc.rt}, out, narrowWorkItems,
-                                                          nullptr, narrowFill, lrp)
+                    ? fbl::codegen::emitRTileMatmulNarrow("mm", m, k, n, {lhs, pc.lt}, {rhs, pc.rt}, out, narrow,
+                                                          nullptr, lrp)
                     : fbl::codegen::emitRTileMatmul("mm", m, k, n, {lhs, pc.lt}, {rhs, pc.rt}, out, tl, nullptr,
                                                     part.cols, lrp);
     if (!kern.ok()) FAIL(kern.error().message);
