@@ -293,13 +293,9 @@ int runMatmulSweep(const MatmulSweepOptions& o) {
           continue;
         }
         std::sort(times.begin(), times.end());
-        auto got = s.download(*om, *ol);
-        if (!got.ok()) return fmt::print(stderr, "error: {}\n", got.error().message), 1;
-        double worst = 0;
-        for (size_t q = 0; q < probes.size(); ++q) {
-          const double v = (*got)[static_cast<size_t>(probes[q].first * p.n + probes[q].second)];
-          worst = std::max(worst, std::fabs(v - want[q]) / std::max(1.0, std::fabs(want[q])));
-        }
+        auto checked = sampledError(s, p, *om, *ol, probes, want);
+        if (!checked.ok()) return fmt::print(stderr, "error: {}\n", checked.error().message), 1;
+        const double worst = *checked;
         const codegen::MatmulEstimate e = codegen::estimateMatmul(model, c, p.m, p.n, p.k, 1, split);
         const double us = times.front();
         // The efficiency that would make the compute term equal the measurement.
