@@ -130,9 +130,9 @@ __kernel void empty_launch(__global const float4* in, __global float4* out) {{}}
                         {"bytes", 16.0 * static_cast<double>(in4 + out4)}};
 }
 
-// rtile_matmul_narrow.cl on one product: the profile's own settings, then group sizes and fill
-// targets around them, each checked on the sampled entries; beside them the stream floor
-// (streamFloor).
+// rtile_matmul_narrow.cl on one product: the profile's own settings, the same with the narrow
+// operand's staging switched, then group sizes and fill targets around them, each checked on
+// the sampled entries; beside them the stream floor (streamFloor).
 Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& model, const Product& p,
                                   const Operands& ops, const Layout& ll, const Layout& rl, const Layout& ol,
                                   const std::vector<std::pair<int64_t, int64_t>>& probes,
@@ -142,9 +142,10 @@ Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& 
              "empty launch {:.1f} us\n",
              floor["stream_us"].get<double>(), floor["bytes"].get<double>() * 1e-6,
              floor["empty_launch_us"].get<double>());
-  fmt::print("  {:>5} {:>8} {:>10} {:>10} {:>8} {:>10}\n", "items", "fill", "tile/ks", "measured", "/floor",
-             "max relerr");
-  std::vector<codegen::NarrowOptions> variants{model.narrow};
+  fmt::print("  {:>5} {:>8} {:>5} {:>10} {:>10} {:>8} {:>10}\n", "items", "fill", "stage", "tile/ks", "measured",
+             "/floor", "max relerr");
+  std::vector<codegen::NarrowOptions> variants{model.narrow, model.narrow};
+  variants[1].stageNarrowOperand = !model.narrow.stageNarrowOperand;
   for (int64_t items : {64, 128, 256})
     for (int64_t fill : {0, 65536, 262144}) {
       codegen::NarrowOptions v = model.narrow;
@@ -156,13 +157,17 @@ Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& 
   for (size_t i = 0; i < variants.size(); ++i) {
     const codegen::NarrowOptions& v = variants[i];
     const codegen::NarrowTiling t = codegen::chooseNarrowTiling(p.m, p.n, p.k, v);
-    FBL_ASSIGN(auto k, codegen::emitRTileMatmulNarrow("sweep_narrow", p.m, p.k, p.n, {ll, p.lhsT}, {rl, p.rhsT}, ol, v));
+    FBL_ASSIGN(auto k, codegen::emitRTileMatmulNarrow("sweep_narrow", p.m, p.k, p.n, {ll, p.lhsT}, {rl, p.rhsT}, ol, v,
+                                                      model.localMemoryBytes));
+    // Whether the kernel took the staging (it needs the narrow operand stored along K, and room).
+    const bool staged = k.source.find("#define STAGE_R 1") != std::string::npos;
     FBL_ASSIGN(double us, fastestUs(s, k, {ops.l, ops.r, ops.out}, runs));
     FBL_ASSIGN(double worst, sampledError(s, p, ops.out, ol, probes, want));
     const std::string tile = fmt::format("{}x{}/{}", t.tm, t.tn, t.ks);
-    fmt::print("  {:>5} {:>8} {:>10} {:>10.1f} {:>8.2f} {:>10.2g}{}{}\n", v.workItems, v.fillWorkItems, tile, us,
-               us / floor["stream_us"].get<double>(), worst, worst > 1e-3 ? "  WRONG" : "", i == 0 ? "  (profile)" : "");
-    runsJson.push_back({{"work_items", v.workItems}, {"fill_work_items", v.fillWorkItems},
+    fmt::print("  {:>5} {:>8} {:>5} {:>10} {:>10.1f} {:>8.2f} {:>10.2g}{}{}\n", v.workItems, v.fillWorkItems,
+               staged ? "yes" : "no", tile, us, us / floor["stream_us"].get<double>(), worst,
+               worst > 1e-3 ? "  WRONG" : "", i == 0 ? "  (profile)" : "");
+    runsJson.push_back({{"work_items", v.workItems}, {"fill_work_items", v.fillWorkItems}, {"staged", staged},
                         {"tile", tile}, {"min_us", us}, {"max_rel_err", worst}, {"profile", i == 0}});
   }
   floor["runs"] = runsJson;

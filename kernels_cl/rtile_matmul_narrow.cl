@@ -11,6 +11,10 @@
 // by codegen so that they read neighbouring texels of the large operand:
 // 0 the K slice, 1 the row block, 2 the output texel.
 // LOW_RANK: a low-rank term (rtile_low_rank.cl, in the ACCESS hole) is added before the epilogue.
+// STAGE_R: R is the narrow operand, a buffer stored along K (R_T 0: B in dy B), and neighbouring
+// work-items are K slices (FAST 0). Read in place, they would read rows 4 apart, a cache line
+// each; instead the group first copies the round's 4 KS rows of its TN columns into local
+// memory, neighbouring work-items on neighbouring texels, and every slice reads its rows there.
 #define M {{M}}u
 #define N {{N}}u
 #define K {{K}}u
@@ -21,6 +25,7 @@
 #define L_T {{L_T}}
 #define R_T {{R_T}}
 #define LOW_RANK {{LOW_RANK}}
+#define STAGE_R {{STAGE_R}}
 #define RB (TM / 4u)          // row blocks per tile
 #define CB (TN / 4u)          // output texels per tile
 #define WG (RB * CB * KS)
@@ -28,6 +33,9 @@
 #define L_COLS (L_T ? M : K)
 #define R_ROWS (R_T ? N : K)
 #define R_COLS (R_T ? K : N)
+// The staged rows: CB texels a row, one texel of padding after every 4 rows (a slice's rows), so
+// that a quarter-warp's slices read different banks.
+#define STAGED_AT(row, t) ((row) * CB + (t) + (row) / 4u)
 
 {{ACCESS}}
 
@@ -42,6 +50,9 @@
 
 __kernel void {{NAME}}({{PARAMS}}) {
   __local float4 partial[WG][4];
+#if STAGE_R
+  __local float4 staged[STAGED_AT(4u * KS, 0u)];
+#endif
   const uint id = get_local_id(0);
 #if FAST == 0
   const uint s = id % KS, rb = id / KS % RB, cb = id / KS / RB;
@@ -65,7 +76,15 @@ __kernel void {{NAME}}({{PARAMS}}) {
 #else
     for (uint i = 0; i < 4u; ++i) l[i] = MASKED_B(loadL, lhs, bat, m + i, k, L_ROWS, L_COLS);
 #endif
-#if R_T
+#if STAGE_R
+    barrier(CLK_LOCAL_MEM_FENCE);  // the previous round's reads are done
+    for (uint x = id; x < 4u * KS * CB; x += WG) {
+      const uint row = x / CB, t = x % CB;
+      staged[STAGED_AT(row, t)] = MASKED_B(loadR, rhs, bat, k0 + row, get_group_id(0) * TN + t * 4u, R_ROWS, R_COLS);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint j = 0; j < 4u; ++j) r[j] = staged[STAGED_AT(s * 4u + j, cb)];
+#elif R_T
     float4 rt[4];  // rt[i]: R(k..k+3, n + i)
     for (uint i = 0; i < 4u; ++i) rt[i] = MASKED_B(loadR, rhs, bat, n + i, k, R_ROWS, R_COLS);
     r[0] = COLUMN(rt, 0); r[1] = COLUMN(rt, 1); r[2] = COLUMN(rt, 2); r[3] = COLUMN(rt, 3);

@@ -567,7 +567,7 @@ Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Ta
   };
   if (isNarrowProduct(model, mEff, N)) {
     auto narrow = emitRTileMatmulNarrow("{{NAME}}", M, K, N, ops[0], ops[1], outL, model.narrow,
-                                        epi ? &epi->kernel : nullptr, term);
+                                        model.localMemoryBytes, epi ? &epi->kernel : nullptr, term);
     if (!narrow.ok()) return makeError("{}: {}", ir::describeNode(g, n), narrow.error().message);
     code.launches.push_back(toLaunch(*narrow, withExtras({val(bound[0]), val(bound[1]), val(outValue)}, true)));
     return code;

@@ -202,6 +202,11 @@ NarrowTiling chooseNarrowTiling(int64_t m, int64_t n, int64_t k, const NarrowOpt
   return t;
 }
 
+int64_t narrowLocalBytes(const NarrowTiling& t, bool staged) {
+  const int64_t tree = t.workItems() * kNarrowLocalBytesPerWorkItem;
+  return staged ? tree + (4 * t.ks * (t.tn / 4) + t.ks) * 16 : tree;
+}
+
 std::string tileString(const MatmulTiling& t) {
   return fmt::format("{}x{}x{}/{}x{}", t.tm, t.tn, t.tk, t.rm, t.rn);
 }
@@ -232,6 +237,7 @@ Result<MatmulCostModel> parseMatmulCostModel(const nlohmann::json& j, const std:
     o.maxSide = nb.value("max_side", int64_t{0});
     o.workItems = nb.value("work_items", o.workItems);
     o.fillWorkItems = nb.value("fill_work_items", o.fillWorkItems);
+    o.stageNarrowOperand = nb.value("stage_narrow_operand", o.stageNarrowOperand);
     const int64_t w = o.workItems;
     if (o.maxSide > 0 && (!nb.contains("provenance") || !nb["provenance"].is_string()))
       return makeError("{}: matmul.narrow.provenance must say where max_side and work_items come from", path);

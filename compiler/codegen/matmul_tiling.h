@@ -71,7 +71,7 @@ struct MatmulCandidate {
 };
 
 // rtile_matmul_narrow.cl's settings, the profile's "matmul.narrow" block: {"max_side",
-// "work_items", "fill_work_items"}. Products whose narrow side min(M, N) is at
+// "work_items", "fill_work_items", "stage_narrow_operand"}. Products whose narrow side min(M, N) is at
 // most maxSide (LoRA's rank side) run there instead of the tiled kernel: one launch, K split
 // among a group's work-items and summed in local memory, where tiles would be mostly padding
 // and split-K a second launch.
@@ -83,6 +83,10 @@ struct NarrowOptions {
   // the memory's latency, so it takes shorter slices down to one texel. 0: slices of
   // kMinNarrowSliceTexels whatever the product's size.
   int64_t fillWorkItems = 0;
+  // Copy the narrow operand through local memory when it is a buffer stored along K and
+  // neighbouring work-items are K slices (B in dy B): read in place, they read rows 4 apart
+  // (rtile_matmul_narrow.cl, STAGE_R). Only where the copy and the tree fit local memory.
+  bool stageNarrowOperand = false;
 };
 
 struct MatmulCostModel {
@@ -114,6 +118,9 @@ bool isNarrowProduct(const MatmulCostModel& model, int64_t m, int64_t n);
 inline constexpr int64_t kMinNarrowSliceTexels = 8;
 // rtile_matmul_narrow.cl's tree: partial[work-items][4] float4.
 inline constexpr int64_t kNarrowLocalBytesPerWorkItem = 4 * 16;
+// The local memory of the narrow kernel at tiling `t`: the tree, and with `staged` the round's
+// 4 KS rows of the group's TN columns plus a texel of padding every 4 rows.
+int64_t narrowLocalBytes(const NarrowTiling& t, bool staged);
 NarrowTiling chooseNarrowTiling(int64_t m, int64_t n, int64_t k, const NarrowOptions& o, int64_t batch = 1);
 
 struct MatmulEstimate {

@@ -397,12 +397,12 @@ Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t 
 
 Result<RTileKernel> emitRTileMatmulNarrow(const std::string& name, int64_t m, int64_t k, int64_t n,
                                           const MatmulOperand& lhs, const MatmulOperand& rhs, const Layout& out,
-                                          const NarrowOptions& options, const MatmulEpilogue* epi,
-                                          const LowRankOperands* lowRank) {
+                                          const NarrowOptions& options, int64_t localMemoryBytes,
+                                          const MatmulEpilogue* epi, const LowRankOperands* lowRank) {
   FBL_ASSIGN(auto folded, foldBatch(m, k, n, lhs, rhs, out, lowRank));
   if (folded)
-    return emitRTileMatmulNarrow(name, folded->m, k, n, folded->lhs, folded->rhs, folded->out, options, epi,
-                                 folded->term());
+    return emitRTileMatmulNarrow(name, folded->m, k, n, folded->lhs, folded->rhs, folded->out, options,
+                                 localMemoryBytes, epi, folded->term());
   FBL_TRY(checkProductShapes("narrow matmul", name, m, k, n, lhs, rhs, out));
   const NarrowTiling t = chooseNarrowTiling(m, n, k, options, ir::numElements(batchOf(out)));
   // Neighbouring work-items read neighbouring texels of the larger operand (the other is at
@@ -410,10 +410,18 @@ Result<RTileKernel> emitRTileMatmulNarrow(const std::string& name, int64_t m, in
   // its long side.
   const bool lhsLarger = m >= n;
   const int fast = lhsLarger ? (lhs.transposed ? 1 : 0) : (rhs.transposed ? 0 : 2);
+  constexpr int64_t kMinLocalMemoryBytes = 32 * 1024;  // OpenCL 1.2's CL_DEVICE_LOCAL_MEM_SIZE floor
+  // Staging pays where neighbouring work-items are K slices (fast 0) reading R, a buffer stored
+  // along K, rows 4 apart; an image's texture cache serves those reads itself (H200: dy B at
+  // rank 8 took 18.2 -> 13.1 us from a buffer, 11.3 -> 12.1 from an image;
+  // docs/measurements/h200-2026-12-03-s29/lab22/).
+  const bool stageR = options.stageNarrowOperand && fast == 0 && !rhs.transposed &&
+                      rhs.stored.storage() == layout::Storage::Buffer &&
+                      narrowLocalBytes(t, true) <= (localMemoryBytes > 0 ? localMemoryBytes : kMinLocalMemoryBytes);
   FBL_ASSIGN(ProductSource src, productSource(m, n, lhs, rhs, out, false, epi, lowRank));
   std::map<std::string, std::string> v = {
       {"M", std::to_string(m)},     {"N", std::to_string(n)},     {"K", std::to_string(k)},
-      {"LOW_RANK", lowRank ? "1" : "0"},
+      {"LOW_RANK", lowRank ? "1" : "0"}, {"STAGE_R", stageR ? "1" : "0"},
       {"TM", std::to_string(t.tm)}, {"TN", std::to_string(t.tn)}, {"KS", std::to_string(t.ks)},
       {"FAST", std::to_string(fast)},
       {"L_T", lhs.transposed ? "1" : "0"}, {"R_T", rhs.transposed ? "1" : "0"},

@@ -83,12 +83,14 @@ Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t 
                                     const LowRankOperands* lowRank = nullptr);
 
 // The same product for narrow shapes (isNarrowProduct: LoRA's rank side) through
-// rtile_matmul_narrow.cl: one launch, no partial planes, tiled by chooseNarrowTiling.
-// Operands, batching and epilogue as emitRTileMatmul; args lhs, rhs, out.
+// rtile_matmul_narrow.cl: one launch, no partial planes, tiled by chooseNarrowTiling; the narrow
+// operand is staged (NarrowOptions::stageNarrowOperand) only within `localMemoryBytes` (0: the
+// 32 KB every OpenCL 1.2 device has). Operands, batching and epilogue as emitRTileMatmul; args
+// lhs, rhs, out.
 Result<RTileKernel> emitRTileMatmulNarrow(const std::string& name, int64_t m, int64_t k, int64_t n,
                                           const MatmulOperand& lhs, const MatmulOperand& rhs,
                                           const layout::Layout& out, const NarrowOptions& options,
-                                          const MatmulEpilogue* epilogue = nullptr,
+                                          int64_t localMemoryBytes = 0, const MatmulEpilogue* epilogue = nullptr,
                                           const LowRankOperands* lowRank = nullptr);
 
 // out = sum of the splitK planes of `partial` (per batch matrix of out). Args: partial, out

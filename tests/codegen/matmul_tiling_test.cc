@@ -211,6 +211,10 @@ TEST_CASE("narrow products: the profile switch and the tile rule", "[codegen][ma
   // A product that fills the target with long slices keeps them; batches count as blocks.
   CHECK(chooseNarrowTiling(4096, 8, 2048, opts(256, 65536)).ks == 64);
   CHECK(chooseNarrowTiling(512, 8, 2048, opts(256, 65536), 4).ks == 64);
+  // Local memory: the tree (16 KB at 256 work-items), plus for a staged operand 4 x 256 rows of
+  // one texel and a texel of padding every 4 rows (20 KB).
+  CHECK(narrowLocalBytes(e, false) == 256 * 64);
+  CHECK(narrowLocalBytes(e, true) == 256 * 64 + (4 * 256 + 256) * 16);
 
   // The profile: fill_work_items, and work_items within the tree's local memory.
   nlohmann::json p = profileWith(nlohmann::json::array());
@@ -220,6 +224,10 @@ TEST_CASE("narrow products: the profile switch and the tile rule", "[codegen][ma
   auto q = parseMatmulCostModel(p, "p.json");
   REQUIRE(q.ok());
   CHECK(q->narrow.fillWorkItems == 65536);
+  CHECK_FALSE(q->narrow.stageNarrowOperand);
+  p["matmul"]["narrow"]["stage_narrow_operand"] = true;
+  CHECK(parseMatmulCostModel(p, "p.json")->narrow.stageNarrowOperand);
+  p["matmul"]["narrow"].erase("stage_narrow_operand");
   p["matmul"]["narrow"]["work_items"] = 1024;  // 64 KB of tree, 48 KB of local memory
   CHECK(parseError(p).find("local memory") != std::string::npos);
   p["matmul"]["narrow"]["work_items"] = 256;

@@ -18,6 +18,7 @@
 
 using fbl::codegen::ColumnRange;
 using fbl::codegen::MatmulTiling;
+using fbl::codegen::NarrowOptions;
 using fbl::layout::Layout;
 using fbl::layout::TileSpec;
 using namespace fbl::bench;
@@ -116,13 +117,13 @@ struct LowRankCase {
   float scale;
 };
 
-// One product through emitRTileMatmul, one launch (and split-K sum) per part (or, with
-// narrowWorkItems > 0, emitRTileMatmulNarrow), with lhs/rhs/out in the given layouts, and a
-// low-rank term if `term` is given. The output starts as NaN, so a column no part writes fails
+// One product through emitRTileMatmul, one launch (and split-K sum) per part (or, given `narrow`,
+// emitRTileMatmulNarrow within 48 KB of local memory), with lhs/rhs/out in the given layouts,
+// and a low-rank term if `term` is given. The output starts as NaN, so a column no part writes fails
 // the comparison.
 void checkParts(ClSession& s, const PassCase& pc, int64_t m, int64_t k, int64_t n, const NamedLayout& ll,
-                const NamedLayout& rl, const NamedLayout& ol, std::vector<Part> parts, int64_t narrowWorkItems = 0,
-                int64_t narrowFill = 0, const LowRankCase* term = nullptr) {
+                const NamedLayout& rl, const NamedLayout& ol, std::vector<Part> parts,
+                const NarrowOptions* narrow = nullptr, const LowRankCase* term = nullptr) {
   fbl::ir::Shape ls = pc.lt ? fbl::ir::Shape{k, m} : fbl::ir::Shape{m, k};
   fbl::ir::Shape rs = pc.rt ? fbl::ir::Shape{n, k} : fbl::ir::Shape{k, n};
   Layout lhs = ll.make(ls), rhs = rl.make(rs), out = ol.make({m, n});
@@ -157,17 +158,12 @@ void checkParts(ClSession& s, const PassCase& pc, int64_t m, int64_t k, int64_t 
   for (Part& part : parts) {
     MatmulTiling& tl = part.tiling;
     if (tl.splitK == 0) tl.splitK = 1;
-    fbl::codegen::NarrowOptions narrow;
-    narrow.maxSide = 16;
-    narrow.workItems = narrowWorkItems;
-    narrow.fillWorkItems = narrowFill;
-    auto kern = narrowWorkItems > 0
-                    ? fbl::codegen::emitRTileMatmulNarrow("mm", m, k, n, {lhs, pc.lt}, {rhs, pc.rt}, out, narrow,
-                                                          nullptr, lrp)
+    auto kern = narrow ? fbl::codegen::emitRTileMatmulNarrow("mm", m, k, n, {lhs, pc.lt}, {rhs, pc.rt}, out, *narrow,
+                                                             49152, nullptr, lrp)
                     : fbl::codegen::emitRTileMatmul("mm", m, k, n, {lhs, pc.lt}, {rhs, pc.rt}, out, tl, nullptr,
                                                     part.cols, lrp);
     if (!kern.ok()) FAIL(kern.error().message);
-    if (tl.splitK > 1 && narrowWorkItems == 0) {
+    if (tl.splitK > 1 && !narrow) {
       const int64_t width = (part.cols.end == 0 ? n : part.cols.end) - part.cols.begin;
       auto buf = s.buffer(static_cast<size_t>(tl.splitK * m * width));
       auto sum = fbl::codegen::emitRTileSplitKSum("mmsum", m, n, tl.splitK, out, nullptr,
@@ -204,8 +200,18 @@ void checkParts(ClSession& s, const PassCase& pc, int64_t m, int64_t k, int64_t 
 
 void checkProduct(ClSession& s, const PassCase& pc, int64_t m, int64_t k, int64_t n, const NamedLayout& ll,
                   const NamedLayout& rl, const NamedLayout& ol, const MatmulTiling& tiling,
-                  int64_t narrowWorkItems = 0, int64_t narrowFill = 0) {
-  checkParts(s, pc, m, k, n, ll, rl, ol, {{tiling, {}}}, narrowWorkItems, narrowFill);
+                  const NarrowOptions* narrow = nullptr) {
+  checkParts(s, pc, m, k, n, ll, rl, ol, {{tiling, {}}}, narrow);
+}
+
+// The narrow kernel's settings (the profile's matmul.narrow block).
+NarrowOptions narrowOptions(int64_t workItems, int64_t fillWorkItems = 0, bool stage = false) {
+  NarrowOptions o;
+  o.maxSide = 16;
+  o.workItems = workItems;
+  o.fillWorkItems = fillWorkItems;
+  o.stageNarrowOperand = stage;
+  return o;
 }
 
 constexpr PassCase kPasses[] = {{"forward C=A*B", false, false},
@@ -236,28 +242,48 @@ TEST_CASE("rtile matmul: narrow products (LoRA's rank side) in one launch", "[rt
   // Narrow N (x * lora_A, dy * B^T), narrow M (t^T * dy), odd sides that pad texels and blocks,
   // K that leaves the last round of slices short.
   const Dims dims[] = {{37, 301, 5}, {6, 90, 41}, {96, 64, 8}, {8, 68, 4}};
+  // The narrow operand staged through local memory (STAGE_R) where it is R stored along K.
+  const NarrowOptions plain = narrowOptions(64), staged = narrowOptions(64, 0, true);
   for (Dims d : dims)
     for (const NamedLayout& l : allLayouts()) {
       for (const PassCase& pc : kPasses) {
         DYNAMIC_SECTION(pc.name << " " << d.m << "x" << d.k << "x" << d.n << " " << l.name) {
-          checkProduct(*s, pc, d.m, d.k, d.n, l, l, l, MatmulTiling{}, 64);
+          checkProduct(*s, pc, d.m, d.k, d.n, l, l, l, MatmulTiling{}, &plain);
+          if (!pc.rt && d.m >= d.n) checkProduct(*s, pc, d.m, d.k, d.n, l, l, l, MatmulTiling{}, &staged);
         }
       }
     }
   auto ls = allLayouts();
-  for (int64_t workItems : {int64_t{4}, int64_t{256}})
-    for (const PassCase& pc : {kPasses[0], kPasses[1], kPasses[2], kBothTransposed}) {
-      checkProduct(*s, pc, 37, 301, 5, ls[4], ls[2], ls[0], MatmulTiling{}, workItems);
-      checkProduct(*s, pc, 6, 90, 41, ls[0], ls[5], ls[3], MatmulTiling{}, workItems);
-      // A 1-wide side (images cannot hold a 1-column operand read along its texels).
-      checkProduct(*s, pc, 1, 40, 13, ls[0], ls[0], ls[0], MatmulTiling{}, workItems);
-    }
+  for (bool stage : {false, true})
+    for (int64_t workItems : {int64_t{4}, int64_t{256}})
+      for (const PassCase& pc : {kPasses[0], kPasses[1], kPasses[2], kBothTransposed}) {
+        const NarrowOptions o = narrowOptions(workItems, 0, stage);
+        checkProduct(*s, pc, 37, 301, 5, ls[4], ls[2], ls[0], MatmulTiling{}, &o);
+        checkProduct(*s, pc, 6, 90, 41, ls[0], ls[5], ls[3], MatmulTiling{}, &o);
+        // A 1-wide side (images cannot hold a 1-column operand read along its texels).
+        checkProduct(*s, pc, 1, 40, 13, ls[0], ls[0], ls[0], MatmulTiling{}, &o);
+      }
+  // Staging is taken where neighbouring work-items are K slices reading R, a buffer stored along
+  // K, and nowhere else.
+  auto stagedSource = [&](const PassCase& pc, const NamedLayout& rl) {
+    fbl::ir::Shape rs = pc.rt ? fbl::ir::Shape{5, 301} : fbl::ir::Shape{301, 5};
+    fbl::ir::Shape lsh = pc.lt ? fbl::ir::Shape{301, 37} : fbl::ir::Shape{37, 301};
+    auto k = fbl::codegen::emitRTileMatmulNarrow("mm", 37, 301, 5, {ls[0].make(lsh), pc.lt}, {rl.make(rs), pc.rt},
+                                                 ls[0].make({37, 5}), staged, 49152);
+    REQUIRE(k.ok());
+    return k->source.find("#define STAGE_R 1") != std::string::npos;
+  };
+  CHECK(stagedSource(kPasses[0], ls[0]));
+  CHECK_FALSE(stagedSource(kPasses[0], ls[2]));  // an image
+  CHECK_FALSE(stagedSource(kPasses[1], ls[0]));  // R stored along N
+  CHECK_FALSE(stagedSource(kPasses[2], ls[0]));  // L transposed: neighbours are row blocks
   // A fill target the product cannot reach: slices of one texel (K = 301: the second round of
-  // 64 or 128 slices is mostly past K), the deepest trees.
+  // 64 or 128 slices is mostly past K), the deepest trees, with the narrow operand staged.
   for (int64_t workItems : {int64_t{256}, int64_t{512}})
     for (const PassCase& pc : {kPasses[0], kPasses[1], kPasses[2], kBothTransposed}) {
-      checkProduct(*s, pc, 37, 301, 5, ls[4], ls[2], ls[0], MatmulTiling{}, workItems, int64_t{1} << 20);
-      checkProduct(*s, pc, 8, 1030, 12, ls[0], ls[5], ls[3], MatmulTiling{}, workItems, int64_t{1} << 20);
+      const NarrowOptions o = narrowOptions(workItems, int64_t{1} << 20, true);
+      checkProduct(*s, pc, 37, 301, 5, ls[4], ls[2], ls[0], MatmulTiling{}, &o);
+      checkProduct(*s, pc, 8, 1030, 12, ls[0], ls[5], ls[3], MatmulTiling{}, &o);
     }
 }
 
@@ -322,7 +348,7 @@ TEST_CASE("rtile matmul: a low-rank term (LoRA's t B, dt A) added inside the pro
     for (const PassCase& tp : {kPasses[0], kPasses[1], kPasses[2], kBothTransposed}) {
       const LowRankCase term{++turn % 2 ? 8 : 5, tp, &l, 0.5f};
       DYNAMIC_SECTION(tp.name << " rank " << term.k << " " << l.name) {
-        checkParts(*s, kPasses[0], 37, 70, 29, ls[4], ls[2], l, {{cpu, {}}}, 0, 0, &term);
+        checkParts(*s, kPasses[0], 37, 70, 29, ls[4], ls[2], l, {{cpu, {}}}, nullptr, &term);
       }
     }
   // The GPU tiling, split-K (the term joins one slice), a schedule's column parts, the narrow
@@ -333,18 +359,20 @@ TEST_CASE("rtile matmul: a low-rank term (LoRA's t B, dt A) added inside the pro
     pipe2.pipeline = 2;
     pipe3.pipeline = 3;
     for (const PassCase& pc : kPasses) {
-      checkParts(*s, pc, 33, 70, 29, ls[0], ls[5], ls[3], {{gpu, {}}}, 0, 0, &imageT);
-      checkParts(*s, pc, 33, 70, 29, ls[4], ls[0], ls[2], {{pipe2, {}}}, 0, 0, &plain);
-      checkParts(*s, pc, 33, 70, 29, ls[0], ls[3], ls[0], {{pipe3, {}}}, 0, 0, &imageT);
+      checkParts(*s, pc, 33, 70, 29, ls[0], ls[5], ls[3], {{gpu, {}}}, nullptr, &imageT);
+      checkParts(*s, pc, 33, 70, 29, ls[4], ls[0], ls[2], {{pipe2, {}}}, nullptr, &plain);
+      checkParts(*s, pc, 33, 70, 29, ls[0], ls[3], ls[0], {{pipe3, {}}}, nullptr, &imageT);
       // Tiles that divide the product (ALIGNED: no bounds checks on the product's own reads).
       MatmulTiling gpu3 = gpu;
       gpu3.pipeline = 3;
-      checkParts(*s, pc, 128, 64, 128, ls[0], ls[3], ls[3], {{gpu3, {}}}, 0, 0, &imageT);
-      checkParts(*s, pc, 64, 64, 128, ls[4], ls[0], ls[0], {{cpu, {}}}, 0, 0, &plain);
-      checkParts(*s, pc, 33, 70, 29, ls[4], ls[2], ls[0], {{split, {}}}, 0, 0, &plain);
-      checkParts(*s, pc, 37, 48, 92, ls[0], ls[5], ls[4], {{cpu, {0, 64}}, {split, {64, 92}}}, 0, 0, &imageT);
-      checkParts(*s, pc, 37, 301, 5, ls[4], ls[2], ls[0], {{MatmulTiling{}, {}}}, 64, 0, &plain);
-      checkParts(*s, pc, 6, 90, 41, ls[0], ls[5], ls[3], {{MatmulTiling{}, {}}}, 256, 0, &imageT);
+      checkParts(*s, pc, 128, 64, 128, ls[0], ls[3], ls[3], {{gpu3, {}}}, nullptr, &imageT);
+      checkParts(*s, pc, 64, 64, 128, ls[4], ls[0], ls[0], {{cpu, {}}}, nullptr, &plain);
+      checkParts(*s, pc, 33, 70, 29, ls[4], ls[2], ls[0], {{split, {}}}, nullptr, &plain);
+      checkParts(*s, pc, 37, 48, 92, ls[0], ls[5], ls[4], {{cpu, {0, 64}}, {split, {64, 92}}}, nullptr, &imageT);
+      const NarrowOptions narrow64 = narrowOptions(64), staged256 = narrowOptions(256, 0, true);
+      checkParts(*s, pc, 37, 301, 5, ls[4], ls[2], ls[0], {{MatmulTiling{}, {}}}, &narrow64, &plain);
+      checkParts(*s, pc, 6, 90, 41, ls[0], ls[5], ls[3], {{MatmulTiling{}, {}}}, &staged256, &imageT);
+      checkParts(*s, pc, 37, 301, 5, ls[4], ls[2], ls[0], {{MatmulTiling{}, {}}}, &staged256, &plain);
     }
   }
 }
