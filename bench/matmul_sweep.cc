@@ -138,8 +138,8 @@ Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& 
                                   const std::vector<std::pair<int64_t, int64_t>>& probes,
                                   const std::vector<double>& want, int runs) {
   FBL_ASSIGN(nlohmann::json floor, streamFloor(s, p, runs));
-  fmt::print("  plans run this product in rtile_matmul_narrow.cl (matmul.narrow); stream floor {:.1f} us for {:.2f} MB, "
-             "empty launch {:.1f} us\n",
+  fmt::print("  plans run this product in rtile_matmul_narrow.cl (matmul.narrow); "
+             "stream floor {:.1f} us for {:.2f} MB, empty launch {:.1f} us\n",
              floor["stream_us"].get<double>(), floor["bytes"].get<double>() * 1e-6,
              floor["empty_launch_us"].get<double>());
   fmt::print("  {:>5} {:>8} {:>5} {:>10} {:>10} {:>8} {:>10}\n", "items", "fill", "stage", "tile/ks", "measured",

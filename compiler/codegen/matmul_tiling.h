@@ -71,10 +71,10 @@ struct MatmulCandidate {
 };
 
 // rtile_matmul_narrow.cl's settings, the profile's "matmul.narrow" block: {"max_side",
-// "work_items", "fill_work_items", "stage_narrow_operand"}. Products whose narrow side min(M, N) is at
-// most maxSide (LoRA's rank side) run there instead of the tiled kernel: one launch, K split
-// among a group's work-items and summed in local memory, where tiles would be mostly padding
-// and split-K a second launch.
+// "work_items", "fill_work_items", "stage_narrow_operand"}. Products whose narrow side
+// min(M, N) is at most maxSide (LoRA's rank side) run there instead of the tiled kernel: one
+// launch, K split among a group's work-items and summed in local memory, where tiles would be
+// mostly padding and split-K a second launch.
 struct NarrowOptions {
   int64_t maxSide = 0;  // 0: never
   int64_t workItems = 64;
