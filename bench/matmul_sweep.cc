@@ -91,6 +91,18 @@ Result<double> fastestUs(ClSession& s, const codegen::RTileKernel& k, const std:
   return best;
 }
 
+// Per launch of `k` queued back to back as a step queues launches (ClSession::runQueued), us:
+// the fastest of three batches.
+Result<double> queuedUs(ClSession& s, const codegen::RTileKernel& k, const std::vector<cl_mem>& args) {
+  constexpr int kBatch = 50;
+  double best = 1e300;
+  for (int r = 0; r < 3; ++r) {
+    FBL_ASSIGN(double ms, s.runQueued(k, args, kBatch));
+    best = std::min(best, ms * 1e3);
+  }
+  return best;
+}
+
 // What a narrow product cannot beat on this device: one launch that streams its operands' bytes
 // from a plain buffer and writes its output's (a float4 each per work-item, 256 to a group), and
 // one launch that does nothing. Both pay the launch and the memory's ramp that the product pays.
@@ -122,11 +134,16 @@ __kernel void empty_launch(__global const float4* in, __global float4* out) {{}}
   FBL_ASSIGN(cl_mem out, s.buffer(static_cast<size_t>(out4 * 4)));
   auto streamUs = fastestUs(s, stream, {in, out}, runs);
   auto emptyUs = fastestUs(s, empty, {in, out}, runs);
+  auto streamQueuedUs = queuedUs(s, stream, {in, out});
+  auto emptyQueuedUs = queuedUs(s, empty, {in, out});
   s.release(in);
   s.release(out);
-  if (!streamUs.ok()) return streamUs.error();
-  if (!emptyUs.ok()) return emptyUs.error();
-  return nlohmann::json{{"stream_us", *streamUs}, {"empty_launch_us", *emptyUs},
+  for (const Result<double>* r : {&streamUs, &emptyUs, &streamQueuedUs, &emptyQueuedUs})
+    if (!r->ok()) return r->error();
+  return nlohmann::json{{"stream_us", *streamUs},
+                        {"empty_launch_us", *emptyUs},
+                        {"stream_queued_us", *streamQueuedUs},
+                        {"empty_launch_queued_us", *emptyQueuedUs},
                         {"bytes", 16.0 * static_cast<double>(in4 + out4)}};
 }
 
@@ -139,11 +156,12 @@ Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& 
                                   const std::vector<double>& want, int runs) {
   FBL_ASSIGN(nlohmann::json floor, streamFloor(s, p, runs));
   fmt::print("  plans run this product in rtile_matmul_narrow.cl (matmul.narrow); "
-             "stream floor {:.1f} us for {:.2f} MB, empty launch {:.1f} us\n",
+             "stream floor {:.1f} us for {:.2f} MB, empty launch {:.1f} us; queued as in a step {:.1f} and {:.1f} us\n",
              floor["stream_us"].get<double>(), floor["bytes"].get<double>() * 1e-6,
-             floor["empty_launch_us"].get<double>());
-  fmt::print("  {:>5} {:>8} {:>5} {:>10} {:>10} {:>8} {:>10}\n", "items", "fill", "stage", "tile/ks", "measured",
-             "/floor", "max relerr");
+             floor["empty_launch_us"].get<double>(), floor["stream_queued_us"].get<double>(),
+             floor["empty_launch_queued_us"].get<double>());
+  fmt::print("  {:>5} {:>8} {:>5} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10}\n", "items", "fill", "stage", "tile/ks",
+             "measured", "/floor", "queued", "/floor", "max relerr");
   std::vector<codegen::NarrowOptions> variants{model.narrow, model.narrow};
   variants[1].stageNarrowOperand = !model.narrow.stageNarrowOperand;
   for (int64_t items : {64, 128, 256})
@@ -162,13 +180,16 @@ Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& 
     // Whether the kernel took the staging (it needs the narrow operand stored along K, and room).
     const bool staged = k.source.find("#define STAGE_R 1") != std::string::npos;
     FBL_ASSIGN(double us, fastestUs(s, k, {ops.l, ops.r, ops.out}, runs));
+    FBL_ASSIGN(double queued, queuedUs(s, k, {ops.l, ops.r, ops.out}));
     FBL_ASSIGN(double worst, sampledError(s, p, ops.out, ol, probes, want));
     const std::string tile = fmt::format("{}x{}/{}", t.tm, t.tn, t.ks);
-    fmt::print("  {:>5} {:>8} {:>5} {:>10} {:>10.1f} {:>8.2f} {:>10.2g}{}{}\n", v.workItems, v.fillWorkItems,
-               staged ? "yes" : "no", tile, us, us / floor["stream_us"].get<double>(), worst,
-               worst > 1e-3 ? "  WRONG" : "", i == 0 ? "  (profile)" : "");
+    fmt::print("  {:>5} {:>8} {:>5} {:>10} {:>10.1f} {:>8.2f} {:>10.1f} {:>8.2f} {:>10.2g}{}{}\n", v.workItems,
+               v.fillWorkItems, staged ? "yes" : "no", tile, us, us / floor["stream_us"].get<double>(), queued,
+               queued / floor["stream_queued_us"].get<double>(), worst, worst > 1e-3 ? "  WRONG" : "",
+               i == 0 ? "  (profile)" : "");
     runsJson.push_back({{"work_items", v.workItems}, {"fill_work_items", v.fillWorkItems}, {"staged", staged},
-                        {"tile", tile}, {"min_us", us}, {"max_rel_err", worst}, {"profile", i == 0}});
+                        {"tile", tile}, {"min_us", us}, {"queued_us", queued}, {"max_rel_err", worst},
+                        {"profile", i == 0}});
   }
   floor["runs"] = runsJson;
   return floor;

@@ -166,22 +166,58 @@ Result<cl_kernel> ClSession::kernel(const RTileKernel& k) {
   return kern;
 }
 
-Result<double> ClSession::run(const RTileKernel& k, const std::vector<cl_mem>& args) {
+Result<cl_kernel> ClSession::bound(const RTileKernel& k, const std::vector<cl_mem>& args) {
   FBL_ASSIGN(cl_kernel kern, kernel(k));
   if (args.size() != k.args.size())
     return makeError("kernel '{}': {} arguments bound, {} expected", k.name, args.size(), k.args.size());
   for (size_t i = 0; i < args.size(); ++i)
     FBL_CL(clSetKernelArg(kern, static_cast<cl_uint>(i), sizeof(cl_mem), &args[i]), "clSetKernelArg");
-  cl_event ev = nullptr;
+  return kern;
+}
+
+Status ClSession::enqueue(cl_kernel kern, const RTileKernel& k, cl_event* ev) {
   FBL_CL(clEnqueueNDRangeKernel(queue_, kern, static_cast<cl_uint>(k.global.size()), nullptr, k.global.data(),
-                                k.local.empty() ? nullptr : k.local.data(), 0, nullptr, &ev),
+                                k.local.empty() ? nullptr : k.local.data(), 0, nullptr, ev),
          "clEnqueueNDRangeKernel");
-  FBL_CL(clWaitForEvents(1, &ev), "clWaitForEvents");
+  return {};
+}
+
+namespace {
+
+// Device ms from `first`'s start to `last`'s end; releases both.
+double spanMs(cl_event first, cl_event last) {
   cl_ulong t0 = 0, t1 = 0;
-  clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof(t0), &t0, nullptr);
-  clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof(t1), &t1, nullptr);
-  clReleaseEvent(ev);
+  clGetEventProfilingInfo(first, CL_PROFILING_COMMAND_START, sizeof(t0), &t0, nullptr);
+  clGetEventProfilingInfo(last, CL_PROFILING_COMMAND_END, sizeof(t1), &t1, nullptr);
+  clReleaseEvent(first);
+  if (last != first) clReleaseEvent(last);
   return static_cast<double>(t1 - t0) * 1e-6;
+}
+
+}  // namespace
+
+Result<double> ClSession::run(const RTileKernel& k, const std::vector<cl_mem>& args) {
+  FBL_ASSIGN(cl_kernel kern, bound(k, args));
+  cl_event ev = nullptr;
+  if (Status st = enqueue(kern, k, &ev); !st.ok()) return st.error();
+  FBL_CL(clWaitForEvents(1, &ev), "clWaitForEvents");
+  return spanMs(ev, ev);
+}
+
+Result<double> ClSession::runQueued(const RTileKernel& k, const std::vector<cl_mem>& args, int count) {
+  if (count < 2) return makeError("runQueued: {} launches; it times at least 2", count);
+  FBL_ASSIGN(cl_kernel kern, bound(k, args));
+  FBL_CL(clFinish(queue_), "clFinish");
+  cl_event first = nullptr, last = nullptr;
+  for (int i = 0; i < count; ++i) {
+    Status st = enqueue(kern, k, i == 0 ? &first : i == count - 1 ? &last : nullptr);
+    if (!st.ok()) {
+      if (first) clReleaseEvent(first);
+      return st.error();
+    }
+  }
+  FBL_CL(clWaitForEvents(1, &last), "clWaitForEvents");
+  return spanMs(first, last) / count;
 }
 
 Status ClSession::upload(cl_mem dst, const Layout& l, const std::vector<float>& rowMajor) {

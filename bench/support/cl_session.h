@@ -47,10 +47,17 @@ class ClSession {
 
   // Builds (once per source) and enqueues; returns the kernel's device time in ms once `wait`.
   Result<double> run(const codegen::RTileKernel& k, const std::vector<cl_mem>& args);
+  // `count` launches of `k` queued back to back as the runtime queues a step (no event but the
+  // first's and the last's, no wait between them): the device ms from the first's start to the
+  // last's end, over `count`. What a launch costs in a step, where launches overlap their overheads.
+  Result<double> runQueued(const codegen::RTileKernel& k, const std::vector<cl_mem>& args, int count);
 
  private:
   ClSession() = default;
   Result<cl_kernel> kernel(const codegen::RTileKernel& k);
+  // kernel(k) with `args` bound.
+  Result<cl_kernel> bound(const codegen::RTileKernel& k, const std::vector<cl_mem>& args);
+  Status enqueue(cl_kernel kern, const codegen::RTileKernel& k, cl_event* ev);
   cl_context ctx_ = nullptr;
   cl_device_id dev_ = nullptr;
   cl_command_queue queue_ = nullptr;
