@@ -513,19 +513,33 @@ Result<Imported> importProto(const std::string& bytes, const std::string& path,
 
 }  // namespace
 
-Result<ir::Graph> importModelFromBytes(const std::string& bytes, const std::string& path,
-                                       const ImportOptions& opts) {
-  FBL_ASSIGN(Imported imp, importProto(bytes, path, opts));
-  if (opts.recoverExportNames) FBL_TRY(recoverExportNames(imp.graph, imp.origins));
-  return std::move(imp.graph);
-}
+namespace {
 
-Result<ir::Graph> importModel(const std::string& path, const ImportOptions& opts) {
-  FBL_ASSIGN(std::string bytes, readWholeFile(path));
+Result<ir::Graph> importFromBytes(const std::string& bytes, const std::string& path, const ImportOptions& opts) {
   FBL_ASSIGN(Imported imp, importProto(bytes, path, opts));
   if (opts.loadExternalData) FBL_TRY(loadAvailableExternalData(imp.graph));
   if (opts.recoverExportNames) FBL_TRY(recoverExportNames(imp.graph, imp.origins));
   return std::move(imp.graph);
+}
+
+}  // namespace
+
+// Errors leave through oneLine: they quote names read from the file.
+Result<ir::Graph> importModelFromBytes(const std::string& bytes, const std::string& path,
+                                       const ImportOptions& opts) {
+  ImportOptions bytesOnly = opts;
+  bytesOnly.loadExternalData = false;  // no file beside the bytes to resolve external data against
+  auto g = importFromBytes(bytes, path, bytesOnly);
+  if (!g.ok()) return oneLine(g.error());
+  return g;
+}
+
+Result<ir::Graph> importModel(const std::string& path, const ImportOptions& opts) {
+  auto bytes = readWholeFile(path);
+  if (!bytes.ok()) return oneLine(bytes.error());
+  auto g = importFromBytes(*bytes, path, opts);
+  if (!g.ok()) return oneLine(g.error());
+  return g;
 }
 
 }  // namespace fbl::onnx

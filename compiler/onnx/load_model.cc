@@ -26,7 +26,9 @@ Result<ir::Graph> loadModel(const std::string& path, const LoadOptions& opts) {
   importOpts.shapeOverrides = opts.shapeOverrides;
   FBL_ASSIGN(ir::Graph g, importModel(path, importOpts));
   if (!opts.simplify) return g;
-  return simplifyModel(std::move(g));
+  auto simplified = simplifyModel(std::move(g));
+  if (!simplified.ok()) return oneLine(simplified.error());  // its passes quote the file's names
+  return simplified;
 }
 
 Result<ir::Graph> simplifyModel(ir::Graph g, const passes::PassOptions& opts) {

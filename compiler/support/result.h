@@ -21,6 +21,23 @@ Error makeError(fmt::format_string<Args...> f, Args&&... args) {
   return Error{fmt::format(f, std::forward<Args>(args)...)};
 }
 
+// `e` with its control characters written as \n, \r, \t or \xNN. A model file's names are
+// untrusted bytes, and an error that quotes one must stay one line: the importer's and the
+// loader's errors pass through this on their way out.
+inline Error oneLine(Error e) {
+  std::string out;
+  out.reserve(e.message.size());
+  for (const char c : e.message) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (u < 0x20 || u == 0x7f) out += fmt::format("\\x{:02x}", u);
+    else out += c;
+  }
+  return Error{std::move(out)};
+}
+
 template <typename T>
 class [[nodiscard]] Result {
  public:

@@ -220,6 +220,13 @@ TEST_CASE("structural errors name the node and the value", "[onnx]") {
           "hand.onnx: node 'relu' (Relu) reads 'ghost', which no graph input, initializer or "
           "node output defines");
   }
+  SECTION("a name with control characters is quoted escaped, the error one line") {
+    // The importer fuzzer's finding: a corrupted name carried a newline into the error.
+    g->mutable_node(1)->set_input(0, std::string("gh\nost\t\x01", 8));
+    CHECK(importError(m) ==
+          "hand.onnx: node 'relu' (Relu) reads 'gh\\nost\\t\\x01', which no graph input, initializer or "
+          "node output defines");
+  }
   SECTION("duplicate producer") {
     g->mutable_node(1)->set_output(0, "y");
     CHECK(contains(importError(m), "value 'y' is produced twice, by node 'mm' and node 'relu'"));
