@@ -116,7 +116,7 @@ bool isNarrowProduct(const MatmulCostModel& model, int64_t m, int64_t n);
 // powers of two within o.workItems (a power of two); a group never covers more blocks than the
 // product has.
 inline constexpr int64_t kMinNarrowSliceTexels = 8;
-// rtile_matmul_narrow.cl's tree: partial[work-items][4] float4.
+// rtile_matmul_narrow.cl's tree: partial[4][work-items] float4.
 inline constexpr int64_t kNarrowLocalBytesPerWorkItem = 4 * 16;
 // The local memory of the narrow kernel at tiling `t`: the tree, and with `staged` the round's
 // 4 KS rows of the group's TN columns plus a texel of padding every 4 rows.

@@ -26,17 +26,17 @@ Result<ir::Graph> loadModel(const std::string& path, const LoadOptions& opts) {
   importOpts.shapeOverrides = opts.shapeOverrides;
   FBL_ASSIGN(ir::Graph g, importModel(path, importOpts));
   if (!opts.simplify) return g;
-  auto simplified = simplifyModel(std::move(g));
-  if (!simplified.ok()) return oneLine(simplified.error());  // its passes quote the file's names
-  return simplified;
+  return simplifyModel(std::move(g));
 }
 
 Result<ir::Graph> simplifyModel(ir::Graph g, const passes::PassOptions& opts) {
   LoadPasses load;
   passes::PassManager pm(opts);
   load.addTo(pm);
-  FBL_TRY(pm.run(g));
-  FBL_TRY(checkStaticShapes(g));
+  // Its passes' errors quote the file's names, which may hold any bytes: one line each way out
+  // (loadModel and fblc inspect both come through here).
+  if (auto ran = pm.run(g); !ran.ok()) return oneLine(ran.error());
+  if (Status st = checkStaticShapes(g); !st.ok()) return oneLine(st.error());
   return g;
 }
 
