@@ -192,6 +192,42 @@ Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& 
                         {"profile", i == 0}});
   }
   floor["runs"] = runsJson;
+  // Three products of the profile's kernel in one launch (q, k and v's x A as plans batch them,
+  // compiler/plan/launch_batching.h): one x and one A here, three outputs, each checked.
+  FBL_ASSIGN(auto single, codegen::emitRTileMatmulNarrow("sweep_narrow", p.m, p.k, p.n, {ll, p.lhsT}, {rl, p.rhsT}, ol,
+                                                         model.narrow, model.localMemoryBytes));
+  constexpr int64_t kProducts = 3;
+  codegen::RTileKernel batched = single;
+  std::string entry = codegen::narrowBatchEntry(single.productParams, kProducts, static_cast<int64_t>(single.global[2]));
+  entry.replace(entry.find("{{NAME}}"), 8, single.name);
+  batched.source += entry;
+  batched.name += codegen::narrowBatchEntryName(kProducts);
+  batched.global[2] *= kProducts;
+  for (int64_t i = 1; i < kProducts; ++i) batched.args.insert(batched.args.end(), single.args.begin(), single.args.end());
+  std::vector<cl_mem> outs{ops.out}, args;
+  for (int64_t i = 1; i < kProducts; ++i) {
+    FBL_ASSIGN(cl_mem o, s.allocate(ol));
+    outs.push_back(o);
+  }
+  for (cl_mem o : outs) args.insert(args.end(), {ops.l, ops.r, o});
+  auto us = fastestUs(s, batched, args, runs);
+  auto queued = us.ok() ? queuedUs(s, batched, args) : Result<double>(us.error());
+  double worst = 0;
+  for (cl_mem o : outs) {
+    auto e = queued.ok() ? sampledError(s, p, o, ol, probes, want) : Result<double>(queued.error());
+    if (!e.ok()) {
+      queued = e.error();
+      break;
+    }
+    worst = std::max(worst, *e);
+  }
+  for (size_t i = 1; i < outs.size(); ++i) s.release(outs[i]);
+  if (!queued.ok()) return queued.error();
+  fmt::print("  {} products in one launch (plans batch siblings): {:.1f} us alone, {:.1f} queued, {:.1f} a product "
+             "queued ({:.2f} x the floor), max relerr {:.2g}{}\n",
+             kProducts, *us, *queued, *queued / kProducts, *queued / kProducts / floor["stream_queued_us"].get<double>(),
+             worst, worst > 1e-3 ? "  WRONG" : "");
+  floor["batched"] = {{"products", kProducts}, {"min_us", *us}, {"queued_us", *queued}, {"max_rel_err", worst}};
   return floor;
 }
 

@@ -15,6 +15,10 @@
 // work-items are K slices (FAST 0). Read in place, they would read rows 4 apart, a cache line
 // each; instead the group first copies the round's 4 KS rows of its TN columns into local
 // memory, neighbouring work-items on neighbouring texels, and every slice reads its rows there.
+// The product is a function (`product`) so that one launch can run several: the plan builder's
+// launch batching (compiler/plan/launch_batching.h) appends an entry that picks a product by
+// get_group_id(2) (narrowBatchEntry). OpenCL 1.2 declares __local arrays only in a kernel's own
+// scope, so every entry declares the group's LOCAL_TEXELS and passes them in.
 #define M {{M}}u
 #define N {{N}}u
 #define K {{K}}u
@@ -37,6 +41,9 @@
 // The staged rows: CB texels a row, one texel of padding after every 4 rows (a slice's rows), so
 // that a quarter-warp's slices read different banks.
 #define STAGED_AT(row, t) ((row) * CB + (t) + (row) / 4u)
+// Local memory: the tree's four planes of WG texels, then the staged rows.
+#define LOCAL_TEXELS (4u * WG + (STAGE_R ? STAGED_AT(4u * KS, 0u) : 0u))
+#define PARTIAL(i, x) shared[(i) * WG + (x)]
 
 {{ACCESS}}
 
@@ -49,10 +56,10 @@
 // Lane `i` of four texels as one texel: a 4 x 4 block read across its texels.
 #define COLUMN(t, i) ((float4)((t)[0].s##i, (t)[1].s##i, (t)[2].s##i, (t)[3].s##i))
 
-__kernel void {{NAME}}({{PARAMS}}) {
-  __local float4 partial[4][WG];
+// Batch matrix `bat` of the product; `shared`: the group's LOCAL_TEXELS.
+inline void product({{PARAMS}}, const uint bat, __local float4* shared) {
 #if STAGE_R
-  __local float4 staged[STAGED_AT(4u * KS, 0u)];
+  __local float4* staged = shared + 4u * WG;
 #endif
   const uint id = get_local_id(0);
 #if FAST == 0
@@ -62,7 +69,6 @@ __kernel void {{NAME}}({{PARAMS}}) {
 #else
   const uint cb = id % CB, rb = id / CB % RB, s = id / CB / RB;
 #endif
-  const uint bat = get_group_id(2);
   const uint m = get_group_id(1) * TM + rb * 4u, n = get_group_id(0) * TN + cb * 4u;
   float4 acc[4] = {(float4)(0.0f), (float4)(0.0f), (float4)(0.0f), (float4)(0.0f)};
   for (uint k0 = 0; k0 < K; k0 += 4u * KS) {
@@ -96,18 +102,23 @@ __kernel void {{NAME}}({{PARAMS}}) {
       acc[i] = mad((float4)(l[i].x), r[0], mad((float4)(l[i].y), r[1],
                mad((float4)(l[i].z), r[2], mad((float4)(l[i].w), r[3], acc[i]))));
   }
-  // A tree over the KS slices of each block (KS a power of two). partial[i] is one plane per row
+  // A tree over the KS slices of each block (KS a power of two). PARTIAL(i, .) is one plane per row
   // of the block, indexed by work-item, so that neighbouring work-items touch neighbouring texels
   // (a plane per work-item put them 64 bytes apart: 4-way bank conflicts, 20-30% of the kernel's
   // time on the H200, lab24); slice s + h of a block is SLICE_STRIDE work-items further on.
-  for (uint i = 0; i < 4u; ++i) partial[i][id] = acc[i];
+  for (uint i = 0; i < 4u; ++i) PARTIAL(i, id) = acc[i];
   barrier(CLK_LOCAL_MEM_FENCE);
   for (uint h = KS / 2u; h > 0u; h >>= 1) {
     if (s < h)
-      for (uint i = 0; i < 4u; ++i) partial[i][id] += partial[i][id + h * SLICE_STRIDE];
+      for (uint i = 0; i < 4u; ++i) PARTIAL(i, id) += PARTIAL(i, id + h * SLICE_STRIDE);
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   if (s != 0u || n >= N) return;
   for (uint i = 0; i < 4u; ++i)
-    if (m + i < M) storeOut(out, bat, m + i, n, EPILOGUE(WITH_LOW_RANK(partial[i][id], bat, m + i, n), bat, m + i, n));
+    if (m + i < M) storeOut(out, bat, m + i, n, EPILOGUE(WITH_LOW_RANK(PARTIAL(i, id), bat, m + i, n), bat, m + i, n));
+}
+
+__kernel void {{NAME}}({{PARAMS}}) {
+  __local float4 shared[LOCAL_TEXELS];
+  product({{ARGS}}, get_group_id(2), shared);
 }

@@ -552,7 +552,7 @@ Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Ta
   MatmulCostModel model = t.matmul;
   if (model.computeUnits <= 0) model.computeUnits = t.computeUnits;
   auto toLaunch = [](const RTileKernel& k, std::vector<ArgRef> args) {
-    LaunchSpec l{k.source, "", "matmul", std::move(args), {}, {}};
+    LaunchSpec l{k.source, "", "matmul", std::move(args), {}, {}, {}};
     for (size_t x : k.global) l.global.push_back(static_cast<int64_t>(x));
     for (size_t x : k.local) l.local.push_back(static_cast<int64_t>(x));
     return l;
@@ -570,6 +570,7 @@ Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Ta
                                         model.localMemoryBytes, epi ? &epi->kernel : nullptr, term);
     if (!narrow.ok()) return makeError("{}: {}", ir::describeNode(g, n), narrow.error().message);
     code.launches.push_back(toLaunch(*narrow, withExtras({val(bound[0]), val(bound[1]), val(outValue)}, true)));
+    code.launches.back().productParams = narrow->productParams;
     return code;
   }
   const MatmulSchedule schedule = chooseMatmulSchedule(model, t.tuning.matmulTile, mEff, N, K, bEff);

@@ -28,6 +28,9 @@ struct LaunchSpec {
   std::vector<ArgRef> args;
   std::vector<int64_t> global;
   std::vector<int64_t> local;  // empty: the driver chooses
+  // Non-empty: the kernel is a narrow product that one launch may run with others of its source
+  // (narrowBatchEntry, compiler/plan/launch_batching.h); its parameter list.
+  std::string productParams;
 };
 
 struct ScratchSpec {

@@ -238,6 +238,9 @@ Result<MatmulCostModel> parseMatmulCostModel(const nlohmann::json& j, const std:
     o.workItems = nb.value("work_items", o.workItems);
     o.fillWorkItems = nb.value("fill_work_items", o.fillWorkItems);
     o.stageNarrowOperand = nb.value("stage_narrow_operand", o.stageNarrowOperand);
+    if (nb.contains("batch_products") && (!nb["batch_products"].is_number_integer() || nb["batch_products"].get<int64_t>() < 1))
+      return makeError("{}: matmul.narrow.batch_products must be an integer >= 1", path);
+    o.batchProducts = nb.value("batch_products", o.batchProducts);
     const int64_t w = o.workItems;
     if (o.maxSide > 0 && (!nb.contains("provenance") || !nb["provenance"].is_string()))
       return makeError("{}: matmul.narrow.provenance must say where max_side and work_items come from", path);

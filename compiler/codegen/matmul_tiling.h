@@ -87,6 +87,9 @@ struct NarrowOptions {
   // neighbouring work-items are K slices (B in dy B): read in place, they read rows 4 apart
   // (rtile_matmul_narrow.cl, STAGE_R). Only where the copy and the tree fit local memory.
   bool stageNarrowOperand = false;
+  // Independent narrow products of one kernel (q, k and v's x A) run as one launch, up to this
+  // many (compiler/plan/launch_batching.h); 1: a launch each.
+  int64_t batchProducts = 1;
 };
 
 struct MatmulCostModel {

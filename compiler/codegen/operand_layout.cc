@@ -142,7 +142,7 @@ Result<LaunchSpec> emitTransfer(const std::string& tensor, const layout::Layout&
   auto kernel = unpack ? emitRTileConvert("{{NAME}}", image, false, plain, wg)
                        : emitRTileConvert("{{NAME}}", plain, false, image, wg);
   if (!kernel.ok()) return makeError("transfer of {}: {}", tensor, kernel.error().message);
-  LaunchSpec l{kernel->source, "", unpack ? "unpack" : "pack", args, {}, {}};
+  LaunchSpec l{kernel->source, "", unpack ? "unpack" : "pack", args, {}, {}, {}};
   for (size_t x : kernel->global) l.global.push_back(static_cast<int64_t>(x));
   for (size_t x : kernel->local) l.local.push_back(static_cast<int64_t>(x));
   return l;

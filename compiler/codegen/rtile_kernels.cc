@@ -8,6 +8,8 @@
 //  3. launch sizes follow the tiling (matmul) or the 4x4 block (conversion).
 #include "compiler/codegen/rtile_kernels.h"
 
+#include <cctype>
+
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -304,6 +306,40 @@ Result<ColumnRange> checkColumns(const char* kind, const std::string& name, int6
   return cols;
 }
 
+// The declarations of a generated parameter list, trimmed; each ends in its parameter's name.
+std::vector<std::string> parameterDecls(const std::string& params) {
+  std::vector<std::string> decls;
+  for (size_t p = 0; p <= params.size();) {
+    size_t comma = params.find(',', p);
+    if (comma == std::string::npos) comma = params.size();
+    const size_t begin = params.find_first_not_of(" \n", p), end = params.find_last_not_of(" \n", comma - 1);
+    FBL_ASSERT(begin != std::string::npos && begin < comma && end != std::string::npos && end >= begin);
+    decls.push_back(params.substr(begin, end + 1 - begin));
+    p = comma + 1;
+  }
+  return decls;
+}
+
+std::string parameterName(const std::string& decl) {
+  size_t begin = decl.size();
+  while (begin > 0 && (std::isalnum(static_cast<unsigned char>(decl[begin - 1])) || decl[begin - 1] == '_')) --begin;
+  FBL_ASSERT(begin < decl.size());
+  return decl.substr(begin);
+}
+
+std::vector<std::string> parameterNames(const std::string& params) {
+  std::vector<std::string> names;
+  for (const std::string& d : parameterDecls(params)) names.push_back(parameterName(d));
+  return names;
+}
+
+// "a<suffix>, b<suffix>, ..."
+std::string joinNames(const std::vector<std::string>& names, const std::string& suffix) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n + suffix;
+  return s;
+}
+
 // The ACCESS hole (loadL, loadR, storeOut over the batched views, then the epilogue) and the
 // parameter list of a product kernel; `partialOut`: the output is split-K's row-major planes.
 struct ProductSource {
@@ -426,16 +462,40 @@ Result<RTileKernel> emitRTileMatmulNarrow(const std::string& name, int64_t m, in
       {"FAST", std::to_string(fast)},
       {"L_T", lhs.transposed ? "1" : "0"}, {"R_T", rhs.transposed ? "1" : "0"},
       {"ACCESS", src.access},
-      {"PARAMS", src.params}};
+      {"PARAMS", src.params},
+      {"ARGS", joinNames(parameterNames(src.params), "")}};
   RTileKernel kernel;
   kernel.name = name;
   kernel.source = fill(kernelTemplate("rtile_matmul_narrow"), v, name);
+  kernel.productParams = src.params;
   kernel.args = {"lhs", "rhs", "out"};
   if (lowRank) kernel.args.insert(kernel.args.end(), {"lhs2", "rhs2"});
   auto up = [](int64_t a, int64_t b) { return static_cast<size_t>((a + b - 1) / b); };
   kernel.local = {static_cast<size_t>(t.workItems()), 1, 1};
   kernel.global = {up(n, t.tn) * kernel.local[0], up(m, t.tm), static_cast<size_t>(ir::numElements(batchOf(out)))};
   return kernel;
+}
+
+std::string narrowBatchEntryName(int64_t products) { return fmt::format("_x{}", products); }
+
+std::string narrowBatchEntry(const std::string& params, int64_t products, int64_t batch) {
+  FBL_ASSERT(products >= 2 && batch >= 1);
+  const std::vector<std::string> names = parameterNames(params);
+  std::string decls, calls;
+  for (int64_t p = 0; p < products; ++p) {
+    std::string list;
+    for (const std::string& d : parameterDecls(params)) list += (list.empty() ? "" : ", ") + fmt::format("{}_{}", d, p);
+    decls += (p ? ", " : "") + list;
+    calls += fmt::format("  {}if (p == {}u) product({}, bat, shared);\n", p ? "else " : "", p,
+                         joinNames(names, fmt::format("_{}", p)));
+  }
+  return fmt::format(
+      "\n// {} products in one launch (compiler/plan/launch_batching.h): product p is groups\n"
+      "// [p {}, (p + 1) {}) of dimension 2.\n"
+      "__kernel void {{{{NAME}}}}{}({}) {{\n"
+      "  __local float4 shared[LOCAL_TEXELS];\n"
+      "  const uint p = get_group_id(2) / {}u, bat = get_group_id(2) % {}u;\n{}}}\n",
+      products, batch, batch, narrowBatchEntryName(products), decls, batch, batch, calls);
 }
 
 Result<RTileKernel> emitRTileSplitKSum(const std::string& name, int64_t m, int64_t n, int64_t splitK,

@@ -51,6 +51,8 @@ struct RTileKernel {
   std::string source;  // complete OpenCL C 1.2 program
   std::vector<std::string> args;  // argument roles, in order ("lhs", "rhs", "out", ...)
   std::vector<size_t> global, local;
+  // Narrow products only: the parameter list narrowBatchEntry repeats per product.
+  std::string productParams;
 };
 
 // Elementwise work fused into a product's store (compiler/codegen/matmul_epilogue.h builds it
@@ -92,6 +94,14 @@ Result<RTileKernel> emitRTileMatmulNarrow(const std::string& name, int64_t m, in
                                           const layout::Layout& out, const NarrowOptions& options,
                                           int64_t localMemoryBytes = 0, const MatmulEpilogue* epilogue = nullptr,
                                           const LowRankOperands* lowRank = nullptr);
+
+// An entry point `{{NAME}}` + narrowBatchEntryName(products) that runs `products` narrow
+// products of one kernel source in one launch (compiler/plan/launch_batching.h), appended to that
+// source. Its parameters are the kernel's (`params`, RTileKernel::productParams) once per product,
+// names suffixed _0, _1, ...; product p runs as groups [p batch, (p + 1) batch) of dimension 2,
+// so the launch's global[2] is products x batch (the product's own global[2]).
+std::string narrowBatchEntry(const std::string& params, int64_t products, int64_t batch);
+std::string narrowBatchEntryName(int64_t products);
 
 // out = sum of the splitK planes of `partial` (per batch matrix of out). Args: partial, out
 // (then the epilogue's, which runs here, not in the split product).

@@ -21,11 +21,14 @@
 #include <string_view>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "compiler/analysis/input_bounds.h"
 #include "compiler/codegen/kernel_emitter.h"
 #include "compiler/codegen/operand_layout.h"
+#include "compiler/codegen/rtile_kernels.h"
 #include "compiler/plan/kernel_source_rewrite.h"
+#include "compiler/plan/launch_batching.h"
 #include "compiler/plan/memory_planner.h"
 #include "compiler/plan/peft_adapter.h"
 
@@ -83,12 +86,15 @@ class Builder {
             fusedOps += "+" + g_.nodes[op.node].op;
             fusedNodes.push_back(g_.nodes[op.node].name);
           }
+      std::vector<ir::NodeId> covered{emitted};  // the nodes whose outputs the kernel writes
+      if (nl)
+        for (const codegen::FusedOp& op : nl->layouts.epilogue) covered.push_back(op.node);
       if (nl) {
         for (const auto& [v, from] : nl->materialise) {
           const ir::Value& val = g_.values[v];
           FBL_ASSIGN(codegen::NodeCode copy,
                      codegen::emitLayoutCopy(g_, from, val.dtype, layout::Layout::rowMajor(val.shape), target));
-          addLaunches(n, copy, "conversion", {tensorOf(v)}, "/copy:" + val.name, {});
+          addLaunches(n, copy, "conversion", {tensorOf(v)}, "/copy:" + val.name, {}, {});
         }
       }
       FBL_ASSIGN(codegen::NodeCode code,
@@ -102,8 +108,11 @@ class Builder {
       for (size_t s = 0; s < code.scratch.size(); ++s)
         scratch.push_back(addTensor(fmt::format("{}.scratch{}", n.name, s), code.scratch[s].dtype,
                                     code.scratch[s].shape, Role::Scratch));
-      addLaunches(n, code, nl ? nl->kind : "compute", scratch, fusedOps, fusedNodes);
+      addLaunches(n, code, nl ? nl->kind : "compute", scratch, fusedOps, fusedNodes, covered);
     }
+    batchLaunches();
+    for (size_t i = 0; i < plan_.launches.size(); ++i) plan_.launches[i].kernel = kernelFor(specs_[i]);
+    specs_.clear();
     for (ir::ValueId v : g_.inputs)
       if (!runtimeWritten(v)) {
         plan_.inputs.push_back(tensorOf(v));
@@ -151,22 +160,87 @@ class Builder {
  private:
   // The launches of `code` for node `n`; scratch arguments bind to `scratch` (the node's own
   // scratch tensors, or the value a layout copy materialises); `fused`: the nodes the kernel
-  // computes besides `n`.
+  // computes besides `n`; `covered`: the nodes whose outputs it writes. Kernels are named once
+  // batching has settled the launch list (batchLaunches).
   void addLaunches(const ir::Node& n, codegen::NodeCode& code, const std::string& kind,
                    const std::vector<int32_t>& scratch, const std::string& suffix,
-                   const std::vector<std::string>& fused) {
+                   const std::vector<std::string>& fused, const std::vector<ir::NodeId>& covered) {
     for (codegen::LaunchSpec& l : code.launches) {
       planfile::Launch pl;
       pl.phase = phaseName(n.phase);
-      pl.kernel = kernelFor(l);
       for (const codegen::ArgRef& a : l.args) pl.args.push_back(a.scratch ? scratch[a.index] : tensorOf(a.index));
       pl.global = l.global;
       pl.local = l.local;
       pl.node = n.name + suffix;
       pl.kind = kind;
       pl.fused = fused;
+      LaunchAccess access;
+      access.args = pl.args;
+      for (int32_t a : pl.args)
+        if (std::find(scratch.begin(), scratch.end(), a) != scratch.end() || isOutputTensor(a, covered))
+          access.writes.push_back(a);
+      if (!l.productParams.empty() && code.launches.size() == 1 && code.scratch.empty())
+        access.batchKey = batchKey(l, pl.phase);
       plan_.launches.push_back(std::move(pl));
+      access_.push_back(std::move(access));
+      specs_.push_back(std::move(l));
     }
+  }
+
+  // Is tensor `t` an output of one of `covered`?
+  bool isOutputTensor(int32_t t, const std::vector<ir::NodeId>& covered) const {
+    for (ir::NodeId c : covered)
+      for (ir::ValueId v : g_.nodes[c].outputs) {
+        if (v == ir::kNoValue) continue;
+        auto it = tensorOfRoot_.find(root_[v]);
+        if (it != tensorOfRoot_.end() && it->second == t) return true;
+      }
+    return false;
+  }
+
+  // Launches of one narrow-product source, phase and work sizes may run as one.
+  std::string batchKey(const codegen::LaunchSpec& l, const std::string& phase) {
+    auto it = sourceIds_.emplace(l.source, static_cast<int64_t>(sourceIds_.size())).first;
+    return fmt::format("{}{}|{}|{}|{}", it->second, l.entry, phase, fmt::join(l.global, "x"), fmt::join(l.local, "x"));
+  }
+
+  // Independent launches of one narrow-product kernel run as one launch (launch_batching.h), up
+  // to the profile's matmul.narrow.batch_products.
+  void batchLaunches() {
+    BatchLimits limits;
+    limits.maxProducts = profile_.matmul.narrow.batchProducts;
+    limits.maxArgs = kMaxBatchedArgs;
+    std::vector<int64_t> transient(plan_.tensors.size(), 0);
+    for (size_t t = 0; t < transient.size(); ++t) {
+      const Role r = plan_.tensors[t].role;
+      if (r == Role::Intermediate || r == Role::Scratch) transient[t] = plan_.tensors[t].bytes;
+    }
+    const auto order = batchIndependentLaunches(access_, transient, limits);
+    access_.clear();
+    if (order.size() == plan_.launches.size()) return;
+    std::vector<planfile::Launch> launches;
+    std::vector<codegen::LaunchSpec> specs;
+    for (const std::vector<size_t>& item : order) {
+      planfile::Launch& l = plan_.launches[item[0]];
+      codegen::LaunchSpec& spec = specs_[item[0]];
+      if (item.size() > 1) {
+        const auto products = static_cast<int64_t>(item.size());
+        spec.source += codegen::narrowBatchEntry(spec.productParams, products, spec.global[2]);
+        spec.entry += codegen::narrowBatchEntryName(products);
+        l.global[2] *= products;
+        for (size_t k = 1; k < item.size(); ++k) {
+          const planfile::Launch& other = plan_.launches[item[k]];
+          l.args.insert(l.args.end(), other.args.begin(), other.args.end());
+          l.node += "+" + other.node;
+          l.fused.push_back(other.node);
+          l.fused.insert(l.fused.end(), other.fused.begin(), other.fused.end());
+        }
+      }
+      launches.push_back(std::move(l));
+      specs.push_back(std::move(spec));
+    }
+    plan_.launches = std::move(launches);
+    specs_ = std::move(specs);
   }
 
   // What the runtime checks of integer input `v` before any launch (analysis/input_bounds.h).
@@ -403,6 +477,10 @@ class Builder {
   std::map<std::string, int32_t> entryIndex_;
   std::vector<std::string> kernelSources_;
   std::vector<std::pair<int32_t, layout::Layout>> packed_;  // host tensors in another layout
+  // Per launch while the list is built: its kernel, and what batching needs of it.
+  std::vector<codegen::LaunchSpec> specs_;
+  std::vector<LaunchAccess> access_;
+  std::map<std::string, int64_t> sourceIds_;
 };
 
 }  // namespace

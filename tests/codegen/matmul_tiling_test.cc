@@ -228,6 +228,15 @@ TEST_CASE("narrow products: the profile switch and the tile rule", "[codegen][ma
   p["matmul"]["narrow"]["stage_narrow_operand"] = true;
   CHECK(parseMatmulCostModel(p, "p.json")->narrow.stageNarrowOperand);
   p["matmul"]["narrow"].erase("stage_narrow_operand");
+  // batch_products: 1 (a launch each) unless the profile says more; never below 1.
+  CHECK(parseMatmulCostModel(p, "p.json")->narrow.batchProducts == 1);
+  p["matmul"]["narrow"]["batch_products"] = 8;
+  CHECK(parseMatmulCostModel(p, "p.json")->narrow.batchProducts == 8);
+  for (const nlohmann::json bad : {nlohmann::json(0), nlohmann::json(2.5), nlohmann::json("8")}) {
+    p["matmul"]["narrow"]["batch_products"] = bad;
+    CHECK(parseError(p).find("batch_products") != std::string::npos);
+  }
+  p["matmul"]["narrow"].erase("batch_products");
   p["matmul"]["narrow"]["work_items"] = 1024;  // 64 KB of tree, 48 KB of local memory
   CHECK(parseError(p).find("local memory") != std::string::npos);
   p["matmul"]["narrow"]["work_items"] = 256;

@@ -219,5 +219,47 @@ TEST_CASE("a plan whose attention splits and whose row terms are trees gives PyT
   checkAgainstTorch(r, loss, torch);
 }
 
+TEST_CASE("narrow products batched into shared launches give the same step as one launch each",
+          "[runtime][batching]") {
+  // The PoCL profile with narrow products (as the H200's) and matmul.narrow.batch_products 1 and
+  // 8: llama-tiny's LoRA products run through rtile_matmul_narrow.cl, and with batching q, k and
+  // v's (and gate and up's) independent products share launches (compiler/plan/launch_batching.h).
+  // Each product's sums run in the same order either way, so the steps must agree bit for bit,
+  // and both with PyTorch.
+  auto hw = profile::loadProfile(FBL_SOURCE_DIR "/profiles/pocl-cpu.json");
+  REQUIRE(hw.ok());
+  const auto [loss, torch] = torchStep("llama-tiny");
+  for (const char* storage : kStorages) {
+    INFO(storage);
+    std::map<int64_t, StepResult> byLimit;
+    for (const int64_t limit : {1, 8}) {
+      nlohmann::json j = profile::profileToJson(*hw);
+      j["matmul"] = {{"provenance", "test: narrow products on PoCL"},
+                     {"narrow", {{"max_side", 16}, {"work_items", 64}, {"batch_products", limit},
+                                 {"provenance", "test"}}}};
+      const std::string path = tempDir() + "/pocl-narrow-batch" + std::to_string(limit) + ".json";
+      std::ofstream(path) << j.dump(2);
+      byLimit[limit] = firstStep("llama-tiny", "fblayout", storage, path);
+      checkAgainstTorch(byLimit[limit], loss, torch);
+    }
+    const StepResult &one = byLimit[1], &batched = byLimit[8];
+    CHECK(one.program.find("#define KS ") != std::string::npos);  // narrow kernels in both plans
+    auto batchedLaunches = [](const StepResult& r) {
+      return std::count_if(r.kernels.begin(), r.kernels.end(), [](const std::string& k) {
+        return k.find("_matmul_x") != std::string::npos;
+      });
+    };
+    CHECK(batchedLaunches(one) == 0);
+    CHECK(batchedLaunches(batched) >= 8);  // x A for q, k, v and for gate, up in each of 2 layers, ...
+    CHECK(batched.launches < one.launches);
+    CHECK(batched.loss == one.loss);
+    for (const auto& [name, g] : one.grads) {
+      INFO("gradient of " << name);
+      REQUIRE(batched.grads.count(name) == 1);
+      CHECK(std::memcmp(g.raw(), batched.grads.at(name).raw(), g.nbytes()) == 0);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fbl::testing

@@ -1,0 +1,144 @@
+#include "compiler/plan/launch_batching.h"
+
+#include <algorithm>
+#include <set>
+
+namespace fbl::plan {
+
+namespace {
+
+bool contains(const std::vector<int32_t>& v, int32_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+// Does one of a, b write a tensor the other reads or writes?
+bool conflict(const LaunchAccess& a, const LaunchAccess& b) {
+  for (int32_t w : a.writes)
+    if (contains(b.args, w)) return true;
+  for (int32_t w : b.writes)
+    if (contains(a.args, w)) return true;
+  return false;
+}
+
+class Batcher {
+ public:
+  Batcher(const std::vector<LaunchAccess>& launches, const std::vector<int64_t>& bytes, const BatchLimits& limits)
+      : launches_(launches), bytes_(bytes), limits_(limits) {
+    for (size_t i = 0; i < launches.size(); ++i) items_.push_back({i});
+  }
+
+  std::vector<std::vector<size_t>> run() {
+    if (limits_.maxProducts < 2) return std::move(items_);
+    indexAccesses();
+    for (size_t pos = 0; pos < items_.size();)
+      if (items_[pos].size() != 1 || launches_[items_[pos][0]].batchKey.empty() || !tryGroupFrom(pos)) ++pos;
+    return std::move(items_);
+  }
+
+ private:
+  bool itemConflicts(size_t item, size_t launch) const {
+    for (size_t l : items_[item])
+      if (conflict(launches_[l], launches_[launch])) return true;
+    return false;
+  }
+
+  // First and last item touching each tensor, on the current order.
+  void indexAccesses() {
+    first_.assign(bytes_.size(), items_.size());
+    last_.assign(bytes_.size(), 0);
+    for (size_t i = 0; i < items_.size(); ++i)
+      for (size_t l : items_[i])
+        for (int32_t t : launches_[l].args) {
+          first_[t] = std::min(first_[t], i);
+          last_[t] = std::max(last_[t], i);
+        }
+  }
+
+  // Bytes of transient values that live longer when the launches at item positions `at` run just
+  // before item `gap`: inputs whose last reader runs later, outputs whose writer runs earlier.
+  int64_t lengthened(const std::vector<size_t>& at, size_t gap) const {
+    std::set<int32_t> longer;
+    for (size_t q : at) {
+      const LaunchAccess& l = launches_[items_[q][0]];
+      for (int32_t t : l.args) {
+        const bool written = contains(l.writes, t);
+        if ((!written && gap > q + 1 && last_[t] < gap) || (written && gap < q && first_[t] >= gap)) longer.insert(t);
+      }
+    }
+    int64_t sum = 0;
+    for (int32_t t : longer) sum += bytes_[t];
+    return sum;
+  }
+
+  int64_t written(const std::vector<size_t>& at) const {
+    int64_t sum = 0;
+    for (size_t q : at)
+      for (int32_t t : launches_[items_[q][0]].writes) sum += bytes_[t];
+    return sum;
+  }
+
+  // Forms the group of the launch at item `pos`; true when it merged any (the item at `pos` is
+  // then another).
+  bool tryGroupFrom(size_t pos) {
+    const size_t first = items_[pos][0];
+    const LaunchAccess& a = launches_[first];
+    std::vector<size_t> group{pos};
+    size_t args = a.args.size();
+    // The group runs just before item `lo`, with lo <= hi: no member depends on an item in
+    // [lo, its position) or on one in (its position, hi).
+    size_t lo = pos, hi = items_.size();
+    for (size_t y = pos + 1; y < hi; ++y)
+      if (itemConflicts(y, first)) hi = y;
+    for (size_t q = pos + 1; q < items_.size() && static_cast<int64_t>(group.size()) < limits_.maxProducts; ++q) {
+      if (items_[q].size() != 1) continue;
+      const size_t c = items_[q][0];
+      const LaunchAccess& b = launches_[c];
+      if (b.batchKey != a.batchKey || static_cast<int64_t>(args + b.args.size()) > limits_.maxArgs) continue;
+      bool independent = true;
+      for (size_t m : group) independent = independent && !conflict(launches_[items_[m][0]], b);
+      if (!independent) continue;
+      size_t qLo = lo, qHi = hi;
+      for (size_t x = q; x-- > lo;)
+        if (itemConflicts(x, c)) {
+          qLo = x + 1;
+          break;
+        }
+      for (size_t y = q + 1; y < qHi; ++y)
+        if (itemConflicts(y, c)) qHi = y;
+      if (qLo > qHi) continue;
+      std::vector<size_t> with = group;
+      with.push_back(q);
+      if (lengthened(with, qLo) > written(with)) continue;
+      group = std::move(with);
+      args += b.args.size();
+      lo = qLo;
+      hi = qHi;
+    }
+    if (group.size() < 2) return false;
+    std::vector<size_t> merged;
+    for (size_t m : group) merged.push_back(items_[m][0]);
+    std::vector<std::vector<size_t>> next;
+    next.reserve(items_.size() - group.size() + 1);
+    for (size_t i = 0; i <= items_.size(); ++i) {
+      if (i == lo) next.push_back(merged);
+      if (i < items_.size() && std::find(group.begin(), group.end(), i) == group.end()) next.push_back(std::move(items_[i]));
+    }
+    items_ = std::move(next);
+    indexAccesses();
+    return true;
+  }
+
+  const std::vector<LaunchAccess>& launches_;
+  const std::vector<int64_t>& bytes_;
+  BatchLimits limits_;
+  std::vector<std::vector<size_t>> items_;
+  std::vector<size_t> first_, last_;
+};
+
+}  // namespace
+
+std::vector<std::vector<size_t>> batchIndependentLaunches(const std::vector<LaunchAccess>& launches,
+                                                          const std::vector<int64_t>& transientBytes,
+                                                          const BatchLimits& limits) {
+  return Batcher(launches, transientBytes, limits).run();
+}
+
+}  // namespace fbl::plan
