@@ -147,6 +147,49 @@ __kernel void empty_launch(__global const float4* in, __global float4* out) {{}}
                         {"bytes", 16.0 * static_cast<double>(in4 + out4)}};
 }
 
+// `products` copies of a narrow product in one launch, as plans batch siblings
+// (compiler/plan/launch_batching.h): one lhs and one rhs here, an output each, every output
+// checked on the sampled entries. Alone and queued us for the launch, and the worst error.
+struct BatchedTiming {
+  double us = 0, queuedUs = 0, worst = 0;
+};
+
+Result<BatchedTiming> timeBatched(ClSession& s, const codegen::RTileKernel& single, int64_t products, const Product& p,
+                                  const Operands& ops, const Layout& ol,
+                                  const std::vector<std::pair<int64_t, int64_t>>& probes,
+                                  const std::vector<double>& want, int runs) {
+  codegen::RTileKernel batched = single;
+  std::string entry = codegen::narrowBatchEntry(single.productParams, products, static_cast<int64_t>(single.global[2]));
+  entry.replace(entry.find("{{NAME}}"), 8, single.name);
+  batched.source += entry;
+  batched.name += codegen::narrowBatchEntryName(products);
+  batched.global[2] *= static_cast<size_t>(products);
+  for (int64_t i = 1; i < products; ++i) batched.args.insert(batched.args.end(), single.args.begin(), single.args.end());
+  std::vector<cl_mem> outs{ops.out}, args;
+  for (int64_t i = 1; i < products; ++i) {
+    auto o = s.allocate(ol);
+    if (!o.ok()) {
+      for (size_t j = 1; j < outs.size(); ++j) s.release(outs[j]);
+      return o.error();
+    }
+    outs.push_back(*o);
+  }
+  for (cl_mem o : outs) args.insert(args.end(), {ops.l, ops.r, o});
+  auto timed = [&]() -> Result<BatchedTiming> {
+    BatchedTiming t;
+    FBL_ASSIGN(t.us, fastestUs(s, batched, args, runs));
+    FBL_ASSIGN(t.queuedUs, queuedUs(s, batched, args));
+    for (cl_mem o : outs) {
+      FBL_ASSIGN(double e, sampledError(s, p, o, ol, probes, want));
+      t.worst = std::max(t.worst, e);
+    }
+    return t;
+  };
+  Result<BatchedTiming> t = timed();
+  for (size_t j = 1; j < outs.size(); ++j) s.release(outs[j]);
+  return t;
+}
+
 // rtile_matmul_narrow.cl on one product: the profile's own settings, the same with the narrow
 // operand's staging switched, then group sizes and fill targets around them, each checked on
 // the sampled entries; beside them the stream floor (streamFloor).
@@ -160,8 +203,9 @@ Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& 
              floor["stream_us"].get<double>(), floor["bytes"].get<double>() * 1e-6,
              floor["empty_launch_us"].get<double>(), floor["stream_queued_us"].get<double>(),
              floor["empty_launch_queued_us"].get<double>());
-  fmt::print("  {:>5} {:>8} {:>5} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10}\n", "items", "fill", "stage", "tile/ks",
-             "measured", "/floor", "queued", "/floor", "max relerr");
+  constexpr int64_t kProducts = 3;  // q, k and v's
+  fmt::print("  {:>5} {:>8} {:>5} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10} {:>8} {:>10}\n", "items", "fill", "stage",
+             "tile/ks", "measured", "/floor", "queued", "/floor", "x3 queued", "/product", "max relerr");
   std::vector<codegen::NarrowOptions> variants{model.narrow, model.narrow};
   variants[1].stageNarrowOperand = !model.narrow.stageNarrowOperand;
   for (int64_t items : {64, 128, 256})
@@ -182,52 +226,19 @@ Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& 
     FBL_ASSIGN(double us, fastestUs(s, k, {ops.l, ops.r, ops.out}, runs));
     FBL_ASSIGN(double queued, queuedUs(s, k, {ops.l, ops.r, ops.out}));
     FBL_ASSIGN(double worst, sampledError(s, p, ops.out, ol, probes, want));
+    FBL_ASSIGN(BatchedTiming b, timeBatched(s, k, kProducts, p, ops, ol, probes, want, runs));
+    worst = std::max(worst, b.worst);
     const std::string tile = fmt::format("{}x{}/{}", t.tm, t.tn, t.ks);
-    fmt::print("  {:>5} {:>8} {:>5} {:>10} {:>10.1f} {:>8.2f} {:>10.1f} {:>8.2f} {:>10.2g}{}{}\n", v.workItems,
-               v.fillWorkItems, staged ? "yes" : "no", tile, us, us / floor["stream_us"].get<double>(), queued,
-               queued / floor["stream_queued_us"].get<double>(), worst, worst > 1e-3 ? "  WRONG" : "",
-               i == 0 ? "  (profile)" : "");
+    fmt::print("  {:>5} {:>8} {:>5} {:>10} {:>10.1f} {:>8.2f} {:>10.1f} {:>8.2f} {:>10.1f} {:>8.1f} {:>10.2g}{}{}\n",
+               v.workItems, v.fillWorkItems, staged ? "yes" : "no", tile, us, us / floor["stream_us"].get<double>(),
+               queued, queued / floor["stream_queued_us"].get<double>(), b.queuedUs, b.queuedUs / kProducts, worst,
+               worst > 1e-3 ? "  WRONG" : "", i == 0 ? "  (profile)" : "");
     runsJson.push_back({{"work_items", v.workItems}, {"fill_work_items", v.fillWorkItems}, {"staged", staged},
                         {"tile", tile}, {"min_us", us}, {"queued_us", queued}, {"max_rel_err", worst},
+                        {"batched", {{"products", kProducts}, {"min_us", b.us}, {"queued_us", b.queuedUs}}},
                         {"profile", i == 0}});
   }
   floor["runs"] = runsJson;
-  // Three products of the profile's kernel in one launch (q, k and v's x A as plans batch them,
-  // compiler/plan/launch_batching.h): one x and one A here, three outputs, each checked.
-  FBL_ASSIGN(auto single, codegen::emitRTileMatmulNarrow("sweep_narrow", p.m, p.k, p.n, {ll, p.lhsT}, {rl, p.rhsT}, ol,
-                                                         model.narrow, model.localMemoryBytes));
-  constexpr int64_t kProducts = 3;
-  codegen::RTileKernel batched = single;
-  std::string entry = codegen::narrowBatchEntry(single.productParams, kProducts, static_cast<int64_t>(single.global[2]));
-  entry.replace(entry.find("{{NAME}}"), 8, single.name);
-  batched.source += entry;
-  batched.name += codegen::narrowBatchEntryName(kProducts);
-  batched.global[2] *= kProducts;
-  for (int64_t i = 1; i < kProducts; ++i) batched.args.insert(batched.args.end(), single.args.begin(), single.args.end());
-  std::vector<cl_mem> outs{ops.out}, args;
-  for (int64_t i = 1; i < kProducts; ++i) {
-    FBL_ASSIGN(cl_mem o, s.allocate(ol));
-    outs.push_back(o);
-  }
-  for (cl_mem o : outs) args.insert(args.end(), {ops.l, ops.r, o});
-  auto us = fastestUs(s, batched, args, runs);
-  auto queued = us.ok() ? queuedUs(s, batched, args) : Result<double>(us.error());
-  double worst = 0;
-  for (cl_mem o : outs) {
-    auto e = queued.ok() ? sampledError(s, p, o, ol, probes, want) : Result<double>(queued.error());
-    if (!e.ok()) {
-      queued = e.error();
-      break;
-    }
-    worst = std::max(worst, *e);
-  }
-  for (size_t i = 1; i < outs.size(); ++i) s.release(outs[i]);
-  if (!queued.ok()) return queued.error();
-  fmt::print("  {} products in one launch (plans batch siblings): {:.1f} us alone, {:.1f} queued, {:.1f} a product "
-             "queued ({:.2f} x the floor), max relerr {:.2g}{}\n",
-             kProducts, *us, *queued, *queued / kProducts, *queued / kProducts / floor["stream_queued_us"].get<double>(),
-             worst, worst > 1e-3 ? "  WRONG" : "");
-  floor["batched"] = {{"products", kProducts}, {"min_us", *us}, {"queued_us", *queued}, {"max_rel_err", worst}};
   return floor;
 }
 
