@@ -222,7 +222,7 @@ Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& 
     FBL_ASSIGN(auto k, codegen::emitRTileMatmulNarrow("sweep_narrow", p.m, p.k, p.n, {ll, p.lhsT}, {rl, p.rhsT}, ol, v,
                                                       model.localMemoryBytes));
     // Whether the kernel took the staging (it needs the narrow operand stored along K, and room).
-    const bool staged = k.source.find("#define STAGE_R 1") != std::string::npos;
+    const bool staged = k.stagesNarrowOperand;
     FBL_ASSIGN(double us, fastestUs(s, k, {ops.l, ops.r, ops.out}, runs));
     FBL_ASSIGN(double queued, queuedUs(s, k, {ops.l, ops.r, ops.out}));
     FBL_ASSIGN(double worst, sampledError(s, p, ops.out, ol, probes, want));

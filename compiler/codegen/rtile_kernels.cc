@@ -468,6 +468,7 @@ Result<RTileKernel> emitRTileMatmulNarrow(const std::string& name, int64_t m, in
   kernel.name = name;
   kernel.source = fill(kernelTemplate("rtile_matmul_narrow"), v, name);
   kernel.productParams = src.params;
+  kernel.stagesNarrowOperand = stageR;
   kernel.args = {"lhs", "rhs", "out"};
   if (lowRank) kernel.args.insert(kernel.args.end(), {"lhs2", "rhs2"});
   auto up = [](int64_t a, int64_t b) { return static_cast<size_t>((a + b - 1) / b); };

@@ -51,8 +51,11 @@ struct RTileKernel {
   std::string source;  // complete OpenCL C 1.2 program
   std::vector<std::string> args;  // argument roles, in order ("lhs", "rhs", "out", ...)
   std::vector<size_t> global, local;
-  // Narrow products only: the parameter list narrowBatchEntry repeats per product.
+  // Narrow products only: the parameter list narrowBatchEntry repeats per product, and whether
+  // the kernel stages its narrow operand through local memory (NarrowOptions::stageNarrowOperand
+  // where the operand and the room allow it).
   std::string productParams;
+  bool stagesNarrowOperand = false;
 };
 
 // Elementwise work fused into a product's store (compiler/codegen/matmul_epilogue.h builds it

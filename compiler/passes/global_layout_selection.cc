@@ -166,7 +166,10 @@ void GlobalLayoutSelection::searchChains(const ir::Graph& g) {
   std::unordered_map<std::string, double> costMemo;  // identical layers share their costs
   for (const Link& l : links) linksOf[uf.find(l.from)].push_back(l);
 
-  for (auto& [root, ops] : comps) {
+  for (auto& comp : comps) {
+    // A named copy: C++17 lambdas (evaluate, below) cannot capture a structured binding.
+    const int root = comp.first;
+    const auto& ops = comp.second;
     // Step 5.
     FtdChain chain;
     chain.ops = ops;

@@ -271,7 +271,8 @@ TEST_CASE("rtile matmul: narrow products (LoRA's rank side) in one launch", "[rt
     auto k = fbl::codegen::emitRTileMatmulNarrow("mm", 37, 301, 5, {ls[0].make(lsh), pc.lt}, {rl.make(rs), pc.rt},
                                                  ls[0].make({37, 5}), staged, 49152);
     REQUIRE(k.ok());
-    return k->source.find("#define STAGE_R 1") != std::string::npos;
+    CHECK(k->stagesNarrowOperand == (k->source.find("#define STAGE_R 1") != std::string::npos));
+    return k->stagesNarrowOperand;
   };
   CHECK(stagedSource(kPasses[0], ls[0]));
   CHECK_FALSE(stagedSource(kPasses[0], ls[2]));  // an image

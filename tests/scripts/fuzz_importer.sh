@@ -29,7 +29,7 @@ fi
 # What loadModel reaches: import, IR, op schemas, reference kernels (folding), the training ops'
 # schemas and kernels that the shared tables list, and the passes.
 mapfile -t sources < <(cd "$src" && ls compiler/ir/*.cc compiler/onnx/*.cc compiler/ops/*.cc \
-  compiler/ref/*.cc compiler/support/*.cc compiler/passes/*.cc compiler/autodiff/training_ops.cc \
+  compiler/ref/*.cc compiler/support/*.cc compiler/passes/*.cc compiler/layout/*.cc compiler/autodiff/training_ops.cc \
   compiler/autodiff/attention.cc \
   compiler/autodiff/training_kernels*.cc 2>/dev/null)
 
