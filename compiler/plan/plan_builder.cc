@@ -179,7 +179,7 @@ class Builder {
       for (int32_t a : pl.args)
         if (std::find(scratch.begin(), scratch.end(), a) != scratch.end() || isOutputTensor(a, covered))
           access.writes.push_back(a);
-      if (!l.productParams.empty() && code.launches.size() == 1 && code.scratch.empty())
+      if (!l.productParams.empty() && code.launches.size() == 1 && code.scratch.empty() && l.global.size() == 3)
         access.batchKey = batchKey(l, pl.phase);
       plan_.launches.push_back(std::move(pl));
       access_.push_back(std::move(access));
@@ -212,8 +212,10 @@ class Builder {
     limits.maxArgs = kMaxBatchedArgs;
     std::vector<int64_t> transient(plan_.tensors.size(), 0);
     for (size_t t = 0; t < transient.size(); ++t) {
-      const Role r = plan_.tensors[t].role;
-      if (r == Role::Intermediate || r == Role::Scratch) transient[t] = plan_.tensors[t].bytes;
+      const planfile::Tensor& pt = plan_.tensors[t];
+      if (pt.role != Role::Intermediate && pt.role != Role::Scratch) continue;
+      // An image's bytes are its texels (Tensor::bytes is 0: it lives outside the arena).
+      transient[t] = pt.image() ? pt.imageWidth * pt.imageHeight * 16 : pt.bytes;
     }
     const auto order = batchIndependentLaunches(access_, transient, limits);
     access_.clear();
