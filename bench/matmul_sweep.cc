@@ -159,9 +159,8 @@ Result<BatchedTiming> timeBatched(ClSession& s, const codegen::RTileKernel& sing
                                   const std::vector<std::pair<int64_t, int64_t>>& probes,
                                   const std::vector<double>& want, int runs) {
   codegen::RTileKernel batched = single;
-  std::string entry = codegen::narrowBatchEntry(single.productParams, products, static_cast<int64_t>(single.global[2]));
-  entry.replace(entry.find("{{NAME}}"), 8, single.name);
-  batched.source += entry;
+  batched.source += codegen::narrowBatchEntry(single.name, single.productParams, products,
+                                              static_cast<int64_t>(single.global[2]));
   batched.name += codegen::narrowBatchEntryName(products);
   batched.global[2] *= static_cast<size_t>(products);
   for (int64_t i = 1; i < products; ++i) batched.args.insert(batched.args.end(), single.args.begin(), single.args.end());

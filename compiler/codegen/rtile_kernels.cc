@@ -479,24 +479,24 @@ Result<RTileKernel> emitRTileMatmulNarrow(const std::string& name, int64_t m, in
 
 std::string narrowBatchEntryName(int64_t products) { return fmt::format("_x{}", products); }
 
-std::string narrowBatchEntry(const std::string& params, int64_t products, int64_t batch) {
+std::string narrowBatchEntry(const std::string& name, const std::string& params, int64_t products, int64_t batch) {
   FBL_ASSERT(products >= 2 && batch >= 1);
-  const std::vector<std::string> names = parameterNames(params);
-  std::string decls, calls;
+  const std::vector<std::string> decls = parameterDecls(params);
+  std::vector<std::string> names;
+  for (const std::string& d : decls) names.push_back(parameterName(d));
+  std::string list, calls;
   for (int64_t p = 0; p < products; ++p) {
-    std::string list;
-    for (const std::string& d : parameterDecls(params)) list += (list.empty() ? "" : ", ") + fmt::format("{}_{}", d, p);
-    decls += (p ? ", " : "") + list;
+    for (const std::string& d : decls) list += (list.empty() ? "" : ", ") + fmt::format("{}_{}", d, p);
     calls += fmt::format("  {}if (p == {}u) product({}, bat, shared);\n", p ? "else " : "", p,
                          joinNames(names, fmt::format("_{}", p)));
   }
   return fmt::format(
       "\n// {} products in one launch (compiler/plan/launch_batching.h): product p is groups\n"
       "// [p {}, (p + 1) {}) of dimension 2.\n"
-      "__kernel void {{{{NAME}}}}{}({}) {{\n"
+      "__kernel void {}{}({}) {{\n"
       "  __local float4 shared[LOCAL_TEXELS];\n"
       "  const uint p = get_group_id(2) / {}u, bat = get_group_id(2) % {}u;\n{}}}\n",
-      products, batch, batch, narrowBatchEntryName(products), decls, batch, batch, calls);
+      products, batch, batch, name, narrowBatchEntryName(products), list, batch, batch, calls);
 }
 
 Result<RTileKernel> emitRTileSplitKSum(const std::string& name, int64_t m, int64_t n, int64_t splitK,

@@ -98,12 +98,13 @@ Result<RTileKernel> emitRTileMatmulNarrow(const std::string& name, int64_t m, in
                                           int64_t localMemoryBytes = 0, const MatmulEpilogue* epilogue = nullptr,
                                           const LowRankOperands* lowRank = nullptr);
 
-// An entry point `{{NAME}}` + narrowBatchEntryName(products) that runs `products` narrow
-// products of one kernel source in one launch (compiler/plan/launch_batching.h), appended to that
-// source. Its parameters are the kernel's (`params`, RTileKernel::productParams) once per product,
+// An entry point `name` + narrowBatchEntryName(products) that runs `products` narrow products
+// of one kernel source in one launch (compiler/plan/launch_batching.h), appended to that source;
+// `name` is the kernel's own (RTileKernel::name, or the "{{NAME}}" hole plans fill later). Its parameters are the kernel's (`params`, RTileKernel::productParams) once per product,
 // names suffixed _0, _1, ...; product p runs as groups [p batch, (p + 1) batch) of dimension 2,
 // so the launch's global[2] is products x batch (the product's own global[2]).
-std::string narrowBatchEntry(const std::string& params, int64_t products, int64_t batch);
+std::string narrowBatchEntry(const std::string& name, const std::string& params, int64_t products,
+                             int64_t batch);
 std::string narrowBatchEntryName(int64_t products);
 
 // out = sum of the splitK planes of `partial` (per batch matrix of out). Args: partial, out

@@ -227,7 +227,7 @@ class Builder {
       codegen::LaunchSpec& spec = specs_[item[0]];
       if (item.size() > 1) {
         const auto products = static_cast<int64_t>(item.size());
-        spec.source += codegen::narrowBatchEntry(spec.productParams, products, spec.global[2]);
+        spec.source += codegen::narrowBatchEntry("{{NAME}}", spec.productParams, products, spec.global[2]);
         spec.entry += codegen::narrowBatchEntryName(products);
         l.global[2] *= products;
         for (size_t k = 1; k < item.size(); ++k) {
