@@ -148,8 +148,9 @@ __kernel void empty_launch(__global const float4* in, __global float4* out) {{}}
 }
 
 // `products` copies of a narrow product in one launch, as plans batch siblings
-// (compiler/plan/launch_batching.h): one lhs and one rhs here, an output each, every output
-// checked on the sampled entries. Alone and queued us for the launch, and the worst error.
+// (compiler/plan/launch_batching.h): `single` is the product tiled for such a launch
+// (emitRTileMatmulNarrow's launchProducts); one lhs and one rhs here, an output each, every
+// output checked on the sampled entries. Alone and queued us for the launch, and the worst error.
 struct BatchedTiming {
   double us = 0, queuedUs = 0, worst = 0;
 };
@@ -203,8 +204,9 @@ Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& 
              floor["empty_launch_us"].get<double>(), floor["stream_queued_us"].get<double>(),
              floor["empty_launch_queued_us"].get<double>());
   constexpr int64_t kProducts = 3;  // q, k and v's
-  fmt::print("  {:>5} {:>8} {:>5} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10} {:>8} {:>10}\n", "items", "fill", "stage",
-             "tile/ks", "measured", "/floor", "queued", "/floor", "x3 queued", "/product", "max relerr");
+  fmt::print("  {:>5} {:>8} {:>5} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10} {:>10} {:>8} {:>10}\n", "items", "fill",
+             "stage", "tile/ks", "measured", "/floor", "queued", "/floor", "x3 tile", "x3 queued", "/product",
+             "max relerr");
   std::vector<codegen::NarrowOptions> variants{model.narrow, model.narrow};
   variants[1].stageNarrowOperand = !model.narrow.stageNarrowOperand;
   for (int64_t items : {64, 128, 256})
@@ -225,16 +227,23 @@ Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& 
     FBL_ASSIGN(double us, fastestUs(s, k, {ops.l, ops.r, ops.out}, runs));
     FBL_ASSIGN(double queued, queuedUs(s, k, {ops.l, ops.r, ops.out}));
     FBL_ASSIGN(double worst, sampledError(s, p, ops.out, ol, probes, want));
-    FBL_ASSIGN(BatchedTiming b, timeBatched(s, k, kProducts, p, ops, ol, probes, want, runs));
+    // Three in one launch, tiled for it as plans tile a batched launch (the fill target counts
+    // all three).
+    FBL_ASSIGN(auto kb, codegen::emitRTileMatmulNarrow("sweep_narrow", p.m, p.k, p.n, {ll, p.lhsT}, {rl, p.rhsT}, ol,
+                                                       v, model.localMemoryBytes, nullptr, nullptr, kProducts));
+    FBL_ASSIGN(BatchedTiming b, timeBatched(s, kb, kProducts, p, ops, ol, probes, want, runs));
     worst = std::max(worst, b.worst);
+    const codegen::NarrowTiling tb = codegen::chooseNarrowTiling(p.m, p.n, p.k, v, kProducts);
     const std::string tile = fmt::format("{}x{}/{}", t.tm, t.tn, t.ks);
-    fmt::print("  {:>5} {:>8} {:>5} {:>10} {:>10.1f} {:>8.2f} {:>10.1f} {:>8.2f} {:>10.1f} {:>8.1f} {:>10.2g}{}{}\n",
+    const std::string batchedTile = fmt::format("{}x{}/{}", tb.tm, tb.tn, tb.ks);
+    fmt::print("  {:>5} {:>8} {:>5} {:>10} {:>10.1f} {:>8.2f} {:>10.1f} {:>8.2f} {:>10} {:>10.1f} {:>8.1f} {:>10.2g}{}{}\n",
                v.workItems, v.fillWorkItems, staged ? "yes" : "no", tile, us, us / floor["stream_us"].get<double>(),
-               queued, queued / floor["stream_queued_us"].get<double>(), b.queuedUs, b.queuedUs / kProducts, worst,
+               queued, queued / floor["stream_queued_us"].get<double>(), batchedTile, b.queuedUs,
+               b.queuedUs / kProducts, worst,
                worst > 1e-3 ? "  WRONG" : "", i == 0 ? "  (profile)" : "");
     runsJson.push_back({{"work_items", v.workItems}, {"fill_work_items", v.fillWorkItems}, {"staged", staged},
                         {"tile", tile}, {"min_us", us}, {"queued_us", queued}, {"max_rel_err", worst},
-                        {"batched", {{"products", kProducts}, {"min_us", b.us}, {"queued_us", b.queuedUs}}},
+                        {"batched", {{"products", kProducts}, {"tile", batchedTile}, {"min_us", b.us}, {"queued_us", b.queuedUs}}},
                         {"profile", i == 0}});
   }
   floor["runs"] = runsJson;

@@ -4,6 +4,7 @@
 // index arithmetic; identical sources are later merged into one kernel (plan builder).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +32,9 @@ struct LaunchSpec {
   // Non-empty: the kernel is a narrow product that one launch may run with others of its source
   // (narrowBatchEntry, compiler/plan/launch_batching.h); its parameter list.
   std::string productParams;
+  // Narrow products only: this launch's source and work sizes when one launch runs `products`
+  // of them, tiled for that launch (emitRTileMatmulNarrow's launchProducts); the same args.
+  std::function<Result<LaunchSpec>(int64_t products)> tiledForBatch;
 };
 
 struct ScratchSpec {

@@ -78,10 +78,11 @@ struct MatmulCandidate {
 struct NarrowOptions {
   int64_t maxSide = 0;  // 0: never
   int64_t workItems = 64;
-  // Work-items a narrow product should have in all before its K slices lengthen: a small
+  // Work-items a narrow launch should have in all before its K slices lengthen: a small
   // product (x A: 512 x 8 outputs) has too few blocks to keep enough loads in flight to cover
-  // the memory's latency, so it takes shorter slices down to one texel. 0: slices of
-  // kMinNarrowSliceTexels whatever the product's size.
+  // the memory's latency, so it takes shorter slices down to one texel. A launch that runs
+  // several products (batchProducts) counts them all, so each takes longer slices and a
+  // shallower tree. 0: slices of kMinNarrowSliceTexels whatever the product's size.
   int64_t fillWorkItems = 0;
   // Copy the narrow operand through local memory when it is a buffer stored along K and
   // neighbouring work-items are K slices (B in dy B): read in place, they read rows 4 apart

@@ -91,12 +91,13 @@ Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t 
 // rtile_matmul_narrow.cl: one launch, no partial planes, tiled by chooseNarrowTiling; the narrow
 // operand is staged (NarrowOptions::stageNarrowOperand) only within `localMemoryBytes` (0: the
 // 32 KB every OpenCL 1.2 device has). Operands, batching and epilogue as emitRTileMatmul; args
-// lhs, rhs, out.
+// lhs, rhs, out. `launchProducts`: how many such products the launch will run (narrowBatchEntry);
+// NarrowOptions::fillWorkItems counts the work-items of them all.
 Result<RTileKernel> emitRTileMatmulNarrow(const std::string& name, int64_t m, int64_t k, int64_t n,
                                           const MatmulOperand& lhs, const MatmulOperand& rhs,
                                           const layout::Layout& out, const NarrowOptions& options,
                                           int64_t localMemoryBytes = 0, const MatmulEpilogue* epilogue = nullptr,
-                                          const LowRankOperands* lowRank = nullptr);
+                                          const LowRankOperands* lowRank = nullptr, int64_t launchProducts = 1);
 
 // An entry point `name` + narrowBatchEntryName(products) that runs `products` narrow products
 // of one kernel source in one launch (compiler/plan/launch_batching.h), appended to that source;

@@ -7,7 +7,8 @@
 // kernels are one source: q, k and v's x A read the same x; their x^T dt too; k and v's dy B
 // and t^T dy have the same shapes under GQA; gate and up likewise. One launch runs them all
 // (rtile_matmul_narrow.cl's batched entry, codegen::narrowBatchEntry), each product a range of
-// its work-groups.
+// its work-groups, tiled for the whole launch (codegen::LaunchSpec::tiledForBatch: the fill
+// target counts every product, so each takes longer K slices than it would alone).
 //
 // The rule: a launch may move to any point between the last launch before it that it depends
 // on and the first launch after it that depends on it (a conflict: one writes a tensor the

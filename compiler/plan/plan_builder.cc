@@ -110,7 +110,7 @@ class Builder {
                                     code.scratch[s].shape, Role::Scratch));
       addLaunches(n, code, nl ? nl->kind : "compute", scratch, fusedOps, fusedNodes, covered);
     }
-    batchLaunches();
+    FBL_TRY(batchLaunches());
     for (size_t i = 0; i < plan_.launches.size(); ++i) plan_.launches[i].kernel = kernelFor(specs_[i]);
     specs_.clear();
     for (ir::ValueId v : g_.inputs)
@@ -205,8 +205,8 @@ class Builder {
   }
 
   // Independent launches of one narrow-product kernel run as one launch (launch_batching.h), up
-  // to the profile's matmul.narrow.batch_products.
-  void batchLaunches() {
+  // to the profile's matmul.narrow.batch_products, tiled for the launch (LaunchSpec::tiledForBatch).
+  Status batchLaunches() {
     BatchLimits limits;
     limits.maxProducts = profile_.matmul.narrow.batchProducts;
     limits.maxArgs = kMaxBatchedArgs;
@@ -219,7 +219,7 @@ class Builder {
     }
     const auto order = batchIndependentLaunches(access_, transient, limits);
     access_.clear();
-    if (order.size() == plan_.launches.size()) return;
+    if (order.size() == plan_.launches.size()) return Status::success();
     std::vector<planfile::Launch> launches;
     std::vector<codegen::LaunchSpec> specs;
     for (const std::vector<size_t>& item : order) {
@@ -227,6 +227,12 @@ class Builder {
       codegen::LaunchSpec& spec = specs_[item[0]];
       if (item.size() > 1) {
         const auto products = static_cast<int64_t>(item.size());
+        // Every launch of the group had this source and these sizes, so one re-tiling serves all.
+        if (spec.tiledForBatch) {
+          FBL_ASSIGN(spec, spec.tiledForBatch(products));
+          l.global = spec.global;
+          l.local = spec.local;
+        }
         spec.source += codegen::narrowBatchEntry("{{NAME}}", spec.productParams, products, spec.global[2]);
         spec.entry += codegen::narrowBatchEntryName(products);
         l.global[2] *= products;
@@ -243,6 +249,7 @@ class Builder {
     }
     plan_.launches = std::move(launches);
     specs_ = std::move(specs);
+    return Status::success();
   }
 
   // What the runtime checks of integer input `v` before any launch (analysis/input_bounds.h).

@@ -278,6 +278,22 @@ TEST_CASE("rtile matmul: narrow products (LoRA's rank side) in one launch", "[rt
   CHECK_FALSE(stagedSource(kPasses[0], ls[2]));  // an image
   CHECK_FALSE(stagedSource(kPasses[1], ls[0]));  // R stored along N
   CHECK_FALSE(stagedSource(kPasses[2], ls[0]));  // L transposed: neighbours are row blocks
+  // A launch that runs three products (launch batching) is tiled for all three: the fill target
+  // counts them, so x A on Llama (256 blocks) takes 256 slices alone and 128 in a shared launch,
+  // two blocks a group.
+  const NarrowOptions filled = narrowOptions(256, 65536);
+  auto xA = [&](int64_t products) {
+    auto k = fbl::codegen::emitRTileMatmulNarrow("mm", 512, 2048, 8, {ls[0].make({512, 2048}), false},
+                                                 {ls[0].make({2048, 8}), false}, ls[0].make({512, 8}), filled, 49152,
+                                                 nullptr, nullptr, products);
+    REQUIRE(k.ok());
+    return *k;
+  };
+  const auto alone = xA(1), shared = xA(3);
+  CHECK(alone.source.find("#define KS 256u") != std::string::npos);
+  CHECK(shared.source.find("#define KS 128u") != std::string::npos);
+  CHECK(alone.global[0] / alone.local[0] * alone.global[1] == 256);
+  CHECK(shared.global[0] / shared.local[0] * shared.global[1] == 128);
   // A fill target the product cannot reach: slices of one texel (K = 301: the second round of
   // 64 or 128 slices is mostly past K), the deepest trees, with the narrow operand staged.
   for (int64_t workItems : {int64_t{256}, int64_t{512}})

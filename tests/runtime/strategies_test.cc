@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "compiler/onnx/tensor_proto.h"
 #include "compiler/driver/compile_command.h"
@@ -224,25 +225,43 @@ TEST_CASE("narrow products batched into shared launches give the same step as on
   // The PoCL profile with narrow products (as the H200's) and matmul.narrow.batch_products 1 and
   // 8: llama-tiny's LoRA products run through rtile_matmul_narrow.cl, and with batching q, k and
   // v's (and gate and up's) independent products share launches (compiler/plan/launch_batching.h).
-  // Each product's sums run in the same order either way, so the steps must agree bit for bit,
-  // and both with PyTorch.
+  // Without a fill target each product's sums run in the same order either way, so the steps
+  // must agree bit for bit, and both with PyTorch. With one (fill_work_items 64: x A's 8 blocks
+  // take 8 slices alone, 4 when three share a launch) a batched launch is tiled for all its
+  // products, so its slices differ: the steps must still match PyTorch.
   auto hw = profile::loadProfile(FBL_SOURCE_DIR "/profiles/pocl-cpu.json");
   REQUIRE(hw.ok());
   const auto [loss, torch] = torchStep("llama-tiny");
+  // The K slices of the plan's narrow kernels for 16 x 64 x 8 products (x A: 16 tokens, hidden
+  // 64, rank 8; q and o's dy B have the same sides).
+  auto xASlices = [](const std::string& program) {
+    const std::string head = "#define M 16u\n#define N 8u\n#define K 64u\n";
+    std::set<std::string> ks;
+    for (size_t at = program.find(head); at != std::string::npos; at = program.find(head, at + 1)) {
+      const size_t k = program.find("#define KS ", at);
+      ks.insert(program.substr(k + 11, program.find('\n', k) - k - 11));
+    }
+    return ks;
+  };
   for (const char* storage : kStorages) {
     INFO(storage);
-    std::map<int64_t, StepResult> byLimit;
-    for (const int64_t limit : {1, 8}) {
-      nlohmann::json j = profile::profileToJson(*hw);
-      j["matmul"] = {{"provenance", "test: narrow products on PoCL"},
-                     {"narrow", {{"max_side", 16}, {"work_items", 64}, {"batch_products", limit},
-                                 {"provenance", "test"}}}};
-      const std::string path = tempDir() + "/pocl-narrow-batch" + std::to_string(limit) + ".json";
-      std::ofstream(path) << j.dump(2);
-      byLimit[limit] = firstStep("llama-tiny", "fblayout", storage, path);
-      checkAgainstTorch(byLimit[limit], loss, torch);
-    }
-    const StepResult &one = byLimit[1], &batched = byLimit[8];
+    std::map<std::pair<int64_t, int64_t>, StepResult> byLimit;
+    for (const int64_t fill : {0, 64})
+      for (const int64_t limit : {1, 8}) {
+        nlohmann::json j = profile::profileToJson(*hw);
+        j["matmul"] = {{"provenance", "test: narrow products on PoCL"},
+                       {"narrow", {{"max_side", 16}, {"work_items", 64}, {"batch_products", limit},
+                                   {"fill_work_items", fill}, {"provenance", "test"}}}};
+        const std::string path = tempDir() + "/pocl-narrow-batch" + std::to_string(limit) + "-fill" + std::to_string(fill) + ".json";
+        std::ofstream(path) << j.dump(2);
+        byLimit[{limit, fill}] = firstStep("llama-tiny", "fblayout", storage, path);
+        checkAgainstTorch(byLimit[{limit, fill}], loss, torch);
+      }
+    // Alone, x A's 8 blocks take 8 slices each (64 work-items); three or two in a launch, 4.
+    CHECK(xASlices(byLimit[{1, 64}].program) == std::set<std::string>{"8u"});
+    CHECK(xASlices(byLimit[{8, 64}].program).count("4u") == 1);
+    CHECK(xASlices(byLimit[{1, 0}].program) == xASlices(byLimit[{8, 0}].program));
+    const StepResult &one = byLimit[{1, 0}], &batched = byLimit[{8, 0}];
     CHECK(one.program.find("#define KS ") != std::string::npos);  // narrow kernels in both plans
     auto batchedLaunches = [](const StepResult& r) {
       return std::count_if(r.kernels.begin(), r.kernels.end(), [](const std::string& k) {
