@@ -228,7 +228,9 @@ TEST_CASE("narrow products batched into shared launches give the same step as on
   // Without a fill target each product's sums run in the same order either way, so the steps
   // must agree bit for bit, and both with PyTorch. With one (fill_work_items 64: x A's 8 blocks
   // take 8 slices alone, 4 when three share a launch) a batched launch is tiled for all its
-  // products, so its slices differ: the steps must still match PyTorch.
+  // products, so its slices differ: the steps must still match PyTorch. That pair runs with
+  // image storage only (the H200's plans keep narrow outputs in images; the tiling does not
+  // depend on storage), which keeps the test's time down.
   auto hw = profile::loadProfile(FBL_SOURCE_DIR "/profiles/pocl-cpu.json");
   REQUIRE(hw.ok());
   const auto [loss, torch] = torchStep("llama-tiny");
@@ -246,7 +248,8 @@ TEST_CASE("narrow products batched into shared launches give the same step as on
   for (const char* storage : kStorages) {
     INFO(storage);
     std::map<std::pair<int64_t, int64_t>, StepResult> byLimit;
-    for (const int64_t fill : {0, 64})
+    const bool image = std::string(storage) == "image";
+    for (const int64_t fill : image ? std::vector<int64_t>{0, 64} : std::vector<int64_t>{0})
       for (const int64_t limit : {1, 8}) {
         nlohmann::json j = profile::profileToJson(*hw);
         j["matmul"] = {{"provenance", "test: narrow products on PoCL"},
@@ -258,8 +261,10 @@ TEST_CASE("narrow products batched into shared launches give the same step as on
         checkAgainstTorch(byLimit[{limit, fill}], loss, torch);
       }
     // Alone, x A's 8 blocks take 8 slices each (64 work-items); three or two in a launch, 4.
-    CHECK(xASlices(byLimit[{1, 64}].program) == std::set<std::string>{"8u"});
-    CHECK(xASlices(byLimit[{8, 64}].program).count("4u") == 1);
+    if (image) {
+      CHECK(xASlices(byLimit[{1, 64}].program) == std::set<std::string>{"8u"});
+      CHECK(xASlices(byLimit[{8, 64}].program).count("4u") == 1);
+    }
     CHECK(xASlices(byLimit[{1, 0}].program) == xASlices(byLimit[{8, 0}].program));
     const StepResult &one = byLimit[{1, 0}], &batched = byLimit[{8, 0}];
     CHECK(one.program.find("#define KS ") != std::string::npos);  // narrow kernels in both plans
