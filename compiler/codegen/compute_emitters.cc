@@ -566,18 +566,20 @@ Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Ta
     return args;
   };
   if (isNarrowProduct(model, mEff, N)) {
-    // Copies: the launch may be re-tiled once the plan builder has batched it.
-    auto emit = [=, name = ir::describeNode(g, n)](int64_t products) -> Result<RTileKernel> {
-      auto narrow = emitRTileMatmulNarrow("{{NAME}}", M, K, N, ops[0], ops[1], outL, model.narrow,
-                                          model.localMemoryBytes, epi ? &epi->kernel : nullptr,
-                                          lowRank ? &*lowRank : nullptr, products);
+    // Copies of what the product needs: the launch may be re-tiled once the plan builder has
+    // batched it.
+    auto emit = [M, K, N, ops, outL, epi, lowRank, options = model.narrow, localBytes = model.localMemoryBytes,
+                 name = ir::describeNode(g, n)](int64_t products) -> Result<RTileKernel> {
+      auto narrow = emitRTileMatmulNarrow("{{NAME}}", M, K, N, ops[0], ops[1], outL, options, localBytes,
+                                          epi ? &epi->kernel : nullptr, lowRank ? &*lowRank : nullptr, products);
       if (!narrow.ok()) return makeError("{}: {}", name, narrow.error().message);
       return narrow;
     };
     FBL_ASSIGN(RTileKernel narrow, emit(1));
     LaunchSpec launch = toLaunch(narrow, withExtras({val(bound[0]), val(bound[1]), val(outValue)}, true));
     launch.productParams = narrow.productParams;
-    launch.tiledForBatch = [emit, toLaunch, args = launch.args](int64_t products) -> Result<LaunchSpec> {
+    launch.tiledForBatch = [emit = std::move(emit), toLaunch,
+                            args = launch.args](int64_t products) -> Result<LaunchSpec> {
       FBL_ASSIGN(RTileKernel batched, emit(products));
       LaunchSpec l = toLaunch(batched, args);
       l.productParams = batched.productParams;
