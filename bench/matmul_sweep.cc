@@ -191,7 +191,7 @@ Result<BatchedTiming> timeBatched(ClSession& s, const codegen::RTileKernel& sing
 }
 
 // rtile_matmul_narrow.cl on one product: the profile's own settings, the same with the narrow
-// operand's staging switched, then group sizes and fill targets around them, each checked on
+// operand's staging switched and with its texel walk switched, then group sizes and fill targets around them, each checked on
 // the sampled entries; beside them the stream floor (streamFloor).
 Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& model, const Product& p,
                                   const Operands& ops, const Layout& ll, const Layout& rl, const Layout& ol,
@@ -205,10 +205,13 @@ Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& 
              floor["empty_launch_queued_us"].get<double>());
   constexpr int64_t kProducts = 3;  // q, k and v's
   fmt::print("  {:>5} {:>8} {:>5} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10} {:>10} {:>8} {:>10}\n", "items", "fill",
-             "stage", "tile/ks", "measured", "/floor", "queued", "/floor", "x3 tile", "x3 queued", "/product",
+             "walk", "tile/ks", "measured", "/floor", "queued", "/floor", "x3 tile", "x3 queued", "/product",
              "max relerr");
   std::vector<codegen::NarrowOptions> variants{model.narrow, model.narrow};
   variants[1].stageNarrowOperand = !model.narrow.stageNarrowOperand;
+  // ... and with dy B's texel walk switched (matmul.narrow.texel_walk_min_side).
+  variants.push_back(model.narrow);
+  variants[2].texelWalkMinSide = model.narrow.texelWalkMinSide > 0 ? 0 : 1;
   for (int64_t items : {64, 128, 256})
     for (int64_t fill : {0, 65536, 262144}) {
       codegen::NarrowOptions v = model.narrow;
@@ -219,7 +222,8 @@ Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& 
   nlohmann::json runsJson = nlohmann::json::array();
   for (size_t i = 0; i < variants.size(); ++i) {
     const codegen::NarrowOptions& v = variants[i];
-    const codegen::NarrowTiling t = codegen::chooseNarrowTiling(p.m, p.n, p.k, v);
+    const codegen::NarrowOrder order = codegen::chooseNarrowOrder(p.m, p.n, p.lhsT, p.rhsT, v);
+    const codegen::NarrowTiling t = codegen::chooseNarrowTiling(p.m, p.n, p.k, v, 1, order);
     FBL_ASSIGN(auto k, codegen::emitRTileMatmulNarrow("sweep_narrow", p.m, p.k, p.n, {ll, p.lhsT}, {rl, p.rhsT}, ol, v,
                                                       model.localMemoryBytes));
     // Whether the kernel took the staging (it needs the narrow operand stored along K, and room).
@@ -233,15 +237,15 @@ Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& 
                                                        v, model.localMemoryBytes, nullptr, nullptr, kProducts));
     FBL_ASSIGN(BatchedTiming b, timeBatched(s, kb, kProducts, p, ops, ol, probes, want, runs));
     worst = std::max(worst, b.worst);
-    const codegen::NarrowTiling tb = codegen::chooseNarrowTiling(p.m, p.n, p.k, v, kProducts);
+    const codegen::NarrowTiling tb = codegen::chooseNarrowTiling(p.m, p.n, p.k, v, kProducts, order);
     const std::string tile = fmt::format("{}x{}/{}", t.tm, t.tn, t.ks);
     const std::string batchedTile = fmt::format("{}x{}/{}", tb.tm, tb.tn, tb.ks);
     fmt::print("  {:>5} {:>8} {:>5} {:>10} {:>10.1f} {:>8.2f} {:>10.1f} {:>8.2f} {:>10} {:>10.1f} {:>8.1f} {:>10.2g}{}{}\n",
-               v.workItems, v.fillWorkItems, staged ? "yes" : "no", tile, us, us / floor["stream_us"].get<double>(),
+               v.workItems, v.fillWorkItems, staged ? "stage" : order == codegen::NarrowOrder::kTexels ? "texel" : "-", tile, us, us / floor["stream_us"].get<double>(),
                queued, queued / floor["stream_queued_us"].get<double>(), batchedTile, b.queuedUs,
                b.queuedUs / kProducts, worst,
                worst > 1e-3 ? "  WRONG" : "", i == 0 ? "  (profile)" : "");
-    runsJson.push_back({{"work_items", v.workItems}, {"fill_work_items", v.fillWorkItems}, {"staged", staged},
+    runsJson.push_back({{"work_items", v.workItems}, {"fill_work_items", v.fillWorkItems}, {"staged", staged}, {"texel_walk", order == codegen::NarrowOrder::kTexels},
                         {"tile", tile}, {"min_us", us}, {"queued_us", queued}, {"max_rel_err", worst},
                         {"batched", {{"products", kProducts}, {"tile", batchedTile}, {"min_us", b.us}, {"queued_us", b.queuedUs}}},
                         {"profile", i == 0}});

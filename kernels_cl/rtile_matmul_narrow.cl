@@ -9,7 +9,9 @@
 // rtile_matmul.cl (the ACCESS hole), whatever its layout; a transposed operand's 4 x 4 block is
 // transposed in registers. FAST names the index that neighbouring work-items differ in, chosen
 // by codegen so that they read neighbouring texels of the large operand:
-// 0 the K slice, 1 the row block, 2 the output texel.
+// 0 the K slice, 1 the row block, 2 the output texel. Where R is the narrow operand stored along K
+// (B in dy B), the profile may ask for 2 as well (matmul.narrow.texel_walk_min_side): the group
+// then spans all of N, so that a warp reads R's rows whole and shares each L texel.
 // LOW_RANK: a low-rank term (rtile_low_rank.cl, in the ACCESS hole) is added before the epilogue.
 // STAGE_R: R is the narrow operand, a buffer stored along K (R_T 0: B in dy B), and neighbouring
 // work-items are K slices (FAST 0). Read in place, they would read rows 4 apart, a cache line

@@ -183,17 +183,28 @@ bool isNarrowProduct(const MatmulCostModel& model, int64_t m, int64_t n) {
   return model.narrow.maxSide > 0 && std::min(m, n) <= model.narrow.maxSide;
 }
 
-NarrowTiling chooseNarrowTiling(int64_t m, int64_t n, int64_t k, const NarrowOptions& o, int64_t batch) {
+NarrowOrder chooseNarrowOrder(int64_t m, int64_t n, bool lhsTransposed, bool rhsTransposed, const NarrowOptions& o) {
+  if (m < n) return rhsTransposed ? NarrowOrder::kSlices : NarrowOrder::kTexels;
+  if (lhsTransposed) return NarrowOrder::kRowBlocks;
+  const bool texelWalk = !rhsTransposed && o.texelWalkMinSide > 0 && n >= o.texelWalkMinSide;
+  return texelWalk ? NarrowOrder::kTexels : NarrowOrder::kSlices;
+}
+
+NarrowTiling chooseNarrowTiling(int64_t m, int64_t n, int64_t k, const NarrowOptions& o, int64_t batch,
+                                NarrowOrder order) {
   auto pow2Ceil = [](int64_t v) {
     int64_t p = 1;
     while (p < v) p *= 2;
     return p;
   };
   NarrowTiling t;
+  // Output texels of a narrow N that neighbour each other span the group first.
+  const bool texelsFirst = order == NarrowOrder::kTexels && n <= m;
+  const int64_t sliceRoom = o.workItems / (texelsFirst ? std::min(pow2Ceil((n + 3) / 4), o.workItems) : 1);
   const int64_t kTexels = (k + 3) / 4;
-  while (t.ks * 2 <= o.workItems && kTexels / (t.ks * 2) >= kMinNarrowSliceTexels) t.ks *= 2;
+  while (t.ks * 2 <= sliceRoom && kTexels / (t.ks * 2) >= kMinNarrowSliceTexels) t.ks *= 2;
   const int64_t productBlocks = batch * ((m + 3) / 4) * ((n + 3) / 4);
-  while (t.ks * 2 <= o.workItems && kTexels / (t.ks * 2) >= 1 && productBlocks * t.ks < o.fillWorkItems) t.ks *= 2;
+  while (t.ks * 2 <= sliceRoom && kTexels / (t.ks * 2) >= 1 && productBlocks * t.ks < o.fillWorkItems) t.ks *= 2;
   const int64_t blocks = o.workItems / t.ks;
   const int64_t cb = std::min(pow2Ceil((n + 3) / 4), blocks);
   const int64_t rb = std::min(pow2Ceil((m + 3) / 4), blocks / cb);
@@ -238,6 +249,10 @@ Result<MatmulCostModel> parseMatmulCostModel(const nlohmann::json& j, const std:
     o.workItems = nb.value("work_items", o.workItems);
     o.fillWorkItems = nb.value("fill_work_items", o.fillWorkItems);
     o.stageNarrowOperand = nb.value("stage_narrow_operand", o.stageNarrowOperand);
+    if (nb.contains("texel_walk_min_side") &&
+        (!nb["texel_walk_min_side"].is_number_integer() || nb["texel_walk_min_side"].get<int64_t>() < 0))
+      return makeError("{}: matmul.narrow.texel_walk_min_side must be an integer >= 0", path);
+    o.texelWalkMinSide = nb.value("texel_walk_min_side", o.texelWalkMinSide);
     if (nb.contains("batch_products") && (!nb["batch_products"].is_number_integer() || nb["batch_products"].get<int64_t>() < 1))
       return makeError("{}: matmul.narrow.batch_products must be an integer >= 1", path);
     o.batchProducts = nb.value("batch_products", o.batchProducts);

@@ -88,6 +88,10 @@ struct NarrowOptions {
   // neighbouring work-items are K slices (B in dy B): read in place, they read rows 4 apart
   // (rtile_matmul_narrow.cl, STAGE_R). Only where the copy and the tree fit local memory.
   bool stageNarrowOperand = false;
+  // Where R is the narrow operand stored along K and N is at least this wide, neighbouring
+  // work-items are the output texels of one K slice instead, and the group spans all of N: a
+  // warp reads R's rows whole (chooseNarrowOrder). 0: never.
+  int64_t texelWalkMinSide = 0;
   // Independent narrow products of one kernel (q, k and v's x A) run as one launch, up to this
   // many (compiler/plan/launch_batching.h); 1: a launch each.
   int64_t batchProducts = 1;
@@ -114,18 +118,28 @@ struct NarrowTiling {
 
 // Does the model send an M x N product to the narrow kernel?
 bool isNarrowProduct(const MatmulCostModel& model, int64_t m, int64_t n);
+
+// The index that neighbouring work-items of rtile_matmul_narrow.cl differ in (its FAST), so that
+// they read neighbouring texels of the larger operand: K slices where it is stored along K, else
+// its row blocks (L transposed) or output texels (narrow M). Where R is the narrow operand stored
+// along K (B in dy B) and N >= o.texelWalkMinSide, output texels too: a slice's rows of R are
+// then read whole.
+enum class NarrowOrder { kSlices = 0, kRowBlocks = 1, kTexels = 2 };
+NarrowOrder chooseNarrowOrder(int64_t m, int64_t n, bool lhsTransposed, bool rhsTransposed, const NarrowOptions& o);
 // Slices first (each at least kMinNarrowSliceTexels texels of K long, so a slice's loads
 // outweigh its share of the tree; shorter, down to one texel, while the product's `batch` x
 // blocks x slices stay under o.fillWorkItems), then the output texels, then row blocks, all
 // powers of two within o.workItems (a power of two); a group never covers more blocks than the
-// product has.
+// product has. Where `order` makes output texels of a narrow N neighbours, the group takes all
+// of them first and the slices the rest.
 inline constexpr int64_t kMinNarrowSliceTexels = 8;
 // rtile_matmul_narrow.cl's tree: partial[4][work-items] float4.
 inline constexpr int64_t kNarrowLocalBytesPerWorkItem = 4 * 16;
 // The local memory of the narrow kernel at tiling `t`: the tree, and with `staged` the round's
 // 4 KS rows of the group's TN columns plus a texel of padding every 4 rows.
 int64_t narrowLocalBytes(const NarrowTiling& t, bool staged);
-NarrowTiling chooseNarrowTiling(int64_t m, int64_t n, int64_t k, const NarrowOptions& o, int64_t batch = 1);
+NarrowTiling chooseNarrowTiling(int64_t m, int64_t n, int64_t k, const NarrowOptions& o, int64_t batch = 1,
+                                NarrowOrder order = NarrowOrder::kSlices);
 
 struct MatmulEstimate {
   double us = 0, computeUs = 0, memoryUs = 0, sumUs = 0;

@@ -442,18 +442,17 @@ Result<RTileKernel> emitRTileMatmulNarrow(const std::string& name, int64_t m, in
                                  localMemoryBytes, epi, folded->term(), launchProducts);
   FBL_TRY(checkProductShapes("narrow matmul", name, m, k, n, lhs, rhs, out));
   FBL_ASSERT(launchProducts >= 1);
-  // The fill target counts the whole launch: products batched into one launch share it, so
-  // each takes longer slices and a shallower tree (H200, three products a launch: 18-25% faster
-  // than each filling the GPU alone; docs/measurements/h200-2026-12-03-s32/).
-  const NarrowTiling t = chooseNarrowTiling(m, n, k, options, ir::numElements(batchOf(out)) * launchProducts);
-  // Neighbouring work-items read neighbouring texels of the larger operand (the other is at
-  // most NarrowOptions::maxSide x K and stays in cache): along K when it is stored along K, else along
-  // its long side.
-  const bool lhsLarger = m >= n;
-  const int fast = lhsLarger ? (lhs.transposed ? 1 : 0) : (rhs.transposed ? 0 : 2);
+  // Neighbouring work-items read neighbouring texels (chooseNarrowOrder). The fill target counts
+  // the whole launch: products batched into one launch share it, so each takes longer slices and
+  // a shallower tree (H200, three products a launch: 18-25% faster than each filling the GPU
+  // alone; docs/measurements/h200-2026-12-03-s32/).
+  const NarrowOrder order = chooseNarrowOrder(m, n, lhs.transposed, rhs.transposed, options);
+  const NarrowTiling t =
+      chooseNarrowTiling(m, n, k, options, ir::numElements(batchOf(out)) * launchProducts, order);
+  const int fast = static_cast<int>(order);
   constexpr int64_t kMinLocalMemoryBytes = 32 * 1024;  // OpenCL 1.2's CL_DEVICE_LOCAL_MEM_SIZE floor
   // Staging pays where neighbouring work-items are K slices (fast 0) reading R, a buffer stored
-  // along K, rows 4 apart; an image's texture cache serves those reads itself (H200: dy B at
+  // along K, rows 4 apart (a texel walk, where the profile asks for one, reads them whole); an image's texture cache serves those reads itself (H200: dy B at
   // rank 8 took 18.2 -> 13.1 us from a buffer, 11.3 -> 12.1 from an image;
   // docs/measurements/h200-2026-12-03-s29/lab22/).
   const bool stageR = options.stageNarrowOperand && fast == 0 && !rhs.transposed &&

@@ -211,6 +211,26 @@ TEST_CASE("narrow products: the profile switch and the tile rule", "[codegen][ma
   // A product that fills the target with long slices keeps them; batches count as blocks.
   CHECK(chooseNarrowTiling(4096, 8, 2048, opts(256, 65536)).ks == 64);
   CHECK(chooseNarrowTiling(512, 8, 2048, opts(256, 65536), 4).ks == 64);
+  // dy * B (B stored along K) with the texel walk from 16 wide: at rank 16 neighbours are output
+  // texels and the group spans N first (4 texels x 64 slices, alone and three a launch); rank 8
+  // and the other orientations keep their orders.
+  NarrowOptions walk = opts(256, 65536);
+  walk.texelWalkMinSide = 16;
+  CHECK(chooseNarrowOrder(512, 16, false, false, walk) == NarrowOrder::kTexels);
+  CHECK(chooseNarrowOrder(512, 8, false, false, walk) == NarrowOrder::kSlices);
+  CHECK(chooseNarrowOrder(512, 16, false, false, opts(256, 65536)) == NarrowOrder::kSlices);
+  CHECK(chooseNarrowOrder(512, 16, false, true, walk) == NarrowOrder::kSlices);
+  CHECK(chooseNarrowOrder(2304, 16, true, false, walk) == NarrowOrder::kRowBlocks);
+  CHECK(chooseNarrowOrder(16, 2304, false, false, walk) == NarrowOrder::kTexels);
+  CHECK(chooseNarrowOrder(16, 2304, false, true, walk) == NarrowOrder::kSlices);
+  NarrowTiling g = chooseNarrowTiling(512, 16, 2048, walk, 1, NarrowOrder::kTexels);
+  CHECK((g.tn == 16 && g.ks == 64 && g.tm == 4));
+  CHECK(chooseNarrowTiling(512, 16, 2048, walk, 3, NarrowOrder::kTexels).ks == 64);
+  NarrowTiling g8 = chooseNarrowTiling(512, 8, 2048, walk, 1, NarrowOrder::kTexels);
+  CHECK((g8.tn == 8 && g8.ks == 128 && g8.tm == 4));
+  // A narrow M walked by texels of its wide side is tiled slices first, as before.
+  NarrowTiling h = chooseNarrowTiling(8, 2304, 512, opts(256), 1, NarrowOrder::kTexels);
+  CHECK((h.ks == c.ks && h.tn == c.tn && h.tm == c.tm));
   // Local memory: the tree (16 KB at 256 work-items), plus for a staged operand 4 x 256 rows of
   // one texel and a texel of padding every 4 rows (20 KB).
   CHECK(narrowLocalBytes(e, false) == 256 * 64);
@@ -228,6 +248,15 @@ TEST_CASE("narrow products: the profile switch and the tile rule", "[codegen][ma
   p["matmul"]["narrow"]["stage_narrow_operand"] = true;
   CHECK(parseMatmulCostModel(p, "p.json")->narrow.stageNarrowOperand);
   p["matmul"]["narrow"].erase("stage_narrow_operand");
+  // texel_walk_min_side: 0 (never) unless the profile says; an integer >= 0.
+  CHECK(parseMatmulCostModel(p, "p.json")->narrow.texelWalkMinSide == 0);
+  p["matmul"]["narrow"]["texel_walk_min_side"] = 16;
+  CHECK(parseMatmulCostModel(p, "p.json")->narrow.texelWalkMinSide == 16);
+  for (const nlohmann::json bad : {nlohmann::json(-1), nlohmann::json(2.5), nlohmann::json("16")}) {
+    p["matmul"]["narrow"]["texel_walk_min_side"] = bad;
+    CHECK(parseError(p).find("texel_walk_min_side") != std::string::npos);
+  }
+  p["matmul"]["narrow"].erase("texel_walk_min_side");
   // batch_products: 1 (a launch each) unless the profile says more; never below 1.
   CHECK(parseMatmulCostModel(p, "p.json")->narrow.batchProducts == 1);
   p["matmul"]["narrow"]["batch_products"] = 8;

@@ -254,10 +254,21 @@ TEST_CASE("rtile matmul: narrow products (LoRA's rank side) in one launch", "[rt
       }
     }
   auto ls = allLayouts();
-  for (bool stage : {false, true})
+  // The texel walk (texel_walk_min_side) where R is stored along K: every layout, narrow N 5
+  // (two texels, the second part padding) and 8.
+  NarrowOptions texelWalk = narrowOptions(64);
+  texelWalk.texelWalkMinSide = 1;
+  for (Dims d : {Dims{37, 301, 5}, Dims{96, 64, 8}})
+    for (const NamedLayout& l : allLayouts()) {
+      DYNAMIC_SECTION("texel walk " << d.m << "x" << d.k << "x" << d.n << " " << l.name) {
+        checkProduct(*s, kPasses[0], d.m, d.k, d.n, l, l, l, MatmulTiling{}, &texelWalk);
+      }
+    }
+  for (int walk : {0, 1, 2})  // plain, staged, texel walk
     for (int64_t workItems : {int64_t{4}, int64_t{256}})
       for (const PassCase& pc : {kPasses[0], kPasses[1], kPasses[2], kBothTransposed}) {
-        const NarrowOptions o = narrowOptions(workItems, 0, stage);
+        NarrowOptions o = narrowOptions(workItems, 0, walk == 1);
+        o.texelWalkMinSide = walk == 2 ? 1 : 0;
         checkProduct(*s, pc, 37, 301, 5, ls[4], ls[2], ls[0], MatmulTiling{}, &o);
         checkProduct(*s, pc, 6, 90, 41, ls[0], ls[5], ls[3], MatmulTiling{}, &o);
         // A 1-wide side (images cannot hold a 1-column operand read along its texels).
@@ -278,6 +289,15 @@ TEST_CASE("rtile matmul: narrow products (LoRA's rank side) in one launch", "[rt
   CHECK_FALSE(stagedSource(kPasses[0], ls[2]));  // an image
   CHECK_FALSE(stagedSource(kPasses[1], ls[0]));  // R stored along N
   CHECK_FALSE(stagedSource(kPasses[2], ls[0]));  // L transposed: neighbours are row blocks
+  // The texel walk: FAST 2, the group spanning N (two texels of N = 5), nothing staged.
+  NarrowOptions stagedWalk = staged;
+  stagedWalk.texelWalkMinSide = 1;
+  auto walked = fbl::codegen::emitRTileMatmulNarrow("mm", 37, 301, 5, {ls[0].make({37, 301}), false},
+                                                    {ls[0].make({301, 5}), false}, ls[0].make({37, 5}), stagedWalk, 49152);
+  REQUIRE(walked.ok());
+  CHECK_FALSE(walked->stagesNarrowOperand);
+  CHECK(walked->source.find("#define FAST 2") != std::string::npos);
+  CHECK(walked->source.find("#define TN 8u") != std::string::npos);
   // A launch that runs three products (launch batching) is tiled for all three: the fill target
   // counts them, so x A on Llama (256 blocks) takes 256 slices alone and 128 in a shared launch,
   // two blocks a group.
