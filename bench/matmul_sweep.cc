@@ -191,8 +191,8 @@ Result<BatchedTiming> timeBatched(ClSession& s, const codegen::RTileKernel& sing
 }
 
 // rtile_matmul_narrow.cl on one product: the profile's own settings, the same with the narrow
-// operand's staging switched and with its texel walk switched, then group sizes and fill targets around them, each checked on
-// the sampled entries; beside them the stream floor (streamFloor).
+// operand's staging switched and with its texel walk switched, then group sizes and fill targets
+// around them, each checked on the sampled entries; beside them the stream floor (streamFloor).
 Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& model, const Product& p,
                                   const Operands& ops, const Layout& ll, const Layout& rl, const Layout& ol,
                                   const std::vector<std::pair<int64_t, int64_t>>& probes,
@@ -204,7 +204,7 @@ Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& 
              floor["empty_launch_us"].get<double>(), floor["stream_queued_us"].get<double>(),
              floor["empty_launch_queued_us"].get<double>());
   constexpr int64_t kProducts = 3;  // q, k and v's
-  fmt::print("  {:>5} {:>8} {:>5} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10} {:>10} {:>8} {:>10}\n", "items", "fill",
+  fmt::print("  {:>5} {:>8} {:>6} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10} {:>10} {:>8} {:>10}\n", "items", "fill",
              "walk", "tile/ks", "measured", "/floor", "queued", "/floor", "x3 tile", "x3 queued", "/product",
              "max relerr");
   std::vector<codegen::NarrowOptions> variants{model.narrow, model.narrow};
@@ -228,6 +228,11 @@ Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& 
                                                       model.localMemoryBytes));
     // Whether the kernel took the staging (it needs the narrow operand stored along K, and room).
     const bool staged = k.stagesNarrowOperand;
+    // How neighbouring work-items walk the product: the narrow kernel's FAST, or the staging.
+    const char* walk = staged                                       ? "staged"
+                       : order == codegen::NarrowOrder::kSlices    ? "slices"
+                       : order == codegen::NarrowOrder::kRowBlocks ? "rows"
+                                                                   : "texels";
     FBL_ASSIGN(double us, fastestUs(s, k, {ops.l, ops.r, ops.out}, runs));
     FBL_ASSIGN(double queued, queuedUs(s, k, {ops.l, ops.r, ops.out}));
     FBL_ASSIGN(double worst, sampledError(s, p, ops.out, ol, probes, want));
@@ -240,12 +245,12 @@ Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& 
     const codegen::NarrowTiling tb = codegen::chooseNarrowTiling(p.m, p.n, p.k, v, kProducts, order);
     const std::string tile = fmt::format("{}x{}/{}", t.tm, t.tn, t.ks);
     const std::string batchedTile = fmt::format("{}x{}/{}", tb.tm, tb.tn, tb.ks);
-    fmt::print("  {:>5} {:>8} {:>5} {:>10} {:>10.1f} {:>8.2f} {:>10.1f} {:>8.2f} {:>10} {:>10.1f} {:>8.1f} {:>10.2g}{}{}\n",
-               v.workItems, v.fillWorkItems, staged ? "stage" : order == codegen::NarrowOrder::kTexels ? "texel" : "-", tile, us, us / floor["stream_us"].get<double>(),
+    fmt::print("  {:>5} {:>8} {:>6} {:>10} {:>10.1f} {:>8.2f} {:>10.1f} {:>8.2f} {:>10} {:>10.1f} {:>8.1f} {:>10.2g}{}{}\n",
+               v.workItems, v.fillWorkItems, walk, tile, us, us / floor["stream_us"].get<double>(),
                queued, queued / floor["stream_queued_us"].get<double>(), batchedTile, b.queuedUs,
                b.queuedUs / kProducts, worst,
                worst > 1e-3 ? "  WRONG" : "", i == 0 ? "  (profile)" : "");
-    runsJson.push_back({{"work_items", v.workItems}, {"fill_work_items", v.fillWorkItems}, {"staged", staged}, {"texel_walk", order == codegen::NarrowOrder::kTexels},
+    runsJson.push_back({{"work_items", v.workItems}, {"fill_work_items", v.fillWorkItems}, {"staged", staged}, {"walk", walk},
                         {"tile", tile}, {"min_us", us}, {"queued_us", queued}, {"max_rel_err", worst},
                         {"batched", {{"products", kProducts}, {"tile", batchedTile}, {"min_us", b.us}, {"queued_us", b.queuedUs}}},
                         {"profile", i == 0}});

@@ -449,13 +449,12 @@ Result<RTileKernel> emitRTileMatmulNarrow(const std::string& name, int64_t m, in
   const NarrowOrder order = chooseNarrowOrder(m, n, lhs.transposed, rhs.transposed, options);
   const NarrowTiling t =
       chooseNarrowTiling(m, n, k, options, ir::numElements(batchOf(out)) * launchProducts, order);
-  const int fast = static_cast<int>(order);
   constexpr int64_t kMinLocalMemoryBytes = 32 * 1024;  // OpenCL 1.2's CL_DEVICE_LOCAL_MEM_SIZE floor
-  // Staging pays where neighbouring work-items are K slices (fast 0) reading R, a buffer stored
-  // along K, rows 4 apart (a texel walk, where the profile asks for one, reads them whole); an image's texture cache serves those reads itself (H200: dy B at
-  // rank 8 took 18.2 -> 13.1 us from a buffer, 11.3 -> 12.1 from an image;
-  // docs/measurements/h200-2026-12-03-s29/lab22/).
-  const bool stageR = options.stageNarrowOperand && fast == 0 && !rhs.transposed &&
+  // Staging pays where neighbouring work-items are K slices reading R, a buffer stored along K,
+  // rows 4 apart (a texel walk, where the profile asks for one, reads them whole); an image's
+  // texture cache serves those reads itself (H200: dy B at rank 8 took 18.2 -> 13.1 us from a
+  // buffer, 11.3 -> 12.1 from an image; docs/measurements/h200-2026-12-03-s29/lab22/).
+  const bool stageR = options.stageNarrowOperand && order == NarrowOrder::kSlices && !rhs.transposed &&
                       rhs.stored.storage() == layout::Storage::Buffer &&
                       narrowLocalBytes(t, true) <= (localMemoryBytes > 0 ? localMemoryBytes : kMinLocalMemoryBytes);
   FBL_ASSIGN(ProductSource src, productSource(m, n, lhs, rhs, out, false, epi, lowRank));
@@ -463,7 +462,7 @@ Result<RTileKernel> emitRTileMatmulNarrow(const std::string& name, int64_t m, in
       {"M", std::to_string(m)},     {"N", std::to_string(n)},     {"K", std::to_string(k)},
       {"LOW_RANK", lowRank ? "1" : "0"}, {"STAGE_R", stageR ? "1" : "0"},
       {"TM", std::to_string(t.tm)}, {"TN", std::to_string(t.tn)}, {"KS", std::to_string(t.ks)},
-      {"FAST", std::to_string(fast)},
+      {"FAST", std::to_string(static_cast<int>(order))},
       {"L_T", lhs.transposed ? "1" : "0"}, {"R_T", rhs.transposed ? "1" : "0"},
       {"ACCESS", src.access},
       {"PARAMS", src.params},

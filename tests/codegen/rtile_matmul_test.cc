@@ -293,7 +293,8 @@ TEST_CASE("rtile matmul: narrow products (LoRA's rank side) in one launch", "[rt
   NarrowOptions stagedWalk = staged;
   stagedWalk.texelWalkMinSide = 1;
   auto walked = fbl::codegen::emitRTileMatmulNarrow("mm", 37, 301, 5, {ls[0].make({37, 301}), false},
-                                                    {ls[0].make({301, 5}), false}, ls[0].make({37, 5}), stagedWalk, 49152);
+                                                    {ls[0].make({301, 5}), false}, ls[0].make({37, 5}), stagedWalk,
+                                                    49152);
   REQUIRE(walked.ok());
   CHECK_FALSE(walked->stagesNarrowOperand);
   CHECK(walked->source.find("#define FAST 2") != std::string::npos);
