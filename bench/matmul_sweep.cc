@@ -41,6 +41,8 @@ std::vector<Product> products(int64_t r, int64_t sc) {
           {"lora x*A^T", 512, 2048, r, false, true},
           {"lora h*B^T", 512, r, 2048, false, true},
           {"lora dh = dy*B", 512, 2048, r, false, false},
+          // B as plans store it under matmul.narrow.k_contiguous_weights: transposed.
+          {"lora dh = dy*B, B stored transposed", 512, 2048, r, false, true},
           {"lora dB = dy^T*h", 2048, 512, r, true, false},
           {"lora dA = dh^T*x", r, 512, 2048, true, false},
           {"lora dx = dh*A", 512, r, 2048, false, false}};

@@ -190,8 +190,12 @@ Result<ExplainReport> buildExplainReport(const planfile::Plan& plan) {
       const bool stored = t.layout.rfind("rtile", 0) == 0;
       et.layout = stored ? "R-Tile " + t.layout.substr(6)
                   : t.layout == "image" ? "MNN image"
-                  : t.layout == "texture" ? "TFLite texture" : "linear";
+                  : t.layout == "texture" ? "TFLite texture"
+                  : t.layout == "transposed" ? "linear, transposed" : "linear";
       et.why = v.value("why", "");
+      if (t.layout == "transposed")
+        et.why = "stored transposed: a product reduces along its columns, which this way are its rows "
+                 "(matmul.narrow.k_contiguous_weights); " + et.why;
       if (t.pack >= 0 && et.why.find("packed at load") == std::string::npos) et.why += "; packed at load";
       if (chosen && !stored) {
         const std::string because = plan.explain.value("storage_why", nlohmann::json::object()).value(t.name, "");

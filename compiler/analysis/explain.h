@@ -29,7 +29,8 @@ struct ExplainTensor {
   std::string name, dtype, role;
   std::vector<int64_t> shape;
   int64_t bytes = 0;
-  std::string layout;   // "linear", "R-Tile 4x8 strips", "MNN image", "TFLite texture", "unknown"
+  std::string layout;   // "linear", "linear, transposed", "R-Tile 4x8 strips", "MNN image", "TFLite texture",
+                        // "unknown"
   std::string storage;  // "buffer", or "image WxH #slot"
   std::string why;
 };

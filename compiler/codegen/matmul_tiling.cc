@@ -253,6 +253,9 @@ Result<MatmulCostModel> parseMatmulCostModel(const nlohmann::json& j, const std:
         (!nb["texel_walk_min_side"].is_number_integer() || nb["texel_walk_min_side"].get<int64_t>() < 0))
       return makeError("{}: matmul.narrow.texel_walk_min_side must be an integer >= 0", path);
     o.texelWalkMinSide = nb.value("texel_walk_min_side", o.texelWalkMinSide);
+    if (nb.contains("k_contiguous_weights") && !nb["k_contiguous_weights"].is_boolean())
+      return makeError("{}: matmul.narrow.k_contiguous_weights must be true or false", path);
+    o.kContiguousWeights = nb.value("k_contiguous_weights", o.kContiguousWeights);
     if (nb.contains("batch_products") && (!nb["batch_products"].is_number_integer() || nb["batch_products"].get<int64_t>() < 1))
       return makeError("{}: matmul.narrow.batch_products must be an integer >= 1", path);
     o.batchProducts = nb.value("batch_products", o.batchProducts);

@@ -92,6 +92,10 @@ struct NarrowOptions {
   // work-items are the output texels of one K slice instead, and the group spans all of N: a
   // warp reads R's rows whole (chooseNarrowOrder). 0: never.
   int64_t texelWalkMinSide = 0;
+  // Store a weight (a host-written matrix the compiler keeps linear) that is at most maxSide
+  // wide and that a product reduces along its columns transposed, so that its K walk is
+  // contiguous: lora_B in dy B is then read as x A^T reads lora_A (plan/layout_lowering.h).
+  bool kContiguousWeights = false;
   // Independent narrow products of one kernel (q, k and v's x A) run as one launch, up to this
   // many (compiler/plan/launch_batching.h); 1: a launch each.
   int64_t batchProducts = 1;

@@ -5,6 +5,8 @@
 //  - fbl.SoftmaxGrad, fbl.LayerNormGrad, fbl.SoftmaxCrossEntropyLossGrad, fbl.GatherGrad: their
 //    own templates; fbl.AdamW/fbl.SGD: optimizer.cl;
 //  - fbl.ConvGradInput/fbl.ConvGradWeight (and Conv with groups): conv_emitters.cc.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "compiler/codegen/conv_emitters.h"
@@ -173,6 +175,15 @@ Result<NodeCode> emitOptimizer(const ir::Graph& g, const ir::Node& n, const Targ
     if (!(in == out))
       return makeError("{}: output {} is not stored like the input it updates", ir::describeNode(g, n), o);
   }
+  // Every operand stored alike, one element a buffer slot (a transposed lora_B with its
+  // gradient and state): the update is elementwise, so walk the storage in order, where
+  // neighbouring work-items touch neighbouring floats, instead of the logical index.
+  const bool alike = std::all_of(offsets.begin(), offsets.end(), [&](const LayoutOperand& o) {
+    return o.layout == offsets[0].layout;
+  });
+  if (alike && !offsets.empty() && offsets[0].layout.storage() == layout::Storage::Buffer &&
+      offsets[0].layout.bufferSize() == count && offsets[0].layout.inverse().ok())
+    for (LayoutOperand& o : offsets) o.layout = layout::Layout::rowMajor(shape);
   // Both kernels of the template are instantiated; the unused one gets row-major offsets.
   FBL_ASSIGN(std::string index, emitLayoutOffsets(shape, "i", offsets));
   const std::string unused = "  const uint o_p = i, o_g = i, o_m = i, o_v = i, o_b = i;";

@@ -250,6 +250,7 @@ Result<Compiled> compileModel(const CompileArgs& args) {
   p.lowerOpts.storage.maxImageHeight = hw.image2dMaxHeight;
   p.lowerOpts.storage.blockW = hw.textureBlock.w;
   p.lowerOpts.storage.blockH = hw.textureBlock.h;
+  if (profile.matmul.narrow.kContiguousWeights) p.lowerOpts.narrowWeightSide = profile.matmul.narrow.maxSide;
   passes::PassOptions po;
   po.dumpAfter.insert(args.dumpAfter.begin(), args.dumpAfter.end());
   po.disabled.insert(args.disabledPasses.begin(), args.disabledPasses.end());

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "compiler/codegen/emit_util.h"
+#include "compiler/passes/assign_rtile.h"
 #include "compiler/plan/fusion.h"
 #include "compiler/plan/lowering_printer.h"
 
@@ -195,6 +196,7 @@ class Lowerer {
       if (!choice) continue;
       FBL_TRY(store(v, *choice, out, reads[v]));
     }
+    FBL_TRY(stateLikeParameters(out, reads, host));
     // The optimizer writes an updated value where its current value lies (in place, or through a
     // commit that copies bytes).
     for (const auto& [current, updated] : options.inPlaceUpdates) {
@@ -217,7 +219,7 @@ class Lowerer {
 
   struct StorageChoice {
     layout::Layout layout;
-    std::string note;  // "rtile 16x64 strips", "image", "texture"
+    std::string note;  // "rtile 16x64 strips", "image", "texture", "transposed"
   };
 
   // The layout the strategy gives `v`, or nullopt for row-major; records why a layout the
@@ -228,11 +230,12 @@ class Lowerer {
                                                  const LoweringOptions& options) {
     const ir::Value& val = g_.values[v];
     const passes::RTileEntry* entry = nullptr;
+    bool transpose = false;  // a narrow weight stored transposed (narrowWeightReadAlongK)
     if (a_.strategy == Strategy::kFBLayout) {
-      if (v >= static_cast<ValueId>(a_.values.size()) || a_.values[v].kind != passes::ValueLayout::Kind::kRTile)
-        return std::optional<StorageChoice>();
-      entry = a_.rtileOf(v);
-      if (entry == nullptr) return std::optional<StorageChoice>();
+      if (v < static_cast<ValueId>(a_.values.size()) && a_.values[v].kind == passes::ValueLayout::Kind::kRTile)
+        entry = a_.rtileOf(v);
+      transpose = entry == nullptr && host[v] && narrowWeightReadAlongK(v, reads, options.narrowWeightSide);
+      if (entry == nullptr && !transpose) return std::optional<StorageChoice>();
     } else if (!options.storage.images) {
       return std::optional<StorageChoice>();  // the baselines keep buffers row-major
     }
@@ -258,6 +261,7 @@ class Lowerer {
         return demote(fmt::format("read by {}, which reads row-major", g_.nodes[r.node].op));
     }
     if (!read) return demote("no kernel reads it");
+    if (transpose) return std::optional<StorageChoice>(transposedStorage(val.shape));
     // Image storage: a writer of whole texels, readers that fetch texels, not updated in place.
     if (options.storage.images && !updatedInPlace[v]) {
       FBL_ASSIGN(std::optional<layout::Layout> image, imageLayoutFor(v, entry, options.storage));
@@ -269,6 +273,58 @@ class Lowerer {
     auto tiled = layout::Layout::rtile(val.shape, entry->spec(), layout::Storage::Buffer);
     if (!tiled.ok()) return demote(tiled.error().message);
     return std::optional<StorageChoice>(StorageChoice{*tiled, "rtile " + entry->spec().str()});
+  }
+
+  // Is `v` a narrow weight that a product walks along its columns: a float matrix at most
+  // `side` columns wide and longer than wide whose columns some MatMul operand reduces over?
+  // Stored row-major, each step of that walk is the next short row (a cache line each for a
+  // product's neighbouring K slices); stored transposed, the walk is contiguous. Products that
+  // reduce along its rows (h B^T) read the transposed storage as a plain row-major operand.
+  bool narrowWeightReadAlongK(ValueId v, const std::vector<ValueRead>& reads, int64_t side) const {
+    const ir::Value& val = g_.values[v];
+    if (side <= 0 || producer(v) != ir::kNoNode || val.dtype != ir::DType::F32 || val.shape.size() != 2) return false;
+    if (val.shape[1] > side || val.shape[0] <= val.shape[1]) return false;
+    for (const ValueRead& r : reads) {
+      const ir::Node& n = g_.nodes[r.node];
+      if (r.slot < 0 || r.slot > 1 || !isMatmul(n)) continue;
+      const std::optional<int64_t> axis = passes::reductionAxis(g_, n, r.slot);
+      if (!axis) continue;
+      const auto view = views_.find({r.node, r.slot});
+      const int64_t dim = r.through && view != views_.end() ? passes::landingDim(view->second, *axis) : *axis;
+      if (dim == 0) return true;
+    }
+    return false;
+  }
+
+  static StorageChoice transposedStorage(const ir::Shape& shape) {
+    auto l = layout::Layout::permuted(shape, {1, 0});
+    FBL_ASSERT(l.ok());
+    return StorageChoice{*l, "transposed"};
+  }
+
+  // Optimizer state (AdamW's m and v, SGD's momentum) is stored like the parameter it belongs
+  // to where that is transposed, so the update reads every operand alike (emitOptimizer then
+  // walks the storage in order).
+  Status stateLikeParameters(LayoutLowering& out, const std::vector<std::vector<ValueRead>>& reads,
+                             const std::vector<bool>& host) {
+    for (NodeId id = 0; id < static_cast<NodeId>(g_.nodes.size()); ++id) {
+      const ir::Node& n = g_.nodes[id];
+      if (n.dead || (n.op != "fbl.AdamW" && n.op != "fbl.SGD") || n.inputs.empty()) continue;
+      auto param = out.storageNote.find(n.inputs[0]);
+      if (param == out.storageNote.end() || param->second != "transposed") continue;
+      const layout::Layout& l = out.storage.at(n.inputs[0]);
+      const std::vector<int> stateSlots = n.op == "fbl.AdamW" ? std::vector<int>{2, 3} : std::vector<int>{2};
+      for (int slot : stateSlots) {
+        if (slot >= static_cast<int>(n.inputs.size()) || n.inputs[slot] == ir::kNoValue) continue;
+        const ValueId st = n.inputs[slot];
+        if (!host[st] || producer(st) != ir::kNoNode || out.storage.count(st) || g_.values[st].shape != l.shape()) continue;
+        const bool layoutsEverywhere = std::all_of(reads[st].begin(), reads[st].end(), [&](const ValueRead& r) {
+          return r.slot < 0 || codegen::supportsOperandLayouts(g_, g_.nodes[r.node]);
+        });
+        if (layoutsEverywhere) FBL_TRY(store(st, StorageChoice{l, "transposed"}, out, reads[st]));
+      }
+    }
+    return Status::success();
   }
 
   // The strategy's image layout of `v`, fitted to the device's extent; nullopt if it cannot fit.

@@ -32,8 +32,10 @@
 //      writer writes whole texels (the tiled MatMul, the runtime's pack kernel) and every reader
 //      fetches texels (the tiled MatMul): an R-Tile image under fblayout (its tile grid wrapped
 //      where it exceeds the device's extent), MNN's plain image under reuse, TFLite's texture
-//      under explicit; values updated in place stay in buffers. Everything else, and every
-//      other value the plan reads back, stays row-major in the arena.
+//      under explicit; values updated in place stay in buffers. A narrow weight that a product
+//      reduces along its columns is stored transposed (LoweringOptions::narrowWeightSide), its
+//      optimizer state with it. Everything else, and every other value the plan reads back,
+//      stays row-major in the arena.
 //   5. Fusion (fblayout, fusion.h): elementwise nodes run inside neighbouring MatMul kernels;
 //      planned between steps 3 and 4, completed after 4.
 //   6. Launch kinds: movement ops (FTI-D) run as kernels are "transform", copies "conversion".
@@ -107,6 +109,12 @@ struct LoweringOptions {
   // and `current` stays in a buffer under image storage (an OpenCL 1.2 kernel cannot read and
   // write one image).
   std::vector<std::pair<ir::ValueId, ir::ValueId>> inPlaceUpdates;
+  // fblayout: a host-written matrix kept linear (no R-Tile), at most this many columns wide and
+  // longer than wide, that a MatMul reduces along its columns (the narrow operand of a narrow
+  // product stored along K: lora_B in dy B) is stored transposed, so the product walks its rows
+  // as x A^T walks lora_A; its optimizer state is stored like it. 0: never
+  // (codegen::NarrowOptions::kContiguousWeights gives the profile's max_side).
+  int64_t narrowWeightSide = 0;
 };
 
 struct LayoutLowering {

@@ -257,6 +257,15 @@ TEST_CASE("narrow products: the profile switch and the tile rule", "[codegen][ma
     CHECK(parseError(p).find("texel_walk_min_side") != std::string::npos);
   }
   p["matmul"]["narrow"].erase("texel_walk_min_side");
+  // k_contiguous_weights: off unless the profile says; a boolean.
+  CHECK_FALSE(parseMatmulCostModel(p, "p.json")->narrow.kContiguousWeights);
+  p["matmul"]["narrow"]["k_contiguous_weights"] = true;
+  CHECK(parseMatmulCostModel(p, "p.json")->narrow.kContiguousWeights);
+  for (const nlohmann::json bad : {nlohmann::json(1), nlohmann::json("true")}) {
+    p["matmul"]["narrow"]["k_contiguous_weights"] = bad;
+    CHECK(parseError(p).find("k_contiguous_weights") != std::string::npos);
+  }
+  p["matmul"]["narrow"].erase("k_contiguous_weights");
   // batch_products: 1 (a launch each) unless the profile says more; never below 1.
   CHECK(parseMatmulCostModel(p, "p.json")->narrow.batchProducts == 1);
   p["matmul"]["narrow"]["batch_products"] = 8;

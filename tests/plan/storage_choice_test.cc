@@ -7,12 +7,15 @@
 //    kernel cannot read and write one image), and the images are planned memory: tensors of equal
 //    extent whose lifetimes do not overlap share an image object;
 //  - the baselines keep row-major buffers unless images are asked for, then MNN's plain images
-//    (reuse) and TFLite's textures (explicit).
+//    (reuse) and TFLite's textures (explicit);
+//  - under the H200's profile (matmul.narrow.k_contiguous_weights) every lora_B and its AdamW
+//    state are stored transposed, and nothing else is.
 // That such plans still train exactly as PyTorch does is tests/runtime/strategies_test.cc's job.
 #include <catch2/catch.hpp>
 
 #include <set>
 
+#include "compiler/analysis/explain.h"
 #include "compiler/driver/compile_command.h"
 
 namespace fbl::plan {
@@ -67,6 +70,42 @@ TEST_CASE("Llama-3.2-1B stores every frozen MatMul weight in its R-Tile, lm_head
     // each: the score products that used to share objects are gone.
     CHECK(s.at("image_tensors").get<int64_t>() >= static_cast<int64_t>(c.plan.imageSlots.size()));
     CHECK(s.at("peak_bytes").get<int64_t>() == c.plan.arenaBytes + c.plan.imageBytes());
+  }
+}
+
+TEST_CASE("the H200's profile stores every lora_B and its AdamW state transposed, nothing else", "[plan][storage]") {
+  // matmul.narrow.k_contiguous_weights (on for the H200, off for the phones until measured
+  // there): lora_B [out x r] is read along its columns by dy B, so it is stored [r x out]; lora_A
+  // ([r x in], read along its rows by x A^T) and the frozen weights are not narrow weights.
+  for (const char* profile : {"nvidia-h200", "adreno-830"}) {
+    INFO(profile);
+    const Compiled c = compile("llama-full", profile, "fblayout", "buffer");
+    int64_t weights = 0, state = 0, other = 0;
+    for (const planfile::Tensor& t : c.plan.tensors) {
+      if (t.layout != "transposed") continue;
+      INFO(t.name);
+      CHECK(t.pack >= 0);
+      CHECK(t.unpack >= 0);
+      CHECK(t.shape.size() == 2);
+      const bool loraB = t.name.find("lora_B") != std::string::npos;
+      weights += loraB && t.role == planfile::Role::Trainable;
+      state += loraB && t.role == planfile::Role::State;
+      other += !loraB || (t.role != planfile::Role::Trainable && t.role != planfile::Role::State);
+    }
+    const bool h200 = std::string(profile) == "nvidia-h200";
+    // fblc explain says so, and why.
+    auto report = analysis::buildExplainReport(c.plan);
+    REQUIRE(report.ok());
+    int64_t explained = 0;
+    for (const analysis::ExplainTensor& t : report->tensors)
+      if (t.layout == "linear, transposed") {
+        ++explained;
+        CHECK(t.why.find("k_contiguous_weights") != std::string::npos);
+      }
+    CHECK(explained == weights + state);
+    CHECK(weights == (h200 ? 112 : 0));  // 16 layers x 7 projections
+    CHECK(state == (h200 ? 224 : 0));    // AdamW's m and v of each
+    CHECK(other == 0);
   }
 }
 
