@@ -292,7 +292,7 @@ TEST_CASE("narrow weights stored transposed train as PyTorch does and update as 
   // are stored transposed, packed at load and unpacked wherever bytes leave the device, and
   // dy B reads B as x A^T reads lora_A. Both plans must give PyTorch's loss and gradients, the
   // weights as loaded, and after a step (AdamW updating p, m and v in their storage) the same
-  // parameters and state.
+  // parameters and state, with buffer and with image storage.
   auto hw = profile::loadProfile(FBL_SOURCE_DIR "/profiles/pocl-cpu.json");
   REQUIRE(hw.ok());
   const auto [loss, torch] = torchStep("llama-tiny");
@@ -301,7 +301,7 @@ TEST_CASE("narrow weights stored transposed train as PyTorch does and update as 
     std::map<std::string, std::vector<unsigned char>> loaded, updated;  // lora_B and its state
     std::map<std::string, std::string> layouts;                          // every tensor's
   };
-  auto run = [&](bool transpose) {
+  auto run = [&](bool transpose, const std::string& storage) {
     nlohmann::json j = profile::profileToJson(*hw);
     j["matmul"] = {{"provenance", "test: narrow products on PoCL"},
                    {"narrow", {{"max_side", 16}, {"work_items", 64}, {"k_contiguous_weights", transpose},
@@ -309,16 +309,17 @@ TEST_CASE("narrow weights stored transposed train as PyTorch does and update as 
     const std::string path = tempDir() + "/pocl-narrow-kcontig" + std::to_string(transpose) + ".json";
     std::ofstream(path) << j.dump(2);
     Run r;
-    r.step = firstStep("llama-tiny", "fblayout", "buffer", path);
+    r.step = firstStep("llama-tiny", "fblayout", storage, path);
     // A second session of the same plan: lora_B and its state as loaded, then after one step.
     driver::CompileArgs a;
     a.model = std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/model.onnx";
     a.profile = path;
     a.weights = tempDir() + "/llama-tiny.safetensors";
+    a.storage = storage;
     auto c = driver::compileModel(a);
     REQUIRE(c.ok());
     for (const planfile::Tensor& t : c->plan.tensors) r.layouts[t.name] = t.layout;
-    auto s = openPlan(c->plan, "llama-tiny-kcontig" + std::to_string(transpose));
+    auto s = openPlan(c->plan, "llama-tiny-kcontig" + std::to_string(transpose) + storage);
     REQUIRE(s->loadWeights(a.weights) == "");
     const std::string dir = std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/test_data_set_0";
     for (size_t i = 0; i < c->plan.inputs.size(); ++i) {
@@ -337,32 +338,37 @@ TEST_CASE("narrow weights stored transposed train as PyTorch does and update as 
     readAll(r.updated);
     return r;
   };
-  const Run rowMajor = run(false), transposed = run(true);
-  checkAgainstTorch(rowMajor.step, loss, torch);
-  checkAgainstTorch(transposed.step, loss, torch);
-  int64_t loraB = 0, state = 0;
-  for (const auto& [name, layout] : transposed.layouts) {
-    INFO(name);
-    const bool narrowWeight = name.find("lora_B") != std::string::npos && transposed.updated.count(name);
-    CHECK(rowMajor.layouts.at(name) != "transposed");
-    CHECK((layout == "transposed") == narrowWeight);
-    loraB += narrowWeight && name.find("adamw") == std::string::npos;
-    state += narrowWeight && name.find("adamw") != std::string::npos;
-  }
-  CHECK(loraB == 14);      // 2 layers x 7 projections
-  CHECK(state == 2 * 14);  // AdamW's m and v of each
-  CHECK(transposed.step.packedTensors > rowMajor.step.packedTensors);
-  for (const auto& [name, bytes] : rowMajor.loaded) {
-    INFO(name);
-    REQUIRE(transposed.loaded.count(name) == 1);
-    CHECK(transposed.loaded.at(name) == bytes);  // packed and unpacked, bit for bit
-    const std::vector<unsigned char>& a = rowMajor.updated.at(name);
-    const std::vector<unsigned char>& b = transposed.updated.at(name);
-    REQUIRE(a.size() == b.size());
-    ir::Tensor ta(ir::DType::F32, {static_cast<int64_t>(a.size() / 4)}), tb = ta;
-    std::memcpy(ta.raw(), a.data(), a.size());
-    std::memcpy(tb.raw(), b.data(), b.size());
-    CHECK(relativeToMaxAbs(tb, ta) <= 1e-4);
+  // Buffer storage, and image storage as the H200 compiles by default (lora_B, updated in place,
+  // stays a buffer; the products' other operands are images).
+  for (const char* storage : kStorages) {
+    INFO(storage);
+    const Run rowMajor = run(false, storage), transposed = run(true, storage);
+    checkAgainstTorch(rowMajor.step, loss, torch);
+    checkAgainstTorch(transposed.step, loss, torch);
+    int64_t loraB = 0, state = 0;
+    for (const auto& [name, layout] : transposed.layouts) {
+      INFO(name);
+      const bool narrowWeight = name.find("lora_B") != std::string::npos && transposed.updated.count(name);
+      CHECK(rowMajor.layouts.at(name) != "transposed");
+      CHECK((layout == "transposed") == narrowWeight);
+      loraB += narrowWeight && name.find("adamw") == std::string::npos;
+      state += narrowWeight && name.find("adamw") != std::string::npos;
+    }
+    CHECK(loraB == 14);      // 2 layers x 7 projections
+    CHECK(state == 2 * 14);  // AdamW's m and v of each
+    CHECK(transposed.step.packedTensors > rowMajor.step.packedTensors);
+    for (const auto& [name, bytes] : rowMajor.loaded) {
+      INFO(name);
+      REQUIRE(transposed.loaded.count(name) == 1);
+      CHECK(transposed.loaded.at(name) == bytes);  // packed and unpacked, bit for bit
+      const std::vector<unsigned char>& a = rowMajor.updated.at(name);
+      const std::vector<unsigned char>& b = transposed.updated.at(name);
+      REQUIRE(a.size() == b.size());
+      ir::Tensor ta(ir::DType::F32, {static_cast<int64_t>(a.size() / 4)}), tb = ta;
+      std::memcpy(ta.raw(), a.data(), a.size());
+      std::memcpy(tb.raw(), b.data(), b.size());
+      CHECK(relativeToMaxAbs(tb, ta) <= 1e-4);
+    }
   }
 }
 
