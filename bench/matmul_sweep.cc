@@ -224,17 +224,17 @@ Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& 
   nlohmann::json runsJson = nlohmann::json::array();
   for (size_t i = 0; i < variants.size(); ++i) {
     const codegen::NarrowOptions& v = variants[i];
-    const codegen::NarrowOrder order = codegen::chooseNarrowOrder(p.m, p.n, p.lhsT, p.rhsT, v);
-    const codegen::NarrowTiling t = codegen::chooseNarrowTiling(p.m, p.n, p.k, v, 1, order);
     FBL_ASSIGN(auto k, codegen::emitRTileMatmulNarrow("sweep_narrow", p.m, p.k, p.n, {ll, p.lhsT}, {rl, p.rhsT}, ol, v,
                                                       model.localMemoryBytes));
-    // Whether the kernel took the staging (it needs the narrow operand stored along K, and room).
+    // The walk and tile the kernel was generated with, and whether it took the staging (it needs
+    // the narrow operand stored along K, and room).
+    const codegen::NarrowTiling& t = k.narrowTiling;
     const bool staged = k.stagesNarrowOperand;
     // How neighbouring work-items walk the product: the narrow kernel's FAST, or the staging.
-    const char* walk = staged                                       ? "staged"
-                       : order == codegen::NarrowOrder::kSlices    ? "slices"
-                       : order == codegen::NarrowOrder::kRowBlocks ? "rows"
-                                                                   : "texels";
+    const char* walk = staged                                              ? "staged"
+                       : k.narrowOrder == codegen::NarrowOrder::kSlices    ? "slices"
+                       : k.narrowOrder == codegen::NarrowOrder::kRowBlocks ? "rows"
+                                                                           : "texels";
     FBL_ASSIGN(double us, fastestUs(s, k, {ops.l, ops.r, ops.out}, runs));
     FBL_ASSIGN(double queued, queuedUs(s, k, {ops.l, ops.r, ops.out}));
     FBL_ASSIGN(double worst, sampledError(s, p, ops.out, ol, probes, want));
@@ -244,7 +244,7 @@ Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& 
                                                        v, model.localMemoryBytes, nullptr, nullptr, kProducts));
     FBL_ASSIGN(BatchedTiming b, timeBatched(s, kb, kProducts, p, ops, ol, probes, want, runs));
     worst = std::max(worst, b.worst);
-    const codegen::NarrowTiling tb = codegen::chooseNarrowTiling(p.m, p.n, p.k, v, kProducts, order);
+    const codegen::NarrowTiling& tb = kb.narrowTiling;
     const std::string tile = fmt::format("{}x{}/{}", t.tm, t.tn, t.ks);
     const std::string batchedTile = fmt::format("{}x{}/{}", tb.tm, tb.tn, tb.ks);
     fmt::print("  {:>5} {:>8} {:>6} {:>10} {:>10.1f} {:>8.2f} {:>10.1f} {:>8.2f} {:>10} {:>10.1f} {:>8.1f} {:>10.2g}{}{}\n",

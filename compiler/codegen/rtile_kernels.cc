@@ -471,6 +471,8 @@ Result<RTileKernel> emitRTileMatmulNarrow(const std::string& name, int64_t m, in
   kernel.name = name;
   kernel.source = fill(kernelTemplate("rtile_matmul_narrow"), v, name);
   kernel.productParams = src.params;
+  kernel.narrowOrder = order;
+  kernel.narrowTiling = t;
   kernel.stagesNarrowOperand = stageR;
   kernel.args = {"lhs", "rhs", "out"};
   if (lowRank) kernel.args.insert(kernel.args.end(), {"lhs2", "rhs2"});

@@ -51,10 +51,13 @@ struct RTileKernel {
   std::string source;  // complete OpenCL C 1.2 program
   std::vector<std::string> args;  // argument roles, in order ("lhs", "rhs", "out", ...)
   std::vector<size_t> global, local;
-  // Narrow products only: the parameter list narrowBatchEntry repeats per product, and whether
-  // the kernel stages its narrow operand through local memory (NarrowOptions::stageNarrowOperand
-  // where the operand and the room allow it).
+  // Narrow products only: the parameter list narrowBatchEntry repeats per product, the walk and
+  // tile the kernel was generated with (for reports: fbl-bench matmul --sweep), and whether it
+  // stages its narrow operand through local memory (NarrowOptions::stageNarrowOperand where the
+  // operand and the room allow it).
   std::string productParams;
+  NarrowOrder narrowOrder = NarrowOrder::kSlices;
+  NarrowTiling narrowTiling;
   bool stagesNarrowOperand = false;
 };
 

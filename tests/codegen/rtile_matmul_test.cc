@@ -299,6 +299,9 @@ TEST_CASE("rtile matmul: narrow products (LoRA's rank side) in one launch", "[rt
   CHECK_FALSE(walked->stagesNarrowOperand);
   CHECK(walked->source.find("#define FAST 2") != std::string::npos);
   CHECK(walked->source.find("#define TN 8u") != std::string::npos);
+  // The kernel reports the walk and tile it was generated with (what the sweep prints).
+  CHECK(walked->narrowOrder == fbl::codegen::NarrowOrder::kTexels);
+  CHECK(walked->narrowTiling.tn == 8);
   // A launch that runs three products (launch batching) is tiled for all three: the fill target
   // counts them, so x A on Llama (256 blocks) takes 256 slices alone and 128 in a shared launch,
   // two blocks a group.
@@ -313,6 +316,8 @@ TEST_CASE("rtile matmul: narrow products (LoRA's rank side) in one launch", "[rt
   const auto alone = xA(1), shared = xA(3);
   CHECK(alone.source.find("#define KS 256u") != std::string::npos);
   CHECK(shared.source.find("#define KS 128u") != std::string::npos);
+  CHECK(alone.narrowTiling.ks == 256);
+  CHECK(shared.narrowTiling.ks == 128);
   CHECK(alone.global[0] / alone.local[0] * alone.global[1] == 256);
   CHECK(shared.global[0] / shared.local[0] * shared.global[1] == 128);
   // A fill target the product cannot reach: slices of one texel (K = 301: the second round of
