@@ -107,6 +107,9 @@ Result<NodeCode> emitGather(const ir::Graph& g, const ir::Node& n, const Target&
 // output through `layouts` (nullptr: row-major), each output written where the input it updates
 // lies (training_emitters.cc).
 bool isOptimizerOp(std::string_view op);
+// The inputs an optimizer op updates, in the order of its outputs: the parameter (input 0), then
+// its state (AdamW: p, g, m, v, step -> p, m, v; SGD: p, g[, buf] -> p[, buf]).
+std::vector<int> optimizerUpdatedInputs(std::string_view op);
 Result<NodeCode> emitOptimizer(const ir::Graph& g, const ir::Node& n, const Target& t, const NodeLayouts* layouts);
 
 // SoftmaxCrossEntropyLoss (and its gradient) over `scores` [N, C, d...] with `labels`: the rows,

@@ -138,6 +138,10 @@ Result<NodeCode> optimizer(const ir::Graph& g, const ir::Node& n, const Target& 
 
 bool isOptimizerOp(std::string_view op) { return op == "fbl.AdamW" || op == "fbl.SGD"; }
 
+std::vector<int> optimizerUpdatedInputs(std::string_view op) {
+  return op == "fbl.AdamW" ? std::vector<int>{0, 2, 3} : std::vector<int>{0, 2};
+}
+
 Result<NodeCode> emitOptimizer(const ir::Graph& g, const ir::Node& n, const Target& t, const NodeLayouts* layouts) {
   const ir::Shape& shape = g.values[n.inputs[0]].shape;
   const int64_t count = ir::numElements(shape);
@@ -154,7 +158,7 @@ Result<NodeCode> emitOptimizer(const ir::Graph& g, const ir::Node& n, const Targ
   const std::vector<std::pair<const char*, int>> operands =
       adam ? std::vector<std::pair<const char*, int>>{{"o_p", 0}, {"o_g", 1}, {"o_m", 2}, {"o_v", 3}}
            : std::vector<std::pair<const char*, int>>{{"o_p", 0}, {"o_g", 1}, {"o_b", 2}};
-  const std::vector<int> updates = adam ? std::vector<int>{0, 2, 3} : std::vector<int>{0, 2};
+  const std::vector<int> updates = optimizerUpdatedInputs(n.op);
   std::vector<LayoutOperand> offsets;
   std::vector<ArgRef> args;
   for (const auto& [var, slot] : operands) {

@@ -289,8 +289,7 @@ class Lowerer {
       if (r.slot < 0 || r.slot > 1 || !isMatmul(n)) continue;
       const std::optional<int64_t> axis = passes::reductionAxis(g_, n, r.slot);
       if (!axis) continue;
-      const auto view = views_.find({r.node, r.slot});
-      const int64_t dim = r.through && view != views_.end() ? passes::landingDim(view->second, *axis) : *axis;
+      const int64_t dim = r.through ? passes::landingDim(views_.at({r.node, r.slot}), *axis) : *axis;
       if (dim == 0) return true;
     }
     return false;
@@ -309,13 +308,12 @@ class Lowerer {
                              const std::vector<bool>& host) {
     for (NodeId id = 0; id < static_cast<NodeId>(g_.nodes.size()); ++id) {
       const ir::Node& n = g_.nodes[id];
-      if (n.dead || (n.op != "fbl.AdamW" && n.op != "fbl.SGD") || n.inputs.empty()) continue;
+      if (n.dead || !codegen::isOptimizerOp(n.op) || n.inputs.empty()) continue;
       auto param = out.storageNote.find(n.inputs[0]);
       if (param == out.storageNote.end() || param->second != "transposed") continue;
       const layout::Layout& l = out.storage.at(n.inputs[0]);
-      const std::vector<int> stateSlots = n.op == "fbl.AdamW" ? std::vector<int>{2, 3} : std::vector<int>{2};
-      for (int slot : stateSlots) {
-        if (slot >= static_cast<int>(n.inputs.size()) || n.inputs[slot] == ir::kNoValue) continue;
+      for (int slot : codegen::optimizerUpdatedInputs(n.op)) {
+        if (slot == 0 || slot >= static_cast<int>(n.inputs.size()) || n.inputs[slot] == ir::kNoValue) continue;
         const ValueId st = n.inputs[slot];
         if (!host[st] || producer(st) != ir::kNoNode || out.storage.count(st) || g_.values[st].shape != l.shape()) continue;
         const bool layoutsEverywhere = std::all_of(reads[st].begin(), reads[st].end(), [&](const ValueRead& r) {

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -37,8 +38,13 @@ struct StepResult {
   std::vector<std::string> kernels;  // the kernel of each launch
 };
 
+// `inspect` (optional) sees the session with the weights and inputs written, before the step
+// (stepped false) and after it (stepped true).
+using Inspect = std::function<void(rt::Session&, const planfile::Plan&, bool stepped)>;
+
 StepResult firstStep(const std::string& model, const std::string& strategy, const std::string& storage,
-                     const std::string& profile = FBL_SOURCE_DIR "/profiles/pocl-cpu.json") {
+                     const std::string& profile = FBL_SOURCE_DIR "/profiles/pocl-cpu.json",
+                     const Inspect& inspect = {}) {
   driver::CompileArgs a;
   a.model = std::string(FBL_TEST_DATA_DIR) + "/" + model + "/model.onnx";
   a.profile = profile;
@@ -72,7 +78,9 @@ StepResult firstStep(const std::string& model, const std::string& strategy, cons
     REQUIRE(t.ok());
     REQUIRE(s->writeTensor(c->plan.tensors[c->plan.inputs[i]].name, t->tensor.raw(), t->tensor.nbytes()) == "");
   }
+  if (inspect) inspect(*s, c->plan, false);
   REQUIRE(s->trainStep(&r.loss) == "");
+  if (inspect) inspect(*s, c->plan, true);
   for (const planfile::Trainable& t : c->plan.trainables) {
     std::string name = c->plan.tensors[t.param].name;
     if (name.rfind("m.", 0) == 0) name = name.substr(2);
@@ -309,33 +317,19 @@ TEST_CASE("narrow weights stored transposed train as PyTorch does and update as 
     const std::string path = tempDir() + "/pocl-narrow-kcontig" + std::to_string(transpose) + ".json";
     std::ofstream(path) << j.dump(2);
     Run r;
-    r.step = firstStep("llama-tiny", "fblayout", storage, path);
-    // A second session of the same plan: lora_B and its state as loaded, then after one step.
-    driver::CompileArgs a;
-    a.model = std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/model.onnx";
-    a.profile = path;
-    a.weights = tempDir() + "/llama-tiny.safetensors";
-    a.storage = storage;
-    auto c = driver::compileModel(a);
-    REQUIRE(c.ok());
-    for (const planfile::Tensor& t : c->plan.tensors) r.layouts[t.name] = t.layout;
-    auto s = openPlan(c->plan, "llama-tiny-kcontig" + std::to_string(transpose) + storage);
-    REQUIRE(s->loadWeights(a.weights) == "");
-    const std::string dir = std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/test_data_set_0";
-    for (size_t i = 0; i < c->plan.inputs.size(); ++i) {
-      auto in = onnx::readTensorProtoFile(dir + "/input_" + std::to_string(i) + ".pb");
-      REQUIRE(in.ok());
-      REQUIRE(s->writeTensor(c->plan.tensors[c->plan.inputs[i]].name, in->tensor.raw(), in->tensor.nbytes()) == "");
-    }
-    auto readAll = [&](std::map<std::string, std::vector<unsigned char>>& into) {
-      for (const planfile::Tensor& t : c->plan.tensors)
+    // lora_B and its state as loaded, then after the step; every tensor's layout.
+    auto readLoraB = [](rt::Session& s, const planfile::Plan& plan,
+                        std::map<std::string, std::vector<unsigned char>>& into) {
+      for (const planfile::Tensor& t : plan.tensors)
         if (t.name.find("lora_B") != std::string::npos && (t.role == planfile::Role::Trainable || t.role == planfile::Role::State))
-          REQUIRE(s->readTensor(t.name, &into[t.name]) == "");
+          REQUIRE(s.readTensor(t.name, &into[t.name]) == "");
     };
-    readAll(r.loaded);
-    float l = 0;
-    REQUIRE(s->trainStep(&l) == "");
-    readAll(r.updated);
+    r.step = firstStep("llama-tiny", "fblayout", storage, path,
+                       [&](rt::Session& s, const planfile::Plan& plan, bool stepped) {
+                         readLoraB(s, plan, stepped ? r.updated : r.loaded);
+                         if (!stepped)
+                           for (const planfile::Tensor& t : plan.tensors) r.layouts[t.name] = t.layout;
+                       });
     return r;
   };
   // Buffer storage, and image storage as the H200 compiles by default (lora_B, updated in place,
