@@ -193,8 +193,9 @@ Result<BatchedTiming> timeBatched(ClSession& s, const codegen::RTileKernel& sing
 }
 
 // rtile_matmul_narrow.cl on one product: the profile's own settings, the same with the narrow
-// operand's staging switched and with its texel walk switched, then group sizes and fill targets
-// around them, each checked on the sampled entries; beside them the stream floor (streamFloor).
+// operand's staging switched, with its texel walk switched and with a narrow M's row blocks in
+// one group switched, then group sizes and fill targets around them, each checked on the sampled
+// entries; beside them the stream floor (streamFloor).
 Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& model, const Product& p,
                                   const Operands& ops, const Layout& ll, const Layout& rl, const Layout& ol,
                                   const std::vector<std::pair<int64_t, int64_t>>& probes,
@@ -211,9 +212,16 @@ Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& 
              "max relerr");
   std::vector<codegen::NarrowOptions> variants{model.narrow, model.narrow};
   variants[1].stageNarrowOperand = !model.narrow.stageNarrowOperand;
-  // ... and with dy B's texel walk switched (matmul.narrow.texel_walk_min_side).
+  // ... and with each rule that turns on at a narrow side switched for this product: off where
+  // the profile's threshold takes it, on (from 1 wide) where it does not. dy B's texel walk
+  // (matmul.narrow.texel_walk_min_side), then a narrow M's row blocks in one group
+  // (rows_in_group_min_side).
+  const int64_t side = std::min(p.m, p.n);
+  auto switched = [side](int64_t minSide) -> int64_t { return minSide > 0 && side >= minSide ? 0 : 1; };
   variants.push_back(model.narrow);
-  variants[2].texelWalkMinSide = model.narrow.texelWalkMinSide > 0 ? 0 : 1;
+  variants.back().texelWalkMinSide = switched(model.narrow.texelWalkMinSide);
+  variants.push_back(model.narrow);
+  variants.back().rowsInGroupMinSide = switched(model.narrow.rowsInGroupMinSide);
   for (int64_t items : {64, 128, 256})
     for (int64_t fill : {0, 65536, 262144}) {
       codegen::NarrowOptions v = model.narrow;

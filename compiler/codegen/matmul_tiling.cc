@@ -198,16 +198,20 @@ NarrowTiling chooseNarrowTiling(int64_t m, int64_t n, int64_t k, const NarrowOpt
     return p;
   };
   NarrowTiling t;
-  // Output texels of a narrow N that neighbour each other span the group first.
+  // Output texels of a narrow N that neighbour each other span the group first; so do the row
+  // blocks of a narrow M from rowsInGroupMinSide.
   const bool texelsFirst = order == NarrowOrder::kTexels && n <= m;
-  const int64_t sliceRoom = o.workItems / (texelsFirst ? std::min(pow2Ceil((n + 3) / 4), o.workItems) : 1);
+  const bool rowsFirst = m < n && o.rowsInGroupMinSide > 0 && m >= o.rowsInGroupMinSide;
+  const int64_t narrowBlocks = texelsFirst ? pow2Ceil((n + 3) / 4) : rowsFirst ? pow2Ceil((m + 3) / 4) : 1;
+  const int64_t sliceRoom = o.workItems / std::min(narrowBlocks, o.workItems);
   const int64_t kTexels = (k + 3) / 4;
   while (t.ks * 2 <= sliceRoom && kTexels / (t.ks * 2) >= kMinNarrowSliceTexels) t.ks *= 2;
   const int64_t productBlocks = batch * ((m + 3) / 4) * ((n + 3) / 4);
   while (t.ks * 2 <= sliceRoom && kTexels / (t.ks * 2) >= 1 && productBlocks * t.ks < o.fillWorkItems) t.ks *= 2;
   const int64_t blocks = o.workItems / t.ks;
-  const int64_t cb = std::min(pow2Ceil((n + 3) / 4), blocks);
-  const int64_t rb = std::min(pow2Ceil((m + 3) / 4), blocks / cb);
+  const int64_t rowBlocks = pow2Ceil((m + 3) / 4), texels = pow2Ceil((n + 3) / 4);
+  const int64_t rb = rowsFirst ? std::min(rowBlocks, blocks) : std::min(rowBlocks, blocks / std::min(texels, blocks));
+  const int64_t cb = rowsFirst ? std::min(texels, blocks / rb) : std::min(texels, blocks);
   t.tm = 4 * rb;
   t.tn = 4 * cb;
   return t;
@@ -253,6 +257,10 @@ Result<MatmulCostModel> parseMatmulCostModel(const nlohmann::json& j, const std:
         (!nb["texel_walk_min_side"].is_number_integer() || nb["texel_walk_min_side"].get<int64_t>() < 0))
       return makeError("{}: matmul.narrow.texel_walk_min_side must be an integer >= 0", path);
     o.texelWalkMinSide = nb.value("texel_walk_min_side", o.texelWalkMinSide);
+    if (nb.contains("rows_in_group_min_side") &&
+        (!nb["rows_in_group_min_side"].is_number_integer() || nb["rows_in_group_min_side"].get<int64_t>() < 0))
+      return makeError("{}: matmul.narrow.rows_in_group_min_side must be an integer >= 0", path);
+    o.rowsInGroupMinSide = nb.value("rows_in_group_min_side", o.rowsInGroupMinSide);
     if (nb.contains("k_contiguous_weights") && !nb["k_contiguous_weights"].is_boolean())
       return makeError("{}: matmul.narrow.k_contiguous_weights must be true or false", path);
     o.kContiguousWeights = nb.value("k_contiguous_weights", o.kContiguousWeights);

@@ -92,6 +92,10 @@ struct NarrowOptions {
   // work-items are the output texels of one K slice instead, and the group spans all of N: a
   // warp reads R's rows whole (chooseNarrowOrder). 0: never.
   int64_t texelWalkMinSide = 0;
+  // Where M is the narrow side (t^T dy) and at least this wide, a group holds all of its row
+  // blocks, which then share each texel of the wide operand R, and the output texels the rest;
+  // otherwise a group is output texels first, and each texel of R is read by M / 4 groups. 0: never.
+  int64_t rowsInGroupMinSide = 0;
   // Store a weight (a host-written matrix the compiler keeps linear) that is at most maxSide
   // wide and that a product reduces along its columns transposed, so that its K walk is
   // contiguous: lora_B in dy B is then read as x A^T reads lora_A (plan/layout_lowering.h).
@@ -135,7 +139,8 @@ NarrowOrder chooseNarrowOrder(int64_t m, int64_t n, bool lhsTransposed, bool rhs
 // blocks x slices stay under o.fillWorkItems), then the output texels, then row blocks, all
 // powers of two within o.workItems (a power of two); a group never covers more blocks than the
 // product has. Where `order` makes output texels of a narrow N neighbours, the group takes all
-// of them first and the slices the rest.
+// of them first and the slices the rest; so it does a narrow M's row blocks from
+// o.rowsInGroupMinSide.
 inline constexpr int64_t kMinNarrowSliceTexels = 8;
 // rtile_matmul_narrow.cl's tree: partial[4][work-items] float4.
 inline constexpr int64_t kNarrowLocalBytesPerWorkItem = 4 * 16;

@@ -228,9 +228,22 @@ TEST_CASE("narrow products: the profile switch and the tile rule", "[codegen][ma
   CHECK(chooseNarrowTiling(512, 16, 2048, walk, 3, NarrowOrder::kTexels).ks == 64);
   NarrowTiling g8 = chooseNarrowTiling(512, 8, 2048, walk, 1, NarrowOrder::kTexels);
   CHECK((g8.tn == 8 && g8.ks == 128 && g8.tm == 4));
-  // A narrow M walked by texels of its wide side is tiled slices first, as before.
+  // A narrow M walked by texels of its wide side is tiled slices first, as before...
   NarrowTiling h = chooseNarrowTiling(8, 2304, 512, opts(256), 1, NarrowOrder::kTexels);
   CHECK((h.ks == c.ks && h.tn == c.tn && h.tm == c.tm));
+  // ... and its row blocks share a group from rows_in_group_min_side: dt^T x at rank 16 (K = 512
+  // tokens) holds all 4 row blocks, 32 slices for 65,536 work-items, and the 2 output texels
+  // left; rank 8 below the threshold is output texels first.
+  NarrowOptions rowsIn = opts(256, 65536);
+  rowsIn.rowsInGroupMinSide = 16;
+  NarrowTiling rows = chooseNarrowTiling(16, 2048, 512, rowsIn, 1, NarrowOrder::kTexels);
+  CHECK((rows.tm == 16 && rows.tn == 8 && rows.ks == 32));
+  NarrowTiling notRows = chooseNarrowTiling(16, 2048, 512, opts(256, 65536), 1, NarrowOrder::kTexels);
+  CHECK((notRows.tm == 4 && notRows.tn == 32 && notRows.ks == 32));
+  NarrowTiling rows8 = chooseNarrowTiling(8, 2048, 512, rowsIn, 1, NarrowOrder::kTexels);
+  CHECK((rows8.tm == 4 && rows8.tn == 16 && rows8.ks == 64));
+  // A narrow N is not a narrow M: x A at rank 16 keeps its tile.
+  CHECK(chooseNarrowTiling(512, 16, 2048, rowsIn).tm == chooseNarrowTiling(512, 16, 2048, opts(256, 65536)).tm);
   // Local memory: the tree (16 KB at 256 work-items), plus for a staged operand 4 x 256 rows of
   // one texel and a texel of padding every 4 rows (20 KB).
   CHECK(narrowLocalBytes(e, false) == 256 * 64);
@@ -257,6 +270,15 @@ TEST_CASE("narrow products: the profile switch and the tile rule", "[codegen][ma
     CHECK(parseError(p).find("texel_walk_min_side") != std::string::npos);
   }
   p["matmul"]["narrow"].erase("texel_walk_min_side");
+  // rows_in_group_min_side: the same rules.
+  CHECK(parseMatmulCostModel(p, "p.json")->narrow.rowsInGroupMinSide == 0);
+  p["matmul"]["narrow"]["rows_in_group_min_side"] = 8;
+  CHECK(parseMatmulCostModel(p, "p.json")->narrow.rowsInGroupMinSide == 8);
+  for (const nlohmann::json& bad : {nlohmann::json(-1), nlohmann::json(2.5), nlohmann::json("8")}) {
+    p["matmul"]["narrow"]["rows_in_group_min_side"] = bad;
+    CHECK(parseError(p).find("rows_in_group_min_side") != std::string::npos);
+  }
+  p["matmul"]["narrow"].erase("rows_in_group_min_side");
   // k_contiguous_weights: off unless the profile says; a boolean.
   CHECK_FALSE(parseMatmulCostModel(p, "p.json")->narrow.kContiguousWeights);
   p["matmul"]["narrow"]["k_contiguous_weights"] = true;

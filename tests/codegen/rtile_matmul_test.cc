@@ -264,11 +264,12 @@ TEST_CASE("rtile matmul: narrow products (LoRA's rank side) in one launch", "[rt
         checkProduct(*s, kPasses[0], d.m, d.k, d.n, l, l, l, MatmulTiling{}, &texelWalk);
       }
     }
-  for (int walk : {0, 1, 2})  // plain, staged, texel walk
+  for (int walk : {0, 1, 2, 3})  // plain, staged, texel walk, a narrow M's row blocks in one group
     for (int64_t workItems : {int64_t{4}, int64_t{256}})
       for (const PassCase& pc : {kPasses[0], kPasses[1], kPasses[2], kBothTransposed}) {
         NarrowOptions o = narrowOptions(workItems, 0, walk == 1);
         o.texelWalkMinSide = walk == 2 ? 1 : 0;
+        o.rowsInGroupMinSide = walk == 3 ? 1 : 0;
         checkProduct(*s, pc, 37, 301, 5, ls[4], ls[2], ls[0], MatmulTiling{}, &o);
         checkProduct(*s, pc, 6, 90, 41, ls[0], ls[5], ls[3], MatmulTiling{}, &o);
         // A 1-wide side (images cannot hold a 1-column operand read along its texels).
@@ -302,6 +303,19 @@ TEST_CASE("rtile matmul: narrow products (LoRA's rank side) in one launch", "[rt
   // The kernel reports the walk and tile it was generated with (what the sweep prints).
   CHECK(walked->narrowOrder == fbl::codegen::NarrowOrder::kTexels);
   CHECK(walked->narrowTiling.tn == 8);
+  // A narrow M's row blocks in one group: dt^T x at rank 16 is tiled 16 x 8, not 4 x 32.
+  NarrowOptions rowsIn = narrowOptions(256, 65536);
+  auto dA = [&](int64_t minSide) {
+    rowsIn.rowsInGroupMinSide = minSide;
+    auto k = fbl::codegen::emitRTileMatmulNarrow("mm", 16, 512, 2048, {ls[0].make({512, 16}), true},
+                                                 {ls[0].make({512, 2048}), false}, ls[0].make({16, 2048}), rowsIn,
+                                                 49152);
+    REQUIRE(k.ok());
+    return *k;
+  };
+  CHECK(dA(16).source.find("#define TM 16u") != std::string::npos);
+  CHECK(dA(16).narrowTiling.tn == 8);
+  CHECK(dA(0).source.find("#define TM 4u") != std::string::npos);
   // A launch that runs three products (launch batching) is tiled for all three: the fill target
   // counts them, so x A on Llama (256 blocks) takes 256 slices alone and 128 in a shared launch,
   // two blocks a group.

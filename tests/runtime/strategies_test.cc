@@ -238,20 +238,37 @@ TEST_CASE("narrow products batched into shared launches give the same step as on
   // take 8 slices alone, 4 when three share a launch) a batched launch is tiled for all its
   // products, so its slices differ: the steps must still match PyTorch. That pair runs with
   // image storage only (the H200's plans keep narrow outputs in images; the tiling does not
-  // depend on storage), which keeps the test's time down.
+  // depend on storage), which keeps the test's time down, and with a narrow M's row blocks in
+  // one group (rows_in_group_min_side 1: every t^T dy, M = 8, is tiled 8 rows high, where one
+  // more plan without it tiles some 4 high).
   auto hw = profile::loadProfile(FBL_SOURCE_DIR "/profiles/pocl-cpu.json");
   REQUIRE(hw.ok());
   const auto [loss, torch] = torchStep("llama-tiny");
   // The K slices of the plan's narrow kernels for 16 x 64 x 8 products (x A: 16 tokens, hidden
   // 64, rank 8; q and o's dy B have the same sides).
-  auto xASlices = [](const std::string& program) {
-    const std::string head = "#define M 16u\n#define N 8u\n#define K 64u\n";
-    std::set<std::string> ks;
+  auto defines = [](const std::string& program, const std::string& head, const std::string& name) {
+    std::set<std::string> values;
+    const std::string define = "#define " + name + " ";
     for (size_t at = program.find(head); at != std::string::npos; at = program.find(head, at + 1)) {
-      const size_t k = program.find("#define KS ", at);
-      ks.insert(program.substr(k + 11, program.find('\n', k) - k - 11));
+      const size_t k = program.find(define, at);
+      values.insert(program.substr(k + define.size(), program.find('\n', k) - k - define.size()));
     }
-    return ks;
+    return values;
+  };
+  auto xASlices = [&](const std::string& program) {
+    return defines(program, "#define M 16u\n#define N 8u\n#define K 64u\n", "KS");
+  };
+  auto tTdyRows = [&](const std::string& program) { return defines(program, "#define M 8u\n", "TM"); };
+  auto narrowProfile = [&](int64_t limit, int64_t fill, int64_t rowsInGroup) {
+    nlohmann::json j = profile::profileToJson(*hw);
+    j["matmul"] = {{"provenance", "test: narrow products on PoCL"},
+                   {"narrow", {{"max_side", 16}, {"work_items", 64}, {"batch_products", limit},
+                               {"fill_work_items", fill}, {"rows_in_group_min_side", rowsInGroup},
+                               {"provenance", "test"}}}};
+    const std::string path = tempDir() + "/pocl-narrow-batch" + std::to_string(limit) + "-fill" +
+                             std::to_string(fill) + "-rows" + std::to_string(rowsInGroup) + ".json";
+    std::ofstream(path) << j.dump(2);
+    return path;
   };
   for (const char* storage : kStorages) {
     INFO(storage);
@@ -259,19 +276,17 @@ TEST_CASE("narrow products batched into shared launches give the same step as on
     const bool image = std::string(storage) == "image";
     for (const int64_t fill : image ? std::vector<int64_t>{0, 64} : std::vector<int64_t>{0})
       for (const int64_t limit : {1, 8}) {
-        nlohmann::json j = profile::profileToJson(*hw);
-        j["matmul"] = {{"provenance", "test: narrow products on PoCL"},
-                       {"narrow", {{"max_side", 16}, {"work_items", 64}, {"batch_products", limit},
-                                   {"fill_work_items", fill}, {"provenance", "test"}}}};
-        const std::string path = tempDir() + "/pocl-narrow-batch" + std::to_string(limit) + "-fill" + std::to_string(fill) + ".json";
-        std::ofstream(path) << j.dump(2);
-        byLimit[{limit, fill}] = firstStep("llama-tiny", "fblayout", storage, path);
+        byLimit[{limit, fill}] = firstStep("llama-tiny", "fblayout", storage, narrowProfile(limit, fill, fill ? 1 : 0));
         checkAgainstTorch(byLimit[{limit, fill}], loss, torch);
       }
     // Alone, x A's 8 blocks take 8 slices each (64 work-items); three or two in a launch, 4.
     if (image) {
       CHECK(xASlices(byLimit[{1, 64}].program) == std::set<std::string>{"8u"});
       CHECK(xASlices(byLimit[{8, 64}].program).count("4u") == 1);
+      CHECK(tTdyRows(byLimit[{1, 64}].program) == std::set<std::string>{"8u"});
+      const StepResult rowsApart = firstStep("llama-tiny", "fblayout", storage, narrowProfile(1, 64, 0));
+      checkAgainstTorch(rowsApart, loss, torch);
+      CHECK(tTdyRows(rowsApart.program).count("4u") == 1);
     }
     CHECK(xASlices(byLimit[{1, 0}].program) == xASlices(byLimit[{8, 0}].program));
     const StepResult &one = byLimit[{1, 0}], &batched = byLimit[{8, 0}];
