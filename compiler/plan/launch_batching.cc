@@ -28,8 +28,16 @@ class Batcher {
   std::vector<std::vector<size_t>> run() {
     if (limits_.maxProducts < 2) return std::move(items_);
     indexAccesses();
-    for (size_t pos = 0; pos < items_.size();)
-      if (items_[pos].size() != 1 || launches_[items_[pos][0]].batchKey.empty() || !tryGroupFrom(pos)) ++pos;
+    // Passes until none forms a group: one that moves a launch later (up's x^T dt, after gate's
+    // dt) can open the room an earlier launch lacked (up's dy B, to join gate's).
+    for (bool formed = true; formed;) {
+      formed = false;
+      for (size_t pos = 0; pos < items_.size();)
+        if (items_[pos].size() == 1 && !launches_[items_[pos][0]].batchKey.empty() && tryGroupFrom(pos))
+          formed = true;
+        else
+          ++pos;
+    }
     return std::move(items_);
   }
 

@@ -68,6 +68,24 @@ TEST_CASE("the backward's x^T dt wait for the last dt and run before the optimiz
   CHECK(batchIndependentLaunches(split, bytes, upTo(8)) == Order{{0}, {2}, {1, 3}, {4}});
 }
 
+TEST_CASE("gate and up's dy B join once their x^T dt have moved after gate's dt", "[plan][batching]") {
+  // 0 dy_up; 1 dy_gate; 2, 7 B_up, B_gate (weights: they live through the step); 3, 8 dt;
+  // 4 x; 5, 9 dA; 6 what gate's dy is computed from. Up's dy B cannot wait for dy_gate while
+  // up's x^T dt reads its dt before dy_gate is written; once the x^T dt have joined after gate's
+  // dt, a second pass batches the dy B.
+  const std::vector<LaunchAccess> l = {
+      launch({0, 2}, {3}, "dyB"), launch({4, 3}, {5}, "xTdt"),  // up
+      launch({6}, {1}),                                          // dy_gate
+      launch({1, 7}, {8}, "dyB"), launch({4, 8}, {9}, "xTdt"),  // gate
+      launch({5, 9}, {5, 9})};
+  std::vector<int64_t> bytes(10, 64);
+  bytes[2] = bytes[7] = 0;
+  CHECK(batchIndependentLaunches(l, bytes, upTo(8)) == Order{{2}, {0, 3}, {1, 4}, {5}});
+  // Where that would hold dy_up longer than the launches write, they stay apart.
+  bytes[0] = 1 << 20;
+  CHECK(batchIndependentLaunches(l, bytes, upTo(8)) == Order{{0}, {2}, {3}, {1, 4}, {5}});
+}
+
 TEST_CASE("launches that depend on each other, or on what lies between them, stay apart", "[plan][batching]") {
   const std::vector<int64_t> bytes(8, 64);
   // The second reads the first's output.
