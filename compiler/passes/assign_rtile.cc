@@ -188,7 +188,9 @@ Result<bool> AssignRTile::run(ir::Graph& g) {
       ++solved_;
     }
     if (!it->second.ok()) {
-      vl.why = "linear: " + it->second.error().message;
+      // The memoised failure names the value that first posed this problem (k_proj's lora_B
+      // for every [512 x 8] dt): pose it again for this one, which costs only on this path.
+      vl.why = "linear: " + layout::selectRTile({val.name, e, uses}, profile_).error().message;
       continue;
     }
     RTileEntry entry;

@@ -62,9 +62,12 @@ TEST_CASE("assign-rtile: no surviving candidate keeps the tensor linear, with th
   REQUIRE(p.ok());
   auto g = ir::parseGraph(R"(graph "t" opset 20
   input %x : f32[3,5]
+  input %x2 : f32[3,5]
   init %w : f32[5,7]
   %y : f32[3,7] = MatMul(%x, %w) @mm
+  %y2 : f32[3,7] = MatMul(%x2, %w) @mm2
   output %y
+  output %y2
 )");
   REQUIRE(g.ok());
   passes::LayoutAssignment a;
@@ -75,4 +78,9 @@ TEST_CASE("assign-rtile: no surviving candidate keeps the tensor linear, with th
   ir::ValueId x = g->findValue("x");
   CHECK(a.rtileOf(x) == nullptr);
   CHECK(a.values[x].why.find("no R-Tile candidate survives") != std::string::npos);
+  // x2 poses the same problem (solved once): its reason names x2, not x.
+  const std::string& why2 = a.values[g->findValue("x2")].why;
+  CHECK(why2.find("no R-Tile candidate survives") != std::string::npos);
+  CHECK(why2.find("tensor 'x2'") != std::string::npos);
+  CHECK(a.values[x].why.find("tensor 'x'") != std::string::npos);
 }
