@@ -16,9 +16,10 @@
 // share a point and none depends on another; the group runs at the earliest such point. Groups
 // form one at a time, first launch first, each on the order the previous ones left, so that no
 // two moves cross, in passes until one forms none (a group that moved a dependent later may
-// have made room for an earlier launch). Moving a launch keeps values alive longer (its inputs when it runs later, its
-// outputs when it runs earlier): a group may lengthen the lives of transient values by at most
-// the bytes its launches write, so that q's x^T dt never waits a layer for another layer's.
+// have made room for an earlier launch). Moving a launch keeps values alive longer (its inputs
+// when it runs later, its outputs when it runs earlier): a group may lengthen the lives of
+// transient values by at most the bytes its launches write, so that q's x^T dt never waits a
+// layer for another layer's.
 #pragma once
 
 #include <cstdint>
