@@ -21,6 +21,16 @@ bool tilingValid(const MatmulTiling& t) {
   return (t.tm * t.tk / 4) % threads == 0 && (t.tn * t.tk / 4) % threads == 0 && t.pipeline >= 0 && t.pipeline <= 3;
 }
 
+// matmul.narrow.`key`, an integer at least `least` where present (else `field` keeps its default).
+Status readIntAtLeast(const nlohmann::json& narrow, const char* key, int64_t least, int64_t& field,
+                      const std::string& path) {
+  if (!narrow.contains(key)) return Status::success();
+  if (!narrow[key].is_number_integer() || narrow[key].get<int64_t>() < least)
+    return makeError("{}: matmul.narrow.{} must be an integer >= {}", path, key, least);
+  field = narrow[key].get<int64_t>();
+  return Status::success();
+}
+
 }  // namespace
 
 MatmulTiling matmulTiling(DeviceClass d) {
@@ -209,9 +219,16 @@ NarrowTiling chooseNarrowTiling(int64_t m, int64_t n, int64_t k, const NarrowOpt
   const int64_t productBlocks = batch * ((m + 3) / 4) * ((n + 3) / 4);
   while (t.ks * 2 <= sliceRoom && kTexels / (t.ks * 2) >= 1 && productBlocks * t.ks < o.fillWorkItems) t.ks *= 2;
   const int64_t blocks = o.workItems / t.ks;
+  // One side takes what it needs of the group's blocks, the other the rest.
   const int64_t rowBlocks = pow2Ceil((m + 3) / 4), texels = pow2Ceil((n + 3) / 4);
-  const int64_t rb = rowsFirst ? std::min(rowBlocks, blocks) : std::min(rowBlocks, blocks / std::min(texels, blocks));
-  const int64_t cb = rowsFirst ? std::min(texels, blocks / rb) : std::min(texels, blocks);
+  int64_t rb, cb;
+  if (rowsFirst) {
+    rb = std::min(rowBlocks, blocks);
+    cb = std::min(texels, blocks / rb);
+  } else {
+    cb = std::min(texels, blocks);
+    rb = std::min(rowBlocks, blocks / cb);
+  }
   t.tm = 4 * rb;
   t.tn = 4 * cb;
   return t;
@@ -253,20 +270,12 @@ Result<MatmulCostModel> parseMatmulCostModel(const nlohmann::json& j, const std:
     o.workItems = nb.value("work_items", o.workItems);
     o.fillWorkItems = nb.value("fill_work_items", o.fillWorkItems);
     o.stageNarrowOperand = nb.value("stage_narrow_operand", o.stageNarrowOperand);
-    if (nb.contains("texel_walk_min_side") &&
-        (!nb["texel_walk_min_side"].is_number_integer() || nb["texel_walk_min_side"].get<int64_t>() < 0))
-      return makeError("{}: matmul.narrow.texel_walk_min_side must be an integer >= 0", path);
-    o.texelWalkMinSide = nb.value("texel_walk_min_side", o.texelWalkMinSide);
-    if (nb.contains("rows_in_group_min_side") &&
-        (!nb["rows_in_group_min_side"].is_number_integer() || nb["rows_in_group_min_side"].get<int64_t>() < 0))
-      return makeError("{}: matmul.narrow.rows_in_group_min_side must be an integer >= 0", path);
-    o.rowsInGroupMinSide = nb.value("rows_in_group_min_side", o.rowsInGroupMinSide);
+    FBL_TRY(readIntAtLeast(nb, "texel_walk_min_side", 0, o.texelWalkMinSide, path));
+    FBL_TRY(readIntAtLeast(nb, "rows_in_group_min_side", 0, o.rowsInGroupMinSide, path));
     if (nb.contains("k_contiguous_weights") && !nb["k_contiguous_weights"].is_boolean())
       return makeError("{}: matmul.narrow.k_contiguous_weights must be true or false", path);
     o.kContiguousWeights = nb.value("k_contiguous_weights", o.kContiguousWeights);
-    if (nb.contains("batch_products") && (!nb["batch_products"].is_number_integer() || nb["batch_products"].get<int64_t>() < 1))
-      return makeError("{}: matmul.narrow.batch_products must be an integer >= 1", path);
-    o.batchProducts = nb.value("batch_products", o.batchProducts);
+    FBL_TRY(readIntAtLeast(nb, "batch_products", 1, o.batchProducts, path));
     const int64_t w = o.workItems;
     if (o.maxSide > 0 && (!nb.contains("provenance") || !nb["provenance"].is_string()))
       return makeError("{}: matmul.narrow.provenance must say where max_side and work_items come from", path);

@@ -319,7 +319,7 @@ class Lowerer {
         const bool layoutsEverywhere = std::all_of(reads[st].begin(), reads[st].end(), [&](const ValueRead& r) {
           return r.slot < 0 || codegen::supportsOperandLayouts(g_, g_.nodes[r.node]);
         });
-        if (layoutsEverywhere) FBL_TRY(store(st, StorageChoice{l, "transposed"}, out, reads[st]));
+        if (layoutsEverywhere) FBL_TRY(store(st, transposedStorage(l.shape()), out, reads[st]));
       }
     }
     return Status::success();
