@@ -45,7 +45,14 @@ std::vector<Product> products(int64_t r, int64_t sc) {
           {"lora dh = dy*B, B stored transposed", 512, 2048, r, false, true},
           {"lora dB = dy^T*h", 2048, 512, r, true, false},
           {"lora dA = dh^T*x", r, 512, 2048, true, false},
-          {"lora dx = dh*A", 512, r, 2048, false, false}};
+          {"lora dx = dh*A", 512, r, 2048, false, false},
+          // The MLP's, 4x as wide (8192): 16 MB a product, where the memory, not the launch,
+          // should set the time. down's x A^T, gate and up's dy B (B stored transposed),
+          // gate and up's dy^T h, down's dh^T x.
+          {"lora mlp x*A^T", 512, 8192, r, false, true},
+          {"lora mlp dh = dy*B, B stored transposed", 512, 8192, r, false, true},
+          {"lora mlp dB = dy^T*h", 8192, 512, r, true, false},
+          {"lora mlp dA = dh^T*x", r, 512, 8192, true, false}};
   for (Product& p : v)  // --scale shrinks every extent but the rank
     for (int64_t* d : {&p.m, &p.k, &p.n})
       if (*d != r) *d = std::max<int64_t>(1, *d / sc);

@@ -265,7 +265,7 @@ TEST_CASE("narrow products: the profile switch and the tile rule", "[codegen][ma
   CHECK(parseMatmulCostModel(p, "p.json")->narrow.texelWalkMinSide == 0);
   p["matmul"]["narrow"]["texel_walk_min_side"] = 16;
   CHECK(parseMatmulCostModel(p, "p.json")->narrow.texelWalkMinSide == 16);
-  for (const nlohmann::json bad : {nlohmann::json(-1), nlohmann::json(2.5), nlohmann::json("16")}) {
+  for (const nlohmann::json& bad : {nlohmann::json(-1), nlohmann::json(2.5), nlohmann::json("16")}) {
     p["matmul"]["narrow"]["texel_walk_min_side"] = bad;
     CHECK(parseError(p).find("texel_walk_min_side") != std::string::npos);
   }
@@ -283,7 +283,7 @@ TEST_CASE("narrow products: the profile switch and the tile rule", "[codegen][ma
   CHECK_FALSE(parseMatmulCostModel(p, "p.json")->narrow.kContiguousWeights);
   p["matmul"]["narrow"]["k_contiguous_weights"] = true;
   CHECK(parseMatmulCostModel(p, "p.json")->narrow.kContiguousWeights);
-  for (const nlohmann::json bad : {nlohmann::json(1), nlohmann::json("true")}) {
+  for (const nlohmann::json& bad : {nlohmann::json(1), nlohmann::json("true")}) {
     p["matmul"]["narrow"]["k_contiguous_weights"] = bad;
     CHECK(parseError(p).find("k_contiguous_weights") != std::string::npos);
   }
@@ -292,7 +292,7 @@ TEST_CASE("narrow products: the profile switch and the tile rule", "[codegen][ma
   CHECK(parseMatmulCostModel(p, "p.json")->narrow.batchProducts == 1);
   p["matmul"]["narrow"]["batch_products"] = 8;
   CHECK(parseMatmulCostModel(p, "p.json")->narrow.batchProducts == 8);
-  for (const nlohmann::json bad : {nlohmann::json(0), nlohmann::json(2.5), nlohmann::json("8")}) {
+  for (const nlohmann::json& bad : {nlohmann::json(0), nlohmann::json(2.5), nlohmann::json("8")}) {
     p["matmul"]["narrow"]["batch_products"] = bad;
     CHECK(parseError(p).find("batch_products") != std::string::npos);
   }
