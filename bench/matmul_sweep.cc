@@ -200,9 +200,9 @@ Result<BatchedTiming> timeBatched(ClSession& s, const codegen::RTileKernel& sing
 }
 
 // rtile_matmul_narrow.cl on one product: the profile's own settings, the same with the narrow
-// operand's staging switched, with its texel walk switched and with a narrow M's row blocks in
-// one group switched, then group sizes and fill targets around them, each checked on the sampled
-// entries; beside them the stream floor (streamFloor).
+// operand's staging switched, with its texel walk switched, with a narrow M's row blocks in one
+// group switched and with K in chunks switched, then group sizes and fill targets around them,
+// each checked on the sampled entries; beside them the stream floor (streamFloor).
 Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& model, const Product& p,
                                   const Operands& ops, const Layout& ll, const Layout& rl, const Layout& ol,
                                   const std::vector<std::pair<int64_t, int64_t>>& probes,
@@ -229,6 +229,9 @@ Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& 
   variants.back().texelWalkMinSide = switched(model.narrow.texelWalkMinSide);
   variants.push_back(model.narrow);
   variants.back().rowsInGroupMinSide = switched(model.narrow.rowsInGroupMinSide);
+  // K in chunks (chunk_min_k), switched by K: a product the tiling chunks does not chunk it.
+  variants.push_back(model.narrow);
+  variants.back().chunkMinK = model.narrow.chunkMinK > 0 && p.k >= model.narrow.chunkMinK ? 0 : 1;
   for (int64_t items : {64, 128, 256})
     for (int64_t fill : {0, 65536, 262144}) {
       codegen::NarrowOptions v = model.narrow;
@@ -250,26 +253,48 @@ Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& 
                        : k.narrowOrder == codegen::NarrowOrder::kSlices    ? "slices"
                        : k.narrowOrder == codegen::NarrowOrder::kRowBlocks ? "rows"
                                                                            : "texels";
-    FBL_ASSIGN(double us, fastestUs(s, k, {ops.l, ops.r, ops.out}, runs));
-    FBL_ASSIGN(double queued, queuedUs(s, k, {ops.l, ops.r, ops.out}));
+    // K in chunks: the tiles' partial planes and their counts, zero before the first launch
+    // (every launch leaves them zero; the queued runs and the check after them rely on it).
+    std::vector<cl_mem> args{ops.l, ops.r, ops.out};
+    if (k.chunkArrivals > 0) {
+      const auto counts = static_cast<size_t>(k.chunkArrivals);
+      auto planes = s.buffer(static_cast<size_t>(k.chunkPartialFloats));
+      auto arrivals = s.buffer(counts, std::vector<float>(counts, 0.0f).data());
+      if (!planes.ok() || !arrivals.ok()) return makeError("{}: allocating the chunks' partial sums failed", p.name);
+      args.insert(args.end(), {*planes, *arrivals});
+    }
+    auto releaseChunks = [&] {
+      for (size_t a = 3; a < args.size(); ++a) s.release(args[a]);
+    };
+    Result<double> us = fastestUs(s, k, args, runs), queued = us.ok() ? queuedUs(s, k, args) : us;
+    releaseChunks();
+    if (!queued.ok()) return queued.error();
     FBL_ASSIGN(double worst, sampledError(s, p, ops.out, ol, probes, want));
     // Three in one launch, tiled for it as plans tile a batched launch (the fill target counts
-    // all three).
-    FBL_ASSIGN(auto kb, codegen::emitRTileMatmulNarrow("sweep_narrow", p.m, p.k, p.n, {ll, p.lhsT}, {rl, p.rhsT}, ol,
-                                                       v, model.localMemoryBytes, nullptr, nullptr, kProducts));
-    FBL_ASSIGN(BatchedTiming b, timeBatched(s, kb, kProducts, p, ops, ol, probes, want, runs));
-    worst = std::max(worst, b.worst);
-    const codegen::NarrowTiling& tb = kb.narrowTiling;
-    const std::string tile = fmt::format("{}x{}/{}", t.tm, t.tn, t.ks);
-    const std::string batchedTile = fmt::format("{}x{}/{}", tb.tm, tb.tn, tb.ks);
-    fmt::print("  {:>5} {:>8} {:>6} {:>10} {:>10.1f} {:>8.2f} {:>10.1f} {:>8.2f} {:>10} {:>10.1f} {:>8.1f} {:>10.2g}{}{}\n",
-               v.workItems, v.fillWorkItems, walk, tile, us, us / floor["stream_us"].get<double>(),
-               queued, queued / floor["stream_queued_us"].get<double>(), batchedTile, b.queuedUs,
-               b.queuedUs / kProducts, worst,
-               worst > 1e-3 ? "  WRONG" : "", i == 0 ? "  (profile)" : "");
+    // all three). Plans do not batch products with K in chunks (their scratch is their own).
+    BatchedTiming b;
+    std::string batchedTile = "-";
+    if (k.chunkArrivals == 0) {
+      FBL_ASSIGN(auto kb, codegen::emitRTileMatmulNarrow("sweep_narrow", p.m, p.k, p.n, {ll, p.lhsT}, {rl, p.rhsT}, ol,
+                                                         v, model.localMemoryBytes, nullptr, nullptr, kProducts));
+      FBL_ASSIGN(b, timeBatched(s, kb, kProducts, p, ops, ol, probes, want, runs));
+      worst = std::max(worst, b.worst);
+      const codegen::NarrowTiling& tb = kb.narrowTiling;
+      batchedTile = fmt::format("{}x{}/{}", tb.tm, tb.tn, tb.ks);
+    }
+    const std::string tile =
+        fmt::format("{}x{}/{}", t.tm, t.tn, t.ks) + (t.chunks > 1 ? fmt::format(" k{}", t.chunks) : "");
+    const bool batched = k.chunkArrivals == 0;
+    fmt::print("  {:>5} {:>8} {:>6} {:>10} {:>10.1f} {:>8.2f} {:>10.1f} {:>8.2f} {:>10} {:>10} {:>8} {:>10.2g}{}{}\n",
+               v.workItems, v.fillWorkItems, walk, tile, *us, *us / floor["stream_us"].get<double>(),
+               *queued, *queued / floor["stream_queued_us"].get<double>(), batchedTile,
+               batched ? fmt::format("{:.1f}", b.queuedUs) : "-", batched ? fmt::format("{:.1f}", b.queuedUs / kProducts) : "-",
+               worst, worst > 1e-3 ? "  WRONG" : "", i == 0 ? "  (profile)" : "");
     runsJson.push_back({{"work_items", v.workItems}, {"fill_work_items", v.fillWorkItems}, {"staged", staged}, {"walk", walk},
-                        {"tile", tile}, {"min_us", us}, {"queued_us", queued}, {"max_rel_err", worst},
-                        {"batched", {{"products", kProducts}, {"tile", batchedTile}, {"min_us", b.us}, {"queued_us", b.queuedUs}}},
+                        {"tile", tile}, {"chunks", t.chunks}, {"min_us", *us}, {"queued_us", *queued}, {"max_rel_err", worst},
+                        {"batched", batched ? nlohmann::json{{"products", kProducts}, {"tile", batchedTile},
+                                                             {"min_us", b.us}, {"queued_us", b.queuedUs}}
+                                            : nlohmann::json()},
                         {"profile", i == 0}});
   }
   floor["runs"] = runsJson;

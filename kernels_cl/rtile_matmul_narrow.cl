@@ -17,6 +17,14 @@
 // work-items are K slices (FAST 0). Read in place, they would read rows 4 apart, a cache line
 // each; instead the group first copies the round's 4 KS rows of its TN columns into local
 // memory, neighbouring work-items on neighbouring texels, and every slice reads its rows there.
+// KC > 1: K is cut into KC chunks of CHUNK (a multiple of 4 KS), a group each
+// (get_group_id(0) = output tile column x KC + chunk), so that a product with a long K and few
+// outputs (x A^T, dy B at the MLP's width) fills the GPU with groups that each cover many rows
+// and all of N: each texel of L is read once and R once per TM rows, not once per 4 x 4 block.
+// Each group writes its tile's sums to its plane of `partials` and counts itself in at
+// `arrivals`; the group that counts last adds the KC planes in chunk order (the same sums every
+// run) and stores them, then sets the count back to 0 for the next launch (the runtime zeroes
+// counts at load: planfile::Role::Counter).
 // The product is a function (`product`) so that one launch can run several: the plan builder's
 // launch batching (compiler/plan/launch_batching.h) appends an entry that picks a product by
 // get_group_id(2) (narrowBatchEntry). OpenCL 1.2 declares __local arrays only in a kernel's own
@@ -32,6 +40,8 @@
 #define R_T {{R_T}}
 #define LOW_RANK {{LOW_RANK}}
 #define STAGE_R {{STAGE_R}}
+#define KC {{KC}}u
+#define CHUNK {{CHUNK}}u
 #define RB (TM / 4u)          // row blocks per tile
 #define CB (TN / 4u)          // output texels per tile
 #define WG (RB * CB * KS)
@@ -71,9 +81,11 @@ inline void product({{PARAMS}}, const uint bat, __local float4* shared) {
 #else
   const uint cb = id % CB, rb = id / CB % RB, s = id / CB / RB;
 #endif
-  const uint m = get_group_id(1) * TM + rb * 4u, n = get_group_id(0) * TN + cb * 4u;
+  const uint chunk = get_group_id(0) % KC, tileN = get_group_id(0) / KC;
+  const uint m = get_group_id(1) * TM + rb * 4u, n = tileN * TN + cb * 4u;
   float4 acc[4] = {(float4)(0.0f), (float4)(0.0f), (float4)(0.0f), (float4)(0.0f)};
-  for (uint k0 = 0; k0 < K; k0 += 4u * KS) {
+  const uint kEnd = min(K, (chunk + 1u) * CHUNK);
+  for (uint k0 = chunk * CHUNK; k0 < kEnd; k0 += 4u * KS) {
     // Every slice runs the same rounds, past K in a short last one (the masks read zeros):
     // uniform control flow, and PoCL 5 summed wrongly when slices ran different counts.
     const uint k = k0 + s * 4u;
@@ -89,7 +101,7 @@ inline void product({{PARAMS}}, const uint bat, __local float4* shared) {
     barrier(CLK_LOCAL_MEM_FENCE);  // the previous round's reads are done
     for (uint x = id; x < 4u * KS * CB; x += WG) {
       const uint row = x / CB, t = x % CB;
-      staged[STAGED_AT(row, t)] = MASKED_B(loadR, rhs, bat, k0 + row, get_group_id(0) * TN + t * 4u, R_ROWS, R_COLS);
+      staged[STAGED_AT(row, t)] = MASKED_B(loadR, rhs, bat, k0 + row, tileN * TN + t * 4u, R_ROWS, R_COLS);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint j = 0; j < 4u; ++j) r[j] = staged[STAGED_AT(s * 4u + j, cb)];
@@ -115,9 +127,35 @@ inline void product({{PARAMS}}, const uint bat, __local float4* shared) {
       for (uint i = 0; i < 4u; ++i) PARTIAL(i, id) += PARTIAL(i, id + h * SLICE_STRIDE);
     barrier(CLK_LOCAL_MEM_FENCE);
   }
+#if KC > 1
+  // This tile's KC planes of TM x TN sums, plane `chunk` this group's.
+  const uint tile = (bat * get_num_groups(1) + get_group_id(1)) * (get_num_groups(0) / KC) + tileN;
+  __global float4* planes = (__global float4*)partials + tile * KC * (TM * CB);
+  const uint at = rb * 4u * CB + cb;  // the block's first texel in a plane
+  if (s == 0u) {
+    for (uint i = 0; i < 4u; ++i) planes[chunk * TM * CB + at + i * CB] = PARTIAL(i, id);
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+  }
+  barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);  // the tree's texels are free from here
+  __local uint* last = (__local uint*)shared;
+  if (id == 0u) *last = (uint)atomic_inc(&arrivals[tile]) == KC - 1u;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (!*last || s != 0u || n >= N) return;
+  mem_fence(CLK_GLOBAL_MEM_FENCE);
+  if (id == 0u) atomic_xchg(&arrivals[tile], 0);
+  // Read past any cache that may hold stale lines: the other groups wrote these planes.
+  volatile __global const float4* sums = planes;
+  float4 sum[4];
+  for (uint i = 0; i < 4u; ++i) sum[i] = sums[at + i * CB];
+  for (uint c = 1u; c < KC; ++c)
+    for (uint i = 0; i < 4u; ++i) sum[i] += sums[c * TM * CB + at + i * CB];
+  for (uint i = 0; i < 4u; ++i)
+    if (m + i < M) storeOut(out, bat, m + i, n, EPILOGUE(WITH_LOW_RANK(sum[i], bat, m + i, n), bat, m + i, n));
+#else
   if (s != 0u || n >= N) return;
   for (uint i = 0; i < 4u; ++i)
     if (m + i < M) storeOut(out, bat, m + i, n, EPILOGUE(WITH_LOW_RANK(PARTIAL(i, id), bat, m + i, n), bat, m + i, n));
+#endif
 }
 
 __kernel void {{NAME}}({{PARAMS}}) {

@@ -64,7 +64,7 @@ int64_t checkedLogicalBytes(const Tensor& t) {
 
 bool persistent(Role r) {
   return r == Role::Input || r == Role::Weight || r == Role::Trainable || r == Role::State ||
-         r == Role::Constant || r == Role::Step;
+         r == Role::Constant || r == Role::Step || r == Role::Counter;
 }
 
 std::string tensorName(const Plan& p, int32_t t) { return "tensor '" + p.tensors[t].name + "'"; }
@@ -218,6 +218,9 @@ std::string checkTensors(const Plan& p) {
       return who + ": const_offset " + num(t.constOffset) + " does not fit its role " + planfile::roleName(t.role);
     if ((t.role == Role::Weight || t.role == Role::Trainable) && t.source.empty())
       return who + ": a " + std::string(planfile::roleName(t.role)) + " has no source key";
+    // The runtime zeroes a counter's bytes at load: they must be i32 counts in the arena.
+    if (t.role == Role::Counter && (t.image() || t.dtype != "i32" || t.pack >= 0 || t.unpack >= 0))
+      return who + ": a counter must be an i32 buffer the runtime fills itself";
     if (t.pack >= 0) {
       const Launch& x = p.transfers[t.pack];
       if (x.phase != "pack" || x.args.size() != 2 || x.args[0] != p.staging || x.args[1] != static_cast<int32_t>(i))

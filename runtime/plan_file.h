@@ -46,10 +46,13 @@ inline uint64_t fnv1a64(const void* data, size_t n, uint64_t h = 146959810393466
 }
 
 // What a tensor is for; decides who fills it and whether its bytes survive a step.
-enum class Role { Input, Weight, Trainable, State, Constant, Step, Intermediate, Scratch };
+// Counter: i32 counts that kernels keep between their groups (rtile_matmul_narrow.cl's
+// `arrivals`): the runtime zeroes them at load and every launch leaves them zero. A runtime that
+// predates the role refuses the plan (an unknown role) rather than run it unzeroed.
+enum class Role { Input, Weight, Trainable, State, Constant, Step, Intermediate, Scratch, Counter };
 inline const char* roleName(Role r) {
-  static const char* names[] = {"input",    "weight", "trainable",    "state",
-                                "constant", "step",   "intermediate", "scratch"};
+  static const char* names[] = {"input", "weight",       "trainable", "state",  "constant",
+                                "step",  "intermediate", "scratch",   "counter"};
   return names[static_cast<int>(r)];
 }
 
@@ -281,7 +284,7 @@ inline nlohmann::json toJson(const Plan& p) {
 }
 
 inline bool roleFromName(const std::string& s, Role* r) {
-  for (int i = 0; i <= static_cast<int>(Role::Scratch); ++i)
+  for (int i = 0; i <= static_cast<int>(Role::Counter); ++i)
     if (s == roleName(static_cast<Role>(i))) {
       *r = static_cast<Role>(i);
       return true;

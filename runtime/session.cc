@@ -369,7 +369,7 @@ struct Session::Impl {
       const planfile::Tensor& pt = plan.tensors[t];
       if (pt.role == planfile::Role::Constant && pt.constOffset >= 0 && pt.bytes > 0)
         if (auto e = write(static_cast<int32_t>(t), plan.blob.data() + pt.constOffset, static_cast<size_t>(pt.bytes)); !e.empty()) return e;
-      if (pt.role == planfile::Role::State)
+      if (pt.role == planfile::Role::State || pt.role == planfile::Role::Counter)
         if (auto e = fill(static_cast<int32_t>(t), 0); !e.empty()) return e;
     }
     // The loop's scalars hold a first step's values until a step writes them (runPhases reads them too).

@@ -206,6 +206,9 @@ Result<ExplainReport> buildExplainReport(const planfile::Plan& plan) {
     } else if (t.role == planfile::Role::Scratch) {
       et.layout = "linear";
       et.why = "scratch of one kernel (partial results)";
+    } else if (t.role == planfile::Role::Counter) {
+      et.layout = "linear";
+      et.why = "counts of one kernel's groups, zeroed at load and left zero by each launch";
     } else if (r.hasSection) {
       et.why = "not a value of the layout pipeline's graph";
     } else {

@@ -577,6 +577,14 @@ Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Ta
     };
     FBL_ASSIGN(RTileKernel narrow, emit(1));
     LaunchSpec launch = toLaunch(narrow, withExtras({val(bound[0]), val(bound[1]), val(outValue)}, true));
+    if (narrow.chunkArrivals > 0) {
+      // K in chunks: the tiles' partial sums, and their counts of groups done (kept zero).
+      code.scratch.push_back({ir::DType::F32, {narrow.chunkPartialFloats}});
+      code.scratch.push_back({ir::DType::I32, {narrow.chunkArrivals}, true});
+      launch.args.insert(launch.args.end(), {scratch(0), scratch(1)});
+      code.launches.push_back(std::move(launch));  // not batched: its scratch is its own
+      return code;
+    }
     launch.productParams = narrow.productParams;
     launch.tiledForBatch = [emit = std::move(emit), toLaunch,
                             args = launch.args](int64_t products) -> Result<LaunchSpec> {

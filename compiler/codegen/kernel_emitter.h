@@ -40,6 +40,9 @@ struct LaunchSpec {
 struct ScratchSpec {
   ir::DType dtype = ir::DType::F32;
   ir::Shape shape;
+  // Counts a kernel keeps between its groups: zeroed at load, left zero by every launch, so
+  // they live for the whole run (planfile::Role::Counter), not a step.
+  bool counts = false;
 };
 
 struct NodeCode {

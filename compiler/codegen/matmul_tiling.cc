@@ -200,13 +200,43 @@ NarrowOrder chooseNarrowOrder(int64_t m, int64_t n, bool lhsTransposed, bool rhs
   return texelWalk ? NarrowOrder::kTexels : NarrowOrder::kSlices;
 }
 
+namespace {
+
+int64_t pow2Ceil(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+// A narrow N's tiles of o.chunkRows rows by all of N, K cut into chunks (chooseNarrowTiling):
+// as many groups as o.fillWorkItems asks for (without one, slices of kMinNarrowSliceTexels), each
+// slice a round of texels at least. chunks 1 where K does not split.
+NarrowTiling chooseChunkedTiling(int64_t m, int64_t n, int64_t k, const NarrowOptions& o, int64_t batch) {
+  NarrowTiling t;
+  const int64_t texels = std::min(pow2Ceil((n + 3) / 4), o.workItems);
+  const int64_t rowBlocks = std::min({pow2Ceil(std::max<int64_t>(o.chunkRows / 4, 1)), pow2Ceil((m + 3) / 4),
+                                      o.workItems / texels});
+  t.tm = 4 * rowBlocks;
+  t.tn = 4 * texels;
+  t.ks = o.workItems / (rowBlocks * texels);
+  const int64_t tiles = batch * ((m + t.tm - 1) / t.tm) * ((n + t.tn - 1) / t.tn);
+  const int64_t round = 4 * t.ks, rounds = (k + round - 1) / round;
+  const int64_t wanted = o.fillWorkItems > 0 ? (o.fillWorkItems / o.workItems + tiles - 1) / tiles
+                                             : (k + 3) / 4 / (t.ks * kMinNarrowSliceTexels);
+  const int64_t chunks = std::clamp<int64_t>(wanted, 1, rounds);
+  t.chunkK = (rounds + chunks - 1) / chunks * round;
+  t.chunks = (k + t.chunkK - 1) / t.chunkK;
+  return t;
+}
+
+}  // namespace
+
 NarrowTiling chooseNarrowTiling(int64_t m, int64_t n, int64_t k, const NarrowOptions& o, int64_t batch,
                                 NarrowOrder order) {
-  auto pow2Ceil = [](int64_t v) {
-    int64_t p = 1;
-    while (p < v) p *= 2;
-    return p;
-  };
+  if (o.chunkMinK > 0 && k >= o.chunkMinK && n < m && order == NarrowOrder::kSlices) {
+    const NarrowTiling chunked = chooseChunkedTiling(m, n, k, o, batch);
+    if (chunked.chunks > 1) return chunked;
+  }
   NarrowTiling t;
   // Output texels of a narrow N that neighbour each other span the group first; so do the row
   // blocks of a narrow M from rowsInGroupMinSide.
@@ -276,6 +306,8 @@ Result<MatmulCostModel> parseMatmulCostModel(const nlohmann::json& j, const std:
       return makeError("{}: matmul.narrow.k_contiguous_weights must be true or false", path);
     o.kContiguousWeights = nb.value("k_contiguous_weights", o.kContiguousWeights);
     FBL_TRY(readIntAtLeast(nb, "batch_products", 1, o.batchProducts, path));
+    FBL_TRY(readIntAtLeast(nb, "chunk_min_k", 0, o.chunkMinK, path));
+    FBL_TRY(readIntAtLeast(nb, "chunk_rows", 4, o.chunkRows, path));
     const int64_t w = o.workItems;
     if (o.maxSide > 0 && (!nb.contains("provenance") || !nb["provenance"].is_string()))
       return makeError("{}: matmul.narrow.provenance must say where max_side and work_items come from", path);

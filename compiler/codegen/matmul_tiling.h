@@ -103,6 +103,13 @@ struct NarrowOptions {
   // Independent narrow products of one kernel (q, k and v's x A) run as one launch, up to this
   // many (compiler/plan/launch_batching.h); 1: a launch each.
   int64_t batchProducts = 1;
+  // Where N is the narrow side, neighbouring work-items are K slices and K is at least this
+  // long (x A^T and dy B at the MLP's width), K is cut into chunks, a group each, of tiles of
+  // chunkRows rows by all of N, and the group that finishes a tile last adds its chunks' sums
+  // (rtile_matmul_narrow.cl, KC). A 4 x 4 block a group reads the wide operand once per texel
+  // of N and the narrow one once per 4 rows; these tiles read each once per tile. 0: never.
+  int64_t chunkMinK = 0;
+  int64_t chunkRows = 32;
 };
 
 struct MatmulCostModel {
@@ -121,6 +128,8 @@ struct MatmulCostModel {
 // block's K walk split into KS interleaved slices (one work-item each).
 struct NarrowTiling {
   int64_t tm = 4, tn = 4, ks = 1;
+  // K in `chunks` chunks of chunkK (a multiple of 4 ks), a group each; 1: a group walks all of K.
+  int64_t chunks = 1, chunkK = 0;
   int64_t workItems() const { return tm / 4 * (tn / 4) * ks; }
 };
 
@@ -140,7 +149,9 @@ NarrowOrder chooseNarrowOrder(int64_t m, int64_t n, bool lhsTransposed, bool rhs
 // powers of two within o.workItems (a power of two); a group never covers more blocks than the
 // product has. Where `order` makes output texels of a narrow N neighbours, the group takes all
 // of them first and the slices the rest; so it does a narrow M's row blocks from
-// o.rowsInGroupMinSide.
+// o.rowsInGroupMinSide. From o.chunkMinK, a narrow N's tiles are o.chunkRows rows by all of N
+// with K in chunks (NarrowTiling::chunks): enough groups for o.fillWorkItems, each slice at
+// least a round of texels.
 inline constexpr int64_t kMinNarrowSliceTexels = 8;
 // rtile_matmul_narrow.cl's tree: partial[4][work-items] float4.
 inline constexpr int64_t kNarrowLocalBytesPerWorkItem = 4 * 16;

@@ -458,27 +458,38 @@ Result<RTileKernel> emitRTileMatmulNarrow(const std::string& name, int64_t m, in
                       rhs.stored.storage() == layout::Storage::Buffer &&
                       narrowLocalBytes(t, true) <= (localMemoryBytes > 0 ? localMemoryBytes : kMinLocalMemoryBytes);
   FBL_ASSIGN(ProductSource src, productSource(m, n, lhs, rhs, out, false, epi, lowRank));
+  // K in chunks: each tile's partial sums, a plane a chunk, and its count of groups done.
+  const bool chunked = t.chunks > 1;
+  const std::string params = src.params + (chunked ? ", __global float* partials, __global int* arrivals" : "");
   std::map<std::string, std::string> v = {
       {"M", std::to_string(m)},     {"N", std::to_string(n)},     {"K", std::to_string(k)},
       {"LOW_RANK", lowRank ? "1" : "0"}, {"STAGE_R", stageR ? "1" : "0"},
       {"TM", std::to_string(t.tm)}, {"TN", std::to_string(t.tn)}, {"KS", std::to_string(t.ks)},
+      {"KC", std::to_string(t.chunks)}, {"CHUNK", std::to_string(chunked ? t.chunkK : k)},
       {"FAST", std::to_string(static_cast<int>(order))},
       {"L_T", lhs.transposed ? "1" : "0"}, {"R_T", rhs.transposed ? "1" : "0"},
       {"ACCESS", src.access},
-      {"PARAMS", src.params},
-      {"ARGS", joinNames(parameterNames(src.params), "")}};
+      {"PARAMS", params},
+      {"ARGS", joinNames(parameterNames(params), "")}};
   RTileKernel kernel;
   kernel.name = name;
   kernel.source = fill(kernelTemplate("rtile_matmul_narrow"), v, name);
-  kernel.productParams = src.params;
+  kernel.productParams = params;
   kernel.narrowOrder = order;
   kernel.narrowTiling = t;
   kernel.stagesNarrowOperand = stageR;
   kernel.args = {"lhs", "rhs", "out"};
   if (lowRank) kernel.args.insert(kernel.args.end(), {"lhs2", "rhs2"});
+  if (chunked) kernel.args.insert(kernel.args.end(), {"partials", "arrivals"});  // after an epilogue's
   auto up = [](int64_t a, int64_t b) { return static_cast<size_t>((a + b - 1) / b); };
+  const size_t batch = static_cast<size_t>(ir::numElements(batchOf(out)));
   kernel.local = {static_cast<size_t>(t.workItems()), 1, 1};
-  kernel.global = {up(n, t.tn) * kernel.local[0], up(m, t.tm), static_cast<size_t>(ir::numElements(batchOf(out)))};
+  kernel.global = {up(n, t.tn) * static_cast<size_t>(t.chunks) * kernel.local[0], up(m, t.tm), batch};
+  if (chunked) {
+    const int64_t tiles = static_cast<int64_t>(batch * up(n, t.tn) * up(m, t.tm));
+    kernel.chunkPartialFloats = tiles * t.chunks * t.tm * t.tn;
+    kernel.chunkArrivals = tiles;
+  }
   return kernel;
 }
 

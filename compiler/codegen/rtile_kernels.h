@@ -59,6 +59,10 @@ struct RTileKernel {
   NarrowOrder narrowOrder = NarrowOrder::kSlices;
   NarrowTiling narrowTiling;
   bool stagesNarrowOperand = false;
+  // Narrow products with K in chunks (NarrowTiling::chunks > 1): the kernel's last two
+  // parameters, after the epilogue's, are `partials` (this many floats, scratch) and `arrivals`
+  // (this many ints, zero before the first launch; each launch leaves them zero).
+  int64_t chunkPartialFloats = 0, chunkArrivals = 0;
 };
 
 // Elementwise work fused into a product's store (compiler/codegen/matmul_epilogue.h builds it

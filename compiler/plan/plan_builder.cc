@@ -105,9 +105,11 @@ class Builder {
       }
       updateInPlace(n);
       std::vector<int32_t> scratch;
-      for (size_t s = 0; s < code.scratch.size(); ++s)
-        scratch.push_back(addTensor(fmt::format("{}.scratch{}", n.name, s), code.scratch[s].dtype,
-                                    code.scratch[s].shape, Role::Scratch));
+      for (size_t s = 0; s < code.scratch.size(); ++s) {
+        const bool counts = code.scratch[s].counts;
+        scratch.push_back(addTensor(fmt::format("{}.{}{}", n.name, counts ? "counts" : "scratch", s),
+                                    code.scratch[s].dtype, code.scratch[s].shape, counts ? Role::Counter : Role::Scratch));
+      }
       addLaunches(n, code, nl ? nl->kind : "compute", scratch, fusedOps, fusedNodes, covered);
     }
     FBL_TRY(batchLaunches());

@@ -302,7 +302,60 @@ TEST_CASE("narrow products: the profile switch and the tile rule", "[codegen][ma
   p["matmul"]["narrow"]["work_items"] = 256;
   p["matmul"]["narrow"]["fill_work_items"] = -1;
   CHECK(parseError(p).find("fill_work_items") != std::string::npos);
+}
 
+TEST_CASE("narrow products: K in chunks from chunk_min_k", "[codegen][matmul-tiling]") {
+  NarrowOptions o;
+  o.maxSide = 16;
+  o.workItems = 256;
+  o.fillWorkItems = 65536;
+  // Off unless the profile says: down's x A^T at the MLP's width (512 x 8192 x 8) is one group
+  // a 4 x 4 block, 256 slices over all of K.
+  NarrowTiling off = chooseNarrowTiling(512, 8, 8192, o);
+  CHECK((off.chunks == 1 && off.tm == 4 && off.tn == 4 && off.ks == 256));
+  o.chunkMinK = 4096;
+  // On: tiles of 32 rows by all 8 columns (8 x 2 blocks, 16 slices); 16 tiles, so 16 chunks of
+  // 512 (8 rounds of 64) for the 256 groups the fill target asks for.
+  NarrowTiling r8 = chooseNarrowTiling(512, 8, 8192, o);
+  CHECK((r8.tm == 32 && r8.tn == 8 && r8.ks == 16 && r8.chunks == 16 && r8.chunkK == 512));
+  // Rank 16: 8 x 4 blocks, 8 slices; chunks of 16 rounds of 32.
+  NarrowTiling r16 = chooseNarrowTiling(512, 16, 8192, o);
+  CHECK((r16.tm == 32 && r16.tn == 16 && r16.ks == 8 && r16.chunks == 16 && r16.chunkK == 512));
+  // Chunks are whole rounds and cover K: K = 8200 (129 rounds) takes 15 chunks of 9 rounds.
+  NarrowTiling odd = chooseNarrowTiling(512, 8, 8200, o);
+  CHECK((odd.chunks == 15 && odd.chunkK == 9 * 64));
+  CHECK((odd.chunks - 1) * odd.chunkK < 8200);
+  CHECK(odd.chunks * odd.chunkK >= 8200);
+  // Batches count as tiles: four matrices need a quarter of the chunks.
+  CHECK(chooseNarrowTiling(512, 8, 8192, o, 4).chunks == 4);
+  // Where M is shorter than chunk_rows, the tile covers M (in a power of two of row blocks).
+  o.chunkRows = 64;
+  NarrowTiling small = chooseNarrowTiling(24, 8, 8192, o);
+  CHECK((small.tm == 32 && small.workItems() == 256 && small.chunks > 1));
+  o.chunkRows = 32;
+  // K below chunk_min_k, a narrow M, L transposed (row-block neighbours), or a product that
+  // already fills the target: one group walks all of K.
+  CHECK(chooseNarrowTiling(512, 8, 2048, o).chunks == 1);
+  CHECK(chooseNarrowTiling(8, 512, 8192, o, 1, NarrowOrder::kTexels).chunks == 1);
+  CHECK(chooseNarrowTiling(8192, 8, 8192, o, 1, NarrowOrder::kRowBlocks).chunks == 1);
+  CHECK(chooseNarrowTiling(65536, 8, 8192, o).chunks == 1);
+
+  // The profile: chunk_min_k an integer >= 0 (0: never), chunk_rows >= 4.
+  nlohmann::json p = profileWith(nlohmann::json::array());
+  p["matmul"]["narrow"] = {{"max_side", 16}, {"work_items", 256}, {"provenance", "measured: test"}};
+  CHECK(parseMatmulCostModel(p, "p.json")->narrow.chunkMinK == 0);
+  CHECK(parseMatmulCostModel(p, "p.json")->narrow.chunkRows == 32);
+  p["matmul"]["narrow"]["chunk_min_k"] = 4096;
+  p["matmul"]["narrow"]["chunk_rows"] = 16;
+  CHECK(parseMatmulCostModel(p, "p.json")->narrow.chunkMinK == 4096);
+  CHECK(parseMatmulCostModel(p, "p.json")->narrow.chunkRows == 16);
+  for (const nlohmann::json& bad : {nlohmann::json(-1), nlohmann::json(2.5), nlohmann::json("4096")}) {
+    p["matmul"]["narrow"]["chunk_min_k"] = bad;
+    CHECK(parseError(p).find("chunk_min_k") != std::string::npos);
+  }
+  p["matmul"]["narrow"]["chunk_min_k"] = 4096;
+  p["matmul"]["narrow"]["chunk_rows"] = 2;
+  CHECK(parseError(p).find("chunk_rows") != std::string::npos);
 }
 
 }  // namespace

@@ -173,6 +173,27 @@ void checkParts(ClSession& s, const PassCase& pc, int64_t m, int64_t k, int64_t 
       if (!t.ok()) FAIL(t.error().message);
       REQUIRE(s.run(*sum, {*buf, *om}).ok());
       s.release(*buf);
+    } else if (kern->chunkArrivals > 0) {
+      // K in chunks: partial planes (NaN, so a plane the sum reads unwritten fails) and counts
+      // that start at zero. The first launch must leave every count at zero for the next: the
+      // product runs twice, the output reset between, and the counts are read back.
+      const auto counts = static_cast<size_t>(kern->chunkArrivals);
+      auto planes = s.buffer(static_cast<size_t>(kern->chunkPartialFloats),
+                             std::vector<float>(static_cast<size_t>(kern->chunkPartialFloats), std::nanf("")).data());
+      auto arrivals = s.buffer(counts, std::vector<float>(counts, 0.0f).data());
+      REQUIRE((planes.ok() && arrivals.ok()));
+      std::vector<cl_mem> args = withExtra({*lm, *rm, *om});  // the term's operands, then these
+      args.insert(args.end(), {*planes, *arrivals});
+      for (int run = 0; run < 2; ++run) {
+        REQUIRE(s.upload(*om, out, std::vector<float>(static_cast<size_t>(m * n), std::nanf(""))).ok());
+        auto t = s.run(*kern, args);
+        if (!t.ok()) FAIL(t.error().message);
+        auto left = s.readBuffer(*arrivals, counts);
+        REQUIRE(left.ok());
+        CHECK(std::all_of(left->begin(), left->end(), [](float c) { return c == 0.0f; }));  // int 0 reads as 0.0f
+      }
+      s.release(*planes);
+      s.release(*arrivals);
     } else {
       auto t = s.run(*kern, withExtra({*lm, *rm, *om}));
       if (!t.ok()) FAIL(t.error().message);
@@ -342,6 +363,61 @@ TEST_CASE("rtile matmul: narrow products (LoRA's rank side) in one launch", "[rt
       checkProduct(*s, pc, 37, 301, 5, ls[4], ls[2], ls[0], MatmulTiling{}, &o);
       checkProduct(*s, pc, 8, 1030, 12, ls[0], ls[5], ls[3], MatmulTiling{}, &o);
     }
+}
+
+TEST_CASE("rtile matmul: narrow products with K in chunks, summed by the last group of a tile", "[rtile_kernels]") {
+  auto s = openSession();
+  auto ls = allLayouts();
+  struct Dims { int64_t m, k, n; };
+  // Narrow N, K long enough to chunk: odd M and N that pad rows and texels with K that leaves the
+  // last chunk's last round short, and rank 16 (96 x 1000 x 8 below, in mixed layouts).
+  const Dims dims[] = {{37, 301, 5}, {64, 515, 16}};
+  // Chunked where N is narrow and neighbouring work-items are K slices: C = A B (R stored along
+  // K, staged or not) and dA = dC B^T (R transposed); work-groups of 16 and 64, tiles of 8 and
+  // 32 rows, with and without a fill target.
+  auto chunkedOptions = [](int64_t workItems, int64_t rows, int64_t fill, bool stage) {
+    NarrowOptions o = narrowOptions(workItems, fill, stage);
+    o.chunkMinK = 64;
+    o.chunkRows = rows;
+    return o;
+  };
+  auto chunks = [&](const PassCase& pc, const Dims& d, const NarrowOptions& o) {
+    fbl::ir::Shape rs = pc.rt ? fbl::ir::Shape{d.n, d.k} : fbl::ir::Shape{d.k, d.n};
+    auto k = fbl::codegen::emitRTileMatmulNarrow("mm", d.m, d.k, d.n, {ls[0].make({d.m, d.k}), false},
+                                                 {ls[0].make(rs), pc.rt}, ls[0].make({d.m, d.n}), o, 49152);
+    REQUIRE(k.ok());
+    return k->narrowTiling.chunks;
+  };
+  for (Dims d : dims)
+    for (const NamedLayout& l : ls)
+      for (const PassCase& pc : {kPasses[0], kPasses[1]}) {
+        DYNAMIC_SECTION(pc.name << " " << d.m << "x" << d.k << "x" << d.n << " " << l.name) {
+          for (const NarrowOptions& o : {chunkedOptions(16, 8, 0, false), chunkedOptions(64, 32, 1024, !pc.rt)}) {
+            REQUIRE(chunks(pc, d, o) > 1);  // the chunked kernel, not the one-group walk
+            checkProduct(*s, pc, d.m, d.k, d.n, l, l, l, MatmulTiling{}, &o);
+          }
+        }
+      }
+  // Mixed layouts, and a low-rank term added by the last group's store.
+  const NarrowOptions o = chunkedOptions(64, 16, 1024, false);
+  const LowRankCase term{8, kPasses[1], &ls[3], 0.5f};
+  for (const PassCase& pc : {kPasses[0], kPasses[1]}) {
+    checkProduct(*s, pc, 96, 1000, 8, ls[4], ls[2], ls[0], MatmulTiling{}, &o);
+    checkParts(*s, pc, 96, 1000, 8, ls[0], ls[5], ls[3], {{MatmulTiling{}, {}}}, &o, &term);
+  }
+  // Below chunk_min_k, or without it, one group walks all of K; a transposed L (neighbours are
+  // row blocks) and a narrow M are never chunked.
+  CHECK(chunks(kPasses[0], {96, 1000, 8}, narrowOptions(64, 1024)) == 1);
+  NarrowOptions high = o;
+  high.chunkMinK = 1001;
+  CHECK(chunks(kPasses[0], {96, 1000, 8}, high) == 1);
+  auto tiling = [&](int64_t m, int64_t k, int64_t n, bool lt) {
+    const fbl::codegen::NarrowOrder order = fbl::codegen::chooseNarrowOrder(m, n, lt, false, o);
+    return fbl::codegen::chooseNarrowTiling(m, n, k, o, 1, order).chunks;
+  };
+  CHECK(tiling(96, 1000, 8, false) > 1);
+  CHECK(tiling(96, 1000, 8, true) == 1);
+  CHECK(tiling(8, 1000, 96, false) == 1);
 }
 
 TEST_CASE("rtile matmul: mixed operand layouts and the GPU tiling", "[rtile_kernels]") {

@@ -19,6 +19,7 @@
 #include "compiler/driver/compile_command.h"
 #include "compiler/profile/profile.h"
 #include "compiler/strategy/strategy.h"
+#include "runtime/plan_check.h"
 #include "tests/runtime/runtime_test_util.h"
 
 namespace fbl::testing {
@@ -305,6 +306,53 @@ TEST_CASE("narrow products batched into shared launches give the same step as on
       REQUIRE(batched.grads.count(name) == 1);
       CHECK(std::memcmp(g.raw(), batched.grads.at(name).raw(), g.nbytes()) == 0);
     }
+  }
+}
+
+TEST_CASE("narrow products with K in chunks give PyTorch's loss and gradients and leave their counts at zero",
+          "[runtime][chunks]") {
+  // The PoCL profile with narrow products and matmul.narrow.chunk_min_k: llama-tiny's narrow-N
+  // products whose K is at least 32 (x A, dy B; 16 x 64 x 8 and wider) run with K in chunks, a
+  // group each, the last group of a tile adding the chunks' sums (rtile_matmul_narrow.cl, KC).
+  auto hw = profile::loadProfile(FBL_SOURCE_DIR "/profiles/pocl-cpu.json");
+  REQUIRE(hw.ok());
+  const auto [loss, torch] = torchStep("llama-tiny");
+  nlohmann::json j = profile::profileToJson(*hw);
+  j["matmul"] = {{"provenance", "test: narrow products on PoCL"},
+                 {"narrow", {{"max_side", 16}, {"work_items", 16}, {"fill_work_items", 64}, {"chunk_min_k", 32},
+                             {"chunk_rows", 8}, {"provenance", "test"}}}};
+  const std::string path = tempDir() + "/pocl-narrow-chunks.json";
+  std::ofstream(path) << j.dump(2);
+  for (const char* storage : kStorages) {
+    INFO(storage);
+    int64_t counters = 0;
+    // After the step every count is zero again: the next launch of each kernel starts clean.
+    auto countsLeftZero = [&](rt::Session& s, const planfile::Plan& plan, bool stepped) {
+      if (!stepped) {
+        // The loader takes a counter only as an i32 buffer it fills itself.
+        planfile::Plan bad = plan;
+        for (planfile::Tensor& t : bad.tensors)
+          if (t.role == planfile::Role::Counter) {
+            t.dtype = "f32";
+            CHECK_THAT(rt::checkPlan(bad), Catch::Contains("a counter must be an i32 buffer"));
+            break;
+          }
+        return;
+      }
+      for (size_t t = 0; t < plan.tensors.size(); ++t) {
+        if (plan.tensors[t].role != planfile::Role::Counter) continue;
+        ++counters;
+        std::vector<unsigned char> bytes;
+        REQUIRE(s.readTensor(static_cast<int32_t>(t), &bytes) == "");
+        INFO(plan.tensors[t].name);
+        CHECK(std::all_of(bytes.begin(), bytes.end(), [](unsigned char b) { return b == 0; }));
+      }
+    };
+    const StepResult r = firstStep("llama-tiny", "fblayout", storage, path, countsLeftZero);
+    checkAgainstTorch(r, loss, torch);
+    CHECK(counters >= 4);  // a count tensor per chunked product
+    CHECK(r.program.find("#define KC 1u") != std::string::npos);  // the rest walk all of K
+    CHECK(r.program.find("#define KC 2u") != std::string::npos);
   }
 }
 
