@@ -106,7 +106,7 @@ struct NarrowOptions {
   // Where N is the narrow side, neighbouring work-items are K slices and K is at least this
   // long (x A^T and dy B at the MLP's width), K is cut into chunks, a group each, of tiles of
   // chunkRows rows by all of N, and the group that finishes a tile last adds its chunks' sums
-  // (rtile_matmul_narrow.cl, KC). A 4 x 4 block a group reads the wide operand once per texel
+  // (rtile_matmul_narrow.cl, KC). A group per 4 x 4 block reads the wide operand once per texel
   // of N and the narrow one once per 4 rows; these tiles read each once per tile. 0: never.
   int64_t chunkMinK = 0;
   int64_t chunkRows = 32;
