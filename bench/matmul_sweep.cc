@@ -255,26 +255,19 @@ Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& 
                                                                            : "texels";
     // K in chunks: the tiles' partial planes and their counts, zero before the first launch
     // (every launch leaves them zero; the queued runs and the check after them rely on it).
+    FBL_ASSIGN(const std::vector<cl_mem> chunks, s.chunkBuffers(k));
     std::vector<cl_mem> args{ops.l, ops.r, ops.out};
-    if (k.chunkArrivals > 0) {
-      const auto counts = static_cast<size_t>(k.chunkArrivals);
-      auto planes = s.buffer(static_cast<size_t>(k.chunkPartialFloats));
-      auto arrivals = s.buffer(counts, std::vector<float>(counts, 0.0f).data());
-      if (!planes.ok() || !arrivals.ok()) return makeError("{}: allocating the chunks' partial sums failed", p.name);
-      args.insert(args.end(), {*planes, *arrivals});
-    }
-    auto releaseChunks = [&] {
-      for (size_t a = 3; a < args.size(); ++a) s.release(args[a]);
-    };
+    args.insert(args.end(), chunks.begin(), chunks.end());
     Result<double> us = fastestUs(s, k, args, runs), queued = us.ok() ? queuedUs(s, k, args) : us;
-    releaseChunks();
+    for (cl_mem c : chunks) s.release(c);
     if (!queued.ok()) return queued.error();
     FBL_ASSIGN(double worst, sampledError(s, p, ops.out, ol, probes, want));
     // Three in one launch, tiled for it as plans tile a batched launch (the fill target counts
     // all three). Plans do not batch products with K in chunks (their scratch is their own).
+    const bool batched = chunks.empty();
     BatchedTiming b;
     std::string batchedTile = "-";
-    if (k.chunkArrivals == 0) {
+    if (batched) {
       FBL_ASSIGN(auto kb, codegen::emitRTileMatmulNarrow("sweep_narrow", p.m, p.k, p.n, {ll, p.lhsT}, {rl, p.rhsT}, ol,
                                                          v, model.localMemoryBytes, nullptr, nullptr, kProducts));
       FBL_ASSIGN(b, timeBatched(s, kb, kProducts, p, ops, ol, probes, want, runs));
@@ -284,7 +277,6 @@ Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& 
     }
     const std::string tile =
         fmt::format("{}x{}/{}", t.tm, t.tn, t.ks) + (t.chunks > 1 ? fmt::format(" k{}", t.chunks) : "");
-    const bool batched = k.chunkArrivals == 0;
     fmt::print("  {:>5} {:>8} {:>6} {:>10} {:>10.1f} {:>8.2f} {:>10.1f} {:>8.2f} {:>10} {:>10} {:>8} {:>10.2g}{}{}\n",
                v.workItems, v.fillWorkItems, walk, tile, *us, *us / floor["stream_us"].get<double>(),
                *queued, *queued / floor["stream_queued_us"].get<double>(), batchedTile,

@@ -5,6 +5,7 @@
 //  4. run: builds a kernel once per source, enqueues it and returns its event time.
 #include "bench/support/cl_session.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -99,6 +100,18 @@ Result<cl_mem> ClSession::buffer(size_t floats, const float* init) {
   if (err != CL_SUCCESS) return clError("clCreateBuffer", err);
   owned_.push_back(m);
   return m;
+}
+
+Result<std::vector<cl_mem>> ClSession::chunkBuffers(const codegen::RTileKernel& k) {
+  if (k.chunkArrivals == 0) return std::vector<cl_mem>{};
+  const auto floats = static_cast<size_t>(k.chunkPartialFloats), counts = static_cast<size_t>(k.chunkArrivals);
+  FBL_ASSIGN(cl_mem planes, buffer(floats, std::vector<float>(floats, std::nanf("")).data()));
+  auto arrivals = buffer(counts, std::vector<float>(counts, 0.0f).data());  // int 0 is float 0.0f's bytes
+  if (!arrivals.ok()) {
+    release(planes);
+    return arrivals.error();
+  }
+  return std::vector<cl_mem>{planes, *arrivals};
 }
 
 void ClSession::release(cl_mem m) {

@@ -39,6 +39,10 @@ class ClSession {
   // Storage for `l`: an RGBA/FLOAT image or a float buffer; owned by the session.
   Result<cl_mem> allocate(const layout::Layout& l);
   Result<cl_mem> buffer(size_t floats, const float* init = nullptr);
+  // What a narrow kernel with K in chunks takes after its operands (RTileKernel::
+  // chunkPartialFloats, chunkArrivals): the partial planes, filled with NaN so that a plane read
+  // before it is written shows, and the counts at zero. None for any other kernel. Release each.
+  Result<std::vector<cl_mem>> chunkBuffers(const codegen::RTileKernel& k);
   void release(cl_mem m);
   // `rowMajor` holds the logical [rows x cols] matrix.
   Status upload(cl_mem dst, const layout::Layout& l, const std::vector<float>& rowMajor);

@@ -177,23 +177,19 @@ void checkParts(ClSession& s, const PassCase& pc, int64_t m, int64_t k, int64_t 
       // K in chunks: partial planes (NaN, so a plane the sum reads unwritten fails) and counts
       // that start at zero. The first launch must leave every count at zero for the next: the
       // product runs twice, the output reset between, and the counts are read back.
-      const auto counts = static_cast<size_t>(kern->chunkArrivals);
-      auto planes = s.buffer(static_cast<size_t>(kern->chunkPartialFloats),
-                             std::vector<float>(static_cast<size_t>(kern->chunkPartialFloats), std::nanf("")).data());
-      auto arrivals = s.buffer(counts, std::vector<float>(counts, 0.0f).data());
-      REQUIRE((planes.ok() && arrivals.ok()));
+      auto chunks = s.chunkBuffers(*kern);
+      REQUIRE(chunks.ok());
       std::vector<cl_mem> args = withExtra({*lm, *rm, *om});  // the term's operands, then these
-      args.insert(args.end(), {*planes, *arrivals});
+      args.insert(args.end(), chunks->begin(), chunks->end());
       for (int run = 0; run < 2; ++run) {
         REQUIRE(s.upload(*om, out, std::vector<float>(static_cast<size_t>(m * n), std::nanf(""))).ok());
         auto t = s.run(*kern, args);
         if (!t.ok()) FAIL(t.error().message);
-        auto left = s.readBuffer(*arrivals, counts);
+        auto left = s.readBuffer(chunks->at(1), static_cast<size_t>(kern->chunkArrivals));
         REQUIRE(left.ok());
         CHECK(std::all_of(left->begin(), left->end(), [](float c) { return c == 0.0f; }));  // int 0 reads as 0.0f
       }
-      s.release(*planes);
-      s.release(*arrivals);
+      for (cl_mem c : *chunks) s.release(c);
     } else {
       auto t = s.run(*kern, withExtra({*lm, *rm, *om}));
       if (!t.ok()) FAIL(t.error().message);
