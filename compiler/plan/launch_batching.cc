@@ -1,7 +1,10 @@
 #include "compiler/plan/launch_batching.h"
 
 #include <algorithm>
+#include <iterator>
 #include <set>
+#include <string>
+#include <unordered_map>
 
 namespace fbl::plan {
 
@@ -23,6 +26,10 @@ class Batcher {
   Batcher(const std::vector<LaunchAccess>& launches, const std::vector<int64_t>& bytes, const BatchLimits& limits)
       : launches_(launches), bytes_(bytes), limits_(limits) {
     for (size_t i = 0; i < launches.size(); ++i) items_.push_back({i});
+    // Keys as numbers: the scan for a launch's partners compares one against every later launch.
+    std::unordered_map<std::string, int64_t> ids;
+    for (const LaunchAccess& l : launches)
+      keys_.push_back(l.batchKey.empty() ? -1 : ids.emplace(l.batchKey, static_cast<int64_t>(ids.size())).first->second);
   }
 
   std::vector<std::vector<size_t>> run() {
@@ -33,7 +40,7 @@ class Batcher {
     for (bool formed = true; formed;) {
       formed = false;
       for (size_t pos = 0; pos < items_.size();)
-        if (items_[pos].size() == 1 && !launches_[items_[pos][0]].batchKey.empty() && tryGroupFrom(pos))
+        if (items_[pos].size() == 1 && keys_[items_[pos][0]] >= 0 && tryGroupFrom(pos))
           formed = true;
         else
           ++pos;
@@ -42,23 +49,53 @@ class Batcher {
   }
 
  private:
-  bool itemConflicts(size_t item, size_t launch) const {
-    for (size_t l : items_[item])
-      if (conflict(launches_[l], launches_[launch])) return true;
-    return false;
+  // Per tensor, the items that touch it and those that write it, in order, on the current order:
+  // a launch's nearest conflicts either side are then a binary search per argument, not a walk
+  // over every item between (the walk was most of the batching's time on full-depth models).
+  void indexAccesses() {
+    touchedAt_.assign(bytes_.size(), {});
+    writtenAt_.assign(bytes_.size(), {});
+    auto note = [](std::vector<size_t>& at, size_t i) {
+      if (at.empty() || at.back() != i) at.push_back(i);
+    };
+    for (size_t i = 0; i < items_.size(); ++i)
+      for (size_t l : items_[i]) {
+        for (int32_t t : launches_[l].args) note(touchedAt_[t], i);
+        for (int32_t t : launches_[l].writes) note(writtenAt_[t], i);
+      }
   }
 
-  // First and last item touching each tensor, on the current order.
-  void indexAccesses() {
-    first_.assign(bytes_.size(), items_.size());
-    last_.assign(bytes_.size(), 0);
-    for (size_t i = 0; i < items_.size(); ++i)
-      for (size_t l : items_[i])
-        for (int32_t t : launches_[l].args) {
-          first_[t] = std::min(first_[t], i);
-          last_[t] = std::max(last_[t], i);
-        }
+  // The items that conflict with `launch` (conflict()): those writing a tensor it touches, and
+  // those touching a tensor it writes. `visit(list)` sees each of their position lists.
+  template <typename Visit>
+  void forConflictLists(size_t launch, Visit visit) const {
+    for (int32_t t : launches_[launch].args) visit(writtenAt_[t]);
+    for (int32_t t : launches_[launch].writes) visit(touchedAt_[t]);
   }
+
+  // The first item after position `at` that conflicts with `launch`, or `none`.
+  size_t firstConflictAfter(size_t launch, size_t at, size_t none) const {
+    size_t first = none;
+    forConflictLists(launch, [&](const std::vector<size_t>& list) {
+      auto it = std::upper_bound(list.begin(), list.end(), at);
+      if (it != list.end()) first = std::min(first, *it);
+    });
+    return first;
+  }
+
+  // One past the last item in [from, at) that conflicts with `launch`; `from` if none does.
+  size_t pastLastConflictBefore(size_t launch, size_t at, size_t from) const {
+    size_t past = from;
+    forConflictLists(launch, [&](const std::vector<size_t>& list) {
+      auto it = std::lower_bound(list.begin(), list.end(), at);
+      if (it != list.begin()) past = std::max(past, *std::prev(it) + 1);
+    });
+    return past;
+  }
+
+  // First and last item touching tensor `t`, on the current order (items_.size() and 0: none).
+  size_t firstTouch(int32_t t) const { return touchedAt_[t].empty() ? items_.size() : touchedAt_[t].front(); }
+  size_t lastTouch(int32_t t) const { return touchedAt_[t].empty() ? 0 : touchedAt_[t].back(); }
 
   // Bytes of transient values that live longer when the launches at item positions `at` run just
   // before item `gap`: inputs whose last reader runs later, outputs whose writer runs earlier.
@@ -68,7 +105,8 @@ class Batcher {
       const LaunchAccess& l = launches_[items_[q][0]];
       for (int32_t t : l.args) {
         const bool written = contains(l.writes, t);
-        if ((!written && gap > q + 1 && last_[t] < gap) || (written && gap < q && first_[t] >= gap)) longer.insert(t);
+        if ((!written && gap > q + 1 && lastTouch(t) < gap) || (written && gap < q && firstTouch(t) >= gap))
+          longer.insert(t);
       }
     }
     int64_t sum = 0;
@@ -92,25 +130,17 @@ class Batcher {
     size_t args = a.args.size();
     // The group runs just before item `lo`, with lo <= hi: no member depends on an item in
     // [lo, its position) or on one in (its position, hi).
-    size_t lo = pos, hi = items_.size();
-    for (size_t y = pos + 1; y < hi; ++y)
-      if (itemConflicts(y, first)) hi = y;
+    size_t lo = pos;
+    size_t hi = firstConflictAfter(first, pos, items_.size());
     for (size_t q = pos + 1; q < items_.size() && static_cast<int64_t>(group.size()) < limits_.maxProducts; ++q) {
       if (items_[q].size() != 1) continue;
       const size_t c = items_[q][0];
       const LaunchAccess& b = launches_[c];
-      if (b.batchKey != a.batchKey || static_cast<int64_t>(args + b.args.size()) > limits_.maxArgs) continue;
+      if (keys_[c] != keys_[first] || static_cast<int64_t>(args + b.args.size()) > limits_.maxArgs) continue;
       bool independent = true;
       for (size_t m : group) independent = independent && !conflict(launches_[items_[m][0]], b);
       if (!independent) continue;
-      size_t qLo = lo, qHi = hi;
-      for (size_t x = q; x-- > lo;)
-        if (itemConflicts(x, c)) {
-          qLo = x + 1;
-          break;
-        }
-      for (size_t y = q + 1; y < qHi; ++y)
-        if (itemConflicts(y, c)) qHi = y;
+      const size_t qLo = pastLastConflictBefore(c, q, lo), qHi = firstConflictAfter(c, q, hi);
       if (qLo > qHi) continue;
       std::vector<size_t> with = group;
       with.push_back(q);
@@ -137,8 +167,9 @@ class Batcher {
   const std::vector<LaunchAccess>& launches_;
   const std::vector<int64_t>& bytes_;
   BatchLimits limits_;
+  std::vector<int64_t> keys_;  // per launch, its batchKey's number; -1: none
   std::vector<std::vector<size_t>> items_;
-  std::vector<size_t> first_, last_;
+  std::vector<std::vector<size_t>> touchedAt_, writtenAt_;
 };
 
 }  // namespace
