@@ -254,6 +254,7 @@ struct ExprHash {
 struct Simplifier {
   SimplifyStats* stats = nullptr;
   int budget = 20000;
+  bool ranOut = false;
   std::unordered_map<Expr, Expr, ExprHash> memo;
 
   Expr run(const Expr& e) {
@@ -284,6 +285,7 @@ struct Simplifier {
     Range r = rangeOf(e);
     if (r.isPoint()) return Expr::constant(r.lo);
     if (budget <= 0) {
+      ranOut = true;
       if (stats) stats->budgetExhausted++;
       return e;
     }
@@ -307,9 +309,21 @@ struct Simplifier {
 }  // namespace
 
 Expr simplify(const Expr& e, SimplifyStats* stats) {
+  // A compile asks for the same expressions again and again (every layer has the same layouts
+  // and shapes), so whole results are kept across calls. Only those that did not run out of
+  // budget: those are a function of `e` alone. Calls that count rule firings always run.
+  constexpr size_t kMaxRemembered = size_t{1} << 16;
+  thread_local std::unordered_map<Expr, Expr, ExprHash> remembered;
+  if (!stats)
+    if (auto it = remembered.find(e); it != remembered.end()) return it->second;
   Simplifier s;
   s.stats = stats;
-  return s.run(e);
+  Expr out = s.run(e);
+  if (!s.ranOut) {
+    if (remembered.size() >= kMaxRemembered) remembered.clear();
+    remembered.emplace(e, out);
+  }
+  return out;
 }
 
 std::vector<RuleInfo> simplifierRules() {

@@ -14,6 +14,8 @@
 //      the div/mod count.
 //   4. A rewrite budget bounds the work; running out keeps the (still correct) current form and
 //      is counted in SimplifyStats so tests can insist it never happens.
+// Results are remembered across calls (per thread, a bounded table), except those that ran out
+// of budget; a call given SimplifyStats always runs, so that its counts are whole.
 //
 // Pattern language: x, y, z match expressions; a..f match constants. Inside a sum pattern
 // `x * a` also matches a bare term with a = 1 and `x / a` a term that is not a division with

@@ -139,3 +139,18 @@ TEST_CASE("simplification preserves values exhaustively on random expressions", 
     CHECK(stats.fired[r.name] > 0);  // every rule is exercised by the random expressions
   }
 }
+
+// simplify() remembers whole results across calls (a compile asks for the same ones per layer):
+// a second call gives the same expression, and a caller that counts rule firings still sees
+// them for an expression already remembered.
+TEST_CASE("simplify remembers results across calls, and still counts for callers that ask", "[simplify]") {
+  const Expr e = P("(x0 * 8 + x1) / 8 * 8 + (x0 * 8 + x1) % 8");
+  const Expr first = simplify(e);
+  CHECK(first == P("x0 * 8 + x1"));
+  CHECK(simplify(e) == first);
+  SimplifyStats stats;
+  CHECK(simplify(e, &stats) == first);
+  int fired = 0;
+  for (const auto& [rule, n] : stats.fired) fired += n;
+  CHECK(fired > 0);
+}
