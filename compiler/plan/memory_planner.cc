@@ -34,25 +34,26 @@ ArenaPlacement planMemory(const std::vector<Interval>& tensors, int64_t alignmen
     return a < b;
   });
   struct Placed {
-    int64_t offset, size, first, last;
+    int64_t offset, end, first, last;
   };
+  // Kept in order of (offset, end), so that the live-overlapping ones are walked by offset
+  // without sorting them again for every tensor.
   std::vector<Placed> placed;
+  auto byRange = [](const Placed& a, const Placed& b) { return a.offset != b.offset ? a.offset < b.offset : a.end < b.end; };
   int64_t peak = base;
   for (size_t i : order) {
     const Interval& t = tensors[i];
     const int64_t size = slot(t);
-    // Busy ranges of live-overlapping tensors, by offset; take the first gap that fits.
-    std::vector<std::pair<int64_t, int64_t>> busy;
-    for (const Placed& q : placed)
-      if (q.first <= t.last && t.first <= q.last) busy.emplace_back(q.offset, q.offset + q.size);
-    std::sort(busy.begin(), busy.end());
+    // The first gap between the busy ranges of live-overlapping tensors that fits.
     int64_t at = base;
-    for (const auto& [lo, hi] : busy) {
-      if (lo >= at + size) break;
-      at = std::max(at, hi);
+    for (const Placed& q : placed) {
+      if (q.first > t.last || t.first > q.last) continue;
+      if (q.offset >= at + size) break;
+      at = std::max(at, q.end);
     }
     p.offsets[i] = at;
-    placed.push_back({at, size, t.first, t.last});
+    const Placed mine{at, at + size, t.first, t.last};
+    placed.insert(std::upper_bound(placed.begin(), placed.end(), mine, byRange), mine);
     peak = std::max(peak, at + size);
   }
   p.peakBytes = peak;
