@@ -178,16 +178,17 @@ std::vector<std::string> compilePassNames() {
 }
 
 // Does a MatMul or Gemm read `v` as one of its two matrices (not a Gemm's bias), directly or
-// through movement ops (W^T, reshapes)?
-static bool readByMatmul(const ir::Graph& g, ir::ValueId v, int depth = 0) {
+// through movement ops (W^T, reshapes)? `consumers`: Graph::consumers().
+static bool readByMatmul(const ir::Graph& g, const std::vector<std::vector<ir::NodeId>>& consumers, ir::ValueId v,
+                         int depth = 0) {
   if (depth > 8) return false;
-  for (const ir::Node& n : g.nodes) {
-    if (n.dead || std::find(n.inputs.begin(), n.inputs.end(), v) == n.inputs.end()) continue;
+  static const std::set<std::string> movement = {"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Flatten",
+                                                 "Identity", "Expand"};
+  for (ir::NodeId id : consumers[v]) {
+    const ir::Node& n = g.nodes[id];
     if ((n.op == "MatMul" || n.op == "Gemm") && (n.inputs[0] == v || (n.inputs.size() > 1 && n.inputs[1] == v)))
       return true;
-    static const std::set<std::string> movement = {"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Flatten",
-                                                   "Identity", "Expand"};
-    if (movement.count(n.op) && !n.outputs.empty() && readByMatmul(g, n.outputs[0], depth + 1)) return true;
+    if (movement.count(n.op) && !n.outputs.empty() && readByMatmul(g, consumers, n.outputs[0], depth + 1)) return true;
   }
   return false;
 }
@@ -202,6 +203,7 @@ static nlohmann::json storageReport(const autodiff::TrainingGraph& tg, const Pla
     images += t.image();
     bufferBytes += t.bytes;
   }
+  const std::vector<std::vector<ir::NodeId>> consumers = g.consumers();
   for (ir::ValueId v = 0; v < static_cast<ir::ValueId>(g.values.size()); ++v) {
     const ir::Value& val = g.values[v];
     if (val.kind != ir::ValueKind::Initializer) continue;
@@ -213,7 +215,7 @@ static nlohmann::json storageReport(const autodiff::TrainingGraph& tg, const Pla
       if (rtile) tiledTrainables.push_back(val.name);
       continue;
     }
-    if (!readByMatmul(g, v)) continue;
+    if (!readByMatmul(g, consumers, v)) continue;
     ++weights;
     weightsRTile += rtile;
     if (!rtile) untiledWeights.push_back(val.name);
