@@ -1,6 +1,8 @@
 #!/bin/bash
-# Plan digests of the test models under every strategy and storage, plus the H200 profile: run
-# before and after a refactor and diff the two files to prove the plans byte-identical.
+# Plan digests of the test models under every strategy and storage, plus the H200 profile, and of
+# three full-depth zoo models (narrow products, launch batching, images) on the H200, Adreno 830
+# and Mali-G925 profiles: run before and after a refactor and diff the two files to prove the
+# plans byte-identical.
 # usage: scripts/plan_digests.sh OUTFILE [BUILD_DIR]   (run from the repository root)
 set -u
 out=$1
@@ -25,4 +27,14 @@ for m in llama-tiny bert-tiny vit-tiny bert-tiny-torchscript llama-tiny-folded l
   else
     echo "$m h200 FAIL" >> "$out"
   fi
+done
+for m in llama3.2-1b qwen2.5-1.5b gemma2-2b; do
+  "$bin" zoo $m -o "$tmp/$m.onnx" > /dev/null 2>&1 || { echo "$m zoo FAIL" >> "$out"; continue; }
+  for p in nvidia-h200 adreno-830 mali-g925; do
+    if "$bin" compile "$tmp/$m.onnx" --profile profiles/$p.json -o "$tmp/p.fbp" > /dev/null 2>&1; then
+      echo "$m $p $(sha256sum "$tmp/p.fbp" | cut -c1-16)" >> "$out"
+    else
+      echo "$m $p FAIL" >> "$out"
+    fi
+  done
 done
