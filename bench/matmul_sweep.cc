@@ -201,8 +201,9 @@ Result<BatchedTiming> timeBatched(ClSession& s, const codegen::RTileKernel& sing
 
 // rtile_matmul_narrow.cl on one product: the profile's own settings, the same with the narrow
 // operand's staging switched, with its texel walk switched, with a narrow M's row blocks in one
-// group switched and with K in chunks switched, then group sizes and fill targets around them,
-// each checked on the sampled entries; beside them the stream floor (streamFloor).
+// group switched, with K in chunks switched and with the narrow side whole in a work-item
+// switched, then group sizes and fill targets around them, each checked on the sampled entries;
+// beside them the stream floor (streamFloor).
 Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& model, const Product& p,
                                   const Operands& ops, const Layout& ll, const Layout& rl, const Layout& ol,
                                   const std::vector<std::pair<int64_t, int64_t>>& probes,
@@ -232,6 +233,12 @@ Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& 
   // K in chunks (chunk_min_k), switched by K: a product the tiling chunks does not chunk it.
   variants.push_back(model.narrow);
   variants.back().chunkMinK = model.narrow.chunkMinK > 0 && p.k >= model.narrow.chunkMinK ? 0 : 1;
+  // The narrow side whole in a work-item (wide_run): off where the profile has it, else runs of 8
+  // and 32 texels (a product whose walk is not along its wide side is tiled as the profile's row).
+  for (int64_t run : model.narrow.wideRun > 0 ? std::vector<int64_t>{0} : std::vector<int64_t>{8, 32}) {
+    variants.push_back(model.narrow);
+    variants.back().wideRun = run;
+  }
   for (int64_t items : {64, 128, 256})
     for (int64_t fill : {0, 65536, 262144}) {
       codegen::NarrowOptions v = model.narrow;
@@ -275,8 +282,9 @@ Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& 
       const codegen::NarrowTiling& tb = kb.narrowTiling;
       batchedTile = fmt::format("{}x{}/{}", tb.tm, tb.tn, tb.ks);
     }
-    const std::string tile =
-        fmt::format("{}x{}/{}", t.tm, t.tn, t.ks) + (t.chunks > 1 ? fmt::format(" k{}", t.chunks) : "");
+    const std::string tile = fmt::format("{}x{}/{}", t.tm, t.tn, t.ks) +
+                             (t.bm * t.bn > 1 ? fmt::format(" b{}", t.bm * t.bn) : "") +
+                             (t.chunks > 1 ? fmt::format(" k{}", t.chunks) : "");
     fmt::print("  {:>5} {:>8} {:>6} {:>10} {:>10.1f} {:>8.2f} {:>10.1f} {:>8.2f} {:>10} {:>10} {:>8} {:>10.2g}{}{}\n",
                v.workItems, v.fillWorkItems, walk, tile, *us, *us / floor["stream_us"].get<double>(),
                *queued, *queued / floor["stream_queued_us"].get<double>(), batchedTile,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -208,6 +209,19 @@ int64_t pow2Ceil(int64_t v) {
   return p;
 }
 
+// K cut into chunks of whole rounds for tiling `t` (its tm, tn, ks set), a group each: as many as
+// o.fillWorkItems asks for (without one, slices of kMinNarrowSliceTexels), one where it asks for
+// none.
+void cutIntoChunks(NarrowTiling& t, int64_t m, int64_t n, int64_t k, const NarrowOptions& o, int64_t batch) {
+  const int64_t tiles = batch * ((m + t.tm - 1) / t.tm) * ((n + t.tn - 1) / t.tn);
+  const int64_t round = 4 * t.ks, rounds = (k + round - 1) / round;
+  const int64_t wanted = o.fillWorkItems > 0 ? (o.fillWorkItems / t.workItems() + tiles - 1) / tiles
+                                             : (k + 3) / 4 / (t.ks * kMinNarrowSliceTexels);
+  const int64_t chunks = std::clamp<int64_t>(wanted, 1, rounds);
+  t.chunkK = (rounds + chunks - 1) / chunks * round;
+  t.chunks = (k + t.chunkK - 1) / t.chunkK;
+}
+
 // A narrow N's tiles of o.chunkRows rows by all of N, K cut into chunks (chooseNarrowTiling):
 // as many groups as o.fillWorkItems asks for (without one, slices of kMinNarrowSliceTexels), each
 // slice a round of texels at least. chunks 1 where K does not split.
@@ -219,13 +233,28 @@ NarrowTiling chooseChunkedTiling(int64_t m, int64_t n, int64_t k, const NarrowOp
   t.tm = 4 * rowBlocks;
   t.tn = 4 * texels;
   t.ks = o.workItems / (rowBlocks * texels);
-  const int64_t tiles = batch * ((m + t.tm - 1) / t.tm) * ((n + t.tn - 1) / t.tn);
-  const int64_t round = 4 * t.ks, rounds = (k + round - 1) / round;
-  const int64_t wanted = o.fillWorkItems > 0 ? (o.fillWorkItems / o.workItems + tiles - 1) / tiles
-                                             : (k + 3) / 4 / (t.ks * kMinNarrowSliceTexels);
-  const int64_t chunks = std::clamp<int64_t>(wanted, 1, rounds);
-  t.chunkK = (rounds + chunks - 1) / chunks * round;
-  t.chunks = (k + t.chunkK - 1) / t.chunkK;
+  cutIntoChunks(t, m, n, k, o, batch);
+  return t;
+}
+
+// The narrow side whole in each work-item, a group o.wideRun texels of the wide side by the K
+// slices that fit, K in chunks where the tiles are too few to fill the device (chooseNarrowTiling);
+// nothing where `order` does not walk the wide side or the narrow side is wider than 16.
+std::optional<NarrowTiling> chooseWideRunTiling(int64_t m, int64_t n, int64_t k, const NarrowOptions& o,
+                                                int64_t batch, NarrowOrder order) {
+  const bool narrowN = n <= m;
+  if (narrowN ? order != NarrowOrder::kRowBlocks : order != NarrowOrder::kTexels) return std::nullopt;
+  const int64_t narrowBlocks = (std::min(m, n) + 3) / 4, wideBlocks = (std::max(m, n) + 3) / 4;
+  if (narrowBlocks > 4) return std::nullopt;
+  NarrowTiling t;
+  const int64_t run = std::min({pow2Ceil(o.wideRun), pow2Ceil(wideBlocks), o.workItems});
+  t.ks = o.workItems / run;
+  // No more slices than K has texels.
+  while (t.ks > 1 && (k + 3) / 4 < t.ks) t.ks /= 2;
+  (narrowN ? t.bn : t.bm) = narrowBlocks;
+  t.tm = 4 * (narrowN ? run : narrowBlocks);
+  t.tn = 4 * (narrowN ? narrowBlocks : run);
+  cutIntoChunks(t, m, n, k, o, batch);
   return t;
 }
 
@@ -237,6 +266,8 @@ NarrowTiling chooseNarrowTiling(int64_t m, int64_t n, int64_t k, const NarrowOpt
     const NarrowTiling chunked = chooseChunkedTiling(m, n, k, o, batch);
     if (chunked.chunks > 1) return chunked;
   }
+  if (o.wideRun > 0)
+    if (std::optional<NarrowTiling> run = chooseWideRunTiling(m, n, k, o, batch, order)) return *run;
   NarrowTiling t;
   // Output texels of a narrow N that neighbour each other span the group first; so do the row
   // blocks of a narrow M from rowsInGroupMinSide.
@@ -308,6 +339,7 @@ Result<MatmulCostModel> parseMatmulCostModel(const nlohmann::json& j, const std:
     FBL_TRY(readIntAtLeast(nb, "batch_products", 1, o.batchProducts, path));
     FBL_TRY(readIntAtLeast(nb, "chunk_min_k", 0, o.chunkMinK, path));
     FBL_TRY(readIntAtLeast(nb, "chunk_rows", 4, o.chunkRows, path));
+    FBL_TRY(readIntAtLeast(nb, "wide_run", 0, o.wideRun, path));
     const int64_t w = o.workItems;
     if (o.maxSide > 0 && (!nb.contains("provenance") || !nb["provenance"].is_string()))
       return makeError("{}: matmul.narrow.provenance must say where max_side and work_items come from", path);

@@ -110,6 +110,14 @@ struct NarrowOptions {
   // of N and the narrow one once per 4 rows; these tiles read each once per tile. 0: never.
   int64_t chunkMinK = 0;
   int64_t chunkRows = 32;
+  // Where neighbouring work-items walk the wide side (a narrow N's row blocks with L transposed:
+  // x^T dt, dy^T h; a narrow M's output texels: t^T dy), a work-item owns every 4 x 4 block of
+  // the narrow side (up to 16 wide), and a group's neighbouring work-items cover this many texels
+  // of the wide side (a power of two), the rest of the group being K slices. Each texel of the
+  // wide operand is then read by one work-item of one group: with a block a work-item, the
+  // other blocks of the narrow side read it again, and a warp's lanes repeat each other's
+  // loads. 0: never.
+  int64_t wideRun = 0;
 };
 
 struct MatmulCostModel {
@@ -130,7 +138,9 @@ struct NarrowTiling {
   int64_t tm = 4, tn = 4, ks = 1;
   // K in `chunks` chunks of chunkK (a multiple of 4 ks), a group each; 1: a group walks all of K.
   int64_t chunks = 1, chunkK = 0;
-  int64_t workItems() const { return tm / 4 * (tn / 4) * ks; }
+  // 4 x 4 blocks a work-item owns: bm row blocks by bn output texels (NarrowOptions::wideRun).
+  int64_t bm = 1, bn = 1;
+  int64_t workItems() const { return tm / (4 * bm) * (tn / (4 * bn)) * ks; }
 };
 
 // Does the model send an M x N product to the narrow kernel?
@@ -151,7 +161,9 @@ NarrowOrder chooseNarrowOrder(int64_t m, int64_t n, bool lhsTransposed, bool rhs
 // of them first and the slices the rest; so it does a narrow M's row blocks from
 // o.rowsInGroupMinSide. From o.chunkMinK, a narrow N's tiles are o.chunkRows rows by all of N
 // with K in chunks (NarrowTiling::chunks): enough groups for o.fillWorkItems, each slice at
-// least a round of texels.
+// least a round of texels. With o.wideRun, where `order` walks the wide side, a work-item owns
+// all of the narrow side (NarrowTiling::bm, bn) and a group o.wideRun texels of the wide side by
+// the slices that fit.
 inline constexpr int64_t kMinNarrowSliceTexels = 8;
 // rtile_matmul_narrow.cl's tree: partial[4][work-items] float4.
 inline constexpr int64_t kNarrowLocalBytesPerWorkItem = 4 * 16;

@@ -466,6 +466,7 @@ Result<RTileKernel> emitRTileMatmulNarrow(const std::string& name, int64_t m, in
       {"LOW_RANK", lowRank ? "1" : "0"}, {"STAGE_R", stageR ? "1" : "0"},
       {"TM", std::to_string(t.tm)}, {"TN", std::to_string(t.tn)}, {"KS", std::to_string(t.ks)},
       {"KC", std::to_string(t.chunks)}, {"CHUNK", std::to_string(chunked ? t.chunkK : k)},
+      {"BM", std::to_string(t.bm)}, {"BN", std::to_string(t.bn)},
       {"FAST", std::to_string(static_cast<int>(order))},
       {"L_T", lhs.transposed ? "1" : "0"}, {"R_T", rhs.transposed ? "1" : "0"},
       {"ACCESS", src.access},

@@ -358,5 +358,50 @@ TEST_CASE("narrow products: K in chunks from chunk_min_k", "[codegen][matmul-til
   CHECK(parseError(p).find("chunk_rows") != std::string::npos);
 }
 
+TEST_CASE("narrow products: the narrow side whole in a work-item from wide_run", "[codegen][matmul-tiling]") {
+  NarrowOptions o;
+  o.maxSide = 16;
+  o.workItems = 256;
+  o.fillWorkItems = 65536;
+  // Off unless the profile says: down's x^T dt at the MLP's width (8192 x 512 x 8, neighbours are
+  // row blocks) is 32 x 8 tiles of 4 x 4 blocks, a block a work-item.
+  NarrowTiling off = chooseNarrowTiling(8192, 8, 512, o, 1, NarrowOrder::kRowBlocks);
+  CHECK((off.bm == 1 && off.bn == 1 && off.tm == 32 && off.tn == 8 && off.ks == 16));
+  o.wideRun = 32;
+  // On: a work-item owns both blocks of the rank side; a group 32 texels of M by 8 slices; 64
+  // tiles, so K in 4 chunks of 4 rounds of 32 for the 256 groups the fill target asks for.
+  NarrowTiling r8 = chooseNarrowTiling(8192, 8, 512, o, 1, NarrowOrder::kRowBlocks);
+  CHECK((r8.bm == 1 && r8.bn == 2 && r8.tm == 128 && r8.tn == 8 && r8.ks == 8 && r8.workItems() == 256));
+  CHECK((r8.chunks == 4 && r8.chunkK == 128));
+  // Rank 16: four blocks a work-item.
+  NarrowTiling r16 = chooseNarrowTiling(8192, 16, 512, o, 1, NarrowOrder::kRowBlocks);
+  CHECK((r16.bn == 4 && r16.tm == 128 && r16.tn == 16 && r16.ks == 8 && r16.chunks == 4));
+  // A narrow M walked by output texels (gate's t^T dy): row blocks in the work-item.
+  NarrowTiling tdy = chooseNarrowTiling(8, 8192, 512, o, 1, NarrowOrder::kTexels);
+  CHECK((tdy.bm == 2 && tdy.bn == 1 && tdy.tm == 8 && tdy.tn == 128 && tdy.ks == 8 && tdy.chunks == 4));
+  // A launch of four products fills the device by itself: one group walks all of K.
+  CHECK(chooseNarrowTiling(8192, 8, 512, o, 4, NarrowOrder::kRowBlocks).chunks == 1);
+  // No more slices than K has texels; the run no longer than the wide side.
+  NarrowTiling shortK = chooseNarrowTiling(8192, 8, 16, o, 1, NarrowOrder::kRowBlocks);
+  CHECK((shortK.ks == 4 && shortK.tm == 128 && shortK.chunks == 1));
+  CHECK(chooseNarrowTiling(40, 8, 512, o, 1, NarrowOrder::kRowBlocks).tm == 64);
+  // Not where neighbouring work-items are K slices (x A^T) or the narrow side's texels (a texel
+  // walk), nor past 16 wide.
+  CHECK(chooseNarrowTiling(512, 8, 8192, o).bn == 1);
+  CHECK(chooseNarrowTiling(512, 8, 8192, o, 1, NarrowOrder::kTexels).bn == 1);
+  CHECK(chooseNarrowTiling(8192, 20, 512, o, 1, NarrowOrder::kRowBlocks).bn == 1);
+
+  // The profile: wide_run an integer >= 0 (0: never).
+  nlohmann::json p = profileWith(nlohmann::json::array());
+  p["matmul"]["narrow"] = {{"max_side", 16}, {"work_items", 256}, {"provenance", "measured: test"}};
+  CHECK(parseMatmulCostModel(p, "p.json")->narrow.wideRun == 0);
+  p["matmul"]["narrow"]["wide_run"] = 32;
+  CHECK(parseMatmulCostModel(p, "p.json")->narrow.wideRun == 32);
+  for (const nlohmann::json& bad : {nlohmann::json(-1), nlohmann::json(2.5), nlohmann::json("32")}) {
+    p["matmul"]["narrow"]["wide_run"] = bad;
+    CHECK(parseError(p).find("wide_run") != std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace fbl::codegen

@@ -416,6 +416,59 @@ TEST_CASE("rtile matmul: narrow products with K in chunks, summed by the last gr
   CHECK(tiling(8, 1000, 96, false) == 1);
 }
 
+TEST_CASE("rtile matmul: narrow products with the narrow side whole in a work-item (wide_run)", "[rtile_kernels]") {
+  auto s = openSession();
+  auto ls = allLayouts();
+  struct Dims { int64_t m, k, n; };
+  // The weight gradients' forms: a narrow N with L transposed (x^T dt: neighbours are row
+  // blocks) and a narrow M with R stored along K (t^T dy: neighbours are output texels). Odd
+  // sides pad the wide side's texels and the narrow side's last block (5: two blocks, 13: four);
+  // K leaves the last round of slices, and the last chunk, short.
+  const Dims dims[] = {{45, 301, 5}, {13, 90, 70}};
+  // Runs of 4 texels by 16 slices, one group walking all of K, and of 16 texels by 4 slices, K
+  // cut into chunks for a fill target.
+  auto runOptions = [](int64_t workItems, int64_t run, int64_t fill) {
+    NarrowOptions o = narrowOptions(workItems, fill);
+    o.wideRun = run;
+    return o;
+  };
+  auto tiling = [&](const PassCase& pc, const Dims& d, const NarrowOptions& o) {
+    fbl::ir::Shape lsh = pc.lt ? fbl::ir::Shape{d.k, d.m} : fbl::ir::Shape{d.m, d.k};
+    fbl::ir::Shape rs = pc.rt ? fbl::ir::Shape{d.n, d.k} : fbl::ir::Shape{d.k, d.n};
+    auto k = fbl::codegen::emitRTileMatmulNarrow("mm", d.m, d.k, d.n, {ls[0].make(lsh), pc.lt}, {ls[0].make(rs), pc.rt},
+                                                 ls[0].make({d.m, d.n}), o, 49152);
+    REQUIRE(k.ok());
+    return k->narrowTiling;
+  };
+  for (Dims d : dims)
+    for (const NamedLayout& l : ls) {
+      // dB = A^T dC for both; C = A B for the narrow M as well.
+      std::vector<PassCase> passes{kPasses[2]};
+      if (d.m < d.n) passes.push_back(kPasses[0]);
+      for (const PassCase& pc : passes) {
+        DYNAMIC_SECTION(pc.name << " " << d.m << "x" << d.k << "x" << d.n << " " << l.name) {
+          for (const NarrowOptions& o : {runOptions(64, 4, 0), runOptions(64, 16, 4096)}) {
+            const fbl::codegen::NarrowTiling t = tiling(pc, d, o);
+            REQUIRE(t.bm * t.bn > 1);  // every block of the narrow side in one work-item
+            REQUIRE((t.chunks > 1) == (o.fillWorkItems > 0));
+            checkProduct(*s, pc, d.m, d.k, d.n, l, l, l, MatmulTiling{}, &o);
+          }
+        }
+      }
+    }
+  // K in chunks, in mixed layouts, with a low-rank term added by the last group's store.
+  const NarrowOptions o = runOptions(64, 16, 4096);
+  REQUIRE(tiling(kPasses[2], {45, 301, 5}, o).chunks > 1);
+  REQUIRE(tiling(kPasses[0], {13, 90, 70}, o).chunks > 1);
+  const LowRankCase term{8, kPasses[1], &ls[3], 0.5f};
+  checkParts(*s, kPasses[2], 45, 301, 5, ls[4], ls[2], ls[0], {{MatmulTiling{}, {}}}, &o, &term);
+  checkParts(*s, kPasses[0], 13, 90, 70, ls[0], ls[5], ls[3], {{MatmulTiling{}, {}}}, &o, &term);
+  // Not where neighbouring work-items are K slices (x A^T, dy B), nor past 16 wide.
+  CHECK(tiling(kPasses[0], {45, 301, 5}, o).bn == 1);
+  CHECK(tiling(kPasses[1], {45, 301, 5}, o).bn == 1);
+  CHECK(tiling(kPasses[2], {45, 301, 17}, o).bn == 1);
+}
+
 TEST_CASE("rtile matmul: mixed operand layouts and the GPU tiling", "[rtile_kernels]") {
   auto s = openSession();
   auto ls = allLayouts();

@@ -309,18 +309,21 @@ TEST_CASE("narrow products batched into shared launches give the same step as on
   }
 }
 
-TEST_CASE("narrow products with K in chunks give PyTorch's loss and gradients and leave their counts at zero",
+TEST_CASE("narrow products with K in chunks or the narrow side whole in a work-item give PyTorch's loss and "
+          "gradients and leave their counts at zero",
           "[runtime][chunks]") {
-  // The PoCL profile with narrow products and matmul.narrow.chunk_min_k: llama-tiny's narrow-N
-  // products whose K is at least 32 (x A, dy B; 16 x 64 x 8 and wider) run with K in chunks, a
-  // group each, the last group of a tile adding the chunks' sums (rtile_matmul_narrow.cl, KC).
+  // The PoCL profile with narrow products, matmul.narrow.chunk_min_k and wide_run: llama-tiny's
+  // narrow-N products whose K is at least 32 (x A, dy B; 16 x 64 x 8 and wider) run with K in
+  // chunks, a group each, the last group of a tile adding the chunks' sums (rtile_matmul_narrow.cl,
+  // KC); its weight gradients (x^T dt, t^T dy) with a work-item holding all 8 of the rank side
+  // (BM, BN), K in chunks as the fill target asks.
   auto hw = profile::loadProfile(FBL_SOURCE_DIR "/profiles/pocl-cpu.json");
   REQUIRE(hw.ok());
   const auto [loss, torch] = torchStep("llama-tiny");
   nlohmann::json j = profile::profileToJson(*hw);
   j["matmul"] = {{"provenance", "test: narrow products on PoCL"},
                  {"narrow", {{"max_side", 16}, {"work_items", 16}, {"fill_work_items", 64}, {"chunk_min_k", 32},
-                             {"chunk_rows", 8}, {"provenance", "test"}}}};
+                             {"chunk_rows", 8}, {"wide_run", 4}, {"provenance", "test"}}}};
   const std::string path = tempDir() + "/pocl-narrow-chunks.json";
   std::ofstream(path) << j.dump(2);
   for (const char* storage : kStorages) {
@@ -353,6 +356,8 @@ TEST_CASE("narrow products with K in chunks give PyTorch's loss and gradients an
     CHECK(counters >= 4);  // a count tensor per chunked product
     CHECK(r.program.find("#define KC 1u") != std::string::npos);  // the rest walk all of K
     CHECK(r.program.find("#define KC 2u") != std::string::npos);
+    CHECK(r.program.find("#define BN 2u") != std::string::npos);  // x^T dt
+    CHECK(r.program.find("#define BM 2u") != std::string::npos);  // t^T dy
   }
 }
 
