@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
-# The LoRA weight gradients at the MLP's width on the H200. PART=lab|sweeps|steps, one call each
-# (about 3, 3 and 6 minutes):
+# The LoRA weight gradients at the MLP's width on the H200. PART=lab|steps, one call each (about
+# 3 and 6 minutes):
 #   lab:    wgrad_lab at W = 8192 (the MLP's 16 MB products: down's x^T dt, gate and up's dy^T h
 #           and t^T dy) and W = 2048 (the attention's 4 MB), ranks 8 and 16, both output
 #           orientations: every tiling beside the two floors;
-#   sweeps: fbl-bench matmul --sweep --only "lora mlp d" (the weight gradients dy^T h, dh^T x) at
-#           rank 8 and 16 (buffer) and 8 (image), the profile as committed; the sweep's rows
-#           "b<blocks>" switch matmul.narrow.wide_run on (runs of 8 and 32 texels);
 #   steps:  2-layer Llama-3.2-1B, Qwen2.5-1.5B, Gemma2-2B at rank 8 and Llama-3.2-1B at 16, with
 #           the profile as committed (off), chunk_min_k 4096 (stop 37's chunks), wide_run
 #           $WIDE_RUN (default 32; set it from the lab's best TW) and both: device ms, the narrow
 #           products by kind (../h200-2026-12-03-s31/narrow_share.py) and the losses (they must
 #           agree). This supersedes ../h200-2026-12-04-s37/lab37.sh PART=steps.
-# Before the call, here:
+# The product's kernel on the products themselves: ../h200-2026-12-04-s37/lab37.sh PART=sweeps,
+# run with this stop's fbl-bench, whose sweep also switches matmul.narrow.wide_run on per product
+# (its rows "b<blocks>", runs of 8 and 32 texels) beside K in chunks (rows "k<chunks>").
+# Before a call, here:
 #   mkdir -p .devcarry/lab .devcarry/lib .devcarry/bin
 #   g++ -O2 -std=c++17 docs/measurements/h200-2026-12-05-s38/wgrad_lab.cc -lOpenCL -o .devcarry/lab/wgrad_lab
 #   cp docs/measurements/h200-2026-12-05-s38/wgrad_lab.cl .devcarry/lab/
@@ -52,18 +52,6 @@ json.dump(p, open('/tmp/h200-$1.json', 'w'), indent=1)"
 variant off 0 0; variant chunks 4096 0; variant wide 0 $WIDE_RUN; variant both 4096 $WIDE_RUN
 $B/fblc profile --list > $R/devices.txt 2>&1
 dev=$(grep -i nvidia $R/devices.txt | head -1 | cut -d: -f1 | tr -d " ")
-if [ $PART = sweeps ]; then
-  for rs in 8-buffer 16-buffer 8-image; do
-    r=${rs%-*}; st=${rs#*-}
-    timeout 150 $B/fbl-bench matmul --sweep --only "lora mlp d" --rank $r --runs 10 --storage $st --device ${dev:-0} \
-      --profile /tmp/h200-off.json --sweep-json $R/sweep-r$r-$st.json > $R/sweep-r$r-$st.txt 2>&1
-    echo "rank $r $st"; grep -E "^lora|stream floor" $R/sweep-r$r-$st.txt | cut -c1-150
-    grep -A6 "  items" $R/sweep-r$r-$st.txt | grep -v "^--" | cut -c1-150
-    grep " b[0-9]" $R/sweep-r$r-$st.txt | cut -c1-150
-    date +%T
-  done
-  exit 0
-fi
 for mr in llama3.2-1b:8 qwen2.5-1.5b:8 gemma2-2b:8 llama3.2-1b:16; do
   m=${mr%:*}; r=${mr#*:}; name=$m-l2-r$r
   $B/fblc zoo $m --layers 2 --lora-rank $r -o /tmp/zoo/$name.onnx > /dev/null
