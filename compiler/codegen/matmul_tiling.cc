@@ -247,7 +247,7 @@ std::optional<NarrowTiling> chooseWideRunTiling(int64_t m, int64_t n, int64_t k,
   const int64_t narrowBlocks = (std::min(m, n) + 3) / 4, wideBlocks = (std::max(m, n) + 3) / 4;
   if (narrowBlocks > 4) return std::nullopt;
   NarrowTiling t;
-  const int64_t run = std::min({pow2Ceil(o.wideRun), pow2Ceil(wideBlocks), o.workItems});
+  const int64_t run = std::min(pow2Ceil(std::min(o.wideRun, o.workItems)), pow2Ceil(wideBlocks));
   t.ks = o.workItems / run;
   // No more slices than K has texels.
   while (t.ks > 1 && (k + 3) / 4 < t.ks) t.ks /= 2;
@@ -346,6 +346,8 @@ Result<MatmulCostModel> parseMatmulCostModel(const nlohmann::json& j, const std:
     if (o.maxSide < 0 || w < 4 || w > 1024 || (w & (w - 1)) != 0 || o.fillWorkItems < 0)
       return makeError("{}: matmul.narrow: max_side and fill_work_items must be >= 0 and work_items a power of two "
                        "in [4, 1024]", path);
+    if (o.wideRun > w)
+      return makeError("{}: matmul.narrow.wide_run {} is wider than a work-group (work_items {})", path, o.wideRun, w);
     // The kernel's tree holds four float4 per work-item in local memory.
     if (m.localMemoryBytes > 0 && w * kNarrowLocalBytesPerWorkItem > m.localMemoryBytes)
       return makeError("{}: matmul.narrow.work_items {} needs {} bytes of local memory; the device has {}", path, w,

@@ -2,6 +2,7 @@
 // errors that name the field, and the choices it makes on the H200 profile are the ones the
 // sweep measured fastest for each kind of product (docs/kernels.md, "Choosing a tiling").
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 
 #include "compiler/codegen/matmul_tiling.h"
@@ -397,10 +398,14 @@ TEST_CASE("narrow products: the narrow side whole in a work-item from wide_run",
   CHECK(parseMatmulCostModel(p, "p.json")->narrow.wideRun == 0);
   p["matmul"]["narrow"]["wide_run"] = 32;
   CHECK(parseMatmulCostModel(p, "p.json")->narrow.wideRun == 32);
-  for (const nlohmann::json& bad : {nlohmann::json(-1), nlohmann::json(2.5), nlohmann::json("32")}) {
+  for (const nlohmann::json& bad :
+       {nlohmann::json(-1), nlohmann::json(2.5), nlohmann::json("32"), nlohmann::json(512), nlohmann::json(INT64_MAX)}) {
     p["matmul"]["narrow"]["wide_run"] = bad;
-    CHECK(parseError(p).find("wide_run") != std::string::npos);
+    CHECK(parseError(p).find("wide_run") != std::string::npos);  // 512, INT64_MAX: wider than a group of 256
   }
+  // A run not a power of two is rounded up to one.
+  o.wideRun = 20;
+  CHECK(chooseNarrowTiling(8192, 8, 512, o, 1, NarrowOrder::kRowBlocks).tm == 128);
 }
 
 }  // namespace
