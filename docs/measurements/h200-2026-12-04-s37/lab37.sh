@@ -10,6 +10,8 @@
 #   steps:  2-layer Llama-3.2-1B, Qwen2.5-1.5B, Gemma2-2B at rank 8 and Llama-3.2-1B at 16, off
 #           and chunk_min_k 4096: device ms, the narrow products by kind
 #           (../h200-2026-12-03-s31/narrow_share.py) and the losses (they must agree).
+#           Superseded by ../h200-2026-12-05-s38/lab38.sh PART=steps, which adds stop 38's
+#           wide_run. Run with stop 38's fbl-bench, PART=sweeps also prints wide_run's rows.
 # Before the call, here:
 #   mkdir -p .devcarry/lab .devcarry/lib .devcarry/bin
 #   g++ -O2 -std=c++17 docs/measurements/h200-2026-12-04-s37/split_lab.cc -lOpenCL -o .devcarry/lab/split_lab
