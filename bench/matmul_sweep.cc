@@ -199,6 +199,13 @@ Result<BatchedTiming> timeBatched(ClSession& s, const codegen::RTileKernel& sing
   return t;
 }
 
+// A narrow tiling as the sweep prints it: TMxTN/KS, then b<blocks a work-item> and k<chunks>
+// where it has more than one.
+std::string tileLabel(const codegen::NarrowTiling& t) {
+  return fmt::format("{}x{}/{}", t.tm, t.tn, t.ks) + (t.bm * t.bn > 1 ? fmt::format(" b{}", t.bm * t.bn) : "") +
+         (t.chunks > 1 ? fmt::format(" k{}", t.chunks) : "");
+}
+
 // rtile_matmul_narrow.cl on one product: the profile's own settings, the same with the narrow
 // operand's staging switched, with its texel walk switched, with a narrow M's row blocks in one
 // group switched, with K in chunks switched and with the narrow side whole in a work-item
@@ -280,11 +287,9 @@ Result<nlohmann::json> timeNarrow(ClSession& s, const codegen::MatmulCostModel& 
       FBL_ASSIGN(b, timeBatched(s, kb, kProducts, p, ops, ol, probes, want, runs));
       worst = std::max(worst, b.worst);
       const codegen::NarrowTiling& tb = kb.narrowTiling;
-      batchedTile = fmt::format("{}x{}/{}", tb.tm, tb.tn, tb.ks);
+      batchedTile = tileLabel(tb);
     }
-    const std::string tile = fmt::format("{}x{}/{}", t.tm, t.tn, t.ks) +
-                             (t.bm * t.bn > 1 ? fmt::format(" b{}", t.bm * t.bn) : "") +
-                             (t.chunks > 1 ? fmt::format(" k{}", t.chunks) : "");
+    const std::string tile = tileLabel(t);
     fmt::print("  {:>5} {:>8} {:>6} {:>10} {:>10.1f} {:>8.2f} {:>10.1f} {:>8.2f} {:>10} {:>10} {:>8} {:>10.2g}{}{}\n",
                v.workItems, v.fillWorkItems, walk, tile, *us, *us / floor["stream_us"].get<double>(),
                *queued, *queued / floor["stream_queued_us"].get<double>(), batchedTile,

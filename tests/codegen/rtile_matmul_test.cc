@@ -236,6 +236,18 @@ constexpr PassCase kPasses[] = {{"forward C=A*B", false, false},
                                 {"dB=A^T*dC", true, false}};
 constexpr PassCase kBothTransposed = {"C=A^T*B^T", true, true};
 
+// The tiling the narrow kernel takes for an m x k x n product of `pc` with options `o`, its
+// operands row-major (the tiling does not depend on their layouts).
+fbl::codegen::NarrowTiling emittedNarrowTiling(const PassCase& pc, int64_t m, int64_t k, int64_t n,
+                                               const NarrowOptions& o) {
+  const fbl::ir::Shape ls = pc.lt ? fbl::ir::Shape{k, m} : fbl::ir::Shape{m, k};
+  const fbl::ir::Shape rs = pc.rt ? fbl::ir::Shape{n, k} : fbl::ir::Shape{k, n};
+  auto kern = fbl::codegen::emitRTileMatmulNarrow("mm", m, k, n, {Layout::rowMajor(ls), pc.lt},
+                                                  {Layout::rowMajor(rs), pc.rt}, Layout::rowMajor({m, n}), o, 49152);
+  REQUIRE(kern.ok());
+  return kern->narrowTiling;
+}
+
 }  // namespace
 
 TEST_CASE("rtile matmul: every layout, forward and both backward products", "[rtile_kernels]") {
@@ -377,12 +389,8 @@ TEST_CASE("rtile matmul: narrow products with K in chunks, summed by the last gr
     o.chunkRows = rows;
     return o;
   };
-  auto chunks = [&](const PassCase& pc, const Dims& d, const NarrowOptions& o) {
-    fbl::ir::Shape rs = pc.rt ? fbl::ir::Shape{d.n, d.k} : fbl::ir::Shape{d.k, d.n};
-    auto k = fbl::codegen::emitRTileMatmulNarrow("mm", d.m, d.k, d.n, {ls[0].make({d.m, d.k}), false},
-                                                 {ls[0].make(rs), pc.rt}, ls[0].make({d.m, d.n}), o, 49152);
-    REQUIRE(k.ok());
-    return k->narrowTiling.chunks;
+  auto chunks = [](const PassCase& pc, const Dims& d, const NarrowOptions& o) {
+    return emittedNarrowTiling(pc, d.m, d.k, d.n, o).chunks;
   };
   for (Dims d : dims)
     for (const NamedLayout& l : ls)
@@ -432,13 +440,8 @@ TEST_CASE("rtile matmul: narrow products with the narrow side whole in a work-it
     o.wideRun = run;
     return o;
   };
-  auto tiling = [&](const PassCase& pc, const Dims& d, const NarrowOptions& o) {
-    fbl::ir::Shape lsh = pc.lt ? fbl::ir::Shape{d.k, d.m} : fbl::ir::Shape{d.m, d.k};
-    fbl::ir::Shape rs = pc.rt ? fbl::ir::Shape{d.n, d.k} : fbl::ir::Shape{d.k, d.n};
-    auto k = fbl::codegen::emitRTileMatmulNarrow("mm", d.m, d.k, d.n, {ls[0].make(lsh), pc.lt}, {ls[0].make(rs), pc.rt},
-                                                 ls[0].make({d.m, d.n}), o, 49152);
-    REQUIRE(k.ok());
-    return k->narrowTiling;
+  auto tiling = [](const PassCase& pc, const Dims& d, const NarrowOptions& o) {
+    return emittedNarrowTiling(pc, d.m, d.k, d.n, o);
   };
   for (Dims d : dims)
     for (const NamedLayout& l : ls) {
