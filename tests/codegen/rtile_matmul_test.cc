@@ -293,84 +293,87 @@ TEST_CASE("rtile matmul: narrow products (LoRA's rank side) in one launch", "[rt
         checkProduct(*s, kPasses[0], d.m, d.k, d.n, l, l, l, MatmulTiling{}, &texelWalk);
       }
     }
-  for (int walk : {0, 1, 2, 3})  // plain, staged, texel walk, a narrow M's row blocks in one group
-    for (int64_t workItems : {int64_t{4}, int64_t{256}})
+  // Its own section: Catch runs the code outside sections once per section above.
+  SECTION("mixed layouts, work-group sizes and the tile choices") {
+    for (int walk : {0, 1, 2, 3})  // plain, staged, texel walk, a narrow M's row blocks in one group
+      for (int64_t workItems : {int64_t{4}, int64_t{256}})
+        for (const PassCase& pc : {kPasses[0], kPasses[1], kPasses[2], kBothTransposed}) {
+          NarrowOptions o = narrowOptions(workItems, 0, walk == 1);
+          o.texelWalkMinSide = walk == 2 ? 1 : 0;
+          o.rowsInGroupMinSide = walk == 3 ? 1 : 0;
+          checkProduct(*s, pc, 37, 301, 5, ls[4], ls[2], ls[0], MatmulTiling{}, &o);
+          checkProduct(*s, pc, 6, 90, 41, ls[0], ls[5], ls[3], MatmulTiling{}, &o);
+          // A 1-wide side (images cannot hold a 1-column operand read along its texels).
+          checkProduct(*s, pc, 1, 40, 13, ls[0], ls[0], ls[0], MatmulTiling{}, &o);
+        }
+    // Staging is taken where neighbouring work-items are K slices reading R, a buffer stored along
+    // K, and nowhere else.
+    auto stagedSource = [&](const PassCase& pc, const NamedLayout& rl) {
+      fbl::ir::Shape rs = pc.rt ? fbl::ir::Shape{5, 301} : fbl::ir::Shape{301, 5};
+      fbl::ir::Shape lsh = pc.lt ? fbl::ir::Shape{301, 37} : fbl::ir::Shape{37, 301};
+      auto k = fbl::codegen::emitRTileMatmulNarrow("mm", 37, 301, 5, {ls[0].make(lsh), pc.lt}, {rl.make(rs), pc.rt},
+                                                   ls[0].make({37, 5}), staged, 49152);
+      REQUIRE(k.ok());
+      CHECK(k->stagesNarrowOperand == (k->source.find("#define STAGE_R 1") != std::string::npos));
+      return k->stagesNarrowOperand;
+    };
+    CHECK(stagedSource(kPasses[0], ls[0]));
+    CHECK_FALSE(stagedSource(kPasses[0], ls[2]));  // an image
+    CHECK_FALSE(stagedSource(kPasses[1], ls[0]));  // R stored along N
+    CHECK_FALSE(stagedSource(kPasses[2], ls[0]));  // L transposed: neighbours are row blocks
+    // The texel walk: FAST 2, the group spanning N (two texels of N = 5), nothing staged.
+    NarrowOptions stagedWalk = staged;
+    stagedWalk.texelWalkMinSide = 1;
+    auto walked = fbl::codegen::emitRTileMatmulNarrow("mm", 37, 301, 5, {ls[0].make({37, 301}), false},
+                                                      {ls[0].make({301, 5}), false}, ls[0].make({37, 5}), stagedWalk,
+                                                      49152);
+    REQUIRE(walked.ok());
+    CHECK_FALSE(walked->stagesNarrowOperand);
+    CHECK(walked->source.find("#define FAST 2") != std::string::npos);
+    CHECK(walked->source.find("#define TN 8u") != std::string::npos);
+    // The kernel reports the walk and tile it was generated with (what the sweep prints).
+    CHECK(walked->narrowOrder == fbl::codegen::NarrowOrder::kTexels);
+    CHECK(walked->narrowTiling.tn == 8);
+    // A narrow M's row blocks in one group: dt^T x at rank 16 is tiled 16 x 8, not 4 x 32.
+    NarrowOptions rowsIn = narrowOptions(256, 65536);
+    auto dA = [&](int64_t minSide) {
+      rowsIn.rowsInGroupMinSide = minSide;
+      auto k = fbl::codegen::emitRTileMatmulNarrow("mm", 16, 512, 2048, {ls[0].make({512, 16}), true},
+                                                   {ls[0].make({512, 2048}), false}, ls[0].make({16, 2048}), rowsIn,
+                                                   49152);
+      REQUIRE(k.ok());
+      return *k;
+    };
+    CHECK(dA(16).source.find("#define TM 16u") != std::string::npos);
+    CHECK(dA(16).narrowTiling.tn == 8);
+    CHECK(dA(0).source.find("#define TM 4u") != std::string::npos);
+    // A launch that runs three products (launch batching) is tiled for all three: the fill target
+    // counts them, so x A on Llama (256 blocks) takes 256 slices alone and 128 in a shared launch,
+    // two blocks a group.
+    const NarrowOptions filled = narrowOptions(256, 65536);
+    auto xA = [&](int64_t products) {
+      auto k = fbl::codegen::emitRTileMatmulNarrow("mm", 512, 2048, 8, {ls[0].make({512, 2048}), false},
+                                                   {ls[0].make({2048, 8}), false}, ls[0].make({512, 8}), filled, 49152,
+                                                   nullptr, nullptr, products);
+      REQUIRE(k.ok());
+      return *k;
+    };
+    const auto alone = xA(1), shared = xA(3);
+    CHECK(alone.source.find("#define KS 256u") != std::string::npos);
+    CHECK(shared.source.find("#define KS 128u") != std::string::npos);
+    CHECK(alone.narrowTiling.ks == 256);
+    CHECK(shared.narrowTiling.ks == 128);
+    CHECK(alone.global[0] / alone.local[0] * alone.global[1] == 256);
+    CHECK(shared.global[0] / shared.local[0] * shared.global[1] == 128);
+    // A fill target the product cannot reach: slices of one texel (K = 301: the second round of
+    // 64 or 128 slices is mostly past K), the deepest trees, with the narrow operand staged.
+    for (int64_t workItems : {int64_t{256}, int64_t{512}})
       for (const PassCase& pc : {kPasses[0], kPasses[1], kPasses[2], kBothTransposed}) {
-        NarrowOptions o = narrowOptions(workItems, 0, walk == 1);
-        o.texelWalkMinSide = walk == 2 ? 1 : 0;
-        o.rowsInGroupMinSide = walk == 3 ? 1 : 0;
+        const NarrowOptions o = narrowOptions(workItems, int64_t{1} << 20, true);
         checkProduct(*s, pc, 37, 301, 5, ls[4], ls[2], ls[0], MatmulTiling{}, &o);
-        checkProduct(*s, pc, 6, 90, 41, ls[0], ls[5], ls[3], MatmulTiling{}, &o);
-        // A 1-wide side (images cannot hold a 1-column operand read along its texels).
-        checkProduct(*s, pc, 1, 40, 13, ls[0], ls[0], ls[0], MatmulTiling{}, &o);
+        checkProduct(*s, pc, 8, 1030, 12, ls[0], ls[5], ls[3], MatmulTiling{}, &o);
       }
-  // Staging is taken where neighbouring work-items are K slices reading R, a buffer stored along
-  // K, and nowhere else.
-  auto stagedSource = [&](const PassCase& pc, const NamedLayout& rl) {
-    fbl::ir::Shape rs = pc.rt ? fbl::ir::Shape{5, 301} : fbl::ir::Shape{301, 5};
-    fbl::ir::Shape lsh = pc.lt ? fbl::ir::Shape{301, 37} : fbl::ir::Shape{37, 301};
-    auto k = fbl::codegen::emitRTileMatmulNarrow("mm", 37, 301, 5, {ls[0].make(lsh), pc.lt}, {rl.make(rs), pc.rt},
-                                                 ls[0].make({37, 5}), staged, 49152);
-    REQUIRE(k.ok());
-    CHECK(k->stagesNarrowOperand == (k->source.find("#define STAGE_R 1") != std::string::npos));
-    return k->stagesNarrowOperand;
-  };
-  CHECK(stagedSource(kPasses[0], ls[0]));
-  CHECK_FALSE(stagedSource(kPasses[0], ls[2]));  // an image
-  CHECK_FALSE(stagedSource(kPasses[1], ls[0]));  // R stored along N
-  CHECK_FALSE(stagedSource(kPasses[2], ls[0]));  // L transposed: neighbours are row blocks
-  // The texel walk: FAST 2, the group spanning N (two texels of N = 5), nothing staged.
-  NarrowOptions stagedWalk = staged;
-  stagedWalk.texelWalkMinSide = 1;
-  auto walked = fbl::codegen::emitRTileMatmulNarrow("mm", 37, 301, 5, {ls[0].make({37, 301}), false},
-                                                    {ls[0].make({301, 5}), false}, ls[0].make({37, 5}), stagedWalk,
-                                                    49152);
-  REQUIRE(walked.ok());
-  CHECK_FALSE(walked->stagesNarrowOperand);
-  CHECK(walked->source.find("#define FAST 2") != std::string::npos);
-  CHECK(walked->source.find("#define TN 8u") != std::string::npos);
-  // The kernel reports the walk and tile it was generated with (what the sweep prints).
-  CHECK(walked->narrowOrder == fbl::codegen::NarrowOrder::kTexels);
-  CHECK(walked->narrowTiling.tn == 8);
-  // A narrow M's row blocks in one group: dt^T x at rank 16 is tiled 16 x 8, not 4 x 32.
-  NarrowOptions rowsIn = narrowOptions(256, 65536);
-  auto dA = [&](int64_t minSide) {
-    rowsIn.rowsInGroupMinSide = minSide;
-    auto k = fbl::codegen::emitRTileMatmulNarrow("mm", 16, 512, 2048, {ls[0].make({512, 16}), true},
-                                                 {ls[0].make({512, 2048}), false}, ls[0].make({16, 2048}), rowsIn,
-                                                 49152);
-    REQUIRE(k.ok());
-    return *k;
-  };
-  CHECK(dA(16).source.find("#define TM 16u") != std::string::npos);
-  CHECK(dA(16).narrowTiling.tn == 8);
-  CHECK(dA(0).source.find("#define TM 4u") != std::string::npos);
-  // A launch that runs three products (launch batching) is tiled for all three: the fill target
-  // counts them, so x A on Llama (256 blocks) takes 256 slices alone and 128 in a shared launch,
-  // two blocks a group.
-  const NarrowOptions filled = narrowOptions(256, 65536);
-  auto xA = [&](int64_t products) {
-    auto k = fbl::codegen::emitRTileMatmulNarrow("mm", 512, 2048, 8, {ls[0].make({512, 2048}), false},
-                                                 {ls[0].make({2048, 8}), false}, ls[0].make({512, 8}), filled, 49152,
-                                                 nullptr, nullptr, products);
-    REQUIRE(k.ok());
-    return *k;
-  };
-  const auto alone = xA(1), shared = xA(3);
-  CHECK(alone.source.find("#define KS 256u") != std::string::npos);
-  CHECK(shared.source.find("#define KS 128u") != std::string::npos);
-  CHECK(alone.narrowTiling.ks == 256);
-  CHECK(shared.narrowTiling.ks == 128);
-  CHECK(alone.global[0] / alone.local[0] * alone.global[1] == 256);
-  CHECK(shared.global[0] / shared.local[0] * shared.global[1] == 128);
-  // A fill target the product cannot reach: slices of one texel (K = 301: the second round of
-  // 64 or 128 slices is mostly past K), the deepest trees, with the narrow operand staged.
-  for (int64_t workItems : {int64_t{256}, int64_t{512}})
-    for (const PassCase& pc : {kPasses[0], kPasses[1], kPasses[2], kBothTransposed}) {
-      const NarrowOptions o = narrowOptions(workItems, int64_t{1} << 20, true);
-      checkProduct(*s, pc, 37, 301, 5, ls[4], ls[2], ls[0], MatmulTiling{}, &o);
-      checkProduct(*s, pc, 8, 1030, 12, ls[0], ls[5], ls[3], MatmulTiling{}, &o);
-    }
+  }
 }
 
 TEST_CASE("rtile matmul: narrow products with K in chunks, summed by the last group of a tile", "[rtile_kernels]") {
@@ -402,26 +405,29 @@ TEST_CASE("rtile matmul: narrow products with K in chunks, summed by the last gr
           }
         }
       }
-  // Mixed layouts, and a low-rank term added by the last group's store.
-  const NarrowOptions o = chunkedOptions(64, 16, 1024, false);
-  const LowRankCase term{8, kPasses[1], &ls[3], 0.5f};
-  for (const PassCase& pc : {kPasses[0], kPasses[1]}) {
-    checkProduct(*s, pc, 96, 1000, 8, ls[4], ls[2], ls[0], MatmulTiling{}, &o);
-    checkParts(*s, pc, 96, 1000, 8, ls[0], ls[5], ls[3], {{MatmulTiling{}, {}}}, &o, &term);
+  // Its own section: Catch runs the code outside sections once per section above.
+  SECTION("mixed layouts, a low-rank term and where chunking applies") {
+    // Mixed layouts, and a low-rank term added by the last group's store.
+    const NarrowOptions o = chunkedOptions(64, 16, 1024, false);
+    const LowRankCase term{8, kPasses[1], &ls[3], 0.5f};
+    for (const PassCase& pc : {kPasses[0], kPasses[1]}) {
+      checkProduct(*s, pc, 96, 1000, 8, ls[4], ls[2], ls[0], MatmulTiling{}, &o);
+      checkParts(*s, pc, 96, 1000, 8, ls[0], ls[5], ls[3], {{MatmulTiling{}, {}}}, &o, &term);
+    }
+    // Below chunk_min_k, or without it, one group walks all of K; a transposed L (neighbours are
+    // row blocks) and a narrow M are never chunked.
+    CHECK(chunks(kPasses[0], {96, 1000, 8}, narrowOptions(64, 1024)) == 1);
+    NarrowOptions high = o;
+    high.chunkMinK = 1001;
+    CHECK(chunks(kPasses[0], {96, 1000, 8}, high) == 1);
+    auto tiling = [&](int64_t m, int64_t k, int64_t n, bool lt) {
+      const fbl::codegen::NarrowOrder order = fbl::codegen::chooseNarrowOrder(m, n, lt, false, o);
+      return fbl::codegen::chooseNarrowTiling(m, n, k, o, 1, order).chunks;
+    };
+    CHECK(tiling(96, 1000, 8, false) > 1);
+    CHECK(tiling(96, 1000, 8, true) == 1);
+    CHECK(tiling(8, 1000, 96, false) == 1);
   }
-  // Below chunk_min_k, or without it, one group walks all of K; a transposed L (neighbours are
-  // row blocks) and a narrow M are never chunked.
-  CHECK(chunks(kPasses[0], {96, 1000, 8}, narrowOptions(64, 1024)) == 1);
-  NarrowOptions high = o;
-  high.chunkMinK = 1001;
-  CHECK(chunks(kPasses[0], {96, 1000, 8}, high) == 1);
-  auto tiling = [&](int64_t m, int64_t k, int64_t n, bool lt) {
-    const fbl::codegen::NarrowOrder order = fbl::codegen::chooseNarrowOrder(m, n, lt, false, o);
-    return fbl::codegen::chooseNarrowTiling(m, n, k, o, 1, order).chunks;
-  };
-  CHECK(tiling(96, 1000, 8, false) > 1);
-  CHECK(tiling(96, 1000, 8, true) == 1);
-  CHECK(tiling(8, 1000, 96, false) == 1);
 }
 
 TEST_CASE("rtile matmul: narrow products with the narrow side whole in a work-item (wide_run)", "[rtile_kernels]") {
@@ -459,17 +465,20 @@ TEST_CASE("rtile matmul: narrow products with the narrow side whole in a work-it
         }
       }
     }
-  // K in chunks, in mixed layouts, with a low-rank term added by the last group's store.
-  const NarrowOptions o = runOptions(64, 16, 4096);
-  REQUIRE(tiling(kPasses[2], {45, 301, 5}, o).chunks > 1);
-  REQUIRE(tiling(kPasses[0], {13, 90, 70}, o).chunks > 1);
-  const LowRankCase term{8, kPasses[1], &ls[3], 0.5f};
-  checkParts(*s, kPasses[2], 45, 301, 5, ls[4], ls[2], ls[0], {{MatmulTiling{}, {}}}, &o, &term);
-  checkParts(*s, kPasses[0], 13, 90, 70, ls[0], ls[5], ls[3], {{MatmulTiling{}, {}}}, &o, &term);
-  // Not where neighbouring work-items are K slices (x A^T, dy B), nor past 16 wide.
-  CHECK(tiling(kPasses[0], {45, 301, 5}, o).bn == 1);
-  CHECK(tiling(kPasses[1], {45, 301, 5}, o).bn == 1);
-  CHECK(tiling(kPasses[2], {45, 301, 17}, o).bn == 1);
+  // Its own section: Catch runs the code outside sections once per section above.
+  SECTION("mixed layouts, a low-rank term and where runs apply") {
+    // K in chunks, in mixed layouts, with a low-rank term added by the last group's store.
+    const NarrowOptions o = runOptions(64, 16, 4096);
+    REQUIRE(tiling(kPasses[2], {45, 301, 5}, o).chunks > 1);
+    REQUIRE(tiling(kPasses[0], {13, 90, 70}, o).chunks > 1);
+    const LowRankCase term{8, kPasses[1], &ls[3], 0.5f};
+    checkParts(*s, kPasses[2], 45, 301, 5, ls[4], ls[2], ls[0], {{MatmulTiling{}, {}}}, &o, &term);
+    checkParts(*s, kPasses[0], 13, 90, 70, ls[0], ls[5], ls[3], {{MatmulTiling{}, {}}}, &o, &term);
+    // Not where neighbouring work-items are K slices (x A^T, dy B), nor past 16 wide.
+    CHECK(tiling(kPasses[0], {45, 301, 5}, o).bn == 1);
+    CHECK(tiling(kPasses[1], {45, 301, 5}, o).bn == 1);
+    CHECK(tiling(kPasses[2], {45, 301, 17}, o).bn == 1);
+  }
 }
 
 TEST_CASE("rtile matmul: mixed operand layouts and the GPU tiling", "[rtile_kernels]") {
