@@ -6,7 +6,7 @@
 #           plans' 4x4/256 and the two floors;
 #   sweeps: fbl-bench matmul --sweep --only "lora mlp" at rank 8 and 16 (buffer) and 8 (image),
 #           the profile as committed (chunk_min_k absent: off) and with chunk_min_k 4096; the
-#           sweep's own row switches chunking per product;
+#           sweep's own row switches chunking per product (RANKS, VARIANTS: fewer of either);
 #   steps:  2-layer Llama-3.2-1B, Qwen2.5-1.5B, Gemma2-2B at rank 8 and Llama-3.2-1B at 16, off
 #           and chunk_min_k 4096: device ms, the narrow products by kind
 #           (../h200-2026-12-03-s31/narrow_share.py) and the losses (they must agree).
@@ -47,9 +47,9 @@ variant off 0; variant k4096 4096
 $B/fblc profile --list > $R/devices.txt 2>&1
 dev=$(grep -i nvidia $R/devices.txt | head -1 | cut -d: -f1 | tr -d " ")
 if [ $PART = sweeps ]; then
-  for rs in 8-buffer 16-buffer 8-image; do
+  for rs in ${RANKS:-8-buffer 16-buffer 8-image}; do
     r=${rs%-*}; st=${rs#*-}
-    for v in off k4096; do
+    for v in ${VARIANTS:-off k4096}; do
       timeout 100 $B/fbl-bench matmul --sweep --only "lora mlp" --rank $r --runs 10 --storage $st --device ${dev:-0} \
         --profile /tmp/h200-$v.json --sweep-json $R/sweep-r$r-$st-$v.json > $R/sweep-r$r-$st-$v.txt 2>&1
       echo "rank $r $st $v"; grep -E "^lora|stream floor" $R/sweep-r$r-$st-$v.txt | cut -c1-150

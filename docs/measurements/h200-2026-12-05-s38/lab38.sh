@@ -8,7 +8,8 @@
 #           the profile as committed (off), chunk_min_k 4096 (stop 37's chunks), wide_run
 #           $WIDE_RUN (default 32; set it from the lab's best TW) and both: device ms, the narrow
 #           products by kind (../h200-2026-12-03-s31/narrow_share.py) and the losses (they must
-#           agree). This supersedes ../h200-2026-12-04-s37/lab37.sh PART=steps.
+#           agree); MODELS="model:rank ..." runs fewer. This supersedes
+#           ../h200-2026-12-04-s37/lab37.sh PART=steps.
 # The product's kernel on the products themselves: ../h200-2026-12-04-s37/lab37.sh PART=sweeps,
 # run with this stop's fbl-bench, whose sweep also switches matmul.narrow.wide_run on per product
 # (its rows "b<blocks>", runs of 8 and 32 texels) beside K in chunks (rows "k<chunks>").
@@ -52,7 +53,7 @@ json.dump(p, open('/tmp/h200-$1.json', 'w'), indent=1)"
 variant off 0 0; variant chunks 4096 0; variant wide 0 $WIDE_RUN; variant both 4096 $WIDE_RUN
 $B/fblc profile --list > $R/devices.txt 2>&1
 dev=$(grep -i nvidia $R/devices.txt | head -1 | cut -d: -f1 | tr -d " ")
-for mr in llama3.2-1b:8 qwen2.5-1.5b:8 gemma2-2b:8 llama3.2-1b:16; do
+for mr in ${MODELS:-llama3.2-1b:8 qwen2.5-1.5b:8 gemma2-2b:8 llama3.2-1b:16}; do
   m=${mr%:*}; r=${mr#*:}; name=$m-l2-r$r
   $B/fblc zoo $m --layers 2 --lora-rank $r -o /tmp/zoo/$name.onnx > /dev/null
   for v in off chunks wide both; do
