@@ -250,6 +250,9 @@ fbl::codegen::NarrowTiling emittedNarrowTiling(const PassCase& pc, int64_t m, in
 
 }  // namespace
 
+// Catch runs a test case once per leaf section, and the code outside sections on every run: so
+// the checks after a DYNAMIC_SECTION loop sit in a SECTION of their own, which runs once.
+
 TEST_CASE("rtile matmul: every layout, forward and both backward products", "[rtile_kernels]") {
   auto s = openSession();
   const MatmulTiling tiling = fbl::codegen::matmulTiling(fbl::codegen::DeviceClass::kCpu);
@@ -293,7 +296,6 @@ TEST_CASE("rtile matmul: narrow products (LoRA's rank side) in one launch", "[rt
         checkProduct(*s, kPasses[0], d.m, d.k, d.n, l, l, l, MatmulTiling{}, &texelWalk);
       }
     }
-  // Its own section: Catch runs the code outside sections once per section above.
   SECTION("mixed layouts, work-group sizes and the tile choices") {
     for (int walk : {0, 1, 2, 3})  // plain, staged, texel walk, a narrow M's row blocks in one group
       for (int64_t workItems : {int64_t{4}, int64_t{256}})
@@ -405,7 +407,6 @@ TEST_CASE("rtile matmul: narrow products with K in chunks, summed by the last gr
           }
         }
       }
-  // Its own section: Catch runs the code outside sections once per section above.
   SECTION("mixed layouts, a low-rank term and where chunking applies") {
     // Mixed layouts, and a low-rank term added by the last group's store.
     const NarrowOptions o = chunkedOptions(64, 16, 1024, false);
@@ -465,7 +466,6 @@ TEST_CASE("rtile matmul: narrow products with the narrow side whole in a work-it
         }
       }
     }
-  // Its own section: Catch runs the code outside sections once per section above.
   SECTION("mixed layouts, a low-rank term and where runs apply") {
     // K in chunks, in mixed layouts, with a low-rank term added by the last group's store.
     const NarrowOptions o = runOptions(64, 16, 4096);
