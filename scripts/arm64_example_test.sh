@@ -5,8 +5,9 @@
 # builds what it needs, then runs it. Args: BUILD_DIR ARM64_BUILD_DIR SOURCE_DIR.
 #
 # PoCL compiles the plan's kernels with LLVM running under qemu: cold, that took 370 s here with
-# PoCL's optimizations and 104 s with -cl-opt-disable, which gives the same losses (to 1e-6); the
-# test passes -cl-opt-disable (FBL_ARM64_KERNEL_OPT=1 keeps PoCL's -O). Kernel caches persist in
+# PoCL's optimizations and 104 s with -cl-opt-disable, which gives the same losses (to 1e-6).
+# POCL_EXTRA_BUILD_FLAGS reaches PoCL as it is: ctest sets it to FBL_WHOLE_PLAN_POCL_FLAGS
+# (CMakeLists.txt; -cl-opt-disable), and unset or empty keeps PoCL's -O. Kernel caches persist in
 # ARM64_BUILD_DIR (a second run takes seconds); FBL_ARM64_COLD=1 empties them first.
 # FBL_ARM64_STEPS: steps (default 5). Missing prerequisites: exit 77 (ctest: skipped, with the
 # reason), or a failure when FBL_REQUIRE_ARM64=1 (scripts/dev.sh test installs them all).
@@ -34,11 +35,11 @@ cold=no; [ -d "$arm/pocl-cache" ] || cold=yes
 "$build/bin/fblc" compile "$src/tests/data/llama-tiny/model.onnx" --profile "$src/profiles/pocl-cpu.json" \
   --lr 1e-2 -o "$work/llama-tiny.fbp" >/dev/null
 mkdir -p "$work/out"
-opt=-cl-opt-disable; [ "${FBL_ARM64_KERNEL_OPT:-0}" = 1 ] && opt=
+opt=${POCL_EXTRA_BUILD_FLAGS:-}
 echo "running $arm/bin/fbl-example under $qemu ($steps steps, kernel caches cold: $cold, PoCL flags: ${opt:-none})"
 start=$(date +%s.%N)
 set +e
-POCL_EXTRA_BUILD_FLAGS=$opt OCL_ICD_VENDORS="$arm/qemu-icd" POCL_CACHE_DIR="$arm/pocl-cache" \
+POCL_EXTRA_BUILD_FLAGS="$opt" OCL_ICD_VENDORS="$arm/qemu-icd" POCL_CACHE_DIR="$arm/pocl-cache" \
   "$qemu" -L "$arm/qemu-sysroot" "$arm/bin/fbl-example" "$work/llama-tiny.fbp" "$work/llama-tiny.safetensors" \
   "$work/out" --steps "$steps" --cache-dir "$arm/program-cache" 2>&1 | tee "$work/log"
 rc=${PIPESTATUS[0]}

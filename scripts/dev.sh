@@ -122,7 +122,8 @@ esac
 export POCL_CACHE_DIR="$root/build/pocl-cache"
 case "$cmd" in
   arm64-test)
-    exec bash scripts/arm64_example_test.sh "$root/build" "$root/build-arm64" "$root"
+    # Through ctest, so that the test runs with the environment CMake gives it.
+    FBL_REQUIRE_ARM64=1 exec ctest --test-dir build -R '^arm64\.example_under_qemu$' --verbose
     ;;
   demo)
     # Compile the bundled tiny Llama for the PoCL CPU device and fine-tune its LoRA adapters.

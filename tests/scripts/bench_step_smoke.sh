@@ -8,8 +8,8 @@
 #     other plans than full fblayout (else the disabled passes did not reach the compiler);
 #   - sane figures in both: positive step and device times, layout time within [0, device time].
 # Timings are not compared: this machine is shared and noisy.
-# Kernel builds dominate the run: kernels build without optimisation (POCL_EXTRA_BUILD_FLAGS,
-# override it to test optimised builds) into a PoCL cache kept in the build dir, so that the
+# Kernel builds dominate the run: under ctest kernels build without optimisation
+# (FBL_WHOLE_PLAN_POCL_FLAGS, CMakeLists.txt) into a PoCL cache kept in the build dir, so that the
 # ablation's reuse and fblayout plans, and reruns, come from the cache.
 # Args: BUILD_DIR SOURCE_DIR.
 set -euo pipefail
