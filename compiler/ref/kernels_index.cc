@@ -35,6 +35,17 @@ Result<std::vector<int64_t>> elementOffsets(const Node& n, const Tensor& data, c
   return offsets;
 }
 
+// One element of ScatterND or ScatterElements: the update replaces it (reduction none) or is
+// combined with it. The schemas (ops/onnx_schemas_shape.cc) admit no other reduction.
+template <typename T>
+void scatterInto(T& out, T update, const std::string& reduction) {
+  if (reduction == "add") out = out + update;
+  else if (reduction == "mul") out = out * update;
+  else if (reduction == "max") out = std::max(out, update);
+  else if (reduction == "min") out = std::min(out, update);
+  else out = update;
+}
+
 Outputs gatherOp(const Node& n, const Inputs& in) {
   FBL_ASSIGN(const Tensor* data, input(n, in, 0));
   FBL_ASSIGN(const Tensor* idxT, input(n, in, 1));
@@ -157,13 +168,7 @@ Outputs scatterNDOp(const Node& n, const Inputs& in) {
         off += w * strides[k];
       }
       for (int64_t s = 0; s < sliceSize; ++s) {
-        T& o = py[off + s];
-        const T u = pu[t * sliceSize + s];
-        if (red == "add") o = o + u;
-        else if (red == "mul") o = o * u;
-        else if (red == "max") o = std::max(o, u);
-        else if (red == "min") o = std::min(o, u);
-        else o = u;
+        scatterInto(py[off + s], pu[t * sliceSize + s], red);
       }
     }
     return single(std::move(y));
@@ -194,13 +199,7 @@ Outputs scatterElementsOp(const Node& n, const Inputs& in) {
     T* py = y.data<T>();
     const T* pu = upd->data<T>();
     for (size_t i = 0; i < offsets.size(); ++i) {
-      T& o = py[offsets[i]];
-      const T u = pu[i];
-      if (red == "add") o = o + u;
-      else if (red == "mul") o = o * u;
-      else if (red == "max") o = std::max(o, u);
-      else if (red == "min") o = std::min(o, u);
-      else o = u;
+      scatterInto(py[offsets[i]], pu[i], red);
     }
     return single(std::move(y));
   });
