@@ -3,6 +3,8 @@
 #include <fstream>
 #include <set>
 
+#include "compiler/support/json_fields.h"
+
 namespace fbl::sim {
 
 namespace {
@@ -19,16 +21,7 @@ const std::set<std::string>& blockFields() {
   return f;
 }
 
-struct Reader {
-  const std::string& origin;
-  Error bad(const std::string& field, const std::string& what) const {
-    return makeError("{}: field '{}': {}", origin, field, what);
-  }
-  Result<const json*> get(const json& obj, const std::string& key, const std::string& path) const {
-    auto it = obj.find(key);
-    if (it == obj.end()) return bad(path, "missing");
-    return &*it;
-  }
+struct Reader : JsonFieldReader {
   Result<int64_t> integer(const json& obj, const std::string& key, const std::string& path, int64_t min) const {
     FBL_ASSIGN(const json* v, get(obj, key, path));
     if (!v->is_number_integer()) return bad(path, fmt::format("expected an integer, got {}", v->type_name()));
@@ -101,7 +94,7 @@ const char* replacementName(Replacement r) { return r == Replacement::kLru ? "lr
 int64_t CacheGeometry::sets() const { return ways == 0 || lines() == 0 ? 1 : lines() / ways; }
 
 Result<MemoryModel> memoryModelFromProfileJson(const json& p, const std::string& origin) {
-  Reader r{origin};
+  Reader r{{origin}};
   if (!p.is_object()) return makeError("{}: not a JSON object", origin);
   FBL_ASSIGN(const json* blockPtr, r.get(p, "memory_model", "memory_model"));
   const json& block = *blockPtr;
@@ -180,7 +173,7 @@ json memoryModelToJson(const MemoryModel& m) {
 }
 
 Result<MemoryModel> memoryModelFromJson(const json& j, const std::string& origin) {
-  Reader r{origin};
+  Reader r{{origin}};
   if (!j.is_object()) return makeError("{}: not a JSON object", origin);
   MemoryModel m;
   m.profile = j.value("profile", std::string());

@@ -5,6 +5,8 @@
 #include <set>
 #include <sstream>
 
+#include "compiler/support/json_fields.h"
+
 namespace fbl::profile {
 
 namespace {
@@ -33,17 +35,7 @@ const std::set<std::string>& knownKeys() {
 const char* jsonTypeName(const json& v) { return v.type_name(); }
 
 // Small typed readers: each names the file and the field path in its error.
-struct Reader {
-  const std::string& origin;
-
-  Error bad(const std::string& field, const std::string& what) const {
-    return makeError("{}: field '{}': {}", origin, field, what);
-  }
-  Result<const json*> get(const json& obj, const std::string& key, const std::string& path) const {
-    auto it = obj.find(key);
-    if (it == obj.end()) return bad(path, "missing");
-    return &*it;
-  }
+struct Reader : JsonFieldReader {
   Result<int64_t> positiveInt(const json& obj, const std::string& key,
                               const std::string& path) const {
     FBL_ASSIGN(const json* v, get(obj, key, path));
@@ -151,7 +143,7 @@ double AccessTable::at(AccessPattern p, int t) const {
 
 Status validateProfile(const HardwareProfile& p, const std::string& origin) {
   auto bad = [&](const std::string& field, const std::string& what) -> Status {
-    return makeError("{}: field '{}': {}", origin, field, what);
+    return JsonFieldReader{origin}.bad(field, what);
   };
   if (p.name.empty()) return bad("name", "missing");
   if (p.waveSize <= 0) return bad("wave_size", "must be positive");
@@ -193,7 +185,7 @@ Status validateProfile(const HardwareProfile& p, const std::string& origin) {
 }
 
 Result<HardwareProfile> profileFromJson(const json& j, const std::string& origin) {
-  Reader r{origin};
+  Reader r{{origin}};
   if (!j.is_object()) return makeError("{}: expected a JSON object at the top level", origin);
   FBL_ASSIGN(std::string schema, r.string(j, "schema", "schema"));
   if (schema != kSchema) return r.bad("schema", fmt::format("expected '{}', got '{}'", kSchema, schema));
