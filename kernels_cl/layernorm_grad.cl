@@ -7,13 +7,7 @@
 __kernel void {{NAME}}_rows(__global const float* dy, __global const float* x,
                             __global const float* scale, __global float* dx,
                             __global float* row_mean, __global float* row_inv) {
-  __local float part[WG];
-#if WG > 1
-  const uint r = get_group_id(0), l = get_local_id(0);
-#else
-  const uint r = get_global_id(0), l = 0;  // short rows: one work-item each
-  if (r >= {{ROWS}}u) return;
-#endif
+  ROW_LANES({{ROWS}}u);
   const uint base = r * {{L}}u;
   float mean = 0.0f;
   for (uint j = l; j < {{L}}u; j += WG) mean += x[base + j];

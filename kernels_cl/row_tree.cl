@@ -3,7 +3,13 @@
 // partial and gets the row's total back, after log2(group size) barriers. The group size is a
 // power of two; `part` holds one float per work-item and is free again on return. With WG = 1
 // (short rows, one work-item each) a partial is already the total.
+//
+// ROW_LANES(rows), first in a row kernel, declares `part`, the row the work-item serves (r) and
+// its lane in the row (l); with WG = 1 the work-items past the last row return.
 #if WG > 1
+#define ROW_LANES(rows)     \
+  __local float part[WG]; \
+  const uint r = get_group_id(0), l = get_local_id(0)
 inline float rowSum(float v, __local float* part) {
   const uint l = get_local_id(0);
   part[l] = v;
@@ -29,6 +35,10 @@ inline float rowMax(float v, __local float* part) {
   return total;
 }
 #else
+#define ROW_LANES(rows)                   \
+  __local float part[WG];               \
+  const uint r = get_global_id(0), l = 0; \
+  if (r >= (rows)) return
 inline float rowSum(float v, __local float* part) { return v; }
 inline float rowMax(float v, __local float* part) { return v; }
 #endif

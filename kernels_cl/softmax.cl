@@ -4,13 +4,7 @@
 #define WG {{WG}}u
 {{ROW_TREE}}
 __kernel void {{NAME}}(__global const float* x, __global float* y) {
-  __local float part[WG];
-#if WG > 1
-  const uint r = get_group_id(0), l = get_local_id(0);
-#else
-  const uint r = get_global_id(0), l = 0;  // short rows: one work-item each
-  if (r >= {{ROWS}}u) return;
-#endif
+  ROW_LANES({{ROWS}}u);
   const uint base = (r / {{INNER}}u) * {{L}}u * {{INNER}}u + r % {{INNER}}u;
   float mx = -INFINITY;
   for (uint j = l; j < {{L}}u; j += WG) mx = fmax(mx, x[base + j * {{INNER}}u]);
