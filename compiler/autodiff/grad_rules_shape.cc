@@ -1,5 +1,5 @@
 // Gradient rules for movement ops (each the inverse index map applied to dy), and for the ops
-// that select or place elements (Gather, GatherND, ScatterND, Where, Slice, Concat, Pad), whose
+// that select or place elements (the Gathers, the Scatters, Where, Slice, Concat, Pad), whose
 // gradients scatter dy back or gather it.
 #include <set>
 
@@ -282,6 +282,18 @@ Result<Grads> gatherNDGrad(GradContext& c) {
   return g;
 }
 
+// GatherElements' transpose: dy scatter-added into zeros of the data's shape along the axis (an
+// element gathered twice gets both contributions, as PyTorch's gather backward).
+Result<Grads> gatherElementsGrad(GradContext& c) {
+  auto& b = c.b;
+  const ir::Shape sx = b.shape(c.in(0));
+  const int64_t axis = normAxis(c.fwd.attrInt("axis", 0), sx.size());
+  Grads g = none(c);
+  g[0] = b.emit("ScatterElements", {b.expand(b.scalar(0.0, b.dtype(c.dy[0])), sx), c.in(1), c.dy[0]},
+                b.dtype(c.dy[0]), sx, {{"axis", axis}, {"reduction", std::string("add")}});
+  return g;
+}
+
 Result<Grads> whereGrad(GradContext& c) {
   auto& b = c.b;
   ValueId dy = c.dy[0];
@@ -307,7 +319,7 @@ std::vector<GradRule> shapeGradRules() {
       {"Expand", expandGrad},       {"Slice", sliceGrad},         {"Concat", concatGrad},
       {"Gather", gatherGrad},       {"Where", whereGrad},         {"Pad", padGrad},
       {"ScatterND", scatterNDGrad}, {"GatherND", gatherNDGrad}, {"ScatterElements", scatterElementsGrad},
-      {"Split", splitGrad},
+      {"GatherElements", gatherElementsGrad}, {"Split", splitGrad},
   };
 }
 

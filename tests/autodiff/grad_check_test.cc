@@ -376,6 +376,26 @@ TEST_CASE("gradcheck: ScatterElements", "[autodiff][gradcheck]") {
       }
 }
 
+TEST_CASE("gradcheck: GatherElements, repeated and negative indices", "[autodiff][gradcheck]") {
+  // DeBERTa's disentangled attention gathers relative-position scores this way (axis -1).
+  const ir::Shape dataShape{3, 4, 5};
+  for (const int64_t axis : {0, 1, -1})
+    DYNAMIC_SECTION("axis " << axis) {
+      GraphBuilder t = GraphBuilder::inferring();
+      ValueId data = t.randomParam("pd", dataShape);
+      const size_t a = axis < 0 ? 2 : static_cast<size_t>(axis);
+      const int64_t len = dataShape[a];
+      ir::Shape idxShape = dataShape;
+      idxShape[a] = 2;  // two picks along the axis per position
+      std::vector<int64_t> idx(static_cast<size_t>(ir::numElements(idxShape)));
+      for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int64_t>(i * 7) % (2 * len) - len;  // [-len, len)
+      idx[static_cast<size_t>(ir::stridesOf(idxShape)[a])] = idx[0];  // both picks of position 0: one element twice
+      ValueId ix = t.constant(ir::Tensor::fromVector<int64_t>(idxShape, idx));
+      t.weightedSumLoss(t.op("GatherElements", {data, ix}, {{"axis", axis}}));
+      checkGradients(t);
+    }
+}
+
 TEST_CASE("autodiff: ScatterND with a repeated tuple under reduction none is refused", "[autodiff][gradcheck]") {
   GraphBuilder t = GraphBuilder::inferring();
   ValueId data = t.randomParam("pd", {4, 2});
