@@ -1,8 +1,9 @@
 // Builds the joint training graph: forward, reverse-mode backward, optimizer.
 //
 // 1. Copy the forward graph; find the scalar loss and the trainable initializers.
-// 2. Forward sweep: mark every float value that depends on a trainable ("active"). Only active
-//    values get gradients, so frozen weights and index/mask chains are never differentiated.
+// 2. Forward sweep: mark every float value that depends on a trainable ("active"), except through
+//    piecewise-constant ops (Sign, Ceil, Floor, Round). Only active values get gradients, so
+//    frozen weights and index/mask chains are never differentiated.
 // 3. Seed d loss = 1 and walk the forward nodes in reverse topological order. A node with a
 //    gradient on some output and an active input calls its GradRule, which returns the
 //    gradient of each active input; contributions to one value are summed with Add.
@@ -22,11 +23,17 @@ namespace {
 
 std::string fileOf(const ir::Graph& g) { return g.sourcePath.empty() ? g.name : g.sourcePath; }
 
+// Piecewise-constant ops: their gradient is zero almost everywhere (PyTorch's is zero), so their
+// outputs carry none.
+bool isPiecewiseConstant(std::string_view op) {
+  return op == "Sign" || op == "Ceil" || op == "Floor" || op == "Round";
+}
+
 std::vector<uint8_t> activeValues(const ir::Graph& g, const std::vector<ir::ValueId>& params) {
   std::vector<uint8_t> active(g.values.size(), 0);
   for (ir::ValueId p : params) active[p] = 1;
   for (const auto& n : g.nodes) {
-    if (n.dead) continue;
+    if (n.dead || isPiecewiseConstant(n.op)) continue;
     bool any = false;
     for (ir::ValueId v : n.inputs) any = any || (v != ir::kNoValue && active[v]);
     if (!any) continue;

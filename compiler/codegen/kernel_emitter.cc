@@ -55,6 +55,10 @@ const EwRule kEwRules[] = {
     {"Reciprocal", "1.0f / a"},
     {"Neg", "-a"},
     {"Abs", "fabs(a)"},
+    {"Sign", "sign(a)"},
+    {"Ceil", "ceil(a)"},
+    {"Floor", "floor(a)"},
+    {"Round", "rint(a)"},
     {"Exp", "exp(a)"},
     {"Log", "log(a)"},
     {"Tanh", "tanh(a)"},
@@ -112,6 +116,7 @@ std::string adaptExpr(std::string expr, DType t) {
     if (p != std::string::npos) expr.replace(p, from.size(), to);
   };
   repl("fabs(", "abs(");
+  repl("sign(a)", "((a > 0) - (a < 0))");
   return expr;
 }
 

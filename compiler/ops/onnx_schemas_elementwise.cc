@@ -168,11 +168,12 @@ std::vector<OpSchema> elementwiseSchemas() {
       {"Where", 3, 3, {}, where},
       {"Neg", 1, 1, {}, unaryNumeric},
       {"Abs", 1, 1, {}, unaryNumeric},
+      {"Sign", 1, 1, {}, unaryNumeric},
       {"Relu", 1, 1, {}, unaryNumeric},
       {"Gelu", 1, 1, {"approximate"}, gelu},
   };
   for (std::string_view op : {"Sqrt", "Reciprocal", "Exp", "Log", "Erf", "Sigmoid", "Tanh",
-                              "Cos", "Sin"})
+                              "Cos", "Sin", "Ceil", "Floor", "Round"})
     s.push_back({op, 1, 1, {}, unaryFloat});
   return s;
 }

@@ -22,6 +22,7 @@ const std::map<std::string_view, OpClass>& classTable() {
     std::map<std::string_view, OpClass> m;
     for (auto op : {"Add", "Sub", "Neg", "Sum", "Identity", "Cast", "CastLike", "Equal", "Less",
                     "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Not", "Abs",
+                    "Sign", "Ceil", "Floor", "Round",
                     "fbl.AdamW", "fbl.SGD", "Range", "Shape", "ConstantOfShape"})
       m[op] = OpClass::kFtiC;
     for (auto op : {"Mul", "Div", "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Softmax", "LogSoftmax",

@@ -345,6 +345,11 @@ std::vector<KernelEntry> elementwiseKernels() {
       {"Where", whereOp},
       {"Neg", [](const Node& n, const Inputs& in) { return unarySigned(n, in, [](auto x) { return -x; }); }},
       {"Abs", [](const Node& n, const Inputs& in) { return unarySigned(n, in, [](auto x) { return x < 0 ? -x : x; }); }},
+      {"Sign", [](const Node& n, const Inputs& in) { return unarySigned(n, in, [](auto x) { return (x > 0) - (x < 0); }); }},
+      {"Ceil", [](const Node& n, const Inputs& in) { return unaryFloat(n, in, [](float x) { return std::ceil(x); }); }},
+      {"Floor", [](const Node& n, const Inputs& in) { return unaryFloat(n, in, [](float x) { return std::floor(x); }); }},
+      // Halves to even, as ONNX and PyTorch round (the default rounding mode).
+      {"Round", [](const Node& n, const Inputs& in) { return unaryFloat(n, in, [](float x) { return std::nearbyint(x); }); }},
       {"Sqrt", [](const Node& n, const Inputs& in) { return unaryFloat(n, in, [](float x) { return std::sqrt(x); }); }},
       {"Reciprocal", [](const Node& n, const Inputs& in) { return unaryFloat(n, in, [](float x) { return 1.0f / x; }); }},
       {"Exp", [](const Node& n, const Inputs& in) { return unaryFloat(n, in, [](float x) { return std::exp(x); }); }},

@@ -133,6 +133,20 @@ TEST_CASE("gradcheck: unary math", "[autodiff][gradcheck]") {
   }
 }
 
+TEST_CASE("gradcheck: piecewise-constant ops pass no gradient", "[autodiff][gradcheck]") {
+  // x * op(x): the gradient is op(x) alone, as PyTorch's (DeBERTa-v2's log position buckets).
+  for (std::string op : {"Sign", "Ceil", "Floor", "Round"}) {
+    DYNAMIC_SECTION(op) {
+      GraphBuilder t = GraphBuilder::inferring();
+      std::vector<float> steps;  // where any of them jumps: the integers and the halves
+      for (int k = -6; k <= 6; ++k) steps.push_back(0.5f * static_cast<float>(k));
+      ValueId x = kinkFreeParam(t, "px", {3, 5}, -2.8f, 2.8f, steps);
+      t.weightedSumLoss(t.op("Mul", {x, t.op(op, {x})}));
+      checkGradients(t);
+    }
+  }
+}
+
 TEST_CASE("gradcheck: Pow with constant exponents", "[autodiff][gradcheck]") {
   for (float e : {2.0f, 3.0f, 0.5f, 1.0f}) {
     DYNAMIC_SECTION("exponent " << e) {

@@ -159,6 +159,9 @@ TEST_CASE("unary f32 ops follow their formulas", "[ref]") {
   std::vector<Case> cases = {
       {"Neg", false, [](double v) { return -v; }, {}},
       {"Abs", false, [](double v) { return std::abs(v); }, {}},
+      {"Sign", false, [](double v) { return (v > 0) - (v < 0); }, {}},
+      {"Ceil", false, [](double v) { return std::ceil(v); }, {}},
+      {"Floor", false, [](double v) { return std::floor(v); }, {}},
       {"Sqrt", true, [](double v) { return std::sqrt(v); }, {}},
       {"Reciprocal", true, [](double v) { return 1 / v; }, {}},
       {"Exp", false, [](double v) { return std::exp(v); }, {}},
@@ -182,6 +185,15 @@ TEST_CASE("unary f32 ops follow their formulas", "[ref]") {
     for (int64_t i = 0; i < y.numel(); ++i)
       REQUIRE(y.at(i) == Approx(c.fn(in.at(i))).epsilon(1e-6).margin(1e-6));
   }
+}
+
+TEST_CASE("Round halves to even; Sign of integers and zeros", "[ref]") {
+  Tensor x = Tensor::fromVector<float>({8}, {-2.5f, -1.5f, -0.5f, 0.5f, 1.5f, 2.5f, 2.4f, -2.6f});
+  requireEqual(mustRun("Round", {&x})[0], Tensor::fromVector<float>({8}, {-2, -2, -0.0f, 0, 2, 2, 2, -3}));
+  Tensor i = Tensor::fromVector<int64_t>({4}, {-7, 0, 3, -1});
+  requireEqual(mustRun("Sign", {&i})[0], Tensor::fromVector<int64_t>({4}, {-1, 0, 1, -1}));
+  Tensor z = Tensor::fromVector<float>({2}, {0.0f, -0.0f});
+  requireEqual(mustRun("Sign", {&z})[0], Tensor::fromVector<float>({2}, {0, 0}));
 }
 
 TEST_CASE("Cast, CastLike, Identity and inference Dropout", "[ref]") {

@@ -20,6 +20,17 @@ TEST_CASE("elementwise kernels broadcast like the reference", "[runtime][kernels
     auto x = c.in("x", DType::F32, {5, 7}, 0.1, 2.0);
     c.run(c.b.op(op, {x}));
   }
+  // Piecewise-constant ops over both signs; Sign of integers too.
+  for (const char* op : {"Sign", "Ceil", "Floor", "Round"}) {
+    Case c;
+    auto x = c.in("x", DType::F32, {5, 7}, -3.0, 3.0);
+    c.run(c.b.op(op, {x}));
+  }
+  {
+    Case c;
+    auto x = c.in("x", DType::I64, {3, 5}, -3, 3);
+    c.run(c.b.op("Sign", {x}));
+  }
   {
     Case c;
     auto x = c.in("x", DType::F32, {4, 8}, 0.1, 2.0);
