@@ -2,6 +2,7 @@
 //   1. importModel (shape overrides applied; a symbolic input dimension with no override is an
 //      error naming the input).
 //   2. fold-and-infer: static shapes and dtypes everywhere; constant-only chains folded.
+//   2b. decompose-ops: what is left of Tile and Clip becomes ops with kernels.
 //   3. drop-noops: Identity, same-dtype Cast/CastLike, identity Dropout (needs step 2's dtypes).
 //   4. dead-code: drops what folding and step 3 left unused, and compacts.
 //   5. Every live tensor has a static shape (an internal error otherwise).
@@ -17,6 +18,7 @@ void LoadPasses::addTo(passes::PassManager& pm) {
   passes::PassSpec foldSpec = passes::PassSpec::required("every later pass needs static shapes and dtypes");
   foldSpec.infersShapes = true;
   pm.add(fold, foldSpec);
+  pm.add(decompose, passes::PassSpec::required("Tile and Clip have no kernels of their own"));
   pm.add(noops);
   pm.add(dce);
 }

@@ -8,6 +8,7 @@
 
 #include "compiler/ir/graph.h"
 #include "compiler/passes/dead_code.h"
+#include "compiler/passes/decompose_ops.h"
 #include "compiler/passes/drop_noops.h"
 #include "compiler/passes/fold_and_infer.h"
 #include "compiler/passes/pass_manager.h"
@@ -25,11 +26,12 @@ struct LoadOptions {
 // Steps 2-4 of loadModel as passes, for a PassManager that runs more than them (fblc compile's
 // pipeline). The passes outlive the manager.
 struct LoadPasses {
-  // fold-and-infer is required (every later pass needs static shapes); drop-noops and dead-code
-  // may be disabled.
+  // fold-and-infer and decompose-ops are required (every later pass needs static shapes, and
+  // Tile and Clip have no kernels); drop-noops and dead-code may be disabled.
   void addTo(passes::PassManager& pm);
 
   passes::FoldAndInfer fold;
+  passes::DecomposeOps decompose;
   passes::DropNoops noops;
   passes::DeadCode dce;
 };

@@ -92,6 +92,22 @@ Status where(InferContext& c) {
   return Status::success();
 }
 
+// Clip: the bounds, when present, are scalars of the input's dtype (decompose-ops rewrites it
+// into Max and Min for the device).
+Status clip(InferContext& c) {
+  FBL_TRY(expectOutputs(c, 1, 1));
+  if (c.in[0].dtype == DType::Bool)
+    return c.fail(fmt::format("input '{}' must be numeric, not bool", inputName(c, 0)));
+  for (size_t i : {1, 2}) {
+    if (!hasInput(c, i)) continue;
+    FBL_TRY(expectSameDType(c, 0, i));
+    if (ir::numElements(c.in[i].shape) != 1)
+      return c.fail(fmt::format("bound '{}' must be a scalar, not {}", inputName(c, i), ir::shapeToString(c.in[i].shape)));
+  }
+  c.out[0] = c.in[0];
+  return Status::success();
+}
+
 Status gelu(InferContext& c) {
   std::string approx = c.node.attrString("approximate", "none");
   if (approx != "none" && approx != "tanh")
@@ -155,6 +171,7 @@ std::vector<OpSchema> elementwiseSchemas() {
       {"Div", 2, 2, {}, broadcastSameType},
       {"Max", 1, kVariadic, {}, broadcastSameType},
       {"Min", 1, kVariadic, {}, broadcastSameType},
+      {"Clip", 1, 3, {}, clip},
       {"Pow", 2, 2, {}, pow},
       {"Mod", 2, 2, {"fmod"}, mod},
       {"Equal", 2, 2, {}, compare},

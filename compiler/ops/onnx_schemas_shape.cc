@@ -1,5 +1,5 @@
 // Shape rules of the constant and movement ops: Constant, ConstantOfShape, Shape, Reshape,
-// Transpose, (Un)Squeeze, Flatten, Concat, Slice, Split, Pad, Expand, the Gathers, the Scatters, Range,
+// Transpose, (Un)Squeeze, Flatten, Concat, Slice, Split, Pad, Expand, Tile, the Gathers, the Scatters, Range,
 // CumSum and Trilu. Targets given as inputs (Reshape's shape, Slice's starts, ...) must be compile-time
 // constants: fold_and_infer folds the chains that compute them before it reaches these nodes.
 #include <algorithm>
@@ -314,6 +314,25 @@ Status expand(InferContext& c) {
   return Status::success();
 }
 
+// Tile: each axis repeated whole repeats[d] times (decompose-ops rewrites it for the device).
+Status tile(InferContext& c) {
+  FBL_TRY(expectOutputs(c, 1, 1));
+  FBL_ASSIGN(Shape repeats, constDims(c, 1, "the repeats"));
+  const Shape& in = c.in[0].shape;
+  if (repeats.size() != in.size())
+    return c.fail(fmt::format("repeats {} must have one entry per axis of the input {}", ir::shapeToString(repeats),
+                              ir::shapeToString(in)));
+  Shape out(in.size());
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (repeats[d] < 0) return c.fail(fmt::format("repeats {} has a negative entry", ir::shapeToString(repeats)));
+    if (repeats[d] > 0 && in[d] > std::numeric_limits<int64_t>::max() / repeats[d])
+      return c.fail(fmt::format("repeats {} overflow the input {}", ir::shapeToString(repeats), ir::shapeToString(in)));
+    out[d] = in[d] * repeats[d];
+  }
+  setOut(c, 0, c.in[0].dtype, std::move(out));
+  return Status::success();
+}
+
 Status gather(InferContext& c) {
   FBL_TRY(expectOutputs(c, 1, 1));
   FBL_TRY(expectIndex(c, 1));
@@ -494,6 +513,7 @@ std::vector<OpSchema> shapeSchemas() {
       {"Split", 1, 2, {"axis", "num_outputs"}, split},
       {"Pad", 2, 4, {"mode"}, pad},
       {"Expand", 2, 2, {}, expand},
+      {"Tile", 2, 2, {}, tile},
       {"Gather", 2, 2, {"axis"}, gather},
       {"GatherElements", 2, 2, {"axis"}, gatherElements},
       {"GatherND", 2, 2, {"batch_dims"}, gatherND},

@@ -212,6 +212,23 @@ Outputs extremum(const Node& n, const Inputs& in) {
   return single(std::move(acc));
 }
 
+// Clip(x, min?, max?) = Min(Max(x, min), max): a bound that is absent does nothing, and min > max
+// gives max everywhere, as ONNX specifies.
+Outputs clipOp(const Node& n, const Inputs& in) {
+  FBL_ASSIGN(const Tensor* x, input(n, in, 0));
+  Tensor y = *x;
+  if (const Tensor* lo = optionalInput(in, 1)) {
+    FBL_ASSIGN(auto r, extremum<true>(n, Inputs{&y, lo}));
+    y = std::move(r[0]);
+  }
+  if (const Tensor* hi = optionalInput(in, 2)) {
+    FBL_ASSIGN(auto r, extremum<false>(n, Inputs{&y, hi}));
+    y = std::move(r[0]);
+  }
+  if (y.shape() != x->shape()) return nodeError(n, "the bounds must be scalars");
+  return single(std::move(y));
+}
+
 Outputs whereOp(const Node& n, const Inputs& in) {
   FBL_ASSIGN(const Tensor* c, input(n, in, 0));
   FBL_ASSIGN(const Tensor* x, input(n, in, 1));
@@ -333,6 +350,7 @@ std::vector<KernelEntry> elementwiseKernels() {
       {"Mod", modOp},
       {"Max", extremum<true>},
       {"Min", extremum<false>},
+      {"Clip", clipOp},
       {"Equal", [](const Node& n, const Inputs& in) { return compare(n, in, false, [](auto x, auto y) { return x == y; }); }},
       {"Less", [](const Node& n, const Inputs& in) { return compare(n, in, true, [](auto x, auto y) { return x < y; }); }},
       {"LessOrEqual", [](const Node& n, const Inputs& in) { return compare(n, in, true, [](auto x, auto y) { return x <= y; }); }},

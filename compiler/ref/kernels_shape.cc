@@ -329,6 +329,34 @@ Outputs padOp(const Node& n, const Inputs& in) {
   return single(std::move(y));
 }
 
+// out[i] = x[i mod x.shape], axis by axis: the input repeated whole along each axis.
+Outputs tileOp(const Node& n, const Inputs& in) {
+  FBL_ASSIGN(const Tensor* x, input(n, in, 0));
+  FBL_ASSIGN(const Tensor* r, input(n, in, 1));
+  FBL_ASSIGN(const std::vector<int64_t> repeats, intValues(n, *r, "repeats"));
+  const Shape& xs = x->shape();
+  if (repeats.size() != xs.size())
+    return nodeError(n, "repeats has {} entries for an input of rank {}", repeats.size(), xs.size());
+  Shape out(xs.size());
+  for (size_t d = 0; d < xs.size(); ++d) {
+    if (repeats[d] < 0 || (repeats[d] > 0 && xs[d] > std::numeric_limits<int64_t>::max() / repeats[d]))
+      return nodeError(n, "repeats {} do not fit the input {}", ir::shapeToString(repeats), ir::shapeToString(xs));
+    out[d] = xs[d] * repeats[d];
+  }
+  FBL_TRY(checkShape(n, out));
+  Tensor y(x->dtype(), out);
+  const size_t esz = ir::dtypeSize(x->dtype());
+  const std::vector<int64_t> xStrides = ir::stridesOf(xs);
+  std::vector<int64_t> coord(out.size(), 0);
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    int64_t from = 0;
+    for (size_t d = 0; d < out.size(); ++d) from += coord[d] % xs[d] * xStrides[d];
+    std::memcpy(y.raw() + i * esz, x->raw() + from * esz, esz);
+    for (int64_t d = static_cast<int64_t>(out.size()) - 1; d >= 0 && ++coord[d] == out[d]; --d) coord[d] = 0;
+  }
+  return single(std::move(y));
+}
+
 Outputs triluOp(const Node& n, const Inputs& in) {
   FBL_ASSIGN(const Tensor* x, input(n, in, 0));
   if (x->rank() < 2) return nodeError(n, "input must have rank >= 2, has {}", x->rank());
@@ -360,6 +388,7 @@ std::vector<KernelEntry> shapeKernels() {
       {"Slice", viewOp},          {"Expand", viewOp},
       {"Concat", concatOp},       {"Split", splitOp},
       {"Pad", padOp},             {"Trilu", triluOp},
+      {"Tile", tileOp},
   };
 }
 

@@ -17,7 +17,7 @@ driver::CompileArgs llamaTiny() {
 }
 
 const std::vector<std::string> kPasses = {
-    "fold-and-infer",     "drop-noops",   "dead-code",              "fuse-attention",          "autodiff",
+    "fold-and-infer",     "decompose-ops", "drop-noops", "dead-code",           "fuse-attention",          "autodiff",
     "classify-operators", "assign-rtile", "tile-index-elimination", "global-layout-selection", "layout-assignment",
     "lower-layouts",      "low-rank-terms", "fusion",     "assign-storage"};
 
@@ -43,7 +43,7 @@ TEST_CASE("compile: every stage after the import is a pass of one pipeline", "[d
   auto reuse = driver::compileModel(a);
   INFO((reuse.ok() ? "" : reuse.error().message));
   REQUIRE(reuse.ok());
-  CHECK(ranPasses(*reuse) == std::vector<std::string>{"fold-and-infer", "drop-noops", "dead-code", "autodiff",
+  CHECK(ranPasses(*reuse) == std::vector<std::string>{"fold-and-infer", "decompose-ops", "drop-noops", "dead-code", "autodiff",
                                                       "classify-operators", "layout-assignment", "lower-layouts",
                                                       "low-rank-terms", "fusion", "assign-storage"});
 }
@@ -68,7 +68,7 @@ TEST_CASE("compile: a required pass refuses --disable-pass and says why", "[driv
   auto typo = driver::compileModel(a);
   REQUIRE_FALSE(typo.ok());
   CHECK(typo.error().message ==
-        "--disable-pass fold-and-infr: no such pass (passes: fold-and-infer, drop-noops, dead-code, fuse-attention, "
+        "--disable-pass fold-and-infr: no such pass (passes: fold-and-infer, decompose-ops, drop-noops, dead-code, fuse-attention, "
         "autodiff, classify-operators, assign-rtile, tile-index-elimination, global-layout-selection, "
         "layout-assignment, lower-layouts, low-rank-terms, fusion, assign-storage)");
 }
