@@ -150,7 +150,36 @@ def swin():
             ["noopt", "opt"], "shifted windows (torch.roll), relative position bias table, patch merging")
 
 
-ARCHS = dict(gpt2=gpt2, phi3=phi3, gpt_neox=gpt_neox, opt=opt, falcon=falcon, t5=t5, roberta=roberta, deit=deit, swin=swin)
+def gptj():
+    c = T.GPTJConfig(n_embd=32, n_layer=2, n_head=4, n_inner=64, rotary_dim=4, vocab_size=128, n_positions=64,
+                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, use_cache=False, bos_token_id=1,
+                     eos_token_id=2)
+    x = ids(c.vocab_size)
+    return (T.GPTJForCausalLM, c, ["q_proj", "k_proj", "v_proj", "out_proj", "fc_in", "fc_out"],
+            ["input_ids", "labels"], (x, x.clone()), ["noopt", "opt"],
+            "interleaved rotary on 4 dims a head (repeat_interleave: Tile), parallel attention and MLP")
+
+
+def deberta_v2():
+    c = T.DebertaV2Config(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                          vocab_size=128, max_position_embeddings=64, relative_attention=True, position_buckets=8,
+                          pos_att_type=["p2c", "c2p"], max_relative_positions=16, position_biased_input=False,
+                          pad_token_id=0, type_vocab_size=0, hidden_dropout_prob=0.0,
+                          attention_probs_dropout_prob=0.0)
+    x = ids(c.vocab_size, 2)
+    mask = torch.ones_like(x)
+    mask[1, 11:] = 0
+    x[mask == 0] = c.pad_token_id
+    labels = ids(c.vocab_size, 2)
+    labels[mask == 0] = -100
+    return (T.DebertaV2ForMaskedLM, c, ["query_proj", "key_proj", "value_proj", "attention.output.dense",
+                                        "intermediate.dense", "output.dense"],
+            ["input_ids", "attention_mask", "labels"], (x, mask, labels), ["noopt", "opt", "ts"],
+            "disentangled attention (c2p and p2c: GatherElements, Tile), log position buckets (Sign, Ceil, Clip)")
+
+
+ARCHS = dict(gpt2=gpt2, phi3=phi3, gpt_neox=gpt_neox, opt=opt, falcon=falcon, t5=t5, roberta=roberta, deit=deit,
+             swin=swin, gptj=gptj, deberta_v2=deberta_v2)
 
 
 def save_tensor(path, name, t):
