@@ -66,6 +66,36 @@ class Builder {
     target.computeUnits = profile_.computeUnits;
     target.matmul = profile_.matmul;
     target.tuning = profile_.tuning;
+    // A materialised value is copied in right before the first launch that reads it. The
+    // lowering attaches the copy to the first consumer that asked for it, but an earlier node may
+    // read the value as stored (its chain left to run op by op), or a fused kernel may move.
+    std::map<ir::ValueId, const codegen::OperandLayout*> pendingCopies;
+    if (in_.lowering)
+      for (const NodeLowering& nl : in_.lowering->nodes)
+        for (const auto& [v, from] : nl.materialise) pendingCopies[v] = &from;
+    auto copyIn = [&](const ir::Node& reader, ir::ValueId v) -> Status {
+      auto it = pendingCopies.find(v);
+      if (it == pendingCopies.end()) return Status::success();
+      const ir::Value& val = g_.values[v];
+      FBL_ASSIGN(codegen::NodeCode copy,
+                 codegen::emitLayoutCopy(g_, *it->second, val.dtype, layout::Layout::rowMajor(val.shape), target));
+      pendingCopies.erase(it);
+      addLaunches(reader, copy, "conversion", {tensorOf(v)}, "/copy:" + val.name, {}, {});
+      return Status::success();
+    };
+    // `slots`: how the reader's kernel reads each input; one read through another value's map, or
+    // passed on in registers (`chained`), does not read the value itself.
+    auto copyInReadsOf = [&](const ir::Node& reader, const std::vector<std::optional<codegen::OperandLayout>>* slots,
+                             int chained) -> Status {
+      for (size_t s = 0; s < reader.inputs.size(); ++s) {
+        const ir::ValueId u = reader.inputs[s];
+        if (u == ir::kNoValue || static_cast<int>(s) == chained) continue;
+        if (slots && s < slots->size() && (*slots)[s] && (*slots)[s]->value != u) continue;
+        FBL_TRY(copyIn(reader, u));
+        FBL_TRY(copyIn(reader, root_[u]));
+      }
+      return Status::success();
+    };
     // 1-3: launches and kernels.
     for (ir::NodeId id = 0; id < static_cast<ir::NodeId>(g_.nodes.size()); ++id) {
       if (g_.nodes[id].dead) continue;
@@ -89,14 +119,12 @@ class Builder {
       std::vector<ir::NodeId> covered{emitted};  // the nodes whose outputs the kernel writes
       if (nl)
         for (const codegen::FusedOp& op : nl->layouts.epilogue) covered.push_back(op.node);
-      if (nl) {
-        for (const auto& [v, from] : nl->materialise) {
-          const ir::Value& val = g_.values[v];
-          FBL_ASSIGN(codegen::NodeCode copy,
-                     codegen::emitLayoutCopy(g_, from, val.dtype, layout::Layout::rowMajor(val.shape), target));
-          addLaunches(n, copy, "conversion", {tensorOf(v)}, "/copy:" + val.name, {}, {});
-        }
-      }
+      if (nl)
+        for (const auto& [v, from] : nl->materialise) FBL_TRY(copyIn(n, v));
+      FBL_TRY(copyInReadsOf(n, nl ? &nl->layouts.inputs : nullptr, -1));
+      if (nl)
+        for (const auto* list : {&nl->layouts.inlined, &nl->layouts.epilogue})
+          for (const codegen::FusedOp& op : *list) FBL_TRY(copyInReadsOf(g_.nodes[op.node], &op.inputs, op.chained));
       FBL_ASSIGN(codegen::NodeCode code,
                  nl ? codegen::emitNode(g_, n, target, nl->layouts) : codegen::emitNode(g_, n, target));
       if (code.aliasOf != ir::kNoValue) {
@@ -399,21 +427,31 @@ class Builder {
     return id;
   }
 
+  // Launches share a kernel entry when they share its source and work sizes: a plan gives each
+  // kernel one work size (kernel_work). A source that leaves a grid dimension unguarded (a batch)
+  // can serve launches of other sizes, so each other size gets a copy of the source of its own.
   int32_t kernelFor(const codegen::LaunchSpec& l) {
-    auto it = kernelBase_.find(l.source);
-    std::string base;
-    if (it == kernelBase_.end()) {
-      base = fmt::format("k{}_{}", kernelSources_.size(), l.tag);
-      kernelBase_[l.source] = base;
-      kernelSources_.push_back(planKernelSource(l.source, base));
-    } else {
-      base = it->second;
+    const std::pair<std::vector<int64_t>, std::vector<int64_t>> work{l.global, l.local};
+    for (int copy = 0;; ++copy) {
+      const std::string key = copy == 0 ? l.source : fmt::format("{}\n// work sizes #{}", l.source, copy);
+      auto it = kernelBase_.find(key);
+      std::string base;
+      if (it == kernelBase_.end()) {
+        base = fmt::format("k{}_{}", kernelSources_.size(), l.tag);
+        kernelBase_[key] = base;
+        kernelSources_.push_back(planKernelSource(l.source, base));
+      } else {
+        base = it->second;
+      }
+      const std::string entry = base + l.entry;
+      auto e = entryIndex_.find(entry);
+      if (e == entryIndex_.end()) {
+        plan_.kernelNames.push_back(entry);
+        entryWork_[entry] = work;
+        return entryIndex_[entry] = static_cast<int32_t>(plan_.kernelNames.size() - 1);
+      }
+      if (entryWork_.at(entry) == work) return e->second;
     }
-    const std::string entry = base + l.entry;
-    auto e = entryIndex_.find(entry);
-    if (e != entryIndex_.end()) return e->second;
-    plan_.kernelNames.push_back(entry);
-    return entryIndex_[entry] = static_cast<int32_t>(plan_.kernelNames.size() - 1);
   }
 
   void planMemoryFor(const std::set<int32_t>& keep, BuildStats* stats) {
@@ -486,6 +524,7 @@ class Builder {
   std::map<ir::ValueId, int32_t> tensorOfRoot_;
   std::map<std::string, std::string> kernelBase_;
   std::map<std::string, int32_t> entryIndex_;
+  std::map<std::string, std::pair<std::vector<int64_t>, std::vector<int64_t>>> entryWork_;  // global, local
   std::vector<std::string> kernelSources_;
   std::vector<std::pair<int32_t, layout::Layout>> packed_;  // host tensors in another layout
   // Per launch while the list is built: its kernel, and what batching needs of it.
