@@ -135,7 +135,7 @@ class Differentiate {
 };
 
 // Every pass of `fblc compile`, in order, over one graph that autodiff turns from the forward
-// into the joint graph: load (fold-and-infer, drop-noops, dead-code), fuse-attention (fblayout
+// into the joint graph: load (fold-and-infer, decompose-ops, drop-noops, dead-code), fuse-attention (fblayout
 // only), autodiff, the layout pipeline (layout_pipeline.h), the lowering (layout_lowering.h).
 struct CompilePipeline {
   CompilePipeline(strategy::Strategy strategy, const profile::HardwareProfile& hw, const autodiff::TrainingOptions& to)

@@ -1,6 +1,6 @@
 // Shape rules of the constant and movement ops: Constant, ConstantOfShape, Shape, Reshape,
-// Transpose, (Un)Squeeze, Flatten, Concat, Slice, Split, Pad, Expand, Tile, the Gathers, the Scatters, Range,
-// CumSum and Trilu. Targets given as inputs (Reshape's shape, Slice's starts, ...) must be compile-time
+// Transpose, (Un)Squeeze, Flatten, Concat, Slice, Split, Pad, Expand, Tile, Resize, the Gathers, the Scatters,
+// Range, CumSum and Trilu. Targets given as inputs (Reshape's shape, Slice's starts, ...) must be compile-time
 // constants: fold_and_infer folds the chains that compute them before it reaches these nodes.
 #include <algorithm>
 #include <cmath>
@@ -10,6 +10,7 @@
 
 #include "compiler/ops/broadcast.h"
 #include "compiler/ops/onnx_schemas_common.h"
+#include "compiler/ops/resize_sampling.h"
 
 namespace fbl::ops::rules {
 
@@ -333,6 +334,26 @@ Status tile(InferContext& c) {
   return Status::success();
 }
 
+// Resize: the output size from the constant scales or sizes (resize_sampling.h says what is
+// supported); roi is ignored, as every supported coordinate mode ignores it.
+Status resize(InferContext& c) {
+  FBL_TRY(expectOutputs(c, 1, 1));
+  std::vector<float> scales;
+  std::vector<int64_t> sizes;
+  if (hasInput(c, 2) && ir::numElements(c.in[2].shape) > 0) {
+    if (c.constIn[2] == nullptr) return c.fail("the scales must be known at compile time");
+    for (int64_t i = 0; i < c.constIn[2]->numel(); ++i) scales.push_back(static_cast<float>(c.constIn[2]->at(i)));
+  }
+  if (hasInput(c, 3) && ir::numElements(c.in[3].shape) > 0) {
+    FBL_ASSIGN(sizes, constInts(c, 3, "the sizes"));
+  }
+  if (c.node.attrString("mode", "nearest") == "linear") FBL_TRY(expectFloat(c, 0));
+  auto s = resizeSampling(c.node, c.in[0].shape, &scales, &sizes);
+  if (!s.ok()) return c.fail(s.error().message);
+  setOut(c, 0, c.in[0].dtype, s->outShape);
+  return Status::success();
+}
+
 Status gather(InferContext& c) {
   FBL_TRY(expectOutputs(c, 1, 1));
   FBL_TRY(expectIndex(c, 1));
@@ -514,6 +535,8 @@ std::vector<OpSchema> shapeSchemas() {
       {"Pad", 2, 4, {"mode"}, pad},
       {"Expand", 2, 2, {}, expand},
       {"Tile", 2, 2, {}, tile},
+      {"Resize", 1, 4, {"antialias", "axes", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside",
+                        "extrapolation_value", "keep_aspect_ratio_policy", "mode", "nearest_mode"}, resize},
       {"Gather", 2, 2, {"axis"}, gather},
       {"GatherElements", 2, 2, {"axis"}, gatherElements},
       {"GatherND", 2, 2, {"batch_dims"}, gatherND},

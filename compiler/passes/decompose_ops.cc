@@ -1,9 +1,17 @@
 // decompose-ops:
-//   1. Walk the live nodes in order, copying each into a new node list; a Tile or Clip is
+//   1. Resize's sampling is computed first: an unsupported one fails before anything moves.
+//   2. Walk the live nodes in order, copying each into a new node list; a Tile, Clip or Resize is
 //      replaced there by its decomposition, so the list stays topologically ordered.
-//   2. Every node's outputs get their producers again (ids move when a node becomes several).
+//   3. Every node's outputs get their producers again (ids move when a node becomes several).
 // One pass over the nodes: linear in the graph's size.
 #include "compiler/passes/decompose_ops.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "compiler/ops/resize_sampling.h"
 
 namespace fbl::passes {
 
@@ -62,21 +70,84 @@ std::vector<ir::Node> decomposeClip(ir::Graph& g, const ir::Node& n) {
   return {derived(n, "Max", n.name + "/max", {n.inputs[0], lo}, floored), derived(n, "Min", n.name, {floored, hi}, out)};
 }
 
+// Resize, one sampled axis at a time (ops/resize_sampling.h): nearest is a Gather of the chosen
+// elements; linear is Gather(index0) * (1 - w) + Gather(index1) * w, w broadcast over the later
+// axes. An axis sampled as the identity costs nothing; no such axis at all leaves an Identity.
+Result<std::vector<ir::Node>> decomposeResize(ir::Graph& g, const ir::Node& n) {
+  auto contents = [&](size_t i) -> const ir::Tensor* {
+    const ir::ValueId v = n.input(i);
+    return v == ir::kNoValue ? nullptr : g.values[v].data.get();
+  };
+  std::vector<float> scales;
+  std::vector<int64_t> sizes;
+  if (const ir::Tensor* t = contents(2))
+    for (int64_t i = 0; i < t->numel(); ++i) scales.push_back(static_cast<float>(t->at(i)));
+  if (const ir::Tensor* t = contents(3)) sizes = t->toInt64s();
+  const ir::ValueId x = n.inputs[0], out = n.outputs[0];
+  const ir::DType dt = g.values[x].dtype;
+  auto sampling = ops::resizeSampling(n, g.values[x].shape, &scales, &sizes);
+  if (!sampling.ok()) return makeError("{}: {}", ir::describeNode(g, n), sampling.error().message);
+  if (sampling->axes.empty()) return std::vector<ir::Node>{derived(n, "Identity", n.name, {x}, out)};
+  std::vector<ir::Node> nodes;
+  ir::ValueId cur = x;
+  ir::Shape shape = g.values[x].shape;
+  for (size_t k = 0; k < sampling->axes.size(); ++k) {
+    const ops::ResizeAxis& ax = sampling->axes[k];
+    const bool last = k + 1 == sampling->axes.size();
+    const std::string at = fmt::format("{}/axis{}", n.name, ax.axis);
+    const int64_t len = static_cast<int64_t>(ax.index0.size());
+    shape[ax.axis] = len;
+    auto gather = [&](const std::vector<int64_t>& index, const std::string& name, bool final) {
+      const ir::ValueId v = final ? out : g.newValue(name, dt, shape, true);
+      ir::Node gn = derived(n, "Gather", final ? n.name : name, {cur, intsConstant(g, name + "_index", index)}, v);
+      gn.attrs["axis"] = ax.axis;
+      nodes.push_back(std::move(gn));
+      return v;
+    };
+    if (ax.index1.empty()) {
+      cur = gather(ax.index0, at + "/nearest", last);
+      continue;
+    }
+    ir::Shape wshape{len};
+    wshape.resize(shape.size() - static_cast<size_t>(ax.axis), 1);
+    ir::Tensor w0(dt, wshape), w1(dt, wshape);
+    for (int64_t o = 0; o < len; ++o) {
+      w0.set(o, 1.0 - ax.weight1[o]);
+      w1.set(o, ax.weight1[o]);
+    }
+    const ir::ValueId lo = gather(ax.index0, at + "/lower", false), hi = gather(ax.index1, at + "/upper", false);
+    const ir::ValueId loW = g.newValue(at + "/lower_weighted", dt, shape, true);
+    const ir::ValueId hiW = g.newValue(at + "/upper_weighted", dt, shape, true);
+    nodes.push_back(derived(n, "Mul", at + "/lower_weighted", {lo, g.newConstant(at + "/lower_weight", std::move(w0))}, loW));
+    nodes.push_back(derived(n, "Mul", at + "/upper_weighted", {hi, g.newConstant(at + "/upper_weight", std::move(w1))}, hiW));
+    const ir::ValueId sum = last ? out : g.newValue(at + "/linear", dt, shape, true);
+    nodes.push_back(derived(n, "Add", last ? n.name : at + "/linear", {loW, hiW}, sum));
+    cur = sum;
+  }
+  return nodes;
+}
+
 }  // namespace
 
 Result<bool> DecomposeOps::run(ir::Graph& g) {
   rewritten_ = 0;
-  bool any = false;
-  for (const ir::Node& n : g.nodes) any = any || (!n.dead && (n.op == "Tile" || n.op == "Clip"));
-  if (!any) return false;
+  auto decomposed = [](const ir::Node& n) { return !n.dead && (n.op == "Tile" || n.op == "Clip" || n.op == "Resize"); };
+  // Resize's sampling is checked before anything moves, so an error leaves the graph as it was.
+  std::map<const ir::Node*, std::vector<ir::Node>> resizes;
+  for (const ir::Node& n : g.nodes)
+    if (decomposed(n) && n.op == "Resize") { FBL_ASSIGN(resizes[&n], decomposeResize(g, n)); }
+  if (std::none_of(g.nodes.begin(), g.nodes.end(), decomposed)) return false;
   std::vector<ir::Node> nodes;
   nodes.reserve(g.nodes.size());
   for (ir::Node& n : g.nodes) {
-    if (n.dead || (n.op != "Tile" && n.op != "Clip")) {
+    if (!decomposed(n)) {
       nodes.push_back(std::move(n));
       continue;
     }
-    for (ir::Node& p : n.op == "Tile" ? decomposeTile(g, n) : decomposeClip(g, n)) nodes.push_back(std::move(p));
+    std::vector<ir::Node> parts = n.op == "Tile"   ? decomposeTile(g, n)
+                                  : n.op == "Clip" ? decomposeClip(g, n)
+                                                   : std::move(resizes.at(&n));
+    for (ir::Node& p : parts) nodes.push_back(std::move(p));
     ++rewritten_;
   }
   g.nodes = std::move(nodes);

@@ -1,9 +1,11 @@
 // decompose-ops: rewrites the ops that fold-and-infer left to run time and that have no kernel of
 // their own into ops that do, whose kernels, layouts and gradient rules then serve them:
-//   Tile(x, repeats)   -> Reshape (a 1 before each repeated axis), Expand (the repeats), Reshape
+//   Tile(x, repeats)    -> Reshape (a 1 before each repeated axis), Expand (the repeats), Reshape
 //   Clip(x, min?, max?) -> Max(x, min), then Min(., max); no bound: Identity
-// Runs after fold-and-infer (it needs the static shapes and the constant repeats), before
-// drop-noops. The last node of each rewrite keeps the original's name and output.
+//   Resize(x, ...)      -> per resized axis, Gather (nearest) or Gather * (1 - w) + Gather * w
+//                          (linear), from ops/resize_sampling.h; no resized axis: Identity
+// Runs after fold-and-infer (it needs the static shapes and the constant repeats, scales and
+// sizes), before drop-noops. The last node of each rewrite keeps the original's name and output.
 #pragma once
 
 #include <string_view>

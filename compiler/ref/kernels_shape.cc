@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "compiler/layout/movement.h"
+#include "compiler/ops/resize_sampling.h"
 #include "compiler/ref/kernels_common.h"
 
 namespace fbl::ref::detail {
@@ -357,6 +358,41 @@ Outputs tileOp(const Node& n, const Inputs& in) {
   return single(std::move(y));
 }
 
+// Resize, one sampled axis at a time (ops/resize_sampling.h): each output element along the axis
+// is its input neighbours' weighted sum (linear) or one of them (nearest), in double.
+Outputs resizeOp(const Node& n, const Inputs& in) {
+  FBL_ASSIGN(const Tensor* x, input(n, in, 0));
+  std::vector<float> scales;
+  std::vector<int64_t> sizes;
+  if (const Tensor* s = optionalInput(in, 2))
+    for (int64_t i = 0; i < s->numel(); ++i) scales.push_back(static_cast<float>(s->at(i)));
+  if (const Tensor* s = optionalInput(in, 3)) { FBL_ASSIGN(sizes, intValues(n, *s, "sizes")); }
+  auto sampling = ops::resizeSampling(n, x->shape(), &scales, &sizes);
+  if (!sampling.ok()) return nodeError(n, "{}", sampling.error().message);
+  FBL_TRY(checkShape(n, sampling->outShape));
+  Tensor cur = *x;
+  for (const ops::ResizeAxis& ax : sampling->axes) {
+    Shape outShape = cur.shape();
+    const int64_t len = outShape[ax.axis], out = static_cast<int64_t>(ax.index0.size());
+    outShape[ax.axis] = out;
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < ax.axis; ++d) outer *= outShape[d];
+    for (size_t d = ax.axis + 1; d < outShape.size(); ++d) inner *= outShape[d];
+    Tensor next(cur.dtype(), outShape);
+    for (int64_t a = 0; a < outer; ++a)
+      for (int64_t o = 0; o < out; ++o)
+        for (int64_t b = 0; b < inner; ++b) {
+          const double v0 = cur.at((a * len + ax.index0[o]) * inner + b);
+          const double v = ax.index1.empty() ? v0
+                                             : v0 * (1.0 - ax.weight1[o]) +
+                                                   cur.at((a * len + ax.index1[o]) * inner + b) * ax.weight1[o];
+          next.set((a * out + o) * inner + b, v);
+        }
+    cur = std::move(next);
+  }
+  return single(std::move(cur));
+}
+
 Outputs triluOp(const Node& n, const Inputs& in) {
   FBL_ASSIGN(const Tensor* x, input(n, in, 0));
   if (x->rank() < 2) return nodeError(n, "input must have rank >= 2, has {}", x->rank());
@@ -388,7 +424,7 @@ std::vector<KernelEntry> shapeKernels() {
       {"Slice", viewOp},          {"Expand", viewOp},
       {"Concat", concatOp},       {"Split", splitOp},
       {"Pad", padOp},             {"Trilu", triluOp},
-      {"Tile", tileOp},
+      {"Tile", tileOp},           {"Resize", resizeOp},
   };
 }
 

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "compiler/autodiff/training_graph.h"
+#include "compiler/passes/decompose_ops.h"
 #include "compiler/ref/executor.h"
 #include "tests/autodiff/tensor_diff.h"
 #include "tests/ops/graph_builder.h"
@@ -408,6 +409,21 @@ TEST_CASE("gradcheck: GatherElements, repeated and negative indices", "[autodiff
       t.weightedSumLoss(t.op("GatherElements", {data, ix}, {{"axis", axis}}));
       checkGradients(t);
     }
+}
+
+TEST_CASE("gradcheck: Tile, Clip and Resize through their decomposition", "[autodiff][gradcheck]") {
+  // fblc differentiates what decompose-ops leaves (Reshape/Expand, Max/Min, Gather/Mul/Add).
+  GraphBuilder t = GraphBuilder::inferring();
+  ValueId x = kinkFreeParam(t, "px", {1, 2, 3, 4}, -1.0f, 1.0f, {-0.5f, 0.4f});
+  ValueId tiled = t.op("Tile", {x, t.ints("repeats", std::vector<int64_t>{1, 2, 1, 2})});
+  ValueId clipped = t.op("Clip", {tiled, t.scalar(-0.5f), t.scalar(0.4f)});
+  ValueId resized = t.node("Resize", {clipped, ir::kNoValue, ir::kNoValue, t.ints("sizes", std::vector<int64_t>{1, 4, 5, 11})},
+                           {{"mode", std::string("linear")}})[0];
+  t.weightedSumLoss(resized);
+  passes::DecomposeOps pass;
+  REQUIRE(pass.run(t.g).ok());
+  CHECK(pass.rewritten() == 3);
+  checkGradients(t);
 }
 
 TEST_CASE("autodiff: ScatterND with a repeated tuple under reduction none is refused", "[autodiff][gradcheck]") {

@@ -1,12 +1,20 @@
-// decompose-ops: Tile and Clip left to run time become ops with kernels (Reshape, Expand, Max,
-// Min), which compute what the originals' reference kernels do; Tile's reference kernel is
-// checked against a naive loop here.
+// decompose-ops: Tile, Clip and Resize left to run time become ops with kernels (Reshape, Expand,
+// Max, Min, Gather, Mul, Add), which compute what the originals' reference kernels do; Tile's
+// reference kernel is checked against a naive loop, Resize's and its decomposition against ONNX's
+// reference implementation (tests/data/resize).
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <filesystem>
 #include <map>
 #include <random>
+#include <tuple>
 
+#include "compiler/onnx/importer.h"
+#include "compiler/onnx/tensor_proto.h"
+#include "compiler/ops/op_schema.h"
 #include "compiler/passes/decompose_ops.h"
+#include "compiler/passes/fold_and_infer.h"
 #include "compiler/ref/executor.h"
 #include "tests/ops/graph_builder.h"
 
@@ -110,6 +118,54 @@ TEST_CASE("Clip becomes Max and Min, each only where its bound is given", "[pass
     ValueId y = t.op("Clip", {x, t.constant(Tensor::scalar<int64_t>(3)), t.constant(Tensor::scalar<int64_t>(1))});
     decomposesExactly(t, y, {{x, Tensor::fromVector<int64_t>({5}, {-4, 0, 2, 5, 9})}}, {"Max", "Min"});
     CHECK(runOne(t.g, y, {{x, Tensor::fromVector<int64_t>({5}, {-4, 0, 2, 5, 9})}}).at(0) == 1);
+  }
+}
+
+TEST_CASE("Resize, by its reference kernel and decomposed, gives ONNX's reference outputs", "[passes][decompose]") {
+  // tests/data/resize/make_cases.py: linear and nearest, every supported coordinate mode and
+  // nearest_mode, scales and sizes, up and down, axes.
+  namespace fs = std::filesystem;
+  int cases = 0;
+  for (const auto& e : fs::directory_iterator(std::string(FBL_TEST_DATA_DIR) + "/resize")) {
+    if (!e.is_directory()) continue;
+    const std::string dir = e.path().string();
+    INFO(dir);
+    auto g = onnx::importModel(dir + "/model.onnx", {});
+    INFO((g.ok() ? "" : g.error().message));
+    REQUIRE(g.ok());
+    REQUIRE(passes::FoldAndInfer().run(*g).ok());
+    auto x = onnx::readTensorProtoFile(dir + "/input_0.pb");
+    auto want = onnx::readTensorProtoFile(dir + "/output_0.pb");
+    REQUIRE(x.ok());
+    REQUIRE(want.ok());
+    const ValueId y = g->outputs[0];
+    auto agrees = [&](const Tensor& got) {
+      REQUIRE(got.shape() == want->tensor.shape());
+      for (int64_t i = 0; i < got.numel(); ++i) REQUIRE(std::abs(got.at(i) - want->tensor.at(i)) <= 1e-5);
+    };
+    agrees(runOne(*g, y, {{g->inputs[0], x->tensor}}));
+    passes::DecomposeOps pass;
+    REQUIRE(pass.run(*g).ok());
+    CHECK(pass.rewritten() == 1);
+    for (const auto& n : g->nodes) CHECK(n.op != "Resize");
+    agrees(runOne(*g, y, {{g->inputs[0], x->tensor}}));
+    ++cases;
+  }
+  CHECK(cases == 10);
+}
+
+TEST_CASE("a Resize fbl cannot run is refused in one line naming the node", "[passes][decompose]") {
+  for (const auto& [attr, value, says] :
+       {std::tuple<std::string, std::string, std::string>{"mode", "cubic", "mode 'cubic' is not supported"},
+        {"coordinate_transformation_mode", "tf_crop_and_resize", "'tf_crop_and_resize' is not supported"},
+        {"keep_aspect_ratio_policy", "not_larger", "'not_larger' is not supported"}}) {
+    GraphBuilder t;
+    ValueId x = t.input("x", DType::F32, {1, 1, 2, 2});
+    t.node("Resize", {x, ir::kNoValue, t.constant(Tensor::fromVector<float>({4}, {1, 1, 2, 2}))}, {{attr, value}});
+    Status st = ops::inferNode(t.g, t.g.nodes.back());
+    REQUIRE_FALSE(st.ok());
+    CHECK_THAT(st.error().message, Catch::Contains("(Resize)") && Catch::Contains(says));
+    CHECK(st.error().message.find('\n') == std::string::npos);
   }
 }
 

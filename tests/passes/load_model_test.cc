@@ -1,4 +1,4 @@
-// The whole load pipeline (import, fold-and-infer, drop-noops, dead-code) on every corpus model.
+// The whole load pipeline (import, fold-and-infer, decompose-ops, drop-noops, dead-code) on every corpus model.
 #include <catch2/catch.hpp>
 
 #include <chrono>

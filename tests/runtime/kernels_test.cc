@@ -1,5 +1,6 @@
 // Every generated OpenCL kernel against the reference executor on random data, on PoCL: each
 // case is a one- or two-node graph compiled to a plan and run by the runtime.
+#include "compiler/passes/decompose_ops.h"
 #include "tests/runtime/runtime_test_util.h"
 
 namespace fbl::testing {
@@ -233,6 +234,20 @@ TEST_CASE("a LayerNormalization scale that only broadcasts is refused, not read 
   auto s = c.in("s", DType::F32, {173});
   CHECK_THAT(c.planError(c.b.op("LayerNormalization", {x, s}, {{"axis", int64_t{1}}}), "broadcast-scale"),
              Catch::Contains("'s' of shape [173] broadcasts to the normalized shape"));
+}
+
+TEST_CASE("Tile, Clip and Resize run on the device as decompose-ops rewrites them", "[runtime][kernels]") {
+  // Gathers along inner axes with constant indices, broadcast weights, Expand over inserted axes.
+  for (const char* mode : {"linear", "nearest"}) {
+    Case c;
+    auto x = c.in("x", DType::F32, {1, 2, 5, 7});
+    auto sizes = c.b.ints<int64_t>("sizes", {1, 3, 9, 4});
+    auto r = c.b.node("Resize", {x, ir::kNoValue, ir::kNoValue, sizes}, {{"mode", std::string(mode)}})[0];
+    auto t = c.b.op("Tile", {r, c.b.ints<int64_t>("repeats", {2, 1, 1, 3})});
+    auto y = c.b.op("Clip", {t, c.b.constant("lo", Tensor::scalar<float>(-0.3f)), c.b.constant("hi", Tensor::scalar<float>(0.5f))});
+    REQUIRE(passes::DecomposeOps().run(c.b.g).ok());
+    c.run(y);
+  }
 }
 
 TEST_CASE("gather and loss kernels match the reference", "[runtime][kernels]") {

@@ -178,8 +178,18 @@ def deberta_v2():
             "disentangled attention (c2p and p2c: GatherElements, Tile), log position buckets (Sign, Ceil, Clip)")
 
 
+def beit():
+    c = T.BeitConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, image_size=16,
+                     patch_size=4, num_labels=10, use_relative_position_bias=True, use_mean_pooling=True,
+                     layer_scale_init_value=0.1, drop_path_rate=0.0, hidden_dropout_prob=0.0,
+                     attention_probs_dropout_prob=0.0)
+    return (T.BeitForImageClassification, c, ["q_proj", "k_proj", "v_proj", "o_proj", "fc1", "fc2"],
+            ["pixel_values", "labels"], (torch.randn(2, 3, 16, 16), torch.randint(0, 10, (2,))),
+            ["noopt", "opt", "ts"], "relative position bias table resized to the window (Resize), layer scale, mean pooling")
+
+
 ARCHS = dict(gpt2=gpt2, phi3=phi3, gpt_neox=gpt_neox, opt=opt, falcon=falcon, t5=t5, roberta=roberta, deit=deit,
-             swin=swin, gptj=gptj, deberta_v2=deberta_v2)
+             swin=swin, gptj=gptj, deberta_v2=deberta_v2, beit=beit)
 
 
 def save_tensor(path, name, t):
