@@ -12,6 +12,7 @@
 #include "compiler/autodiff/attention.h"
 #include "compiler/ops/broadcast.h"
 #include "compiler/passes/dead_code.h"
+#include "compiler/passes/fold_and_infer.h"
 
 namespace fbl::passes {
 
@@ -251,7 +252,10 @@ bool Matcher::dependsOnFloatInitializer(ValueId v) const {
     if (x == ir::kNoValue || seen[x]) continue;
     seen[x] = true;
     const ir::Value& val = g_.values[x];
-    if (val.kind == ir::ValueKind::Initializer && ir::isFloat(val.dtype)) return true;
+    // A scalar or 1-D buffer (the exporter's lifted constants: a mask's fill value) is a
+    // constant, as fold-and-infer treats it; a parameter is not.
+    if (val.kind == ir::ValueKind::Initializer && ir::isFloat(val.dtype) && !defaultFoldableInitializer(val))
+      return true;
     if (const ir::Node* p = producer(x))
       for (ValueId i : p->inputs) stack.push_back(i);
   }

@@ -17,7 +17,8 @@
 //      diagonal), causal with a sliding window of W keys; "masked" means <= -1e30. A classified
 //      mask is dropped (the kernels compute it from indices and skip masked key blocks); any
 //      other mask stays an input that the kernels read through its broadcast. A mask that
-//      depends on a float initializer is not fused (the op has no gradient for its mask).
+//      depends on a float parameter is not fused (the op has no gradient for its mask); scalar
+//      and 1-D buffers (the exporter's lifted constants) are constants here, as when folding.
 //   5. The QK MatMul's slot takes the Transpose of step 3 (or dies), the PV MatMul's slot the
 //      fbl.Attention node (its output keeps the PV value, a second output is the row
 //      log-sum-exp); the chain between dies, and dead-code removes what no longer has readers.

@@ -21,7 +21,7 @@ namespace {
 using ir::ValueId;
 using testing::GraphBuilder;
 
-enum class Mask { kNone, kZeros, kCausal, kWindow, kInput };
+enum class Mask { kNone, kZeros, kCausal, kWindow, kInput, kSelectedByInput };
 
 struct Case {
   int64_t batch = 2, heads = 4, kvHeads = 2, len = 7, dim = 8;
@@ -66,6 +66,15 @@ void build(const Case& c, Built& b) {
     b.maskFeed = ir::Tensor(ir::DType::F32, {B, 1, 1, S});
     for (int64_t i = 0; i < B * S; ++i) b.maskFeed.data<float>()[i] = (i % S) >= S - 1 - i / S ? low : 0.0f;
     s = t.op("Add", {s, b.maskInput});
+  } else if (c.mask == Mask::kSelectedByInput) {
+    // The exporters' padding mask: Where(keep, 0, lowest), its fill values lifted to scalar
+    // initializers (constants, not parameters).
+    b.maskInput = t.input("keep", ir::DType::Bool, {B, 1, 1, S});
+    b.maskFeed = ir::Tensor(ir::DType::Bool, {B, 1, 1, S});
+    for (int64_t i = 0; i < B * S; ++i) b.maskFeed.set(i, (i % S) < S - 1 - i / S ? 1 : 0);
+    ValueId mask = t.op("Where", {b.maskInput, t.init("val_zero", ir::Tensor::scalar<float>(0.0f)),
+                                  t.init("val_lowest", ir::Tensor::scalar<float>(low))});
+    s = t.op("Add", {s, mask});
   } else if (c.mask != Mask::kNone) {
     ir::Tensor m(ir::DType::F32, {1, 1, S, S});
     for (int64_t i = 0; i < S; ++i)
@@ -195,6 +204,12 @@ TEST_CASE("fuse-attention: sliding window, softcap, scales on q and k, masks of 
     const ir::Node& a = attentionNode(fuseAndCompare(c));
     CHECK(a.inputs.size() == 4);
   }
+  SECTION("a mask selected by an input from scalar initializers stays an input") {
+    Case c;
+    c.mask = Mask::kSelectedByInput;
+    const ir::Node& a = attentionNode(fuseAndCompare(c));
+    CHECK(a.inputs.size() == 4);
+  }
 }
 
 TEST_CASE("fuse-attention leaves what it cannot express alone", "[passes][attention]") {
@@ -211,6 +226,23 @@ TEST_CASE("fuse-attention leaves what it cannot express alone", "[passes][attent
   REQUIRE(changed.ok());
   CHECK_FALSE(*changed);
   CHECK(pass.counts().softmaxes == 1);
+}
+
+TEST_CASE("fuse-attention leaves a mask computed from a float parameter alone", "[passes][attention]") {
+  // The op has no gradient for its mask: a bias table (a parameter, not a scalar buffer) stays
+  // in the unfused graph, whose autodiff can reach it.
+  GraphBuilder t = GraphBuilder::inferring();
+  ValueId q = t.randomParam("pq", {1, 2, 4, 8}), k = t.randomParam("pk", {1, 2, 4, 8});
+  ValueId v = t.randomParam("pv", {1, 2, 4, 8});
+  ValueId keep = t.input("keep", ir::DType::Bool, {1, 1, 4, 4});
+  ValueId bias = t.op("Where", {keep, t.randomParam("bias_table", {1, 2, 4, 4}), t.scalar(-1e9f)});
+  ValueId s = t.op("MatMul", {q, t.op("Transpose", {k}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}})});
+  s = t.op("Add", {t.op("Mul", {s, t.scalar(0.5f)}), bias});
+  t.weightedSumLoss(t.op("MatMul", {t.op("Softmax", {s}, {{"axis", int64_t{-1}}}), v}));
+  passes::FuseAttention pass;
+  auto changed = pass.run(t.g);
+  REQUIRE(changed.ok());
+  CHECK_FALSE(*changed);
 }
 
 // Central differences of the fused graph's loss against fbl.AttentionGrad, with every feature on.
