@@ -5,8 +5,8 @@
 #      matters more than speed in a 30 s run) under BUILD/fuzz/, incrementally, into an archive.
 #   2. Links tests/fuzz/importer_fuzz.cc with loadModel; if that link fails (a new dependency
 #      outside the compiled files), says so loudly and fuzzes the importer alone.
-#   3. Seeds a fresh corpus with the corpus models under 2 MB (and two optimize=True exports of
-#      tests/data/corpus, for the metadata), fuzzes for FUZZ_SECONDS (30), and
+#   3. Seeds a fresh corpus with the corpus models under 2 MB (and three exports of
+#      tests/data/corpus and the Resize cases of tests/data/resize), fuzzes for FUZZ_SECONDS (30), and
 #      fails on any crash, leak, timeout or malformed error (the artifact is kept in BUILD/fuzz).
 # Usage: fuzz_importer.sh [BUILD_DIR] [SOURCE_DIR]   (CTest passes both)
 set -euo pipefail
@@ -95,10 +95,14 @@ for m in "$src"/tests/data/*/model.onnx; do
   if [ "$size" -lt 2000000 ]; then cp "$m" "$corpus/$(basename "$(dirname "$m")").onnx"; fi
 done
 # Two optimize=True exports of the architecture corpus: their node metadata (unknown field 9)
-# feeds the name recovery (compiler/onnx/export_names.h).
-for a in gpt2 swin; do
-  m=$src/tests/data/corpus/$a/opt/model.onnx
-  if [ -f "$m" ]; then cp "$m" "$corpus/corpus-$a-opt.onnx"; fi
+# feeds the name recovery (compiler/onnx/export_names.h). DeBERTa-v2's optimize=False export and
+# the Resize cases reach decompose-ops (Tile, Clip, Resize) and the piecewise-constant ops.
+for a in gpt2/opt swin/opt deberta_v2/noopt; do
+  m=$src/tests/data/corpus/$a/model.onnx
+  if [ -f "$m" ]; then cp "$m" "$corpus/corpus-${a/\//-}.onnx"; fi
+done
+for m in "$src"/tests/data/resize/case_*/model.onnx; do
+  if [ -f "$m" ]; then cp "$m" "$corpus/resize-$(basename "$(dirname "$m")").onnx"; fi
 done
 echo "seeds: $(ls "$corpus" | tr '\n' ' ')"
 
