@@ -2,7 +2,8 @@
 
     /work/venv-export/bin/python tests/data/corpus/measure.py BUILD_DIR [OUT.json] [ARCH/STYLE,...]
 
-For every export in tests/data/corpus (or the listed ones), with the binaries of BUILD_DIR:
+For every export in tests/data/corpus, or in FBL_CORPUS (a folder export_heldout.py wrote), or the
+listed ones, with the binaries of BUILD_DIR:
   1. `fblc run-ref --dump`: the first step's loss and worst gradient error against PyTorch;
   2. `fblc run-ref --steps 10` with the trajectory's AdamW settings: worst relative loss difference;
   3. `fblc compile` for PoCL (profiles/pocl-cpu.json), then `fbl-train --steps 10 --dump-grads
@@ -25,8 +26,10 @@ import onnx
 from onnx import numpy_helper
 from safetensors.numpy import load_file
 
-CORPUS = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(CORPUS, "..", "..", ".."))
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+# Another folder of the same layout (export_heldout.py's) with FBL_CORPUS=DIR.
+CORPUS = os.path.abspath(os.environ.get("FBL_CORPUS", HERE))
 STYLES = ["noopt", "opt", "ts"]
 
 

@@ -1,0 +1,196 @@
+"""The held-out sweep: tiny Hugging Face models of architectures that tests/data/corpus does not
+hold, exported by export_corpus.py's own machinery into OUT/<arch>/ in the corpus's layout, then
+measured by measure.py like the corpus (docs/results.md, "Held-out architectures"). Nothing here is
+committed but this script: the sweep checks that fbl generalizes past the models it was built on.
+
+    /work/venv-export/bin/python tests/data/corpus/export_heldout.py OUT [ARCH,...]
+    FBL_CORPUS=OUT /work/venv-export/bin/python tests/data/corpus/measure.py build OUT/measure.json
+"""
+import os
+import sys
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import export_corpus as C  # noqa: E402
+from export_corpus import ids, NO_DROPOUT, SEQ  # noqa: E402,F401
+import torch  # noqa: E402
+import transformers as T  # noqa: E402
+
+DEC = ["noopt", "opt"]  # bart, whisper: dynamo fails on LayerDrop (as opt in the corpus); ts added
+LLAMA_T = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+LLAMA_KW = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                num_key_value_heads=2, vocab_size=128, max_position_embeddings=64, use_cache=False,
+                pad_token_id=0, bos_token_id=1, eos_token_id=2)
+
+
+def lm(cls, c, targets, notes, styles=DEC):
+    x = ids(c.vocab_size)
+    return (cls, c, targets, ["input_ids", "labels"], (x, x.clone()), styles, notes)
+
+
+def mistral():
+    c = T.MistralConfig(sliding_window=4, head_dim=8, **LLAMA_KW, **NO_DROPOUT)
+    return lm(T.MistralForCausalLM, c, LLAMA_T, "GQA 4/2, sliding window 4")
+
+
+def qwen2():
+    c = T.Qwen2Config(**LLAMA_KW, **NO_DROPOUT)
+    return lm(T.Qwen2ForCausalLM, c, LLAMA_T, "qkv bias, GQA 4/2")
+
+
+def gemma():
+    c = T.GemmaConfig(head_dim=8, **LLAMA_KW, **NO_DROPOUT)
+    return lm(T.GemmaForCausalLM, c, LLAMA_T, "GeGLU, (1+w) RMSNorm, embedding scaled by sqrt(hidden)")
+
+
+def stablelm():
+    c = T.StableLmConfig(partial_rotary_factor=0.25, use_qkv_bias=True, hidden_dropout=0.0, **LLAMA_KW,
+                         **NO_DROPOUT)
+    return lm(T.StableLmForCausalLM, c, LLAMA_T, "LayerNorm, partial rotary 0.25, qkv bias")
+
+
+def phi():
+    kw = dict(LLAMA_KW)
+    kw.pop("num_key_value_heads")
+    c = T.PhiConfig(partial_rotary_factor=0.5, resid_pdrop=0.0, embd_pdrop=0.0, **kw, **NO_DROPOUT)
+    return lm(T.PhiForCausalLM, c, ["q_proj", "k_proj", "v_proj", "dense", "fc1", "fc2"],
+              "phi-2: parallel attn+MLP, partial rotary 0.5, gelu_new")
+
+
+def starcoder2():
+    c = T.Starcoder2Config(sliding_window=4, residual_dropout=0.0, embedding_dropout=0.0, **LLAMA_KW,
+                           **NO_DROPOUT)
+    return lm(T.Starcoder2ForCausalLM, c, ["q_proj", "k_proj", "v_proj", "o_proj", "c_fc", "c_proj"],
+              "LayerNorm, bias, GQA, sliding window 4, gelu MLP")
+
+
+def gpt_bigcode():
+    c = T.GPTBigCodeConfig(n_embd=32, n_layer=2, n_head=4, n_inner=64, vocab_size=128, n_positions=32,
+                           multi_query=True, bos_token_id=1, eos_token_id=2, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, use_cache=False)
+    return lm(T.GPTBigCodeForCausalLM, c, ["c_attn", "c_proj", "c_fc"], "multi-query fused c_attn (nn.Linear)")
+
+
+def bloom():
+    c = T.BloomConfig(hidden_size=32, n_layer=2, n_head=4, vocab_size=128, hidden_dropout=0.0,
+                      attention_dropout=0.0, use_cache=False, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    return lm(T.BloomForCausalLM, c, ["query_key_value", "dense", "dense_h_to_4h", "dense_4h_to_h"],
+              "ALiBi, embedding LayerNorm")
+
+
+def mpt():
+    c = T.MptConfig(d_model=32, n_heads=4, n_layers=2, expansion_ratio=2, vocab_size=128, max_seq_len=64,
+                    resid_pdrop=0.0, emb_pdrop=0.0, use_cache=False,
+                    attn_config=dict(attn_pdrop=0, alibi=True))
+    return lm(T.MptForCausalLM, c, ["Wqkv", "out_proj", "up_proj", "down_proj"], "ALiBi, fused Wqkv, no bias")
+
+
+def olmo():
+    c = T.OlmoConfig(**LLAMA_KW, **NO_DROPOUT)
+    return lm(T.OlmoForCausalLM, c, LLAMA_T, "non-parametric LayerNorm")
+
+
+def mlm(cls, c, targets, notes, pad, styles=("noopt", "opt", "ts"), extra=False):
+    x = ids(c.vocab_size, 2)
+    mask = torch.ones_like(x)
+    mask[1, 11:] = 0
+    x[mask == 0] = pad
+    labels = ids(c.vocab_size, 2)
+    labels[mask == 0] = -100
+    return (cls, c, targets, ["input_ids", "attention_mask", "labels"], (x, mask, labels), list(styles), notes)
+
+
+BERT_KW = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, vocab_size=128,
+               hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+BERT_T = ["query", "key", "value", "attention.output.dense", "intermediate.dense", "output.dense"]
+
+
+def distilbert():
+    c = T.DistilBertConfig(dim=32, hidden_dim=64, n_layers=2, n_heads=4, vocab_size=128, max_position_embeddings=64,
+                           dropout=0.0, attention_dropout=0.0, qa_dropout=0.0, seq_classif_dropout=0.0, pad_token_id=0)
+    return mlm(T.DistilBertForMaskedLM, c, ["q_lin", "k_lin", "v_lin", "out_lin", "lin1", "lin2"],
+               "no token types, padded mask", 0)
+
+
+def albert():
+    c = T.AlbertConfig(embedding_size=16, max_position_embeddings=64, num_hidden_groups=1, pad_token_id=0,
+                       classifier_dropout_prob=0.0, **BERT_KW)
+    return mlm(T.AlbertForMaskedLM, c, ["query", "key", "value", "attention.dense", "ffn", "ffn_output"],
+               "one shared layer group used twice, factorised embedding 16->32", 0)
+
+
+def electra():
+    c = T.ElectraConfig(embedding_size=16, max_position_embeddings=64, pad_token_id=0, **BERT_KW)
+    return mlm(T.ElectraForMaskedLM, c, BERT_T, "generator MLM, embedding projection 16->32", 0)
+
+
+def xlm_roberta():
+    c = T.XLMRobertaConfig(max_position_embeddings=SEQ + 2, type_vocab_size=1, pad_token_id=1, **BERT_KW)
+    return mlm(T.XLMRobertaForMaskedLM, c, BERT_T, "as roberta (CumSum positions)", 1)
+
+
+def bart():
+    c = T.BartConfig(d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                     decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, vocab_size=128,
+                     max_position_embeddings=64, dropout=0.0, attention_dropout=0.0, activation_dropout=0.0,
+                     encoder_layerdrop=0.0, decoder_layerdrop=0.0, use_cache=False, pad_token_id=1,
+                     bos_token_id=0, eos_token_id=2, decoder_start_token_id=2)
+    src, tgt = ids(c.vocab_size, 2), ids(c.vocab_size, 2)
+    return (T.BartForConditionalGeneration, c, ["q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2"],
+            ["input_ids", "labels"], (src, tgt), DEC + ["ts"], "encoder-decoder, learned positions offset 2, shift right")
+
+
+def image(cls, c, targets, notes, styles=("noopt", "opt", "ts")):
+    return (cls, c, targets, ["pixel_values", "labels"], (torch.randn(2, 3, 16, 16), torch.randint(0, 10, (2,))),
+            list(styles), notes)
+
+
+VIT_T = ["q_proj", "k_proj", "v_proj", "o_proj", "fc1", "fc2"]  # transformers 5 names
+
+
+def vit():
+    c = T.ViTConfig(image_size=16, patch_size=4, num_labels=10, **{k: v for k, v in BERT_KW.items()
+                                                                   if k != "vocab_size"})
+    return image(T.ViTForImageClassification, c, VIT_T, "cls token, Conv patches")
+
+
+def clip_vision():
+    vc = T.CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                            image_size=16, patch_size=4, attention_dropout=0.0, projection_dim=16)
+    tc = T.CLIPTextConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
+                          vocab_size=128, max_position_embeddings=16, projection_dim=16)
+    c = T.CLIPConfig(vision_config=vc.to_dict(), text_config=tc.to_dict(), projection_dim=16, num_labels=10)
+    return image(T.CLIPForImageClassification, c, ["q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2"],
+                 "CLIP vision tower + linear head (pre-LN, quick_gelu, class embedding)")
+
+
+def whisper():
+    c = T.WhisperConfig(vocab_size=128, num_mel_bins=16, d_model=32, encoder_layers=2, decoder_layers=2,
+                        encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
+                        max_source_positions=16, max_target_positions=32, dropout=0.0, attention_dropout=0.0,
+                        activation_dropout=0.0, encoder_layerdrop=0.0, decoder_layerdrop=0.0, use_cache=False,
+                        pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1,
+                        begin_suppress_tokens=None, suppress_tokens=None)
+    feats = torch.randn(2, 16, 32)  # mel bins 16, 32 frames -> 16 positions after the stride-2 conv
+    labels = ids(c.vocab_size, 2)
+    return (T.WhisperForConditionalGeneration, c, ["q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2"],
+            ["input_features", "labels"], (feats, labels), DEC + ["ts"], "audio enc-dec: Conv1d stem, sinusoidal enc positions")
+
+
+NEW = dict(mistral=mistral, qwen2=qwen2, gemma=gemma, stablelm=stablelm, phi=phi, starcoder2=starcoder2,
+           gpt_bigcode=gpt_bigcode, bloom=bloom, mpt=mpt, olmo=olmo, distilbert=distilbert, albert=albert,
+           electra=electra, xlm_roberta=xlm_roberta, bart=bart, vit=vit, clip_vision=clip_vision, whisper=whisper)
+C.ARCHS.clear()  # run() looks its builders up in export_corpus.ARCHS
+C.ARCHS.update(NEW)
+
+if __name__ == "__main__":
+    out = sys.argv[1]
+    which = sys.argv[2].split(",") if len(sys.argv) > 2 else list(NEW)
+    torch.set_num_threads(1)
+    failed = []
+    for arch in which:
+        try:
+            C.run(arch, out)
+        except Exception:
+            traceback.print_exc()
+            failed.append(arch)
+    sys.exit(f"failed: {failed}" if failed else 0)
