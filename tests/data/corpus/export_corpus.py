@@ -237,9 +237,9 @@ def export(net, xs, names, style, path):
                           external_data=False, optimize=(style == "opt"))
 
 
-def run(arch, out):
+def run(arch, out, builders=ARCHS):
     torch.manual_seed(0)
-    cls, cfg, targets, keys, xs, styles, notes = ARCHS[arch]()
+    cls, cfg, targets, keys, xs, styles, notes = builders[arch]()
     cfg._attn_implementation = "eager"
     base = cls(cfg).float()
     lora = LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=targets, init_lora_weights=False,
@@ -325,15 +325,20 @@ def run(arch, out):
     print(f"{arch}: loss {float(loss):.6f} -> {losses[-1]:.6f} after {STEPS} steps", flush=True)
 
 
-if __name__ == "__main__":
+def main(builders):
+    """OUT [ARCH,...] from the command line: exports every architecture of `builders`, or the listed ones."""
     out = sys.argv[1]
-    which = sys.argv[2].split(",") if len(sys.argv) > 2 else list(ARCHS)
+    which = sys.argv[2].split(",") if len(sys.argv) > 2 else list(builders)
     torch.set_num_threads(1)
     failed = []
     for arch in which:
         try:
-            run(arch, out)
+            run(arch, out, builders)
         except Exception:
             traceback.print_exc()
             failed.append(arch)
     sys.exit(f"failed: {failed}" if failed else 0)
+
+
+if __name__ == "__main__":
+    main(ARCHS)

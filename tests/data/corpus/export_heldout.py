@@ -8,7 +8,6 @@ committed but this script: the sweep checks that fbl generalizes past the models
 """
 import os
 import sys
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export_corpus as C  # noqa: E402
@@ -179,18 +178,7 @@ def whisper():
 NEW = dict(mistral=mistral, qwen2=qwen2, gemma=gemma, stablelm=stablelm, phi=phi, starcoder2=starcoder2,
            gpt_bigcode=gpt_bigcode, bloom=bloom, mpt=mpt, olmo=olmo, distilbert=distilbert, albert=albert,
            electra=electra, xlm_roberta=xlm_roberta, bart=bart, vit=vit, clip_vision=clip_vision, whisper=whisper)
-C.ARCHS.clear()  # run() looks its builders up in export_corpus.ARCHS
-C.ARCHS.update(NEW)
+
 
 if __name__ == "__main__":
-    out = sys.argv[1]
-    which = sys.argv[2].split(",") if len(sys.argv) > 2 else list(NEW)
-    torch.set_num_threads(1)
-    failed = []
-    for arch in which:
-        try:
-            C.run(arch, out)
-        except Exception:
-            traceback.print_exc()
-            failed.append(arch)
-    sys.exit(f"failed: {failed}" if failed else 0)
+    C.main(NEW)
