@@ -167,7 +167,11 @@ Result<NodeCode> emitOptimizer(const ir::Graph& g, const ir::Node& n, const Targ
     if (ol && (ol->transposed || ol->sign)) return makeError("{}: optimizer operands are read as stored", ir::describeNode(g, n));
     offsets.push_back({var, ol ? ol->layout : layout::Layout::rowMajor(shape), std::nullopt});
   }
-  for (ir::ValueId v : n.inputs) args.push_back(val(v));
+  // An operand read through a map is bound to the value the map reads (its chain's source).
+  for (size_t s = 0; s < n.inputs.size(); ++s) {
+    const bool laid = layouts && s < layouts->inputs.size() && layouts->inputs[s];
+    args.push_back(val(laid ? layouts->inputs[s]->value : n.inputs[s]));
+  }
   for (size_t o = 0; o < n.outputs.size(); ++o) {
     args.push_back(val(n.outputs[o]));
     // An output not stored like the input it updates would need offsets of its own.

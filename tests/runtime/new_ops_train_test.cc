@@ -2,7 +2,8 @@
 // `fblc compile`'s pipeline and trained on PoCL against the reference executor running the same
 // joint graph (run-ref's trainer): position ids from the padding mask (integer CumSum), a
 // torch.split of the hidden state into a GLU (SplitToSequence + SequenceAt), and a ScatterND on
-// the float path to the loss (gradients to both its data and its updates).
+// the float path to the loss (gradients to both its data and its updates); and a LoRA weight that
+// two layers share, read transposed (ALBERT's optimize=True export).
 #include <filesystem>
 
 #include "compiler/onnx/load_model.h"
@@ -13,6 +14,8 @@
 
 namespace fbl::testing {
 namespace {
+
+namespace fs = std::filesystem;
 
 constexpr int64_t kSeq = 6, kVocab = 10, kHidden = 8, kPositions = 8;
 
@@ -74,29 +77,25 @@ std::string writeModel(const std::string& path) {
   return path;
 }
 
-TEST_CASE("a model with CumSum, a sequence split and ScatterND trains on PoCL as on the reference",
-          "[runtime][train][index]") {
-  const std::string model = writeModel(tempDir() + "/new-ops.onnx");
+// Compiles `model` for PoCL, trains it 3 steps from `batch` there and with the reference
+// executor (run-ref's trainer, AdamW at the same rate), and checks every loss and the first
+// step's gradients; `trainables` is how many the plan must have.
+void trainsLikeTheReference(const std::string& model, const std::vector<ir::Tensor>& batch, size_t trainables) {
   driver::CompileArgs a;
   a.model = model;
   a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
-  a.weights = tempDir() + "/new-ops.safetensors";
+  a.weights = tempDir() + "/" + fs::path(model).stem().string() + ".safetensors";
   a.lr = 1e-2f;
   auto c = driver::compileModel(a);
   INFO((c.ok() ? std::string() : c.error().message));
   REQUIRE(c.ok());
-  REQUIRE(c->plan.trainables.size() == 2);  // the head, and the token table through split and GLU
+  REQUIRE(c->plan.trainables.size() == trainables);
   REQUIRE(driver::writeWeights(a, c->plan).ok());
-  auto s = openPlan(c->plan, "new-ops");
+  auto s = openPlan(c->plan, fs::path(model).stem().string());
   REQUIRE(s->loadWeights(a.weights) == "");
-  const ir::Tensor ids = ir::Tensor::fromVector<int64_t>({1, kSeq}, {3, 9, 0, 4, 1, 1});
-  const ir::Tensor mask = ir::Tensor::fromVector<int64_t>({1, kSeq}, {1, 1, 1, 1, 0, 0});
-  const ir::Tensor labels = ir::Tensor::fromVector<int64_t>({1, kSeq}, {9, 0, 4, 1, -100, -100});
-  const std::vector<ir::Tensor> batch = {ids, mask, labels};
   for (size_t i = 0; i < batch.size(); ++i)
     REQUIRE(s->writeTensor(c->plan.tensors[c->plan.inputs[i]].name, batch[i].raw(), batch[i].nbytes()) == "");
 
-  // The reference: run-ref's trainer on the same model and batch, AdamW at the same rate.
   auto forward = onnx::loadModel(model);
   REQUIRE(forward.ok());
   train::RunRefArgs ra;
@@ -136,6 +135,51 @@ TEST_CASE("a model with CumSum, a sequence split and ScatterND trains on PoCL as
         CHECK(scale > 0.0);
       }
   }
+}
+
+TEST_CASE("a model with CumSum, a sequence split and ScatterND trains on PoCL as on the reference",
+          "[runtime][train][index]") {
+  const ir::Tensor ids = ir::Tensor::fromVector<int64_t>({1, kSeq}, {3, 9, 0, 4, 1, 1});
+  const ir::Tensor mask = ir::Tensor::fromVector<int64_t>({1, kSeq}, {1, 1, 1, 1, 0, 0});
+  const ir::Tensor labels = ir::Tensor::fromVector<int64_t>({1, kSeq}, {9, 0, 4, 1, -100, -100});
+  // The head, and the token table through split and GLU.
+  trainsLikeTheReference(writeModel(tempDir() + "/new-ops.onnx"), {ids, mask, labels}, 2);
+}
+
+// ALBERT's optimize=True export: one layer's LoRA A used by two layers, stored transposed by the
+// exporter (read as Transpose(A)). Its gradient is the transpose of a sum, which the optimizer
+// reads through a map; the AdamW kernel once bound the map to the transpose's own output.
+std::string writeSharedTransposedModel(const std::string& path) {
+  ::onnx::ModelProto m = opset20Model("shared-transposed");
+  auto* g = m.mutable_graph();
+  addInput(g, "input_ids", ::onnx::TensorProto::INT64, {1, kSeq});
+  addInput(g, "labels", ::onnx::TensorProto::INT64, {1, kSeq});
+  std::mt19937 rng(5);
+  addF32Initializer(g, "tok.weight", {kVocab, kHidden}, randomFloats(kVocab * kHidden, rng));
+  addF32Initializer(g, "layer.lora_A.weight", {4, kHidden}, randomFloats(4 * kHidden, rng));
+  addF32Initializer(g, "layer.up.weight", {4, kHidden}, randomFloats(4 * kHidden, rng));
+  addF32Initializer(g, "head.weight", {4, kVocab}, randomFloats(4 * kVocab, rng));
+  addNode(g, "Gather", "node_embedding", {"tok.weight", "input_ids"}, {"h"});
+  addNode(g, "Transpose", "node_a_t", {"layer.lora_A.weight"}, {"a_t"});
+  addNode(g, "MatMul", "node_layer_1", {"h", "a_t"}, {"down_1"});
+  addNode(g, "MatMul", "node_up", {"down_1", "layer.up.weight"}, {"h2"});
+  addNode(g, "MatMul", "node_layer_2", {"h2", "a_t"}, {"down_2"});
+  addNode(g, "MatMul", "node_head", {"down_2", "head.weight"}, {"logits"});
+  auto* tr = addNode(g, "Transpose", "node_scores", {"logits"}, {"scores"});
+  auto* perm = tr->add_attribute();
+  perm->set_name("perm");
+  perm->set_type(::onnx::AttributeProto::INTS);
+  for (int64_t p : {0, 2, 1}) perm->add_ints(p);
+  addNode(g, "SoftmaxCrossEntropyLoss", "node_loss", {"scores", "labels"}, {"loss"});
+  g->add_output()->set_name("loss");
+  writeFile(path, bytesOf(m));
+  return path;
+}
+
+TEST_CASE("a shared LoRA weight read transposed trains on PoCL as on the reference", "[runtime][train]") {
+  const ir::Tensor ids = ir::Tensor::fromVector<int64_t>({1, kSeq}, {3, 9, 0, 4, 1, 1});
+  const ir::Tensor labels = ir::Tensor::fromVector<int64_t>({1, kSeq}, {9, 0, 4, 1, 2, 7});
+  trainsLikeTheReference(writeSharedTransposedModel(tempDir() + "/shared-transposed.onnx"), {ids, labels}, 1);
 }
 
 }  // namespace
