@@ -2,13 +2,16 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include <fmt/format.h>
 
 namespace fbl::ops {
 
 namespace {
+
+// The sampling tables hold an entry per output element of an axis: an axis longer than this
+// (no image or feature map is) is refused rather than tabulated.
+constexpr int64_t kMaxAxis = int64_t{1} << 24;
 
 // The input coordinate output element o maps to (ONNX's coordinate_transformation_mode); `scale`
 // is out / in as given, or as the sizes imply.
@@ -79,11 +82,11 @@ Result<ResizeSampling> resizeSampling(const ir::Node& n, const ir::Shape& in, co
       scale = (*scales)[k];
       if (!(scale > 0) || !std::isfinite(scale)) return makeError("scale {} must be positive", scale);
       const double o = std::floor(static_cast<double>(len) * scale);
-      if (o > static_cast<double>(std::numeric_limits<int32_t>::max())) return makeError("scale {} is too large", scale);
+      if (o > static_cast<double>(kMaxAxis)) return makeError("scale {} makes axis {} longer than {}", scale, d, kMaxAxis);
       out = static_cast<int64_t>(o);
     } else {
       out = (*sizes)[k];
-      if (out < 0 || out > std::numeric_limits<int32_t>::max()) return makeError("size {} is out of range", out);
+      if (out < 0 || out > kMaxAxis) return makeError("size {} of axis {} is outside [0, {}]", out, d, kMaxAxis);
       scale = len > 0 ? static_cast<double>(out) / static_cast<double>(len) : 1.0;
     }
     s.outShape[d] = out;

@@ -158,10 +158,12 @@ TEST_CASE("a Resize fbl cannot run is refused in one line naming the node", "[pa
   for (const auto& [attr, value, says] :
        {std::tuple<std::string, std::string, std::string>{"mode", "cubic", "mode 'cubic' is not supported"},
         {"coordinate_transformation_mode", "tf_crop_and_resize", "'tf_crop_and_resize' is not supported"},
-        {"keep_aspect_ratio_policy", "not_larger", "'not_larger' is not supported"}}) {
+        {"keep_aspect_ratio_policy", "not_larger", "'not_larger' is not supported"},
+        {"mode", "nearest", "longer than 16777216"}}) {  // scales of 2^30: refused before any table is built
     GraphBuilder t;
     ValueId x = t.input("x", DType::F32, {1, 1, 2, 2});
-    t.node("Resize", {x, ir::kNoValue, t.constant(Tensor::fromVector<float>({4}, {1, 1, 2, 2}))}, {{attr, value}});
+    const float up = value == "nearest" ? 1073741824.0f : 2.0f;
+    t.node("Resize", {x, ir::kNoValue, t.constant(Tensor::fromVector<float>({4}, {1, 1, up, 2}))}, {{attr, value}});
     Status st = ops::inferNode(t.g, t.g.nodes.back());
     REQUIRE_FALSE(st.ok());
     CHECK_THAT(st.error().message, Catch::Contains("(Resize)") && Catch::Contains(says));
