@@ -338,17 +338,12 @@ Status tile(InferContext& c) {
 // supported); roi is ignored, as every supported coordinate mode ignores it.
 Status resize(InferContext& c) {
   FBL_TRY(expectOutputs(c, 1, 1));
-  std::vector<float> scales;
-  std::vector<int64_t> sizes;
-  if (hasInput(c, 2) && ir::numElements(c.in[2].shape) > 0) {
-    if (c.constIn[2] == nullptr) return c.fail("the scales must be known at compile time");
-    for (int64_t i = 0; i < c.constIn[2]->numel(); ++i) scales.push_back(static_cast<float>(c.constIn[2]->at(i)));
-  }
-  if (hasInput(c, 3) && ir::numElements(c.in[3].shape) > 0) {
-    FBL_ASSIGN(sizes, constInts(c, 3, "the sizes"));
-  }
+  for (size_t i : {2, 3})
+    if (hasInput(c, i) && ir::numElements(c.in[i].shape) > 0 && c.constIn[i] == nullptr)
+      return c.fail(fmt::format("the {} must be known at compile time", i == 2 ? "scales" : "sizes"));
   if (c.node.attrString("mode", "nearest") == "linear") FBL_TRY(expectFloat(c, 0));
-  auto s = resizeSampling(c.node, c.in[0].shape, &scales, &sizes);
+  auto s = resizeSampling(c.node, c.in[0].shape, c.constIn.size() > 2 ? c.constIn[2] : nullptr,
+                          c.constIn.size() > 3 ? c.constIn[3] : nullptr);
   if (!s.ok()) return c.fail(s.error().message);
   setOut(c, 0, c.in[0].dtype, s->outShape);
   return Status::success();

@@ -49,12 +49,21 @@ Status checkAttributes(const ir::Node& n) {
 
 }  // namespace
 
-Result<ResizeSampling> resizeSampling(const ir::Node& n, const ir::Shape& in, const std::vector<float>* scales,
-                                      const std::vector<int64_t>* sizes) {
+Result<ResizeSampling> resizeSampling(const ir::Node& n, const ir::Shape& in, const ir::Tensor* scalesIn,
+                                      const ir::Tensor* sizesIn) {
   FBL_TRY(checkAttributes(n));
-  const bool byScales = scales != nullptr && !scales->empty();
-  const bool bySizes = sizes != nullptr && !sizes->empty();
+  const bool byScales = scalesIn != nullptr && scalesIn->numel() > 0;
+  const bool bySizes = sizesIn != nullptr && sizesIn->numel() > 0;
   if (byScales == bySizes) return makeError("exactly one of scales and sizes must be given");
+  if (byScales && (!ir::isFloat(scalesIn->dtype()) || scalesIn->rank() != 1))
+    return makeError("scales must be a 1-D float tensor");
+  if (bySizes && (sizesIn->dtype() != ir::DType::I64 || sizesIn->rank() != 1))
+    return makeError("sizes must be a 1-D i64 tensor");
+  std::vector<double> scales;
+  std::vector<int64_t> sizes;
+  if (byScales)
+    for (int64_t i = 0; i < scalesIn->numel(); ++i) scales.push_back(scalesIn->at(i));
+  if (bySizes) sizes = sizesIn->toInt64s();
   const int64_t rank = static_cast<int64_t>(in.size());
   std::vector<int64_t> axes = n.attrInts("axes");
   if (axes.empty())
@@ -66,7 +75,7 @@ Result<ResizeSampling> resizeSampling(const ir::Node& n, const ir::Shape& in, co
     if (seen[a]) return makeError("axis {} is listed twice", a);
     seen[a] = true;
   }
-  const size_t given = byScales ? scales->size() : sizes->size();
+  const size_t given = byScales ? scales.size() : sizes.size();
   if (given != axes.size())
     return makeError("{} has {} entries for {} axes", byScales ? "scales" : "sizes", given, axes.size());
   const std::string mode = n.attrString("mode", "nearest");
@@ -79,13 +88,13 @@ Result<ResizeSampling> resizeSampling(const ir::Node& n, const ir::Shape& in, co
     int64_t out = 0;
     double scale = 0;
     if (byScales) {
-      scale = (*scales)[k];
+      scale = scales[k];
       if (!(scale > 0) || !std::isfinite(scale)) return makeError("scale {} must be positive", scale);
       const double o = std::floor(static_cast<double>(len) * scale);
       if (o > static_cast<double>(kMaxAxis)) return makeError("scale {} makes axis {} longer than {}", scale, d, kMaxAxis);
       out = static_cast<int64_t>(o);
     } else {
-      out = (*sizes)[k];
+      out = sizes[k];
       if (out < 0 || out > kMaxAxis) return makeError("size {} of axis {} is outside [0, {}]", out, d, kMaxAxis);
       scale = len > 0 ? static_cast<double>(out) / static_cast<double>(len) : 1.0;
     }

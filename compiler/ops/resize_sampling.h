@@ -25,12 +25,12 @@ struct ResizeSampling {
   std::vector<ResizeAxis> axes;  // only the axes whose sampling is not the identity
 };
 
-// The sampling of node `n` (a Resize) for input shape `in`, given its constant scales or sizes
-// (exactly one non-null and non-empty). Supported: mode nearest and linear, coordinate
+// The sampling of node `n` (a Resize) for input shape `in`, given its constant scales (float) or
+// sizes (integer) inputs; null or empty is absent, and exactly one must be present. Supported: mode nearest and linear, coordinate
 // transformation half_pixel, pytorch_half_pixel, align_corners and asymmetric, every
 // nearest_mode, antialias 0, keep_aspect_ratio_policy stretch; a resized axis of at most 2^24
 // elements. An error is one line without the node's name (the callers add it).
-Result<ResizeSampling> resizeSampling(const ir::Node& n, const ir::Shape& in, const std::vector<float>* scales,
-                                      const std::vector<int64_t>* sizes);
+Result<ResizeSampling> resizeSampling(const ir::Node& n, const ir::Shape& in, const ir::Tensor* scales,
+                                      const ir::Tensor* sizes);
 
 }  // namespace fbl::ops

@@ -17,7 +17,7 @@ namespace fbl::passes {
 
 namespace {
 
-// A copy of `like` (its phase and attributes dropped) with another op, name, inputs and output.
+// A node in `like`'s phase (its attributes not carried) with another op, name, inputs and output.
 ir::Node derived(const ir::Node& like, std::string op, std::string name, std::vector<ir::ValueId> inputs,
                  ir::ValueId output) {
   ir::Node n;
@@ -78,14 +78,9 @@ Result<std::vector<ir::Node>> decomposeResize(ir::Graph& g, const ir::Node& n) {
     const ir::ValueId v = n.input(i);
     return v == ir::kNoValue ? nullptr : g.values[v].data.get();
   };
-  std::vector<float> scales;
-  std::vector<int64_t> sizes;
-  if (const ir::Tensor* t = contents(2))
-    for (int64_t i = 0; i < t->numel(); ++i) scales.push_back(static_cast<float>(t->at(i)));
-  if (const ir::Tensor* t = contents(3)) sizes = t->toInt64s();
   const ir::ValueId x = n.inputs[0], out = n.outputs[0];
   const ir::DType dt = g.values[x].dtype;
-  auto sampling = ops::resizeSampling(n, g.values[x].shape, &scales, &sizes);
+  auto sampling = ops::resizeSampling(n, g.values[x].shape, contents(2), contents(3));
   if (!sampling.ok()) return makeError("{}: {}", ir::describeNode(g, n), sampling.error().message);
   if (sampling->axes.empty()) return std::vector<ir::Node>{derived(n, "Identity", n.name, {x}, out)};
   std::vector<ir::Node> nodes;

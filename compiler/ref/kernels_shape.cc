@@ -362,12 +362,7 @@ Outputs tileOp(const Node& n, const Inputs& in) {
 // is its input neighbours' weighted sum (linear) or one of them (nearest), in double.
 Outputs resizeOp(const Node& n, const Inputs& in) {
   FBL_ASSIGN(const Tensor* x, input(n, in, 0));
-  std::vector<float> scales;
-  std::vector<int64_t> sizes;
-  if (const Tensor* s = optionalInput(in, 2))
-    for (int64_t i = 0; i < s->numel(); ++i) scales.push_back(static_cast<float>(s->at(i)));
-  if (const Tensor* s = optionalInput(in, 3)) { FBL_ASSIGN(sizes, intValues(n, *s, "sizes")); }
-  auto sampling = ops::resizeSampling(n, x->shape(), &scales, &sizes);
+  auto sampling = ops::resizeSampling(n, x->shape(), optionalInput(in, 2), optionalInput(in, 3));
   if (!sampling.ok()) return nodeError(n, "{}", sampling.error().message);
   FBL_TRY(checkShape(n, sampling->outShape));
   Tensor cur = *x;
