@@ -42,7 +42,7 @@ class Matcher {
   // Memoized per mask value: every layer of a decoder reads the same folded mask, whose S x S
   // scan dominated the pass.
   int classifyMask(ValueId mask, int64_t qLen, int64_t kvLen, int64_t* window);
-  bool dependsOnFloatInitializer(ValueId v) const;
+  bool dependsOnFloatParameter(ValueId v) const;
 
   const ir::Node* producer(ValueId v) const {
     const NodeId p = v == ir::kNoValue ? ir::kNoNode : g_.values[v].producer;
@@ -243,7 +243,7 @@ int Matcher::classifyMaskUncached(ValueId mask, int64_t qLen, int64_t kvLen, int
   return d.window > 0 ? 2 : 1;
 }
 
-bool Matcher::dependsOnFloatInitializer(ValueId v) const {
+bool Matcher::dependsOnFloatParameter(ValueId v) const {
   std::vector<ValueId> stack{v};
   std::vector<bool> seen(g_.values.size(), false);
   while (!stack.empty()) {
@@ -317,7 +317,7 @@ Result<bool> FuseAttention::run(ir::Graph& g) {
       int64_t window = 0;
       const int kind = matcher.classifyMask(m->mask, q[2], kT[3], &window);
       if (kind < 0) {
-        if (matcher.dependsOnFloatInitializer(m->mask)) continue;
+        if (matcher.dependsOnFloatParameter(m->mask)) continue;
         maskInput = m->mask;
       }
       if (kind >= 1) attn.attrs["causal"] = int64_t{1};
