@@ -1,11 +1,12 @@
-// fbl.Attention forward, flash style: o and the row log-sum-exp, no score matrix in memory.
+// fbl.Attention forward, flash style: o and the row log-sum-exp (as its max and log-sum), no score
+// matrix in memory.
 // Work-group (query block of TILE rows, batch * head); key/value tiles of TILE rows stream past
 // the block's queries. Register-tiled like the backward's block kernels, with the same roles and
 // head-dim chunks (flash_attention_common.cl): score blocks, then P through local memory to the
 // accumulation of o.
-// Online softmax in base 2: each score work-item writes its rows' maxima over its columns, and
+// Online softmax: each score work-item writes its rows' maxima over its columns, and
 // every work-item that needs a row's new maximum (the score stage for P, the accumulation for
-// the rescale exp2(m_old - m_new)) takes the max of those partials and of its own copy of the
+// the rescale exp(m_old - m_new)) takes the max of those partials and of its own copy of the
 // running max, so the copies agree without a row owner. Tiles outside the rows' causal /
 // sliding-window range are never loaded.
 // With SPLITS > 1 each block's key tiles are shared by SPLITS work-groups: each writes its rows'
@@ -62,7 +63,7 @@ __kernel void WG_SIZE {{NAME}}({{PARAMS}}) {
       for (uint u = 0; u < SX; ++u) mS[a] = fmax(mS[a], pmax[ir * SX + u]);
       float ps = 0.0f;
       for (uint c = 0; c < MC; ++c) {
-        const float p = s[a][c] == -INFINITY ? 0.0f : exp2(s[a][c] - mS[a]);
+        const float p = s[a][c] == -INFINITY ? 0.0f : attnExp(s[a][c], mS[a]);
         pt[ir * PSTRIDE + sx + SX * c] = p;
         ps += p;
       }
@@ -76,7 +77,7 @@ __kernel void WG_SIZE {{NAME}}({{PARAMS}}) {
         mNew = fmax(mNew, pmax[ir * SX + u]);
         ps += psum[ir * SX + u];
       }
-      const float alpha = mNew == -INFINITY ? 1.0f : exp2(mA[a] - mNew);  // nothing visible yet: all zeros
+      const float alpha = mNew == -INFINITY ? 1.0f : attnExp(mA[a], mNew);  // nothing visible yet: all zeros
       sum[a] = sum[a] * alpha + ps;
       for (uint c = 0; c < DV / EX; ++c) acc[a][c] *= alpha;
       mA[a] = mNew;
@@ -107,13 +108,16 @@ __kernel void WG_SIZE {{NAME}}({{PARAMS}}) {
 #else
     const float inv = 1.0f / sum[a];
     for (uint c = 0; c < DV / EX; ++c) o[offO(b, h, i, ox + EX * c)] = acc[a][c] * inv;
-    if (ox == 0u) lse[offLse(b, h, i)] = (mA[a] + log2(sum[a])) * LN2;
+    if (ox == 0u) {
+      lse[offLse(b, h, i, 0u)] = mA[a];
+      lse[offLse(b, h, i, 1u)] = log(sum[a]);
+    }
 #endif
   }
 }
 
 #if SPLITS > 1
-// o and lse of every row from its splits' partials: split s's o weighs sum_s exp2(m_s - m), m the
+// o and lse of every row from its splits' partials: split s's o weighs sum_s exp(m_s - m), m the
 // largest max, as if one work-group had seen every key. One work-item an element of o.
 __kernel void {{NAME}}_combine(__global const float* oPart, __global const float* mPart, __global const float* sumPart,
                                __global float* o, __global float* lse) {
@@ -125,11 +129,14 @@ __kernel void {{NAME}}_combine(__global const float* oPart, __global const float
   float total = 0.0f, acc = 0.0f;
   for (uint s = 0; s < SPLITS; ++s) {
     const uint r = s * rows + row;
-    const float w = m == -INFINITY ? 0.0f : sumPart[r] * exp2(mPart[r] - m);
+    const float w = m == -INFINITY ? 0.0f : sumPart[r] * attnExp(mPart[r], m);
     total += w;
     acc += w * oPart[r * DV + e];
   }
   o[offO(b, h, i, e)] = acc / total;
-  if (e == 0u) lse[offLse(b, h, i)] = (m + log2(total)) * LN2;
+  if (e == 0u) {
+    lse[offLse(b, h, i, 0u)] = m;
+    lse[offLse(b, h, i, 1u)] = log(total);
+  }
 }
 #endif

@@ -27,7 +27,6 @@
 #define SCALE {{SCALE}}
 #define SPLITS {{SPLITS}}u  // work-groups sharing one block's streamed range (attention_emitters.cc)
 #define LOG2E 1.4426950408889634f
-#define LN2 0.6931471805599453f
 // The block tiling (compiler/codegen/attention_emitters.cc): TILE x TILE score blocks, WG
 // work-items; for the scores, work-item (sy, sx) computes rows sy + SY a and columns sx + SX c;
 // for the accumulations, work-item (oy, ox) owns rows oy + OY a and head dims ox + EX c. Head
@@ -94,8 +93,11 @@ inline int attnHidden(uint i, uint j) {
   return 0;
 }
 
-// The score of a dot product q.k in log2 units (-INFINITY where hidden); *slope is
-// d(capped)/d(raw) = 1 - tanh^2 under a softcap, 1 without.
+// The score of a dot product q.k (-INFINITY where an index mask hides the key); *slope is
+// d(capped)/d(raw) = 1 - tanh^2 under a softcap, 1 without. Scores stay in natural units: the
+// mask is added in fp32 as the unfused graph adds it, so a finfo.min entry swallows the score and
+// a row it hides whole is uniform; a -inf entry is clamped to finfo.min, so that -INFINITY keeps
+// meaning "hidden by index" (compiler/autodiff/attention.h).
 inline float attnScore(float dot, uint b, uint h, uint i, uint j, __global const float* mask, float* slope) {
   *slope = 1.0f;
   if (attnHidden(i, j)) return -INFINITY;
@@ -106,17 +108,19 @@ inline float attnScore(float dot, uint b, uint h, uint i, uint j, __global const
   s = SOFTCAP * th;
 #endif
 #if HAS_MASK
-  s += mask[offMask(b, h, i, j)];
-  // finfo.min masks would overflow to -inf in log2 units; the unfused softmax keeps them finite.
-  return fmax(s * LOG2E, -FLT_MAX);
-#else
-  return s * LOG2E;
+  s = fmax(s + mask[offMask(b, h, i, j)], -FLT_MAX);
 #endif
+  return s;
 }
 
-// lse in log2 units. A row whose every visible key a finfo.min mask hides has lse near
-// -FLT_MAX, which overflows in log2 units; its scores were clamped at -FLT_MAX, so is lse.
-inline float attnLse2(float lse) { return fmax(lse * LOG2E, -FLT_MAX); }
+// exp(s - m) through exp2, the difference taken first: it stays exact where s and m are both
+// about finfo.min, which their log2 multiples would overflow.
+inline float attnExp(float s, float m) { return exp2((s - m) * LOG2E); }
+
+// softmax(s) of a row from its lse = (max, log sum): exp(s - max - log sum), 0 where hidden.
+inline float attnProb(float s, float rowMax, float logSum) {
+  return s == -INFINITY ? 0.0f : exp2((s - rowMax - logSum) * LOG2E);
+}
 
 // The key range [begin, end) that queries [q0, q1) can see.
 inline uint attnKeyBegin(uint q0) {

@@ -1,7 +1,7 @@
 // fbl.AttentionGrad, flash style (the MLX order): no atomics, no score matrix in memory.
 //   _rowterm    dr[row] = dO[row] . o[row], a work-group (a tree) or one work-item per query row;
 //   _dq         work-group (query block, batch * head): key/value tiles stream past the block's
-//               queries; P = exp2(s - lse), dS = P (dO . v - dr), dq = scale dS k;
+//               queries; P = exp(s - lse), dS = P (dO . v - dr), dq = scale dS k;
 //   _dkdv       work-group (key block, batch * kv head, or batch * head with SPLIT_GROUP): query
 //               tiles (q, dO, lse, dr) stream past the block's keys; dv = sum P dO,
 //               dk = scale sum dS q;
@@ -69,10 +69,11 @@ __kernel void WG_SIZE {{NAME}}_dq({{DQ_PARAMS}}) {
   STAGE_ROWS(qt, TILE, D, SQ, q0, q, offQ, b, h);
   STAGE_ROWS(dot, TILE, DV, SQ, q0, dout, offDO, b, h);
 #endif
-  float lse2[MR], rowTerm[MR];
+  float rowMax[MR], logSum[MR], rowTerm[MR];
   for (uint a = 0; a < MR; ++a) {
     const uint i = q0 + sy + SY * a;
-    lse2[a] = i < SQ ? attnLse2(lse[offLse(b, h, i)]) : 0.0f;
+    rowMax[a] = i < SQ ? lse[offLse(b, h, i, 0u)] : 0.0f;
+    logSum[a] = i < SQ ? lse[offLse(b, h, i, 1u)] : 0.0f;
     rowTerm[a] = i < SQ ? dr[bh * SQ + i] : 0.0f;
   }
   float acc[AR][D / EX];
@@ -101,7 +102,7 @@ __kernel void WG_SIZE {{NAME}}_dq({{DQ_PARAMS}}) {
         float slope;
         const uint ir = sy + SY * a, jc = sx + SX * c;
         const float sc = attnScore(s[a][c], b, h, q0 + ir, k0 + jc, MASK, &slope);
-        const float p = sc == -INFINITY ? 0.0f : exp2(sc - lse2[a]);
+        const float p = attnProb(sc, rowMax[a], logSum[a]);
         dst[ir * PSTRIDE + jc] = p * (dp[a][c] - rowTerm[a]) * slope * SCALE;
       }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -148,7 +149,7 @@ __kernel void WG_SIZE {{NAME}}_dkdv({{DKDV_PARAMS}}) {
   __local float kt[TILE * (CW + 1)], vt[TILE * (CWV + 1)];   // the block's keys
   __local float qt[TILE * (CW + 1)], dot[TILE * (CWV + 1)];  // a query tile
   __local float pt[TILE * PSTRIDE], dst[TILE * PSTRIDE];      // P and dS, [key][query]
-  __local float lse2t[TILE], rowt[TILE];
+  __local float maxt[TILE], logt[TILE], rowt[TILE];  // the streamed rows' lse and row terms
   const uint l = get_local_id(0), sy = l / SX, sx = l % SX, oy = l / EX, ox = l % EX;
 #if SPLIT_GROUP
   const uint b = get_group_id(1) / HEADS, hBegin = get_group_id(1) % HEADS, hEnd = hBegin + 1u;
@@ -188,7 +189,8 @@ __kernel void WG_SIZE {{NAME}}_dkdv({{DKDV_PARAMS}}) {
       if (n == 0u)
         for (uint x = l; x < TILE; x += WG) {
           const uint i = i0 + x;
-          lse2t[x] = i < SQ ? attnLse2(lse[offLse(b, h, i)]) : 0.0f;
+          maxt[x] = i < SQ ? lse[offLse(b, h, i, 0u)] : 0.0f;
+          logt[x] = i < SQ ? lse[offLse(b, h, i, 1u)] : 0.0f;
           rowt[x] = i < SQ ? dr[(b * HEADS + h) * SQ + i] : 0.0f;
         }
       barrier(CLK_LOCAL_MEM_FENCE);
@@ -200,7 +202,7 @@ __kernel void WG_SIZE {{NAME}}_dkdv({{DKDV_PARAMS}}) {
         float slope;
         const uint jr = sy + SY * a, ic = sx + SX * c;
         const float sc = attnScore(s[a][c], b, h, i0 + ic, k0 + jr, MASK, &slope);
-        const float p = sc == -INFINITY ? 0.0f : exp2(sc - lse2t[ic]);
+        const float p = attnProb(sc, maxt[ic], logt[ic]);
         pt[jr * PSTRIDE + ic] = p;
         dst[jr * PSTRIDE + ic] = p * (dp[a][c] - rowt[ic]) * slope * SCALE;
       }

@@ -3,6 +3,7 @@
 // the checker for the OpenCL flash kernels and for the fuse-attention rewrite.
 #include "compiler/autodiff/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -57,7 +58,7 @@ Status inferAttention(ops::InferContext& c) {
     if (Status st = maskFits(c.in[3].shape, *d); !st.ok()) return c.fail(st.error().message);
   c.out.assign(c.node.outputs.size(), ops::TensorType{});
   c.out[0] = {c.in[0].dtype, {d->batch, d->heads, d->qLen, d->valueDim}};
-  if (c.out.size() > 1) c.out[1] = {c.in[0].dtype, {d->batch, d->heads, d->qLen}};
+  if (c.out.size() > 1) c.out[1] = {c.in[0].dtype, {d->batch, d->heads, d->qLen, 2}};
   return Status::success();
 }
 
@@ -69,7 +70,7 @@ Status inferAttentionGrad(ops::InferContext& c) {
   if (c.in[0].shape != o || c.in[4].shape != o)
     return c.fail(fmt::format("dO {} and o {} must be {}", ir::shapeToString(c.in[0].shape),
                               ir::shapeToString(c.in[4].shape), ir::shapeToString(o)));
-  if (c.in[5].shape != Shape{d->batch, d->heads, d->qLen}) return c.fail("lse must be [batch, heads, q_len]");
+  if (c.in[5].shape != Shape{d->batch, d->heads, d->qLen, 2}) return c.fail("lse must be [batch, heads, q_len, 2]");
   if (c.in.size() > 6 && c.in[6].dtype != ir::DType::Undefined)
     if (Status st = maskFits(c.in[6].shape, *d); !st.ok()) return c.fail(st.error().message);
   c.out.assign(c.node.outputs.size(), ops::TensorType{});
@@ -79,8 +80,10 @@ Status inferAttentionGrad(ops::InferContext& c) {
 
 using Out = Result<std::vector<Tensor>>;
 
-// One row of scores s[i, 0..Sk) of head (b, h), -inf where masked by index; `capped` keeps
-// tanh(raw / softcap) per key for the backward's chain rule.
+// One row of scores s[i, 0..Sk) of head (b, h), -inf where masked by index; `tanhOf` keeps
+// tanh(raw / softcap) per key for the backward's chain rule. The mask is added in fp32 (see
+// attention.h): in double a finfo.min entry would keep the score's differences, which the unfused
+// graph loses.
 struct ScoreRow {
   const AttentionDims& d;
   const float *q, *k, *mask;
@@ -103,8 +106,11 @@ struct ScoreRow {
         if (tanhOf) (*tanhOf)[j] = t;
         x = d.softcap * t;
       }
-      if (mask)
-        x += mask[b * maskStrides[0] + h * maskStrides[1] + i * maskStrides[2] + j * maskStrides[3]];
+      if (mask) {
+        const float sum = static_cast<float>(x) + mask[b * maskStrides[0] + h * maskStrides[1] + i * maskStrides[2] +
+                                                        j * maskStrides[3]];
+        x = std::max(sum, std::numeric_limits<float>::lowest());
+      }
       s[j] = x;
     }
   }
@@ -129,7 +135,7 @@ Out attention(const ir::Node& n, const ref::Inputs& in) {
   const AttentionDims& d = *dims;
   FBL_ASSIGN(ScoreRow row, scoreRow(n, d, *in[0], *in[1], in.size() > 3 ? in[3] : nullptr));
   Tensor o(ir::DType::F32, {d.batch, d.heads, d.qLen, d.valueDim});
-  Tensor lse(ir::DType::F32, {d.batch, d.heads, d.qLen});
+  Tensor lse(ir::DType::F32, {d.batch, d.heads, d.qLen, 2});
   const float* v = in[2]->data<float>();
   std::vector<double> s(d.kvLen), acc(d.valueDim);
   for (int64_t b = 0; b < d.batch; ++b)
@@ -149,7 +155,8 @@ Out attention(const ir::Node& n, const ref::Inputs& in) {
         }
         const int64_t row0 = (b * d.heads + h) * d.qLen + i;
         for (int64_t e = 0; e < d.valueDim; ++e) o.data<float>()[row0 * d.valueDim + e] = static_cast<float>(acc[e] / sum);
-        lse.data<float>()[row0] = static_cast<float>(m + std::log(sum));
+        lse.data<float>()[2 * row0] = static_cast<float>(m);
+        lse.data<float>()[2 * row0 + 1] = static_cast<float>(std::log(sum));
       }
   std::vector<Tensor> out;
   out.push_back(std::move(o));
@@ -177,8 +184,9 @@ Out attentionGrad(const ir::Node& n, const ref::Inputs& in) {
         const float* dOi = dO + r * d.valueDim;
         double rowTerm = 0;
         for (int64_t e = 0; e < d.valueDim; ++e) rowTerm += double(dOi[e]) * o[r * d.valueDim + e];
+        const double rowMax = lse[2 * r], logSum = lse[2 * r + 1];
         for (int64_t j = 0; j < d.kvLen; ++j) {
-          const double p = std::exp(s[j] - lse[r]);
+          const double p = std::exp(s[j] - rowMax - logSum);
           if (p == 0) continue;
           const int64_t kj = kvBase * d.kvLen + j;
           double dp = 0;

@@ -5,13 +5,21 @@
 //     reads key/value head h / (H / Hkv) (what repeat_kv's Expand + Reshape computes);
 //     s[i,j] = scale * q[i] . k[j]
 //     s      = softcap * tanh(s / softcap)          when softcap > 0 (Gemma 2), before the mask
-//     s     += mask[.., i, j]                       mask broadcasts to [B, H, Sq, Sk]
+//     s      = max(s + mask[.., i, j], finfo.min)   mask broadcasts to [B, H, Sq, Sk]; the sum
+//                                                   rounded to fp32, as the unfused graph adds it
 //     s      = -inf where causal and j > i, or window > 0 and i - j >= window
 //     o[i]   = sum_j softmax_j(s)[i,j] v[j]         o [B, H, Sq, Dv]
-//     lse[i] = log sum_j exp(s[i,j])                lse [B, H, Sq] (natural log), for backward
+//     lse[i] = (m[i], log sum_j exp(s[i,j] - m[i])) lse [B, H, Sq, 2], m[i] = max_j s[i,j]: the
+//                                                   log-sum-exp as its two terms, for backward
+//
+//   A finfo.min entry swallows its score in fp32, as in PyTorch's eager attention: a query row
+//   whose every key the mask hides (a left-padded position) attends uniformly to those keys. Its
+//   log-sum-exp, finfo.min + log(n), would round to finfo.min and lose the 1/n: that is why lse
+//   keeps m and the log-sum apart. A -inf entry counts as finfo.min, so such a row is uniform
+//   where PyTorch's would be NaN.
 //
 //   fbl.AttentionGrad(dO, q, k, v, o, lse[, mask]){same attributes} -> dq, dk, dv (each optional)
-//     P = exp(s - lse), Dr[i] = dO[i] . o[i], dS = P * (dO v^T - Dr), through the softcap
+//     P = exp(s - m - logsum), Dr[i] = dO[i] . o[i], dS = P * (dO v^T - Dr), through the softcap
 //     dS *= 1 - tanh^2; dq = scale dS k; dk = scale dS^T q and dv = P^T dO, summed over the
 //     query heads of each key/value head's group.
 //

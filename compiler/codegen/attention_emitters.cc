@@ -119,9 +119,10 @@ AttentionTiling attentionTiling(const AttentionDims& d, const Target& t) {
 namespace {
 
 // Local floats of a backward kernel (_dkdv, the larger, sets the budget): the block's and the
-// streamed tiles (q, dO, k, v) over one chunk, P and dS, the streamed rows' lse and row terms.
+// streamed tiles (q, dO, k, v) over one chunk, P and dS, the streamed rows' lse (max and
+// log-sum) and row terms.
 int64_t gradLocalFloats(const AttentionDims& d, int64_t tile, int64_t chunks) {
-  return 2 * tile * (d.headDim / chunks + 1 + d.valueDim / chunks + 1) + 2 * tile * (tile + 1) + 2 * tile;
+  return 2 * tile * (d.headDim / chunks + 1 + d.valueDim / chunks + 1) + 2 * tile * (tile + 1) + 3 * tile;
 }
 
 }  // namespace

@@ -345,7 +345,7 @@ Result<bool> FuseAttention::run(ir::Graph& g) {
     attn.inputs = {m->q, k, v};
     if (maskInput != ir::kNoValue) attn.inputs.push_back(maskInput);
     const ValueId o = g.nodes[m->pv].outputs[0];
-    const ValueId lse = g.newValue(g.values[o].name + "_lse", ir::DType::F32, {q[0], q[1], q[2]}, true);
+    const ValueId lse = g.newValue(g.values[o].name + "_lse", ir::DType::F32, {q[0], q[1], q[2], 2}, true);
     attn.outputs = {o, lse};
     attn.phase = g.nodes[m->pv].phase;
     g.nodes[m->pv] = std::move(attn);

@@ -2,8 +2,8 @@
 // on PoCL against the reference executor's fbl.Attention and fbl.AttentionGrad, element by
 // element: o, lse, dq, dk, dv. Cases cover GQA (4 query heads on 2 key/value heads), causal,
 // a sliding window shorter than the sequence, softcap, padding masks read through their
-// broadcast, lengths that are not a multiple of the tile, queries and keys of different lengths
-// (cross-attention), head_dim 16, 32, 64 and 256 (head dims staged in chunks), q read through
+// broadcast, left-padded batches whose padded rows see no key, lengths that are not a multiple
+// of the tile, queries and keys of different lengths (cross-attention), head_dim 16, 32, 64 and 256 (head dims staged in chunks), q read through
 // a transposed view, an unwanted dk, head dims that are not powers of two; each with the CPU
 // tiling and with the GPU tilings of phones and of the H200 (wider work-groups, tiles sized to
 // local memory, GQA heads split over work-groups).
@@ -35,6 +35,11 @@ struct AttnCase {
   int64_t window = 0;
   Shape mask;                 // empty: none
   bool padLastBatch = false;  // the mask hides every key of the last batch: its rows are fully padded
+  // Left padding, HF's way: batch b's first leftPad[b] keys are hidden by finfo.min; with
+  // maskCausal the mask [B, 1, Sq, Sk] hides the future too (causal stays off), so each padded
+  // query row sees no key at all and attends uniformly to every key.
+  std::vector<int64_t> leftPad;
+  bool maskCausal = false;
   bool transposedQ = false;   // q stored as [B, S, H, D], read through the transposed view
   bool wantDk = true;
 };
@@ -123,12 +128,11 @@ double gWorst = 0;  // the largest error relative to the reference's scale, over
 
 void check(std::vector<float> got, ir::Tensor want, const std::string& what) {
   if (what == "lse") {
-    // A row whose every visible key a finfo.min mask hides: the reference's lse is about
-    // -3.4e38, the kernel's -FLT_MAX ln 2 (its log2 units are clamped); both mean "nothing to
-    // see", and o and the gradients of such rows are checked like any other.
+    // A row whose every visible key a finfo.min mask hides has the row max finfo.min in both;
+    // its log-sum, and every other row's lse, are compared like any value.
     for (int64_t i = 0; i < want.numel(); ++i)
       if (want.at(i) < -1e30) {
-        CHECK(got[i] < -1e30);
+        CHECK(got[i] == want.at(i));
         got[i] = 0.0f;
         want.data<float>()[i] = 0.0f;
       }
@@ -155,11 +159,20 @@ void runCase(const AttnCase& c, const codegen::Target& target, unsigned seed) {
   ir::ValueId mask = ir::kNoValue;
   if (!c.mask.empty()) {
     mask = input("mask", c.mask);
-    // Random biases, a third of them hiding their key as HF's finfo.min does.
     ir::Tensor& m = val[mask];
-    for (int64_t i = 0; i < m.numel(); ++i)
-      if (i % 3 == 1 || (c.padLastBatch && i >= m.numel() / c.batch * (c.batch - 1)))
-        m.data<float>()[i] = std::numeric_limits<float>::lowest();
+    const float low = std::numeric_limits<float>::lowest();
+    if (!c.leftPad.empty()) {
+      // Zeros where visible; c.mask is [B, 1, 1, Sk] or [B, 1, Sq, Sk].
+      const int64_t rows = c.mask[2], cols = c.mask[3];
+      for (int64_t bb = 0; bb < c.batch; ++bb)
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t j = 0; j < cols; ++j)
+            m.data<float>()[(bb * rows + i) * cols + j] = j < c.leftPad[bb] || (c.maskCausal && j > i) ? low : 0.0f;
+    } else {
+      // Random biases, a third of them hiding their key as HF's finfo.min does.
+      for (int64_t i = 0; i < m.numel(); ++i)
+        if (i % 3 == 1 || (c.padLastBatch && i >= m.numel() / c.batch * (c.batch - 1))) m.data<float>()[i] = low;
+    }
   }
   std::map<std::string, ir::AttrValue> attrs{{"scale", c.scale}, {"causal", int64_t{c.causal}}, {"window", c.window}};
   if (c.softcap > 0) attrs["softcap"] = c.softcap;
@@ -176,7 +189,7 @@ void runCase(const AttnCase& c, const codegen::Target& target, unsigned seed) {
   };
   std::vector<ir::ValueId> fin{q, k, v};
   if (mask != ir::kNoValue) fin.push_back(mask);
-  const ir::NodeId fwd = addNode("fbl.Attention", fin, {{"o", os}, {"lse", {c.batch, c.heads, c.qLen}}});
+  const ir::NodeId fwd = addNode("fbl.Attention", fin, {{"o", os}, {"lse", {c.batch, c.heads, c.qLen, 2}}});
   const ir::ValueId o = g.nodes[fwd].outputs[0], lse = g.nodes[fwd].outputs[1];
   auto ref = [&](ir::NodeId id) {
     std::vector<const ir::Tensor*> in;
@@ -303,6 +316,28 @@ TEST_CASE("flash attention kernels: a fully padded sequence keeps the unfused so
   c.mask = {c.batch, 1, 1, c.kvLen};
   c.padLastBatch = true;
   runBothTilings(c, 9);
+}
+
+TEST_CASE("flash attention kernels: left-padded batches, whose padded rows see no key", "[codegen][attention]") {
+  SECTION("causal in the mask as HF writes it, GQA, pads of 0, 5 and 1 tokens") {
+    AttnCase c;
+    c.batch = 3;
+    c.causal = false;
+    c.qLen = c.kvLen = 21;
+    c.mask = {c.batch, 1, c.qLen, c.kvLen};
+    c.leftPad = {0, 5, 1};
+    c.maskCausal = true;
+    runBothTilings(c, 10);
+  }
+  SECTION("causal and sliding window by index, softcap, a padding mask over the keys") {
+    AttnCase c;
+    c.qLen = c.kvLen = 19;
+    c.window = 6;
+    c.softcap = 0.8f;
+    c.mask = {c.batch, 1, 1, c.kvLen};
+    c.leftPad = {3, 9};
+    runBothTilings(c, 11);
+  }
 }
 
 TEST_CASE("flash attention kernels: cross-attention, 11 queries on 23 keys, padding mask", "[codegen][attention]") {

@@ -21,7 +21,7 @@ namespace {
 using ir::ValueId;
 using testing::GraphBuilder;
 
-enum class Mask { kNone, kZeros, kCausal, kWindow, kInput, kSelectedByInput };
+enum class Mask { kNone, kZeros, kCausal, kWindow, kInput, kSelectedByInput, kLeftPaddedCausalInput };
 
 struct Case {
   int64_t batch = 2, heads = 4, kvHeads = 2, len = 7, dim = 8;
@@ -65,6 +65,17 @@ void build(const Case& c, Built& b) {
     b.maskInput = t.input("attention_mask", ir::DType::F32, {B, 1, 1, S});
     b.maskFeed = ir::Tensor(ir::DType::F32, {B, 1, 1, S});
     for (int64_t i = 0; i < B * S; ++i) b.maskFeed.data<float>()[i] = (i % S) >= S - 1 - i / S ? low : 0.0f;
+    s = t.op("Add", {s, b.maskInput});
+  } else if (c.mask == Mask::kLeftPaddedCausalInput) {
+    // HF's eager mask for a left-padded batch: finfo.min on the future and on batch b's first b + 2
+    // keys, so query rows 0..b+1 see no key; the loss weighs those rows too, as the last pad
+    // position's logits are weighed by the first real token's label.
+    b.maskInput = t.input("attention_mask", ir::DType::F32, {B, 1, S, S});
+    b.maskFeed = ir::Tensor(ir::DType::F32, {B, 1, S, S});
+    for (int64_t bb = 0; bb < B; ++bb)
+      for (int64_t i = 0; i < S; ++i)
+        for (int64_t j = 0; j < S; ++j)
+          b.maskFeed.data<float>()[(bb * S + i) * S + j] = j > i || j < bb + 2 ? low : 0.0f;
     s = t.op("Add", {s, b.maskInput});
   } else if (c.mask == Mask::kSelectedByInput) {
     // The exporters' padding mask: Where(keep, 0, lowest), its fill values lifted to scalar
@@ -203,6 +214,19 @@ TEST_CASE("fuse-attention: sliding window, softcap, scales on q and k, masks of 
     c.mask = Mask::kInput;
     const ir::Node& a = attentionNode(fuseAndCompare(c));
     CHECK(a.inputs.size() == 4);
+  }
+  SECTION("a left-padded causal mask input: padded rows see no key and attend uniformly") {
+    Case c;
+    c.mask = Mask::kLeftPaddedCausalInput;
+    const ir::Node& a = attentionNode(fuseAndCompare(c));
+    CHECK(a.inputs.size() == 4);
+    CHECK(a.attrInt("causal", 0) == 0);
+  }
+  SECTION("the same with a softcap (Gemma 2)") {
+    Case c;
+    c.mask = Mask::kLeftPaddedCausalInput;
+    c.softcap = 0.5f;
+    CHECK(attentionNode(fuseAndCompare(c)).attrFloat("softcap", 0) == Approx(0.5f));
   }
   SECTION("a mask selected by an input from scalar initializers stays an input") {
     Case c;

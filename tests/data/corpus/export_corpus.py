@@ -188,8 +188,48 @@ def beit():
             ["noopt", "opt", "ts"], "relative position bias table resized to the window (Resize), layer scale, mean pooling")
 
 
+def padded_batch(vocab, pad_id, side, lengths=(SEQ, SEQ - 5, SEQ - 1)):
+    """ids, attention_mask and labels of a batch of mixed lengths, padded on `side` as a tokenizer
+    with padding_side=side pads it: pad ids, mask 0 and label -100 on the padding."""
+    x = ids(vocab, len(lengths))
+    mask = torch.zeros_like(x)
+    for b, n in enumerate(lengths):
+        if side == "left":
+            mask[b, SEQ - n:] = 1
+        else:
+            mask[b, :n] = 1
+    x[mask == 0] = pad_id
+    labels = x.clone()
+    labels[mask == 0] = -100
+    return x, mask, labels
+
+
+def qwen2_padded(side):
+    c = T.Qwen2Config(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                      num_key_value_heads=2, vocab_size=128, max_position_embeddings=64, use_cache=False,
+                      pad_token_id=0, bos_token_id=1, eos_token_id=2, **NO_DROPOUT)
+    return (T.Qwen2ForCausalLM, c, ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+            ["input_ids", "attention_mask", "labels"], padded_batch(c.vocab_size, c.pad_token_id, side),
+            ["noopt", "opt"], f"GQA 4/2, qkv bias; a batch of 3 (16, 11 and 15 tokens) padded on the {side}"
+            + (": a padded query row sees no key, and the last pad's logits predict the first token" if side == "left"
+               else ""))
+
+
+def bert_left_padded():
+    c = T.BertConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                     vocab_size=128, max_position_embeddings=SEQ, type_vocab_size=1, pad_token_id=0,
+                     hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    x, mask, labels = padded_batch(c.vocab_size, c.pad_token_id, "left")
+    return (T.BertForMaskedLM, c, ["query", "key", "value", "attention.output.dense", "intermediate.dense",
+                                   "output.dense"],
+            ["input_ids", "attention_mask", "labels"], (x, mask, labels), ["noopt", "opt", "ts"],
+            "an encoder on a batch of 3 (16, 11 and 15 tokens) padded on the left")
+
+
 ARCHS = dict(gpt2=gpt2, phi3=phi3, gpt_neox=gpt_neox, opt=opt, falcon=falcon, t5=t5, roberta=roberta, deit=deit,
-             swin=swin, gptj=gptj, deberta_v2=deberta_v2, beit=beit)
+             swin=swin, gptj=gptj, deberta_v2=deberta_v2, beit=beit,
+             qwen2_left=lambda: qwen2_padded("left"), qwen2_right=lambda: qwen2_padded("right"),
+             bert_left=bert_left_padded)
 
 
 def save_tensor(path, name, t):
