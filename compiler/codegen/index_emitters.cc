@@ -1,5 +1,6 @@
 // The scan and the N-dimensional index ops, one template each, row-major operands:
 //  - CumSum: cumsum.cl, one work-item per line along the (constant) axis, summed in order;
+//  - ArgMax, ArgMin: arg_extremum.cl, one work-item per line along the axis, scanned in order;
 //  - GatherND: gather_nd.cl, one work-item per output element;
 //  - ScatterND: scatter_nd.cl, one work-item per output element that applies every update naming
 //    its slice in tuple order (deterministic, no atomics);
@@ -42,6 +43,26 @@ Result<NodeCode> cumSum(const ir::Graph& g, const ir::Node& n, const Target& t) 
                                {"REVERSE", n.attrInt("reverse", 0) ? "1" : "0"},
                                {"EXCLUSIVE", n.attrInt("exclusive", 0) ? "1" : "0"}},
                               "cumsum", {val(n.inputs[0]), val(n.outputs[0])}, grid1(lines, t), {t.workgroup}));
+  return c;
+}
+
+Result<NodeCode> argExtremum(const ir::Graph& g, const ir::Node& n, const Target& t) {
+  const ir::Value& x = g.values[n.inputs[0]];
+  if (x.dtype != ir::DType::F32 && x.dtype != ir::DType::I64 && x.dtype != ir::DType::I32)
+    return makeError("{}: {} runs on f32, i64 and i32, not {}", ir::describeNode(g, n), n.op, ir::dtypeName(x.dtype));
+  if (x.shape.empty()) return makeError("{}: the input is a scalar", ir::describeNode(g, n));
+  const int64_t axis = normAxis(n.attrInt("axis", 0), x.shape.size());
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= x.shape[d];
+  for (size_t d = axis + 1; d < x.shape.size(); ++d) inner *= x.shape[d];
+  const int64_t lines = outer * inner;
+  NodeCode c;
+  c.launches.push_back(launch("arg_extremum",
+                              {{"T", std::string(clType(x.dtype))}, {"LINES", str(lines)},
+                               {"INNER", str(std::max<int64_t>(inner, 1))}, {"DIM", str(x.shape[axis])},
+                               {"CMP", n.op == "ArgMax" ? ">" : "<"},
+                               {"LAST", n.attrInt("select_last_index", 0) ? "1" : "0"}},
+                              "arg_extremum", {val(n.inputs[0]), val(n.outputs[0])}, grid1(lines, t), {t.workgroup}));
   return c;
 }
 
@@ -131,7 +152,8 @@ Result<NodeCode> scatterElements(const ir::Graph& g, const ir::Node& n, const Ta
 }  // namespace
 
 std::vector<EmitterEntry> indexEmitters() {
-  return {{"CumSum", cumSum}, {"GatherND", gatherND}, {"ScatterND", scatterND}, {"ScatterElements", scatterElements}};
+  return {{"CumSum", cumSum},         {"ArgMax", argExtremum},       {"ArgMin", argExtremum},
+          {"GatherND", gatherND},     {"ScatterND", scatterND},      {"ScatterElements", scatterElements}};
 }
 
 }  // namespace fbl::codegen

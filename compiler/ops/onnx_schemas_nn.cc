@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "compiler/ops/broadcast.h"
+#include "compiler/ops/conv_1d.h"
 #include "compiler/ops/onnx_schemas_common.h"
 
 namespace fbl::ops::rules {
@@ -60,14 +61,33 @@ Status gemm(InferContext& c) {
   return Status::success();
 }
 
-// 2-D convolution, NCHW: out = floor((in + padBegin + padEnd - dilation*(k-1) - 1)/stride) + 1.
+Status conv2d(InferContext& c);
+
+// 1-D convolution (conv_1d.h): the 2-D rule on [N, C, 1, L], then the 1 dropped.
+Status conv1d(InferContext& c) {
+  const ir::Node n2 = conv1dAs2d(c.node);
+  InferContext c2{c.graph, n2, c.in, c.constIn, c.out};
+  for (size_t i = 0; i < 2; ++i) c2.in[i].shape.insert(c2.in[i].shape.begin() + 2, 1);
+  FBL_TRY(conv2d(c2));
+  c.out = c2.out;
+  c.out[0].shape.erase(c.out[0].shape.begin() + 2);
+  return Status::success();
+}
+
 Status conv(InferContext& c) {
   FBL_TRY(expectOutputs(c, 1, 1));
+  const Shape &x = c.in[0].shape, &w = c.in[1].shape;
+  if (isConv1d(x, w)) return conv1d(c);
+  if (x.size() != 4 || w.size() != 4)
+    return c.fail(fmt::format("only 1-D and 2-D Conv (3-D or 4-D input and weight) are supported, not {} and {}",
+                              str(x), str(w)));
+  return conv2d(c);
+}
+
+// 2-D convolution, NCHW: out = floor((in + padBegin + padEnd - dilation*(k-1) - 1)/stride) + 1.
+Status conv2d(InferContext& c) {
   FBL_TRY(expectSameDType(c, 0, 1));
   const Shape &x = c.in[0].shape, &w = c.in[1].shape;
-  if (x.size() != 4 || w.size() != 4)
-    return c.fail(fmt::format("only 2-D Conv (4-D input and weight) is supported, not {} and {}",
-                              str(x), str(w)));
   int64_t group = c.node.attrInt("group", 1);
   if (group < 1 || x[1] != w[1] * group || w[0] % group != 0)
     return c.fail(fmt::format("input {} and weight {} do not match group={}", str(x), str(w),
@@ -108,7 +128,7 @@ Status conv(InferContext& c) {
   return Status::success();
 }
 
-// ReduceMean/Sum/Max: axes as an attribute (before opset 18; ReduceSum before 13) or as input 1.
+// ReduceMean/Sum/Max/SumSquare/L2: axes as an attribute (before opset 18; ReduceSum before 13) or as input 1.
 Status reduce(InferContext& c) {
   FBL_TRY(expectOutputs(c, 1, 1));
   if (c.in[0].dtype == DType::Bool) return c.fail("cannot reduce a bool tensor");
@@ -136,6 +156,21 @@ Status reduce(InferContext& c) {
     else if (keep) out.push_back(1);
   }
   setOut(c, 0, c.in[0].dtype, std::move(out));
+  return Status::success();
+}
+
+// ArgMax/ArgMin: int64 positions along `axis`, which stays as a 1 with keepdims (the default).
+Status argExtremum(InferContext& c) {
+  FBL_TRY(expectOutputs(c, 1, 1));
+  if (c.in[0].dtype == DType::Bool) return c.fail("cannot take the position of an extremum of a bool tensor");
+  const int64_t rank = rankOf(c, 0);
+  if (rank == 0) return c.fail("the input is a scalar: there is no axis to search");
+  FBL_ASSIGN(int64_t axis, normalizeAxis(c, c.node.attrInt("axis", 0), rank));
+  if (c.in[0].shape[axis] == 0) return c.fail(fmt::format("axis {} is empty: it has no extremum", axis));
+  Shape out = c.in[0].shape;
+  if (c.node.attrInt("keepdims", 1) != 0) out[axis] = 1;
+  else out.erase(out.begin() + axis);
+  setOut(c, 0, DType::I64, std::move(out));
   return Status::success();
 }
 
@@ -209,7 +244,10 @@ std::vector<OpSchema> nnSchemas() {
       {"ReduceMean", 1, 2, reduceAttrs, reduce},
       {"ReduceSum", 1, 2, reduceAttrs, reduce},
       {"ReduceSumSquare", 1, 2, reduceAttrs, reduce},
+      {"ReduceL2", 1, 2, reduceAttrs, reduce},
       {"ReduceMax", 1, 2, reduceAttrs, reduce},
+      {"ArgMax", 1, 1, {"axis", "keepdims", "select_last_index"}, argExtremum},
+      {"ArgMin", 1, 1, {"axis", "keepdims", "select_last_index"}, argExtremum},
       {"Softmax", 1, 1, {"axis"}, softmax},
       {"LogSoftmax", 1, 1, {"axis"}, softmax},
       {"LayerNormalization", 2, 3, {"axis", "epsilon", "stash_type"}, layerNorm},

@@ -1,7 +1,8 @@
 // decompose-ops:
 //   1. Resize's sampling is computed first: an unsupported one fails before anything moves.
-//   2. Walk the live nodes in order, copying each into a new node list; a Tile, Clip or Resize is
-//      replaced there by its decomposition, so the list stays topologically ordered.
+//   2. Walk the live nodes in order, copying each into a new node list; a Tile, Clip, Resize,
+//      ReduceL2 or 1-D Conv is replaced there by its decomposition, so the list stays
+//      topologically ordered.
 //   3. Every node's outputs get their producers again (ids move when a node becomes several).
 // One pass over the nodes: linear in the graph's size.
 #include "compiler/passes/decompose_ops.h"
@@ -11,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/ops/conv_1d.h"
 #include "compiler/ops/resize_sampling.h"
 
 namespace fbl::passes {
@@ -70,6 +72,46 @@ std::vector<ir::Node> decomposeClip(ir::Graph& g, const ir::Node& n) {
   return {derived(n, "Max", n.name + "/max", {n.inputs[0], lo}, floored), derived(n, "Min", n.name, {floored, hi}, out)};
 }
 
+// ReduceL2 as Sqrt(ReduceSum(x * x)), the ReduceSum with ReduceL2's axes (input or attribute)
+// and keepdims: each of the three has a kernel and a gradient (DoRA's weight norm).
+std::vector<ir::Node> decomposeReduceL2(ir::Graph& g, const ir::Node& n) {
+  const ir::Value x = g.values[n.inputs[0]];
+  const ir::ValueId out = n.outputs[0];
+  const ir::ValueId squares = g.newValue(n.name + "/squares", x.dtype, x.shape, true);
+  const ir::ValueId sum = g.newValue(n.name + "/sum_of_squares", x.dtype, g.values[out].shape, true);
+  ir::Node reduce = derived(n, "ReduceSum", n.name + "/sum_of_squares", n.inputs, sum);
+  reduce.inputs[0] = squares;
+  reduce.attrs = n.attrs;
+  return {derived(n, "Mul", n.name + "/squares", {n.inputs[0], n.inputs[0]}, squares), std::move(reduce),
+          derived(n, "Sqrt", n.name, {sum}, out)};
+}
+
+// A 1-D Conv as Unsqueeze(x), Unsqueeze(w), the 2-D Conv of height 1 (ops/conv_1d.h), Squeeze:
+// the 2-D Conv's kernels, layouts and gradient rule serve it, and the views cost no kernel.
+std::vector<ir::Node> decomposeConv1d(ir::Graph& g, const ir::Node& n) {
+  const ir::ValueId out = n.outputs[0];
+  const ir::ValueId axis = intsConstant(g, n.name + "/height_axis", {2});
+  std::vector<ir::Node> nodes;
+  ir::Node conv = ops::conv1dAs2d(n);
+  conv.name = n.name + "/conv2d";
+  for (size_t i = 0; i < 2; ++i) {
+    const ir::Value v = g.values[n.inputs[i]];
+    ir::Shape s = v.shape;
+    s.insert(s.begin() + 2, 1);
+    const std::string name = n.name + (i == 0 ? "/input_2d" : "/weight_2d");
+    const ir::ValueId u = g.newValue(name, v.dtype, s, true);
+    nodes.push_back(derived(n, "Unsqueeze", name, {n.inputs[i], axis}, u));
+    conv.inputs[i] = u;
+  }
+  ir::Shape y = g.values[out].shape;
+  y.insert(y.begin() + 2, 1);
+  const ir::ValueId y2 = g.newValue(n.name + "/conv2d", g.values[out].dtype, y, true);
+  conv.outputs = {y2};
+  nodes.push_back(std::move(conv));
+  nodes.push_back(derived(n, "Squeeze", n.name, {y2, axis}, out));
+  return nodes;
+}
+
 // Resize, one sampled axis at a time (ops/resize_sampling.h): nearest is a Gather of the chosen
 // elements; linear is Gather(index0) * (1 - w) + Gather(index1) * w, w broadcast over the later
 // axes. An axis sampled as the identity costs nothing; no such axis at all leaves an Identity.
@@ -126,11 +168,21 @@ Result<std::vector<ir::Node>> decomposeResize(ir::Graph& g, const ir::Node& n) {
 
 Result<bool> DecomposeOps::run(ir::Graph& g) {
   rewritten_ = 0;
-  auto decomposed = [](const ir::Node& n) { return !n.dead && (n.op == "Tile" || n.op == "Clip" || n.op == "Resize"); };
+  auto isConv1d = [&](const ir::Node& n) {
+    return n.op == "Conv" && n.inputs.size() >= 2 &&
+           ops::isConv1d(g.values[n.inputs[0]].shape, g.values[n.inputs[1]].shape);
+  };
+  auto decomposed = [&](const ir::Node& n) {
+    return !n.dead && (n.op == "Tile" || n.op == "Clip" || n.op == "Resize" || n.op == "ReduceL2" || isConv1d(n));
+  };
   // Resize's sampling is checked before anything moves, so an error leaves the graph as it was.
   std::map<const ir::Node*, std::vector<ir::Node>> resizes;
   for (const ir::Node& n : g.nodes)
     if (decomposed(n) && n.op == "Resize") { FBL_ASSIGN(resizes[&n], decomposeResize(g, n)); }
+  for (const ir::Node& n : g.nodes)
+    if (decomposed(n) && isConv1d(n) && g.values[n.outputs[0]].shape.size() != 3)
+      return makeError("{}: the output's shape is not inferred; decompose-ops runs after fold-and-infer",
+                       ir::describeNode(g, n));
   if (std::none_of(g.nodes.begin(), g.nodes.end(), decomposed)) return false;
   std::vector<ir::Node> nodes;
   nodes.reserve(g.nodes.size());
@@ -139,9 +191,11 @@ Result<bool> DecomposeOps::run(ir::Graph& g) {
       nodes.push_back(std::move(n));
       continue;
     }
-    std::vector<ir::Node> parts = n.op == "Tile"   ? decomposeTile(g, n)
-                                  : n.op == "Clip" ? decomposeClip(g, n)
-                                                   : std::move(resizes.at(&n));
+    std::vector<ir::Node> parts = n.op == "Tile"       ? decomposeTile(g, n)
+                                  : n.op == "Clip"     ? decomposeClip(g, n)
+                                  : n.op == "ReduceL2" ? decomposeReduceL2(g, n)
+                                  : n.op == "Conv"     ? decomposeConv1d(g, n)
+                                                       : std::move(resizes.at(&n));
     for (ir::Node& p : parts) nodes.push_back(std::move(p));
     ++rewritten_;
   }

@@ -4,6 +4,8 @@
 //   Clip(x, min?, max?) -> Max(x, min), then Min(., max); no bound: Identity
 //   Resize(x, ...)      -> per resized axis, Gather (nearest) or Gather * (1 - w) + Gather * w
 //                          (linear), from ops/resize_sampling.h; no resized axis: Identity
+//   ReduceL2(x, axes?)  -> Sqrt(ReduceSum(x * x, axes?)), keepdims kept
+//   Conv(x, w, b?), 1-D -> Unsqueeze(x), Unsqueeze(w), 2-D Conv of height 1, Squeeze (ops/conv_1d.h)
 // Runs after fold-and-infer (it needs the static shapes and the constant repeats, scales and
 // sizes), before drop-noops. The last node of each rewrite keeps the original's name and output.
 #pragma once

@@ -1,5 +1,5 @@
-// Matrix kernels: MatMul (numpy batching and 1-D operands), Gemm, and 2-D Conv (im2col, then
-// the same product). All of them reduce to matmulF32, a blocked i-k-j loop:
+// Matrix kernels: MatMul (numpy batching and 1-D operands), Gemm, and 1-D and 2-D Conv (im2col,
+// then the same product; 1-D as 2-D of height 1). All of them reduce to matmulF32, a blocked i-k-j loop:
 //   1. C is cut into tiles of kTileM x kTileN, accumulated in a double buffer.
 //   2. K is cut into panels of kTileK, so the kTileK x kTileN block of B a tile reads stays in
 //      cache while every row of A in the tile streams past it.
@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "compiler/ops/conv_1d.h"
 #include "compiler/ref/kernels_common.h"
 
 namespace fbl::ref::detail {
@@ -147,9 +148,37 @@ Outputs gemmOp(const Node& n, const Inputs& in) {
   return single(std::move(y));
 }
 
+Outputs conv2dOp(const Node& n, const Inputs& in);
+
+// [N, C, L] -> [N, C, 1, L].
+Shape withUnitAt2(Shape s) {
+  s.insert(s.begin() + 2, 1);
+  return s;
+}
+
+// 1-D convolution (ops/conv_1d.h): the 2-D one on [N, C, 1, L], then the 1 dropped.
+Outputs conv1dOp(const Node& n, const Inputs& in) {
+  const Tensor x = in[0]->reshaped(withUnitAt2(in[0]->shape())), w = in[1]->reshaped(withUnitAt2(in[1]->shape()));
+  Inputs in2 = in;
+  in2[0] = &x;
+  in2[1] = &w;
+  FBL_ASSIGN(auto y, conv2dOp(ops::conv1dAs2d(n), in2));
+  Shape s = y[0].shape();
+  s.erase(s.begin() + 2);
+  y[0] = y[0].reshaped(s);
+  return y;
+}
+
+Outputs convOp(const Node& n, const Inputs& in) {
+  FBL_ASSIGN(const Tensor* x, input(n, in, 0));
+  FBL_ASSIGN(const Tensor* w, input(n, in, 1));
+  if (ops::isConv1d(x->shape(), w->shape())) return conv1dOp(n, in);
+  return conv2dOp(n, in);
+}
+
 // 2-D convolution, NCHW, via im2col: per image and group, the patch matrix
 // col[(c, ki, kj), (oh, ow)] times the group's filters W[m, (c, ki, kj)].
-Outputs convOp(const Node& n, const Inputs& in) {
+Outputs conv2dOp(const Node& n, const Inputs& in) {
   FBL_ASSIGN(const Tensor* x, input(n, in, 0));
   FBL_ASSIGN(const Tensor* w, input(n, in, 1));
   const Tensor* bias = optionalInput(in, 2);
@@ -157,7 +186,7 @@ Outputs convOp(const Node& n, const Inputs& in) {
   FBL_TRY(expectDType(n, *w, 1, {DType::F32}));
   if (bias) FBL_TRY(expectDType(n, *bias, 2, {DType::F32}));
   if (x->rank() != 4 || w->rank() != 4)
-    return nodeError(n, "only 2-D convolution (4-D X and W) is supported");
+    return nodeError(n, "only 1-D and 2-D convolution (3-D or 4-D X and W) are supported");
   const int64_t batch = x->shape()[0], cin = x->shape()[1], h = x->shape()[2], wd = x->shape()[3];
   const int64_t cout = w->shape()[0], cg = w->shape()[1], kh = w->shape()[2], kw = w->shape()[3];
   const int64_t group = n.attrInt("group", 1);

@@ -1,5 +1,5 @@
-// Reductions and normalizations: ReduceSum/Mean/Max/Min, Softmax, LogSoftmax,
-// LayerNormalization, CumSum. Floating-point sums accumulate in double.
+// Reductions and normalizations: ReduceSum/Mean/Max/Min/SumSquare/L2, ArgMax/ArgMin, Softmax,
+// LogSoftmax, LayerNormalization, CumSum. Floating-point sums accumulate in double.
 //
 // A reduction reads its input through a View whose dims are ordered [kept..., reduced...], so
 // every output element owns one contiguous run of R = prod(reduced dims) visited elements.
@@ -12,7 +12,7 @@
 namespace fbl::ref::detail {
 namespace {
 
-enum class Reduce { Sum, Mean, Max, Min, SumSquare };
+enum class Reduce { Sum, Mean, Max, Min, SumSquare, L2 };
 
 template <Reduce kOp>
 Outputs reduceOp(const Node& n, const Inputs& in) {
@@ -68,7 +68,7 @@ Outputs reduceOp(const Node& n, const Inputs& in) {
         a = (val > a || val != val) ? val : a;
       } else if constexpr (kOp == Reduce::Min) {
         a = (val < a || val != val) ? val : a;
-      } else if constexpr (kOp == Reduce::SumSquare) {
+      } else if constexpr (kOp == Reduce::SumSquare || kOp == Reduce::L2) {
         a += val * val;
       } else {
         a += val;
@@ -79,6 +79,8 @@ Outputs reduceOp(const Node& n, const Inputs& in) {
     for (int64_t i = 0; i < outCount; ++i) {
       if constexpr (kOp == Reduce::Mean) {
         py[i] = static_cast<T>(static_cast<double>(acc[i]) / static_cast<double>(count));
+      } else if constexpr (kOp == Reduce::L2) {
+        py[i] = static_cast<T>(std::sqrt(static_cast<double>(acc[i])));
       } else {
         py[i] = static_cast<T>(acc[i]);
       }
@@ -204,6 +206,40 @@ Outputs cumSumOp(const Node& n, const Inputs& in) {
   });
 }
 
+// ArgMax (kMax) or ArgMin: the first position of the extremum along the axis (select_last_index:
+// the last); a NaN counts as the extremum, as in PyTorch, and the first NaN wins.
+template <bool kMax>
+Outputs argExtremumOp(const Node& n, const Inputs& in) {
+  FBL_ASSIGN(const Tensor* x, input(n, in, 0));
+  if (x->rank() == 0) return nodeError(n, "the input is a scalar: there is no axis to search");
+  FBL_ASSIGN(int64_t axis, normalizeAxis(n, n.attrInt("axis", 0), x->rank()));
+  if (x->shape()[axis] == 0) return nodeError(n, "the axis is empty: it has no extremum");
+  const bool last = n.attrInt("select_last_index", 0) != 0;
+  Shape out = x->shape();
+  if (n.attrInt("keepdims", 1) != 0) out[axis] = 1;
+  else out.erase(out.begin() + axis);
+  const AxisSplit s = splitAt(x->shape(), axis);
+  return withNumeric(n, x->dtype(), [&](auto tag) -> Outputs {
+    using T = decltype(tag);
+    const T* px = x->data<T>();
+    Tensor y(DType::I64, out);
+    int64_t* py = y.data<int64_t>();
+    for (int64_t o = 0; o < s.outer; ++o)
+      for (int64_t i = 0; i < s.inner; ++i) {
+        auto at = [&](int64_t d) { return px[(o * s.dim + d) * s.inner + i]; };
+        int64_t best = 0;
+        for (int64_t d = 1; d < s.dim; ++d) {
+          const T v = at(d), b = at(best);
+          if (b != b) break;  // NaN: the first one wins
+          const bool better = v != v || (kMax ? v > b : v < b) || (last && v == b);
+          if (better) best = d;
+        }
+        py[o * s.inner + i] = best;
+      }
+    return single(std::move(y));
+  });
+}
+
 }  // namespace
 
 std::vector<KernelEntry> reduceKernels() {
@@ -213,6 +249,9 @@ std::vector<KernelEntry> reduceKernels() {
       {"ReduceMax", reduceOp<Reduce::Max>},
       {"ReduceMin", reduceOp<Reduce::Min>},
       {"ReduceSumSquare", reduceOp<Reduce::SumSquare>},
+      {"ReduceL2", reduceOp<Reduce::L2>},
+      {"ArgMax", argExtremumOp<true>},
+      {"ArgMin", argExtremumOp<false>},
       {"Softmax", softmaxOp<false>},
       {"LogSoftmax", softmaxOp<true>},
       {"LayerNormalization", layerNormOp},

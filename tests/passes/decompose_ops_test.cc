@@ -1,7 +1,9 @@
-// decompose-ops: Tile, Clip and Resize left to run time become ops with kernels (Reshape, Expand,
-// Max, Min, Gather, Mul, Add), which compute what the originals' reference kernels do; Tile's
-// reference kernel is checked against a naive loop, Resize's and its decomposition against ONNX's
-// reference implementation (tests/data/resize).
+// decompose-ops: Tile, Clip, Resize, ReduceL2 and 1-D Conv left to run time become ops with
+// kernels (Reshape, Expand, Max, Min, Gather, Mul, Add, ReduceSum, Sqrt, Unsqueeze, 2-D Conv,
+// Squeeze), which compute what the originals' reference kernels do; Tile's reference kernel is
+// checked against a naive loop, Resize's and its decomposition against ONNX's reference
+// implementation (tests/data/resize), ReduceL2's and the 1-D Conv's against naive loops, and
+// their gradients against the closed forms.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -10,6 +12,7 @@
 #include <random>
 #include <tuple>
 
+#include "compiler/autodiff/training_graph.h"
 #include "compiler/onnx/importer.h"
 #include "compiler/onnx/tensor_proto.h"
 #include "compiler/ops/op_schema.h"
@@ -119,6 +122,102 @@ TEST_CASE("Clip becomes Max and Min, each only where its bound is given", "[pass
     decomposesExactly(t, y, {{x, Tensor::fromVector<int64_t>({5}, {-4, 0, 2, 5, 9})}}, {"Max", "Min"});
     CHECK(runOne(t.g, y, {{x, Tensor::fromVector<int64_t>({5}, {-4, 0, 2, 5, 9})}}).at(0) == 1);
   }
+}
+
+TEST_CASE("ReduceL2 becomes Sqrt(ReduceSum(x * x)) with the same axes, and trains", "[passes][decompose]") {
+  for (bool axesAsInput : {false, true})
+    for (int64_t keep : {0, 1})
+      DYNAMIC_SECTION("axes as " << (axesAsInput ? "an input" : "an attribute") << ", keepdims " << keep) {
+        GraphBuilder t = GraphBuilder::inferring();
+        const ValueId p = t.randomParam("p", {3, 4, 5});
+        std::map<std::string, ir::AttrValue> attrs{{"keepdims", keep}};
+        std::vector<ValueId> ins{p};
+        if (axesAsInput) ins.push_back(t.ints({0, -1}));
+        else attrs["axes"] = std::vector<int64_t>{0, -1};
+        const ValueId y = t.op("ReduceL2", ins, attrs);
+        t.weightedSumLoss(y);
+        Tensor weights;  // the loss's Mul(y, w)
+        for (const ir::Node& n : t.g.nodes)
+          if (n.op == "Mul" && n.inputs[0] == y) weights = *t.g.values[n.inputs[1]].data;
+        const Tensor x = *t.g.values[p].data;
+        const Tensor before = runOne(t.g, y, {});
+        passes::DecomposeOps pass;
+        auto changed = pass.run(t.g);
+        REQUIRE(changed.ok());
+        REQUIRE(*changed);
+        CHECK(liveOps(t.g) == std::vector<std::string>{"Mul", "ReduceSum", "Sqrt", "Mul", "ReduceSum"});
+        const Tensor after = runOne(t.g, y, {});
+        REQUIRE(after.shape() == before.shape());
+        for (int64_t j = 0; j < 4; ++j) {
+          double sq = 0;
+          for (int64_t i = 0; i < 3; ++i)
+            for (int64_t k = 0; k < 5; ++k) sq += x.at((i * 4 + j) * 5 + k) * x.at((i * 4 + j) * 5 + k);
+          CHECK(before.at(j) == Approx(std::sqrt(sq)).epsilon(1e-6));
+          CHECK(after.at(j) == Approx(std::sqrt(sq)).epsilon(1e-6));
+        }
+        // d loss / d x = w_j x / ||x_j||, through the decomposition's gradient rules.
+        autodiff::TrainingOptions opts;
+        opts.trainableGlobs = {"p"};
+        opts.optimizer.kind = autodiff::OptimizerKind::SGD;
+        auto tg = autodiff::buildTrainingGraph(t.g, opts);
+        INFO((tg.ok() ? "" : tg.error().message));
+        REQUIRE(tg.ok());
+        const Tensor grad = runOne(tg->graph, tg->trainables[0].grad, {});
+        for (int64_t e = 0; e < x.numel(); ++e) {
+          const int64_t j = e / 5 % 4;
+          CHECK(grad.at(e) == Approx(weights.at(j) * x.at(e) / after.at(j)).epsilon(1e-5).margin(1e-7));
+        }
+      }
+}
+
+TEST_CASE("a 1-D Conv is the 2-D Conv of height 1, by its reference kernel and decomposed, and trains",
+          "[passes][decompose]") {
+  // x [2, 4, 11], w [6, 2, 3] (2 groups), stride 2, dilation 2, pads 3 and 1, a bias.
+  const int64_t N = 2, C = 4, L = 11, M = 6, G = 2, K = 3, S = 2, D = 2, P0 = 3, P1 = 1;
+  GraphBuilder t = GraphBuilder::inferring();
+  const ValueId x = t.input("x", DType::F32, {N, C, L});
+  const ValueId w = t.randomParam("w", {M, C / G, K});
+  const ValueId b = t.randomParam("b", {M});
+  const ValueId y = t.op("Conv", {x, w, b},
+                         {{"group", G}, {"strides", std::vector<int64_t>{S}}, {"dilations", std::vector<int64_t>{D}},
+                          {"pads", std::vector<int64_t>{P0, P1}}, {"kernel_shape", std::vector<int64_t>{K}}});
+  const int64_t T = (L + P0 + P1 - D * (K - 1) - 1) / S + 1;
+  REQUIRE(t.g.values[y].shape == ir::Shape{N, M, T});
+  t.weightedSumLoss(y);
+  const Tensor xs = t.randomTensor({N, C, L}, -1, 1), ws = *t.g.values[w].data, bs = *t.g.values[b].data;
+  Tensor dy;  // the loss's weights: d loss / d y
+  for (const ir::Node& n : t.g.nodes)
+    if (n.op == "Mul" && n.inputs[0] == y) dy = *t.g.values[n.inputs[1]].data;
+  auto xAt = [&](int64_t n, int64_t c, int64_t i) { return i < 0 || i >= L ? 0.0 : double(xs.at((n * C + c) * L + i)); };
+  // Naive: y[n, m, o] = b[m] + sum over the group's channels c and taps k of w[m, c, k] x[n, c, o S + k D - P0].
+  const Tensor got = runOne(t.g, y, {{x, xs}});
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t o = 0; o < T; ++o) {
+        double want = bs.at(m);
+        for (int64_t c = 0; c < C / G; ++c)
+          for (int64_t k = 0; k < K; ++k)
+            want += ws.at((m * (C / G) + c) * K + k) * xAt(n, m / (M / G) * (C / G) + c, o * S + k * D - P0);
+        REQUIRE(got.at((n * M + m) * T + o) == Approx(want).epsilon(1e-5).margin(1e-6));
+      }
+  decomposesExactly(t, y, {{x, xs}}, {"Unsqueeze", "Unsqueeze", "Conv", "Squeeze", "Mul", "ReduceSum"});
+  // d loss / d w through the 2-D Conv's gradient rule, against the naive sum.
+  autodiff::TrainingOptions opts;
+  opts.trainableGlobs = {"w"};
+  opts.optimizer.kind = autodiff::OptimizerKind::SGD;
+  auto tg = autodiff::buildTrainingGraph(t.g, opts);
+  INFO((tg.ok() ? "" : tg.error().message));
+  REQUIRE(tg.ok());
+  const Tensor dw = runOne(tg->graph, tg->trainables[0].grad, {{tg->graph.findValue("x"), xs}});
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t c = 0; c < C / G; ++c)
+      for (int64_t k = 0; k < K; ++k) {
+        double want = 0;
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t o = 0; o < T; ++o)
+            want += dy.at((n * M + m) * T + o) * xAt(n, m / (M / G) * (C / G) + c, o * S + k * D - P0);
+        CHECK(dw.at((m * (C / G) + c) * K + k) == Approx(want).epsilon(1e-5).margin(1e-6));
+      }
 }
 
 TEST_CASE("Resize, by its reference kernel and decomposed, gives ONNX's reference outputs", "[passes][decompose]") {

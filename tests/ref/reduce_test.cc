@@ -149,3 +149,20 @@ TEST_CASE("CumSum: inclusive, exclusive, reverse, axis input", "[ref]") {
           }
         }
 }
+
+TEST_CASE("ArgMax and ArgMin: first or last of ties, keepdims, a NaN wins, int64 positions", "[ref]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // Rows [3, 1, 3, 0] and [2, NaN, 5, NaN] along axis 1.
+  Tensor x = Tensor::fromVector<float>({2, 4}, {3, 1, 3, 0, 2, nan, 5, nan});
+  requireEqual(mustRun("ArgMax", {&x}, {{"axis", int64_t{1}}})[0], Tensor::fromVector<int64_t>({2, 1}, {0, 1}));
+  requireEqual(mustRun("ArgMax", {&x}, {{"axis", int64_t{-1}}, {"select_last_index", int64_t{1}}, {"keepdims", int64_t{0}}})[0],
+               Tensor::fromVector<int64_t>({2}, {2, 1}));
+  requireEqual(mustRun("ArgMin", {&x}, {{"axis", int64_t{1}}, {"keepdims", int64_t{0}}})[0],
+               Tensor::fromVector<int64_t>({2}, {3, 1}));
+  // Along axis 0 of an integer tensor, as HF's decoders find the last real token.
+  Tensor ids = Tensor::fromVector<int64_t>({3, 2}, {0, 7, 4, 7, 4, 2});
+  requireEqual(mustRun("ArgMax", {&ids}, {{"keepdims", int64_t{0}}})[0], Tensor::fromVector<int64_t>({2}, {1, 0}));
+  requireEqual(mustRun("ArgMax", {&ids}, {{"keepdims", int64_t{0}}, {"select_last_index", int64_t{1}}})[0],
+               Tensor::fromVector<int64_t>({2}, {2, 1}));
+  requireEqual(mustRun("ArgMin", {&ids}, {{"keepdims", int64_t{0}}})[0], Tensor::fromVector<int64_t>({2}, {0, 2}));
+}

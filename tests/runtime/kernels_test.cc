@@ -218,6 +218,42 @@ TEST_CASE("matmul, reductions and normalizations match the reference", "[runtime
   }
 }
 
+TEST_CASE("ArgMax and ArgMin match the reference, ties and all; ReduceL2 runs decomposed", "[runtime][kernels]") {
+  // Integers in [-3, 3] tie often: the first (or, select_last_index, the last) position wins.
+  for (const char* op : {"ArgMax", "ArgMin"})
+    for (int64_t axis : {0, -1})
+      for (int64_t last : {0, 1}) {
+        Case c;
+        auto x = c.in("x", DType::I64, {5, 3, 9}, -3, 3);
+        c.run(c.b.op(op, {x}, {{"axis", axis}, {"keepdims", axis == 0 ? int64_t{1} : int64_t{0}}, {"select_last_index", last}}));
+      }
+  {
+    Case c;
+    auto x = c.in("x", DType::F32, {4, 33}, -2, 2);
+    c.run(c.b.op("ArgMax", {x}, {{"axis", int64_t{1}}}));
+  }
+  {
+    Case c;
+    auto x = c.in("x", DType::F32, {6, 5, 7});
+    auto y = c.b.op("ReduceL2", {x}, {{"axes", std::vector<int64_t>{1}}});
+    for (ir::Node& n : c.b.g.nodes) REQUIRE(ops::inferNode(c.b.g, n).ok());
+    REQUIRE(passes::DecomposeOps().run(c.b.g).ok());
+    c.run(y);
+  }
+}
+
+TEST_CASE("a 1-D Conv runs on the device as decompose-ops rewrites it", "[runtime][kernels]") {
+  Case c;
+  auto x = c.in("x", DType::F32, {2, 4, 19});
+  auto w = c.in("w", DType::F32, {6, 2, 5});
+  auto bias = c.in("bias", DType::F32, {6});
+  auto y = c.b.op("Conv", {x, w, bias},
+                  {{"group", int64_t{2}}, {"strides", std::vector<int64_t>{2}}, {"pads", std::vector<int64_t>{2, 2}}});
+  for (ir::Node& n : c.b.g.nodes) REQUIRE(ops::inferNode(c.b.g, n).ok());
+  REQUIRE(passes::DecomposeOps().run(c.b.g).ok());
+  c.run(y);
+}
+
 TEST_CASE("an integer product has no kernel, and the plan says so", "[runtime][kernels]") {
   // The reference executor computes no integer MatMul either, so no kernel could be checked.
   Case c;
