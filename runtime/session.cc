@@ -25,9 +25,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
 
+#include "runtime/files.h"
 #include "runtime/input_check.h"
 #include "runtime/opencl_devices.h"
 #include "runtime/plan_check.h"
@@ -95,13 +95,6 @@ std::string checkKernelGroup(cl_kernel k, cl_device_id d, const planfile::Plan& 
   for (int64_t x : l.local) group *= static_cast<size_t>(x);
   if (!l.local.empty() && most > 0 && group > most)
     return who + ": a work-group of " + std::to_string(group) + " work-items exceeds the kernel's " + std::to_string(most) + " on this device";
-  return "";
-}
-
-std::string readFile(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "cannot open '" + path + "'";
-  out->assign((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   return "";
 }
 
@@ -290,7 +283,7 @@ struct Session::Impl {
 
   std::string open(const OpenOptions& opts) {
     std::string bytes;
-    if (auto e = readFile(planPath, &bytes); !e.empty()) return e;
+    if (auto e = readWholeFile(planPath, "a plan file", &bytes); !e.empty()) return e;
     // Parsed and checked whole before any OpenCL call; geometry once the device is known.
     if (auto e = loadPlan(bytes, planPath, nullptr, &plan); !e.empty()) return e;
     // 2. device
@@ -443,7 +436,7 @@ const std::vector<LaunchTime>& Session::launchTimes() const { return impl_->time
 
 std::string Session::loadWeights(const std::string& path) {
   safetensors::File f;
-  if (auto e = safetensors::read(path, &f); !e.empty()) return e;
+  if (auto e = safetensors::read(path, &f, "a weights file"); !e.empty()) return e;
   Impl& m = *impl_;
   // The whole file first: a refused file writes nothing.
   if (auto e = checkWeights(m.plan, f, path); !e.empty()) return e;
@@ -621,13 +614,13 @@ std::string Session::saveCheckpoint(const std::string& path) {
     std::snprintf(lr, sizeof lr, "%.17g", m.baseLr);
     f.metadata["learning_rate"] = lr;
   }
-  return safetensors::write(path, f);
+  return safetensors::write(path, f, "a checkpoint file");
 }
 
 std::string Session::loadCheckpoint(const std::string& path) {
   Impl& m = *impl_;
   safetensors::File f;
-  if (auto e = safetensors::read(path, &f); !e.empty()) return e;
+  if (auto e = safetensors::read(path, &f, "a checkpoint file"); !e.empty()) return e;
   // The whole file first: a refused checkpoint leaves trainables, state and step as they were.
   int64_t step = 0;
   if (auto e = checkCheckpoint(m.plan, f, path, &step); !e.empty()) return e;
