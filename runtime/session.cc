@@ -384,6 +384,17 @@ struct Session::Impl {
     return unwrittenInput();
   }
 
+  // A weight, trainable or input the host never wrote holds whatever the arena held: reading
+  // it, or saving it to a checkpoint or adapter, would hand out garbage.
+  std::string unwritten(int32_t t) const {
+    const planfile::Tensor& pt = plan.tensors[t];
+    if (loaded[t]) return "";
+    if (pt.role == planfile::Role::Input) return "input '" + pt.name + "' was never written";
+    if (pt.role == planfile::Role::Weight || pt.role == planfile::Role::Trainable)
+      return "weight '" + pt.name + "' was never loaded (load weights or a checkpoint first)";
+    return "";
+  }
+
   // An input nobody wrote holds whatever the arena held: bytes no check has seen.
   std::string unwrittenInput() const {
     for (int32_t t : plan.inputs)
@@ -482,10 +493,13 @@ std::string Session::writeInput(const std::string& name, const std::string& dtyp
 std::string Session::readTensor(const std::string& name, std::vector<unsigned char>* out) {
   const int32_t t = impl_->plan.findTensor(name);
   if (t < 0) return "the plan has no tensor '" + name + "'";
-  return impl_->read(t, out);
+  return readTensor(t, out);
 }
 
-std::string Session::readTensor(int32_t t, std::vector<unsigned char>* out) { return impl_->read(t, out); }
+std::string Session::readTensor(int32_t t, std::vector<unsigned char>* out) {
+  if (auto e = impl_->unwritten(t); !e.empty()) return e;
+  return impl_->read(t, out);
+}
 
 std::string Session::runPhases(const std::vector<std::string>& phases) {
   Impl& m = *impl_;
@@ -593,6 +607,7 @@ std::string Session::saveCheckpoint(const std::string& path) {
   Impl& m = *impl_;
   safetensors::File f;
   auto add = [&](int32_t t) -> std::string {
+    if (auto err = m.unwritten(t); !err.empty()) return "cannot save a checkpoint: " + err;
     safetensors::Entry e;
     e.dtype = safetensors::fromFblDType(m.plan.tensors[t].dtype);
     e.shape = m.plan.tensors[t].shape;
@@ -644,8 +659,10 @@ std::string Session::loadCheckpoint(const std::string& path) {
 std::string Session::exportAdapter(const std::string& dir) {
   Impl& m = *impl_;
   if (m.plan.adapterConfig.empty()) return "the plan has no LoRA adapters to export";
+  if (auto e = directoryRequired(dir); !e.empty()) return e + " (adapters are exported into an existing directory)";
   safetensors::File f;
   for (const planfile::Trainable& t : m.plan.trainables) {
+    if (auto err = m.unwritten(t.param); !err.empty()) return "cannot export the adapter: " + err;
     safetensors::Entry e;
     e.dtype = safetensors::fromFblDType(m.plan.tensors[t.param].dtype);
     e.shape = m.plan.tensors[t.param].shape;
