@@ -104,20 +104,21 @@ static int onProgress(void* user, const fbl_progress* p) {
   return 0;
 }
 
-static int fail(const char* what) {
-  fprintf(stderr, "error: %s: %s\n", what, fbl_last_error());
+/* The runtime's message names the function and the argument at fault. */
+static int fail(void) {
+  fprintf(stderr, "error: %s\n", fbl_last_error());
   return 1;
 }
 
 static int run(const Args* a) {
   const double start = seconds();
   fbl_session* s = NULL;
-  if (fbl_open(a->plan, (int)a->device, a->cacheDir, &s) != FBL_OK) return fail("fbl_open");
+  if (fbl_open(a->plan, (int)a->device, a->cacheDir, &s) != FBL_OK) return fail();
   int rc = 1;
   int64_t* tokens = NULL;
   char path[4096];
   if (fbl_load_weights(s, a->weights) != FBL_OK) {
-    fail("fbl_load_weights");
+    fail();
     goto done;
   }
   fprintf(stderr, "opened %s and loaded %s in %.1f s\n", a->plan, a->weights, seconds() - start);
@@ -131,24 +132,27 @@ static int run(const Args* a) {
   for (long i = 0; i < a->seq; ++i) tokens[i] = (int64_t)((i * 37 + 11) % a->vocab);
   const int64_t shape[2] = {1, a->seq};
   if (fbl_write_input(s, a->input, "i64", shape, 2, tokens, (size_t)a->seq * sizeof(int64_t)) != FBL_OK) {
-    fail("fbl_write_input");
+    fail();
     goto done;
   }
 
   float before = 0.0f, after = 0.0f, loss = 0.0f;
   if (fbl_eval_step(s, &before) != FBL_OK) {
-    fail("fbl_eval_step");
+    fail();
     goto done;
   }
   printf("eval loss before training: %.6f\n", before);
 
   double first = 0.0;
-  fbl_set_progress(s, onProgress, (void*)&start, 1 << 30);
+  if (fbl_set_progress(s, onProgress, (void*)&start, 1 << 30) != FBL_OK) {
+    fail();
+    goto done;
+  }
   const double trainStart = seconds();
   for (long i = 0; i < a->steps; ++i) {
     const double t = seconds();
     if (fbl_train_step(s, &loss) != FBL_OK) {
-      fail("fbl_train_step");
+      fail();
       goto done;
     }
     if (i == 0) first = seconds() - t;
@@ -159,23 +163,23 @@ static int run(const Args* a) {
   const double trained = seconds() - trainStart;
 
   if (fbl_eval_step(s, &after) != FBL_OK) {
-    fail("fbl_eval_step");
+    fail();
     goto done;
   }
 
   snprintf(path, sizeof path, "%s/checkpoint.safetensors", a->out);
   if (fbl_save_checkpoint(s, path) != FBL_OK) {
-    fail("fbl_save_checkpoint");
+    fail();
     goto done;
   }
   /* An app restarted later resumes here: trainables, optimizer state and the step come back. */
   if (fbl_load_checkpoint(s, path) != FBL_OK) {
-    fail("fbl_load_checkpoint");
+    fail();
     goto done;
   }
   printf("checkpoint: %s (step %lld)\n", path, (long long)fbl_step(s));
   if (fbl_export_adapter(s, a->out) != FBL_OK) {
-    fail("fbl_export_adapter");
+    fail();
     goto done;
   }
   printf("adapter: %s/adapter_model.safetensors, adapter_config.json\n", a->out);

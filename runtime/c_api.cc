@@ -1,6 +1,15 @@
-// The C API over fbl::rt::Session: errors become a thread-local message and a non-zero return.
+// The C API over fbl::rt::Session. Every entry point runs its body through `guarded`, so that:
+//  1. no exception reaches the C caller (it would be std::terminate, SIGABRT): it becomes
+//     FBL_ERROR and a message;
+//  2. every message is one line starting with the function's name, and a NULL pointer is
+//     named by its argument;
+//  3. a call that changes a session or uses its queue holds the session (`withSession`) while it
+//     runs: a second such call meanwhile, from the step's own progress callback or from another
+//     thread, is refused, because the step in flight owns the queue, the arena and the callback.
+#include <atomic>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -11,139 +20,351 @@
 
 struct fbl_session {
   std::unique_ptr<fbl::rt::Session> s;
+  std::atomic<bool> busy{false};  // a call that holds the session is running
 };
 struct fbl_dataset {
   fbl::rt::Dataset d;
 };
 
 namespace {
+
 thread_local std::string lastError;
-std::string noTensor(const fbl_session* s, const char* name) {
-  return s->s->plan().findTensor(name) < 0 ? "the plan has no tensor '" + std::string(name) + "'" : "";
+thread_local bool lastErrorLost = false;  // the message could not be allocated
+
+// Never throws: it runs in the handlers of `guarded`.
+void setError(const char* fn, const char* what, const char* detail = "") noexcept {
+  try {
+    lastError.assign(fn).append(": ").append(what).append(detail);
+    lastErrorLost = false;
+  } catch (...) {
+    lastErrorLost = true;
+  }
 }
-int result(const std::string& e, int code = FBL_ERROR) {
-  lastError = e;
-  return e.empty() ? FBL_OK : code;
+
+// One entry point's failures, each message prefixed with its name.
+class Call {
+ public:
+  explicit Call(const char* fn) : fn_(fn) {}
+  int fail(const std::string& what, int code = FBL_ERROR) const {
+    setError(fn_, what.c_str());
+    return code;
+  }
+  // The runtime's "" is success; anything else fails with `code`.
+  int check(const std::string& error, int code = FBL_ERROR) const { return error.empty() ? FBL_OK : fail(error, code); }
+  int null(const char* arg) const { return fail(std::string(arg) + " must not be NULL"); }
+  // For entry points that return a value: `value` (their error value) after recording `what`.
+  template <class T>
+  T failWith(T value, const std::string& what) const {
+    fail(what);
+    return value;
+  }
+
+ private:
+  const char* fn_;
+};
+
+// Runs one entry point's body; `onError` is what it returns when an exception was caught.
+template <class T, class Body>
+T guarded(const char* fn, T onError, Body&& body) noexcept {
+  try {
+    return body(Call(fn));
+  } catch (const std::bad_alloc&) {
+    setError(fn, "out of memory");
+  } catch (const std::exception& e) {
+    setError(fn, "internal error: ", e.what());
+  } catch (...) {
+    setError(fn, "internal error (an unknown exception)");
+  }
+  return onError;
 }
+
+// An entry point returning FBL_OK or an error code: success clears the thread's last error.
+template <class Body>
+int api(const char* fn, Body&& body) noexcept {
+  const int r = guarded(fn, FBL_ERROR, body);
+  if (r == FBL_OK) {
+    lastError.clear();
+    lastErrorLost = false;
+  }
+  return r;
+}
+
+// Marks the session busy for one call, and releases it however the call ends.
+class Hold {
+ public:
+  explicit Hold(fbl_session* s) : s_(s), held_(!s->busy.exchange(true)) {}
+  ~Hold() {
+    if (held_) s_->busy.store(false);
+  }
+  Hold(const Hold&) = delete;
+  Hold& operator=(const Hold&) = delete;
+  bool held() const { return held_; }
+
+ private:
+  fbl_session* s_;
+  bool held_;
+};
+
+constexpr const char* kBusy =
+    "session s is in another call (this is its progress callback, or another thread): only fbl_cancel, fbl_step, "
+    "fbl_accumulated, fbl_learning_rate and fbl_last_error may be called until that call returns";
+
+// An entry point that changes session `s` or uses its queue: body(call, session).
+template <class Body>
+int withSession(const char* fn, fbl_session* s, Body&& body) noexcept {
+  return api(fn, [&](const Call& c) {
+    if (!s) return c.null("s");
+    const Hold hold(s);
+    if (!hold.held()) return c.fail(kBusy);
+    return body(c, *s->s);
+  });
+}
+
+// A value of session `s` that needs no hold; `onError` when s is NULL.
+template <class T, class Get>
+T getter(const char* fn, const fbl_session* s, T onError, Get&& get) noexcept {
+  return guarded(fn, onError, [&](const Call& c) {
+    if (!s) return c.failWith(onError, "s must not be NULL");
+    return get(*s->s);
+  });
+}
+
 // FBL_ERROR_INPUT for what an input's check refuses; other tensors' writes fail as FBL_ERROR.
-int inputCode(const fbl_session* s, const char* name) {
-  const auto& p = s->s->plan();
-  return p.tensors[p.findTensor(name)].role == fbl::planfile::Role::Input ? FBL_ERROR_INPUT : FBL_ERROR;
+int inputCode(const fbl::planfile::Plan& p, int32_t t) {
+  return p.tensors[t].role == fbl::planfile::Role::Input ? FBL_ERROR_INPUT : FBL_ERROR;
 }
+
+// fbl_write_input's check and write, apart so that fbl_dataset_write_sample can name the sample:
+// FBL_OK, or the code with *error set. The check first, so that a refused input gets its code.
+int writeInput(fbl::rt::Session& s, const std::string& name, const char* dtype, const std::vector<int64_t>& dims,
+               const void* data, size_t bytes, std::string* error) {
+  const int32_t t = s.plan().findTensor(name);
+  if (t < 0) return *error = "the plan has no tensor '" + name + "'", FBL_ERROR;
+  if (!(*error = s.checkInput(name, dtype, dims, data, bytes)).empty()) return inputCode(s.plan(), t);
+  *error = s.writeInput(name, dtype, dims, data, bytes);
+  return error->empty() ? FBL_OK : FBL_ERROR;
+}
+
+// A step's code: FBL_CANCELLED when it stopped for a cancel request.
+int stepResult(const Call& c, const fbl::rt::Session& s, const std::string& error) {
+  return c.check(error, s.cancelled() ? FBL_CANCELLED : FBL_ERROR);
+}
+
+std::string outOfRange(const char* arg, int64_t value, const std::string& range) {
+  return std::string(arg) + " is " + std::to_string(value) + ", outside " + range;
+}
+
 }  // namespace
 
 extern "C" {
 
 int fbl_open(const char* plan_path, int device, const char* cache_dir, fbl_session** out) {
-  if (!plan_path || !out) return result("fbl_open: plan_path and out must not be NULL");
-  fbl::rt::OpenOptions o;
-  o.device = device;
-  if (cache_dir) o.cacheDir = cache_dir;
-  std::string e;
-  auto s = fbl::rt::Session::open(plan_path, o, &e);
-  if (!s) return result(e);
-  *out = new fbl_session{std::move(s)};
-  return result("");
+  return api("fbl_open", [&](const Call& c) {
+    if (!out) return c.null("out");
+    *out = nullptr;
+    if (!plan_path) return c.null("plan_path");
+    if (device < -1) return c.fail(outOfRange("device", device, "-1 (the first GPU, else the first device) and the device indices"));
+    fbl::rt::OpenOptions o;
+    o.device = device;
+    if (cache_dir) o.cacheDir = cache_dir;
+    std::string e;
+    auto session = fbl::rt::Session::open(plan_path, o, &e);
+    if (!session) return c.fail(e);
+    auto handle = std::make_unique<fbl_session>();
+    handle->s = std::move(session);
+    *out = handle.release();
+    return FBL_OK;
+  });
 }
 
-void fbl_close(fbl_session* s) { delete s; }
-const char* fbl_last_error(void) { return lastError.c_str(); }
+void fbl_close(fbl_session* s) {
+  guarded("fbl_close", 0, [&](const Call& c) {
+    if (!s) return 0;  // as free(NULL)
+    // Closing from the step's own callback would free the step in flight: refused, nothing freed.
+    if (s->busy.exchange(true)) return c.fail(std::string(kBusy) + "; nothing was closed");
+    delete s;
+    return 0;
+  });
+}
 
-int fbl_load_weights(fbl_session* s, const char* path) { return result(s->s->loadWeights(path)); }
+const char* fbl_last_error(void) { return lastErrorLost ? "out of memory (while recording an error)" : lastError.c_str(); }
 
-// The checks first, apart, so that a refused input gets its own code.
+int fbl_load_weights(fbl_session* s, const char* safetensors_path) {
+  return withSession("fbl_load_weights", s, [&](const Call& c, fbl::rt::Session& session) {
+    if (!safetensors_path) return c.null("safetensors_path");
+    return c.check(session.loadWeights(safetensors_path));
+  });
+}
+
 int fbl_write_tensor(fbl_session* s, const char* name, const void* data, size_t bytes) {
-  if (!s || !name) return result("fbl_write_tensor: s and name must not be NULL");
-  if (int r = result(noTensor(s, name))) return r;
-  if (int r = result(s->s->checkInput(name, data, bytes), inputCode(s, name))) return r;
-  return result(s->s->writeTensor(name, data, bytes));
+  return withSession("fbl_write_tensor", s, [&](const Call& c, fbl::rt::Session& session) {
+    if (!name) return c.null("name");
+    if (!data && bytes > 0) return c.null("data");
+    const int32_t t = session.plan().findTensor(name);
+    if (t < 0) return c.fail("the plan has no tensor '" + std::string(name) + "'");
+    if (int r = c.check(session.checkInput(name, data, bytes), inputCode(session.plan(), t))) return r;
+    return c.check(session.writeTensor(name, data, bytes));
+  });
 }
 
 int fbl_write_input(fbl_session* s, const char* name, const char* dtype, const int64_t* shape, size_t rank,
                     const void* data, size_t bytes) {
-  if (!s || !name || !dtype || (!shape && rank > 0)) return result("fbl_write_input: s, name, dtype and shape must not be NULL");
-  if (int r = result(noTensor(s, name))) return r;
-  const std::vector<int64_t> dims(shape, shape + rank);
-  if (int r = result(s->s->checkInput(name, dtype, dims, data, bytes), inputCode(s, name))) return r;
-  return result(s->s->writeInput(name, dtype, dims, data, bytes));
+  return withSession("fbl_write_input", s, [&](const Call& c, fbl::rt::Session& session) {
+    if (!name) return c.null("name");
+    if (!dtype) return c.null("dtype");
+    if (!shape && rank > 0) return c.null("shape");
+    if (!data && bytes > 0) return c.null("data");
+    const std::vector<int64_t> dims(shape, shape + rank);
+    std::string e;
+    const int r = writeInput(session, name, dtype, dims, data, bytes, &e);
+    return r == FBL_OK ? r : c.fail(e, r);
+  });
 }
 
 int fbl_read_tensor(fbl_session* s, const char* name, void* data, size_t bytes) {
-  std::vector<unsigned char> v;
-  if (int r = result(s->s->readTensor(name, &v))) return r;
-  if (v.size() != bytes)
-    return result("tensor '" + std::string(name) + "' has " + std::to_string(v.size()) + " bytes, not " + std::to_string(bytes));
-  std::memcpy(data, v.data(), bytes);
-  return 0;
+  return withSession("fbl_read_tensor", s, [&](const Call& c, fbl::rt::Session& session) {
+    if (!name) return c.null("name");
+    if (!data && bytes > 0) return c.null("data");
+    std::vector<unsigned char> v;
+    if (int r = c.check(session.readTensor(name, &v))) return r;
+    if (v.size() != bytes)
+      return c.fail("bytes is " + std::to_string(bytes) + " but tensor '" + name + "' has " + std::to_string(v.size()));
+    if (bytes > 0) std::memcpy(data, v.data(), bytes);
+    return FBL_OK;
+  });
 }
 
 int fbl_train_step(fbl_session* s, float* loss) {
-  const std::string e = s->s->trainStep(loss);
-  return result(e, s->s->cancelled() ? FBL_CANCELLED : FBL_ERROR);
+  return withSession("fbl_train_step", s,
+                     [&](const Call& c, fbl::rt::Session& session) { return stepResult(c, session, session.trainStep(loss)); });
 }
+
 int fbl_eval_step(fbl_session* s, float* loss) {
-  const std::string e = s->s->evalStep(loss);
-  return result(e, s->s->cancelled() ? FBL_CANCELLED : FBL_ERROR);
+  return withSession("fbl_eval_step", s,
+                     [&](const Call& c, fbl::rt::Session& session) { return stepResult(c, session, session.evalStep(loss)); });
 }
 
-void fbl_set_progress(fbl_session* s, fbl_progress_fn fn, void* user, int32_t every) {
-  if (!fn) {
-    s->s->setProgress(nullptr, every);
-    return;
-  }
-  s->s->setProgress(
-      [fn, user](const fbl::rt::Progress& p) {
-        const fbl_progress c{p.step, p.phase, p.done, p.total};
-        return fn(user, &c) == 0;
-      },
-      every);
+int fbl_set_progress(fbl_session* s, fbl_progress_fn fn, void* user, int32_t every) {
+  return withSession("fbl_set_progress", s, [&](const Call& c, fbl::rt::Session& session) {
+    if (!fn) {
+      session.setProgress(nullptr, 1);
+      return FBL_OK;
+    }
+    if (every < 1) return c.fail(outOfRange("every", every, "[1, 2^31)"));
+    session.setProgress(
+        [fn, user](const fbl::rt::Progress& p) {
+          const fbl_progress report{p.step, p.phase, p.done, p.total};
+          return fn(user, &report) == 0;
+        },
+        every);
+    return FBL_OK;
+  });
 }
-void fbl_cancel(fbl_session* s) { s->s->cancel(); }
-int64_t fbl_step(const fbl_session* s) { return s->s->step(); }
-int32_t fbl_accumulated(const fbl_session* s) { return s->s->accumulated(); }
+
+// No hold: a cancel request is for the call in flight, from its callback or another thread.
+int fbl_cancel(fbl_session* s) {
+  return api("fbl_cancel", [&](const Call& c) {
+    if (!s) return c.null("s");
+    s->s->cancel();
+    return FBL_OK;
+  });
+}
+
+int64_t fbl_step(const fbl_session* s) {
+  return getter("fbl_step", s, int64_t{-1}, [](const fbl::rt::Session& session) { return session.step(); });
+}
+
+int32_t fbl_accumulated(const fbl_session* s) {
+  return getter("fbl_accumulated", s, int32_t{-1}, [](const fbl::rt::Session& session) { return session.accumulated(); });
+}
+
 int fbl_set_learning_rate(fbl_session* s, float lr) {
-  if (!s) return result("fbl_set_learning_rate: s must not be NULL");
-  return result(s->s->setLearningRate(lr));
+  return withSession("fbl_set_learning_rate", s,
+                     [&](const Call& c, fbl::rt::Session& session) { return c.check(session.setLearningRate(lr)); });
 }
-double fbl_learning_rate(const fbl_session* s) { return s->s->learningRate(); }
-int fbl_save_checkpoint(fbl_session* s, const char* path) { return result(s->s->saveCheckpoint(path)); }
-int fbl_load_checkpoint(fbl_session* s, const char* path) { return result(s->s->loadCheckpoint(path)); }
-int fbl_export_adapter(fbl_session* s, const char* dir) { return result(s->s->exportAdapter(dir)); }
 
-int fbl_dataset_open(const fbl_session* s, const char* path, fbl_dataset** out) {
-  if (!s || !path || !out) return result("fbl_dataset_open: s, path and out must not be NULL");
-  auto d = std::make_unique<fbl_dataset>();
-  if (int r = result(fbl::rt::Dataset::read(path, s->s->plan(), &d->d))) return r;
-  if (int r = result(d->d.checkValues(s->s->plan()), FBL_ERROR_INPUT)) return r;
-  *out = d.release();
-  return FBL_OK;
+double fbl_learning_rate(const fbl_session* s) {
+  return getter("fbl_learning_rate", s, -1.0, [](const fbl::rt::Session& session) { return session.learningRate(); });
 }
+
+int fbl_save_checkpoint(fbl_session* s, const char* path) {
+  return withSession("fbl_save_checkpoint", s, [&](const Call& c, fbl::rt::Session& session) {
+    if (!path) return c.null("path");
+    return c.check(session.saveCheckpoint(path));
+  });
+}
+
+int fbl_load_checkpoint(fbl_session* s, const char* path) {
+  return withSession("fbl_load_checkpoint", s, [&](const Call& c, fbl::rt::Session& session) {
+    if (!path) return c.null("path");
+    return c.check(session.loadCheckpoint(path));
+  });
+}
+
+int fbl_export_adapter(fbl_session* s, const char* dir) {
+  return withSession("fbl_export_adapter", s, [&](const Call& c, fbl::rt::Session& session) {
+    if (!dir) return c.null("dir");
+    return c.check(session.exportAdapter(dir));
+  });
+}
+
+// No hold: it reads the plan, which nothing changes after fbl_open.
+int fbl_dataset_open(const fbl_session* s, const char* path, fbl_dataset** out) {
+  return api("fbl_dataset_open", [&](const Call& c) {
+    if (!out) return c.null("out");
+    *out = nullptr;
+    if (!s) return c.null("s");
+    if (!path) return c.null("path");
+    auto d = std::make_unique<fbl_dataset>();
+    if (int r = c.check(fbl::rt::Dataset::read(path, s->s->plan(), &d->d))) return r;
+    if (int r = c.check(d->d.checkValues(s->s->plan()), FBL_ERROR_INPUT)) return r;
+    *out = d.release();
+    return FBL_OK;
+  });
+}
+
 void fbl_dataset_close(fbl_dataset* d) { delete d; }
-int64_t fbl_dataset_size(const fbl_dataset* d) { return d ? d->d.size() : 0; }
+
+int64_t fbl_dataset_size(const fbl_dataset* d) {
+  return guarded("fbl_dataset_size", int64_t{-1}, [&](const Call& c) {
+    if (!d) return c.failWith(int64_t{-1}, "d must not be NULL");
+    return d->d.size();
+  });
+}
 
 int fbl_dataset_write_sample(fbl_session* s, const fbl_dataset* d, int64_t index) {
-  if (!s || !d) return result("fbl_dataset_write_sample: s and d must not be NULL");
-  if (index < 0 || index >= d->d.size())
-    return result("sample " + std::to_string(index) + " is outside the dataset's " + std::to_string(d->d.size()));
-  for (size_t k = 0; k < d->d.inputCount(); ++k) {
-    const auto& shape = d->d.sampleShape(k);
-    const int r = fbl_write_input(s, d->d.inputName(k).c_str(), d->d.dtype(k).c_str(), shape.data(), shape.size(),
-                                  d->d.sample(k, index), d->d.sampleBytes(k));
-    if (r != FBL_OK) return result(d->d.where(k, index) + ": " + lastError, r);
-  }
-  return FBL_OK;
+  return withSession("fbl_dataset_write_sample", s, [&](const Call& c, fbl::rt::Session& session) {
+    if (!d) return c.null("d");
+    if (index < 0 || index >= d->d.size())
+      return c.fail(outOfRange("index", index, "the dataset's samples [0, " + std::to_string(d->d.size()) + ")"));
+    for (size_t k = 0; k < d->d.inputCount(); ++k) {
+      std::string e;
+      const int r = writeInput(session, d->d.inputName(k), d->d.dtype(k).c_str(), d->d.sampleShape(k), d->d.sample(k, index),
+                               d->d.sampleBytes(k), &e);
+      if (r != FBL_OK) return c.fail(d->d.where(k, index) + ": " + e, r);
+    }
+    return FBL_OK;
+  });
 }
 
 int64_t fbl_sample_at(int64_t samples, int64_t held_out, int has_seed, uint64_t seed, int64_t position) {
-  if (samples < 1 || held_out < 0 || held_out >= samples || position < 0) return -1;
-  fbl::rt::SampleOrder order(samples, held_out, has_seed ? std::optional<uint64_t>(seed) : std::nullopt);
-  return order.sampleAt(position);
+  return guarded("fbl_sample_at", int64_t{-1}, [&](const Call& c) {
+    if (samples < 1) return c.failWith(int64_t{-1}, outOfRange("samples", samples, "[1, 2^63)"));
+    if (held_out < 0 || held_out >= samples) return c.failWith(int64_t{-1}, outOfRange("held_out", held_out, "[0, samples)"));
+    if (position < 0) return c.failWith(int64_t{-1}, outOfRange("position", position, "[0, 2^63)"));
+    fbl::rt::SampleOrder order(samples, held_out, has_seed ? std::optional<uint64_t>(seed) : std::nullopt);
+    return order.sampleAt(position);
+  });
 }
 
 int64_t fbl_held_out_sample(int64_t samples, int64_t held_out, int has_seed, uint64_t seed, int64_t i) {
-  if (samples < 1 || held_out < 0 || held_out >= samples || i < 0 || i >= held_out) return -1;
-  const fbl::rt::SampleOrder order(samples, held_out, has_seed ? std::optional<uint64_t>(seed) : std::nullopt);
-  return order.heldOut()[static_cast<size_t>(i)];
+  return guarded("fbl_held_out_sample", int64_t{-1}, [&](const Call& c) {
+    if (samples < 1) return c.failWith(int64_t{-1}, outOfRange("samples", samples, "[1, 2^63)"));
+    if (held_out < 0 || held_out >= samples) return c.failWith(int64_t{-1}, outOfRange("held_out", held_out, "[0, samples)"));
+    if (i < 0 || i >= held_out) return c.failWith(int64_t{-1}, outOfRange("i", i, "[0, held_out)"));
+    const fbl::rt::SampleOrder order(samples, held_out, has_seed ? std::optional<uint64_t>(seed) : std::nullopt);
+    return order.heldOut()[static_cast<size_t>(i)];
+  });
 }
 
 }  // extern "C"

@@ -52,7 +52,7 @@ std::string sampleForms(const planfile::Tensor& t) {
 
 std::string readSafetensors(const std::string& path, const planfile::Plan& plan, std::vector<DatasetTensor>* out) {
   safetensors::File f;
-  if (auto e = safetensors::read(path, &f); !e.empty()) return e;
+  if (auto e = safetensors::read(path, &f, "a dataset file"); !e.empty()) return e;
   for (auto& [name, entry] : f.tensors) {
     DatasetTensor t;
     t.input = name;

@@ -1,10 +1,8 @@
 #include "runtime/dataset_position.h"
 
-#include <fstream>
-#include <iterator>
-
 #include <nlohmann/json.hpp>
 
+#include "runtime/files.h"
 #include "runtime/safetensors.h"
 
 namespace fbl::rt {
@@ -47,9 +45,8 @@ std::string writeDatasetPosition(const std::string& path, const DatasetPosition&
 }
 
 std::string readDatasetPosition(const std::string& path, DatasetPosition* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "cannot open '" + path + "'";
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text;
+  if (auto e = readWholeFile(path, "a dataset position file", &text); !e.empty()) return e;
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   const std::string where = "dataset position '" + path + "'";
   if (j.is_discarded() || !j.is_object() || !j.contains("format") || j["format"] != kFormat)

@@ -1,8 +1,8 @@
 #include "runtime/npy.h"
 
 #include <cstring>
-#include <fstream>
-#include <iterator>
+
+#include "runtime/files.h"
 
 namespace fbl::npy {
 
@@ -175,9 +175,8 @@ std::string parse(const std::string& bytes, const std::string& path, Array* out)
 }
 
 std::string read(const std::string& path, Array* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "cannot open '" + path + "'";
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string bytes;
+  if (auto e = rt::readWholeFile(path, "an .npy file", &bytes); !e.empty()) return e;
   return parse(bytes, path, out);
 }
 

@@ -7,11 +7,11 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <set>
 #include <sys/stat.h>
 #include <vector>
 
+#include "runtime/files.h"
 #include "runtime/plan_file.h"
 #include "runtime/safetensors.h"
 
@@ -83,10 +83,8 @@ std::string blamedKernels(const std::string& source, const std::string& log) {
 }
 
 cl_program tryCached(cl_context ctx, cl_device_id dev, const std::string& path, const std::string& options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return nullptr;
-  std::string bin((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (bin.empty()) return nullptr;
+  std::string bin;
+  if (!readWholeFile(path, "a program binary", &bin).empty() || bin.empty()) return nullptr;
   const auto* p = reinterpret_cast<const unsigned char*>(bin.data());
   const size_t n = bin.size();
   cl_int st = CL_SUCCESS, binSt = CL_SUCCESS;

@@ -10,13 +10,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "runtime/files.h"
 
 namespace fbl::safetensors {
 
@@ -63,8 +64,10 @@ inline std::string serialize(const File& f) {
 }
 
 // Writes atomically: a temporary file beside the target, flushed, then renamed over it, so a
-// reader (or a crash) sees the old file or the new one, never half of one.
-inline std::string writeFileAtomic(const std::string& path, const std::string& bytes) {
+// reader (or a crash) sees the old file or the new one, never half of one. `what` names the file
+// when `path` is a directory.
+inline std::string writeFileAtomic(const std::string& path, const std::string& bytes, const char* what = "a file") {
+  if (auto e = rt::directoryRefused(path, what); !e.empty()) return e;
   const std::string tmp = path + ".tmp";
   std::FILE* fp = std::fopen(tmp.c_str(), "wb");
   if (!fp) return "cannot write '" + tmp + "'";
@@ -74,12 +77,15 @@ inline std::string writeFileAtomic(const std::string& path, const std::string& b
     std::remove(tmp.c_str());
     return "cannot write '" + tmp + "' (disk full?)";
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) return "cannot rename '" + tmp + "' to '" + path + "'";
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return "cannot rename '" + tmp + "' to '" + path + "'";
+  }
   return "";
 }
 
-inline std::string write(const std::string& path, const File& f) {
-  return writeFileAtomic(path, serialize(f));
+inline std::string write(const std::string& path, const File& f, const char* what = "a safetensors file") {
+  return writeFileAtomic(path, serialize(f), what);
 }
 
 // Bytes per element of a safetensors dtype; 0 for one this reader does not know.
@@ -170,10 +176,9 @@ inline std::string parse(const std::string& bytes, const std::string& path, File
 }
 
 // Returns an empty string on success, else one line naming the file and the fault.
-inline std::string read(const std::string& path, File* f) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "cannot open '" + path + "'";
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+inline std::string read(const std::string& path, File* f, const char* what = "a safetensors file") {
+  std::string bytes;
+  if (auto e = rt::readWholeFile(path, what, &bytes); !e.empty()) return e;
   return parse(bytes, path, f);
 }
 

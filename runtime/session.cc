@@ -25,9 +25,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
 
+#include "runtime/files.h"
 #include "runtime/input_check.h"
 #include "runtime/opencl_devices.h"
 #include "runtime/plan_check.h"
@@ -95,13 +95,6 @@ std::string checkKernelGroup(cl_kernel k, cl_device_id d, const planfile::Plan& 
   for (int64_t x : l.local) group *= static_cast<size_t>(x);
   if (!l.local.empty() && most > 0 && group > most)
     return who + ": a work-group of " + std::to_string(group) + " work-items exceeds the kernel's " + std::to_string(most) + " on this device";
-  return "";
-}
-
-std::string readFile(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "cannot open '" + path + "'";
-  out->assign((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   return "";
 }
 
@@ -290,7 +283,7 @@ struct Session::Impl {
 
   std::string open(const OpenOptions& opts) {
     std::string bytes;
-    if (auto e = readFile(planPath, &bytes); !e.empty()) return e;
+    if (auto e = readWholeFile(planPath, "a plan file", &bytes); !e.empty()) return e;
     // Parsed and checked whole before any OpenCL call; geometry once the device is known.
     if (auto e = loadPlan(bytes, planPath, nullptr, &plan); !e.empty()) return e;
     // 2. device
@@ -391,6 +384,17 @@ struct Session::Impl {
     return unwrittenInput();
   }
 
+  // A weight, trainable or input the host never wrote holds whatever the arena held: reading
+  // it, or saving it to a checkpoint or adapter, would hand out garbage.
+  std::string unwritten(int32_t t) const {
+    const planfile::Tensor& pt = plan.tensors[t];
+    if (loaded[t]) return "";
+    if (pt.role == planfile::Role::Input) return "input '" + pt.name + "' was never written";
+    if (pt.role == planfile::Role::Weight || pt.role == planfile::Role::Trainable)
+      return "weight '" + pt.name + "' was never loaded (load weights or a checkpoint first)";
+    return "";
+  }
+
   // An input nobody wrote holds whatever the arena held: bytes no check has seen.
   std::string unwrittenInput() const {
     for (int32_t t : plan.inputs)
@@ -443,7 +447,7 @@ const std::vector<LaunchTime>& Session::launchTimes() const { return impl_->time
 
 std::string Session::loadWeights(const std::string& path) {
   safetensors::File f;
-  if (auto e = safetensors::read(path, &f); !e.empty()) return e;
+  if (auto e = safetensors::read(path, &f, "a weights file"); !e.empty()) return e;
   Impl& m = *impl_;
   // The whole file first: a refused file writes nothing.
   if (auto e = checkWeights(m.plan, f, path); !e.empty()) return e;
@@ -489,10 +493,13 @@ std::string Session::writeInput(const std::string& name, const std::string& dtyp
 std::string Session::readTensor(const std::string& name, std::vector<unsigned char>* out) {
   const int32_t t = impl_->plan.findTensor(name);
   if (t < 0) return "the plan has no tensor '" + name + "'";
-  return impl_->read(t, out);
+  return readTensor(t, out);
 }
 
-std::string Session::readTensor(int32_t t, std::vector<unsigned char>* out) { return impl_->read(t, out); }
+std::string Session::readTensor(int32_t t, std::vector<unsigned char>* out) {
+  if (auto e = impl_->unwritten(t); !e.empty()) return e;
+  return impl_->read(t, out);
+}
 
 std::string Session::runPhases(const std::vector<std::string>& phases) {
   Impl& m = *impl_;
@@ -600,6 +607,7 @@ std::string Session::saveCheckpoint(const std::string& path) {
   Impl& m = *impl_;
   safetensors::File f;
   auto add = [&](int32_t t) -> std::string {
+    if (auto err = m.unwritten(t); !err.empty()) return "cannot save a checkpoint: " + err;
     safetensors::Entry e;
     e.dtype = safetensors::fromFblDType(m.plan.tensors[t].dtype);
     e.shape = m.plan.tensors[t].shape;
@@ -621,13 +629,13 @@ std::string Session::saveCheckpoint(const std::string& path) {
     std::snprintf(lr, sizeof lr, "%.17g", m.baseLr);
     f.metadata["learning_rate"] = lr;
   }
-  return safetensors::write(path, f);
+  return safetensors::write(path, f, "a checkpoint file");
 }
 
 std::string Session::loadCheckpoint(const std::string& path) {
   Impl& m = *impl_;
   safetensors::File f;
-  if (auto e = safetensors::read(path, &f); !e.empty()) return e;
+  if (auto e = safetensors::read(path, &f, "a checkpoint file"); !e.empty()) return e;
   // The whole file first: a refused checkpoint leaves trainables, state and step as they were.
   int64_t step = 0;
   if (auto e = checkCheckpoint(m.plan, f, path, &step); !e.empty()) return e;
@@ -651,8 +659,10 @@ std::string Session::loadCheckpoint(const std::string& path) {
 std::string Session::exportAdapter(const std::string& dir) {
   Impl& m = *impl_;
   if (m.plan.adapterConfig.empty()) return "the plan has no LoRA adapters to export";
+  if (auto e = directoryRequired(dir); !e.empty()) return e + " (adapters are exported into an existing directory)";
   safetensors::File f;
   for (const planfile::Trainable& t : m.plan.trainables) {
+    if (auto err = m.unwritten(t.param); !err.empty()) return "cannot export the adapter: " + err;
     safetensors::Entry e;
     e.dtype = safetensors::fromFblDType(m.plan.tensors[t.param].dtype);
     e.shape = m.plan.tensors[t.param].shape;

@@ -253,7 +253,7 @@ TEST_CASE("Session and C API refuse a bad input before any launch", "[runtime][i
   CHECK(s->trainStep(&loss) == "");
   CHECK(std::isfinite(loss));
 
-  // The C API: FBL_ERROR_INPUT and the same line from fbl_last_error.
+  // The C API: FBL_ERROR_INPUT and the same line from fbl_last_error, after the function's name.
   const std::string path = tempDir() + "/llama-inputs-c.fbp";
   REQUIRE(safetensors::writeFileAtomic(path, planfile::serialize(p)) == "");
   fbl_session* cs = nullptr;
@@ -262,14 +262,14 @@ TEST_CASE("Session and C API refuse a bad input before any launch", "[runtime][i
   int reports = 0;  // one a launch: none may run on a refused batch
   fbl_set_progress(cs, [](void* n, const fbl_progress*) { return ++*static_cast<int*>(n), 0; }, &reports, 1);
   CHECK(fbl_write_tensor(cs, name.c_str(), bad.raw(), bad.nbytes()) == FBL_ERROR_INPUT);
-  CHECK(std::string(fbl_last_error()) == err);
+  CHECK(std::string(fbl_last_error()) == "fbl_write_tensor: " + err);
   CHECK(fbl_train_step(cs, &loss) == FBL_ERROR);
   CHECK_THAT(std::string(fbl_last_error()), Catch::Contains("input '" + name + "' was never written"));
   CHECK(reports == 0);
   CHECK(fbl_step(cs) == 0);
   const int64_t shape[] = {1, 16};
   CHECK(fbl_write_input(cs, name.c_str(), "i64", shape, 2, bad.raw(), bad.nbytes()) == FBL_ERROR_INPUT);
-  CHECK(std::string(fbl_last_error()) == err);
+  CHECK(std::string(fbl_last_error()) == "fbl_write_input: " + err);
   CHECK(fbl_write_input(cs, name.c_str(), "f32", shape, 2, ids.raw(), 64) == FBL_ERROR_INPUT);
   CHECK(fbl_write_tensor(cs, "no_such_input", ids.raw(), ids.nbytes()) == FBL_ERROR);
   CHECK_THAT(std::string(fbl_last_error()), Catch::Contains("no tensor 'no_such_input'"));

@@ -211,7 +211,8 @@ TEST_CASE("fbl-train: two epochs of a dataset, eval loss, resume mid-epoch, bad 
   CHECK_THAT(refused.log, Catch::Contains("error: " + badData + ": sample 5: input '" + input.name + "' position 9 ([0, 9]): index 300 is outside"));
   CHECK_THAT(refused.log, !Catch::Contains("step 1/"));
   CHECK(fbl_dataset_open(cs, badData.c_str(), &ds) == FBL_ERROR_INPUT);
-  CHECK_THAT(std::string(fbl_last_error()), Catch::StartsWith(badData + ": sample 5: input '" + input.name + "' position 9"));
+  CHECK_THAT(std::string(fbl_last_error()),
+             Catch::StartsWith("fbl_dataset_open: " + badData + ": sample 5: input '" + input.name + "' position 9"));
   fbl_close(cs);
 }
 
