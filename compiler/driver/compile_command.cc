@@ -17,6 +17,7 @@
 #include "compiler/passes/layout_assignment_printer.h"
 #include "compiler/passes/layout_pipeline.h"
 #include "compiler/plan/layout_lowering.h"
+#include "compiler/plan/peft_adapter.h"
 #include "compiler/profile/profile.h"
 #include "compiler/strategy/strategy.h"
 #include "runtime/safetensors.h"
@@ -80,7 +81,7 @@ Result<std::vector<std::string>> trainableGlobs(const CompileArgs& args) {
         return globs;
       }
   // An unreadable model falls through: loadModel reports it with its own message.
-  return std::vector<std::string>{"*lora_*"};
+  return autodiff::peftTrainableGlobs();
 }
 
 // Values the plan reads back or keeps: they must be computed even when their producer is a
@@ -121,12 +122,18 @@ class Differentiate {
   Result<bool> run(ir::Graph& g) {
     FBL_TRY(onnx::checkStaticShapes(g));
     FBL_ASSIGN(tg, autodiff::buildTrainingGraph(g, opts_));
+    // peft's adapter is read off the forward graph: lora_B's scaling is a forward Mul.
+    std::vector<std::string> names;
+    for (const auto& t : tg.trainables) names.push_back(tg.graph.values[t.param].name);
+    FBL_ASSIGN(adapter, plan::peftAdapter(g, names, adapterOpts));
     mustExist_ = valuesThatMustExist(tg);
     hostValuesOf(tg, lowering_);
     g = std::move(tg.graph);  // the pipeline's graph; compileModel puts it back
     return true;
   }
   autodiff::TrainingGraph tg;
+  plan::PeftAdapterOptions adapterOpts;
+  plan::PeftAdapter adapter;
 
  private:
   const autodiff::TrainingOptions& opts_;
@@ -247,6 +254,7 @@ Result<Compiled> compileModel(const CompileArgs& args) {
   FBL_ASSIGN(to.optimizer, autodiff::optimizerOptions(args));
   FBL_ASSIGN(strategy::Strategy strategy, strategy::parseStrategy(args.strategy));
   CompilePipeline p(strategy, hw, to);
+  p.autodiff.adapterOpts.loraAlpha = args.loraAlpha;
   FBL_ASSIGN(p.lowerOpts.storage.images, useImages(args.storage, hw));
   p.lowerOpts.storage.maxImageWidth = hw.image2dMaxWidth;
   p.lowerOpts.storage.maxImageHeight = hw.image2dMaxHeight;
@@ -280,7 +288,9 @@ Result<Compiled> compileModel(const CompileArgs& args) {
   }
   LayoutLowering& lowering = p.lowering.result();
   c.lowering = lowering.counts;
-  PlanInputs in = trainingInputs(tg, modelName(args.model), args.loraAlpha);
+  PlanInputs in = trainingInputs(tg, modelName(args.model));
+  in.adapterConfig = p.autodiff.adapter.config;
+  in.adapterFrozen = p.autodiff.adapter.frozen;
   in.lowering = &lowering;
   FBL_ASSIGN(c.plan, buildPlan(in, profile, &c.stats));
   c.plan.explain = analysis::explainSection(tg.graph, assignment);  // for `fblc explain`
