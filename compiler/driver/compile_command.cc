@@ -7,6 +7,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <onnx/onnx_pb.h>
 
@@ -20,6 +21,7 @@
 #include "compiler/plan/peft_adapter.h"
 #include "compiler/profile/profile.h"
 #include "compiler/strategy/strategy.h"
+#include "runtime/plan_check.h"
 #include "runtime/safetensors.h"
 
 namespace fbl::driver {
@@ -240,6 +242,25 @@ static nlohmann::json storageReport(const autodiff::TrainingGraph& tg, const Pla
           {"peak_bytes", plan.arenaBytes + plan.imageBytes()}};
 }
 
+// The runtime's own checks (runtime/plan_check.h) on the plan as it will read it: a plan it would
+// refuse is refused here, naming the trainable where a gradient's shape is what fails (IA3's
+// [out, 1] vectors get theirs as a view of the flat [out] product).
+static Status checkForRuntime(const CompileArgs& args, const Plan& plan) {
+  for (const planfile::Trainable& t : plan.trainables) {
+    if (t.grad < 0) continue;
+    const planfile::Tensor& p = plan.tensors[t.param];
+    const planfile::Tensor& g = plan.tensors[t.grad];
+    if (p.shape != g.shape)
+      return makeError("{}: trainable '{}' is {}[{}] but the plan holds its gradient as {}[{}], which the runtime "
+                       "refuses; fblc run-ref trains it, or leave it out with --trainable",
+                       args.model, p.name, p.dtype, fmt::join(p.shape, ","), g.dtype, fmt::join(g.shape, ","));
+  }
+  planfile::Plan read;
+  if (std::string e = rt::loadPlan(planfile::serialize(plan), args.output, nullptr, &read); !e.empty())
+    return makeError("{}: the plan fails the runtime's checks: {}", args.model, e);
+  return Status::success();
+}
+
 Result<Compiled> compileModel(const CompileArgs& args) {
   const auto start = std::chrono::steady_clock::now();
   FBL_ASSIGN(profile::HardwareProfile hw, profile::loadProfile(args.profile));
@@ -308,6 +329,7 @@ Result<Compiled> compileModel(const CompileArgs& args) {
     c.plan.loop.warmupSteps = args.warmupSteps;
     c.plan.loop.totalSteps = args.totalSteps;
   }
+  FBL_TRY(checkForRuntime(args, c.plan));
   c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return c;
 }

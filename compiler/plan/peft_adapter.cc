@@ -294,15 +294,20 @@ Result<PeftAdapter> peftAdapter(const ir::Graph& g, const std::vector<std::strin
     alphas.push_back(m.scaling * (rslora ? std::sqrt(static_cast<double>(m.r)) : static_cast<double>(m.r)));
 
   // 4, 5: the names peft matches, among the modules that exist.
+  // peft matches every named module, containers too ("stages.1"): each module's ancestors count.
   std::set<std::string> all, targeted;
+  auto addModule = [&](const std::string& path) {
+    const std::vector<std::string> c = split(path);
+    for (size_t k = 1; k <= c.size(); ++k) all.insert(join(c, 0, k));
+  };
   for (const ir::Value& v : g.values)
     if (v.kind == ir::ValueKind::Initializer)
-      if (std::string m = modulePath(v.name, true); !m.empty()) all.insert(m);
+      if (std::string m = modulePath(v.name, true); !m.empty()) addModule(m);
   for (const auto& [path, m] : lora) {
     targeted.insert(path);
-    all.insert(path);
+    addModule(path);
   }
-  for (const std::string& s : saved) all.insert(s);
+  for (const std::string& s : saved) addModule(s);
   const std::set<std::string> targets = lora.empty() ? std::set<std::string>{} : namesFor(targeted, all, nameMatches);
   std::set<std::string> heads = namesFor(saved, all, endsWith);
   if (heads.count("classifier") || heads.count("score")) heads.insert({"classifier", "score"});
