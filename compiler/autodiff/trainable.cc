@@ -16,7 +16,10 @@ std::string fileOf(const ir::Graph& g) { return g.sourcePath.empty() ? g.name : 
 
 Error noMatch(const ir::Graph& g, const std::vector<std::string>& globs,
               const std::vector<ir::ValueId>& inits) {
-  std::string pattern = fmt::format("'{}'", fmt::join(globs, "', '"));
+  std::string pattern = globs == peftTrainableGlobs()
+                            ? std::string("(the default, what peft trains) '*lora_*', '*.modules_to_save.*' or a "
+                                          "peft tuner's prefix ('*.ia3_*', '*.lokr_*', ...)")
+                            : fmt::format("'{}'", fmt::join(globs, "', '"));
   if (inits.empty())
     return makeError("{}: no initializer matches --trainable {}: the model has no initializers",
                      fileOf(g), pattern);
