@@ -171,6 +171,9 @@ struct Plan {
   nlohmann::json optimizer = nlohmann::json::object();
   TrainingLoop loop;               // written only when enabled(): default plans are unchanged
   nlohmann::json adapterConfig = nlohmann::json::object();  // peft's adapter_config.json
+  // Frozen tensors peft saves beside the adapter (the base weight of an embedding it adapts),
+  // each with its key; grad is -1. Written only when non-empty.
+  std::vector<Trainable> adapterFrozen;
   std::vector<unsigned char> blob;
   // What `fblc explain` reads: the layout pipeline's decisions and the graph they were made on
   // (docs/explain.md). Optional, written only when non-empty; the runtime never reads it.
@@ -279,6 +282,11 @@ inline nlohmann::json toJson(const Plan& p) {
                           {"lr_tensor", p.loop.lrTensor},     {"accum_keep", p.loop.accumKeep},
                           {"accumulators", p.loop.accumulators}};
   j["adapter_config"] = p.adapterConfig;
+  if (!p.adapterFrozen.empty()) {
+    json fr = json::array();
+    for (const Trainable& t : p.adapterFrozen) fr.push_back({{"param", t.param}, {"adapter_key", t.adapterKey}});
+    j["adapter_frozen"] = std::move(fr);
+  }
   if (!p.explain.is_null() && !p.explain.empty()) j["explain"] = p.explain;
   return j;
 }
@@ -469,6 +477,11 @@ inline std::string parse(const std::string& bytes, Plan* p) {
       p->loop.accumulators = indexList(o, "accumulators");
     }
     p->adapterConfig = j.at("adapter_config");
+    if (j.contains("adapter_frozen")) {
+      at = "adapter_frozen";
+      for (const auto& o : j.at("adapter_frozen"))
+        p->adapterFrozen.push_back({indexField(o, "param"), -1, o.at("adapter_key").get<std::string>()});
+    }
     if (j.contains("explain")) p->explain = j.at("explain");
   } catch (const std::exception& e) {
     return "plan is malformed at " + at + ": " + e.what();
@@ -529,6 +542,9 @@ inline std::string parse(const std::string& bytes, Plan* p) {
   for (const Trainable& t : p->trainables)
     if (t.param < 0 || t.param >= n || bad(t.grad))
       return "plan's trainable '" + t.adapterKey + "' has param " + std::to_string(t.param) + " and grad " + std::to_string(t.grad) + ", not tensors";
+  for (const Trainable& t : p->adapterFrozen)
+    if (t.param < 0 || t.param >= n)
+      return "plan's adapter tensor '" + t.adapterKey + "' has param " + std::to_string(t.param) + ", not a tensor";
   for (int32_t s : p->state)
     if (s < 0 || s >= n) return "plan's state names " + std::to_string(s) + ", not a tensor";
   return "";

@@ -661,14 +661,15 @@ std::string Session::exportAdapter(const std::string& dir) {
   if (m.plan.adapterConfig.empty()) return "the plan has no LoRA adapters to export";
   if (auto e = directoryRequired(dir); !e.empty()) return e + " (adapters are exported into an existing directory)";
   safetensors::File f;
-  for (const planfile::Trainable& t : m.plan.trainables) {
-    if (auto err = m.unwritten(t.param); !err.empty()) return "cannot export the adapter: " + err;
-    safetensors::Entry e;
-    e.dtype = safetensors::fromFblDType(m.plan.tensors[t.param].dtype);
-    e.shape = m.plan.tensors[t.param].shape;
-    if (auto err = m.read(t.param, &e.data); !err.empty()) return err;
-    f.tensors[t.adapterKey] = std::move(e);
-  }
+  for (const auto* list : {&m.plan.trainables, &m.plan.adapterFrozen})
+    for (const planfile::Trainable& t : *list) {
+      if (auto err = m.unwritten(t.param); !err.empty()) return "cannot export the adapter: " + err;
+      safetensors::Entry e;
+      e.dtype = safetensors::fromFblDType(m.plan.tensors[t.param].dtype);
+      e.shape = m.plan.tensors[t.param].shape;
+      if (auto err = m.read(t.param, &e.data); !err.empty()) return err;
+      f.tensors[t.adapterKey] = std::move(e);
+    }
   f.metadata["format"] = "pt";
   if (auto e = safetensors::write(dir + "/adapter_model.safetensors", f); !e.empty()) return e;
   return safetensors::writeFileAtomic(dir + "/adapter_config.json", m.plan.adapterConfig.dump(2) + "\n");

@@ -16,7 +16,10 @@ std::string fileOf(const ir::Graph& g) { return g.sourcePath.empty() ? g.name : 
 
 Error noMatch(const ir::Graph& g, const std::vector<std::string>& globs,
               const std::vector<ir::ValueId>& inits) {
-  std::string pattern = fmt::format("'{}'", fmt::join(globs, "', '"));
+  std::string pattern = globs == peftTrainableGlobs()
+                            ? std::string("(the default, what peft trains) '*lora_*', '*.modules_to_save.*' or a "
+                                          "peft tuner's prefix ('*.ia3_*', '*.lokr_*', ...)")
+                            : fmt::format("'{}'", fmt::join(globs, "', '"));
   if (inits.empty())
     return makeError("{}: no initializer matches --trainable {}: the model has no initializers",
                      fileOf(g), pattern);
@@ -42,6 +45,20 @@ Error noMatch(const ir::Graph& g, const std::vector<std::string>& globs,
 
 }  // namespace
 
+std::vector<std::string> peftTrainableGlobs() {
+  // The tuners' prefixes as peft 0.21 names them (its tuners' `prefix`); LoRA's "lora_" anywhere,
+  // as fbl has always matched it.
+  static const char* const kPrefixes[] = {
+      "adamss_", "beft_",    "boft_",   "c3a_",     "deft_",       "delora_",  "fourierft_", "frod_",
+      "glora_",  "gralora_", "hada_",   "hira_",    "hra_",        "ia3_",     "lily_",      "ln_tuning_",
+      "lokr_",   "miss_",    "oft_",    "osf_",     "peanut_",     "poly_",    "psoft_",     "pvera_lambda_",
+      "randlora_", "road_",  "shira_",  "supertuning_", "tinylora_", "trainable_tokens_", "unilora_",
+      "vblora_", "vera_lambda_", "waveft_"};
+  std::vector<std::string> globs{"*lora_*", "*.modules_to_save.*"};
+  for (const char* p : kPrefixes) globs.push_back(fmt::format("*.{}*", p));
+  return globs;
+}
+
 Result<std::vector<ir::ValueId>> selectTrainables(const ir::Graph& g,
                                                   const std::vector<std::string>& globs) {
   std::vector<ir::ValueId> inits, picked;
@@ -57,6 +74,27 @@ Result<std::vector<ir::ValueId>> selectTrainables(const ir::Graph& g,
                        fileOf(g), val.name, ir::dtypeName(val.dtype));
     picked.push_back(v);
   }
+  // DoRA: peft detaches the weight norm ||W + s B A|| that divides the magnitude, and an ONNX
+  // export has no detach, so every LoRA gradient here would take a term peft's lacks.
+  for (ir::ValueId v : inits)
+    if (g.values[v].name.find("lora_magnitude_vector") != std::string::npos)
+      return makeError("{}: '{}' is DoRA's magnitude (use_dora=True): peft detaches DoRA's weight norm, which the "
+                       "ONNX export cannot keep, so the gradients would differ from peft's; DoRA is not supported, "
+                       "train plain LoRA",
+                       fileOf(g), g.values[v].name);
+  // A parameter the exporter folded into a constant would silently not train, or train while a
+  // stale copy of it stays in the constant. Named first: one the graph lacks altogether.
+  auto matches = [&](const std::string& name) {
+    return std::any_of(globs.begin(), globs.end(), [&](const std::string& p) { return globMatch(p, name); });
+  };
+  for (bool absent : {true, false})
+    for (const std::string& name : g.foldedParameters) {
+      if (!matches(name) || absent != (g.findValue(name) == ir::kNoValue)) continue;
+      return makeError("{}: trainable '{}' {} (torch.onnx.export's optimizer folds computations on parameters); "
+                       "re-export with torch.onnx.export(..., optimize=False)", fileOf(g), name,
+                       absent ? "is not in the graph: the exporter folded it into a constant or dropped it"
+                              : "is also folded into a constant, where its value would not follow training");
+    }
   if (picked.empty()) return noMatch(g, globs, inits);
   return picked;
 }

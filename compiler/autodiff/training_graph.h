@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/autodiff/peft_trainables.h"
 #include "compiler/ir/graph.h"
 #include "compiler/support/result.h"
 
@@ -50,7 +51,7 @@ struct TrainingFlags {
 Result<OptimizerOptions> optimizerOptions(const TrainingFlags& f);
 
 struct TrainingOptions {
-  std::vector<std::string> trainableGlobs{"*lora_*"};
+  std::vector<std::string> trainableGlobs = peftTrainableGlobs();
   OptimizerOptions optimizer;
 };
 

@@ -7,6 +7,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <onnx/onnx_pb.h>
 
@@ -17,8 +18,10 @@
 #include "compiler/passes/layout_assignment_printer.h"
 #include "compiler/passes/layout_pipeline.h"
 #include "compiler/plan/layout_lowering.h"
+#include "compiler/plan/peft_adapter.h"
 #include "compiler/profile/profile.h"
 #include "compiler/strategy/strategy.h"
+#include "runtime/plan_check.h"
 #include "runtime/safetensors.h"
 
 namespace fbl::driver {
@@ -80,7 +83,7 @@ Result<std::vector<std::string>> trainableGlobs(const CompileArgs& args) {
         return globs;
       }
   // An unreadable model falls through: loadModel reports it with its own message.
-  return std::vector<std::string>{"*lora_*"};
+  return autodiff::peftTrainableGlobs();
 }
 
 // Values the plan reads back or keeps: they must be computed even when their producer is a
@@ -121,12 +124,18 @@ class Differentiate {
   Result<bool> run(ir::Graph& g) {
     FBL_TRY(onnx::checkStaticShapes(g));
     FBL_ASSIGN(tg, autodiff::buildTrainingGraph(g, opts_));
+    // peft's adapter is read off the forward graph: lora_B's scaling is a forward Mul.
+    std::vector<std::string> names;
+    for (const auto& t : tg.trainables) names.push_back(tg.graph.values[t.param].name);
+    FBL_ASSIGN(adapter, plan::peftAdapter(g, names, adapterOpts));
     mustExist_ = valuesThatMustExist(tg);
     hostValuesOf(tg, lowering_);
     g = std::move(tg.graph);  // the pipeline's graph; compileModel puts it back
     return true;
   }
   autodiff::TrainingGraph tg;
+  plan::PeftAdapterOptions adapterOpts;
+  plan::PeftAdapter adapter;
 
  private:
   const autodiff::TrainingOptions& opts_;
@@ -233,6 +242,25 @@ static nlohmann::json storageReport(const autodiff::TrainingGraph& tg, const Pla
           {"peak_bytes", plan.arenaBytes + plan.imageBytes()}};
 }
 
+// The runtime's own checks (runtime/plan_check.h) on the plan as it will read it: a plan it would
+// refuse is refused here, naming the trainable where a gradient's shape is what fails (IA3's
+// [out, 1] vectors get theirs as a view of the flat [out] product).
+static Status checkForRuntime(const CompileArgs& args, const Plan& plan) {
+  for (const planfile::Trainable& t : plan.trainables) {
+    if (t.grad < 0) continue;
+    const planfile::Tensor& p = plan.tensors[t.param];
+    const planfile::Tensor& g = plan.tensors[t.grad];
+    if (p.shape != g.shape)
+      return makeError("{}: trainable '{}' is {}[{}] but the plan holds its gradient as {}[{}], which the runtime "
+                       "refuses; fblc run-ref trains it, or leave it out with --trainable",
+                       args.model, p.name, p.dtype, fmt::join(p.shape, ","), g.dtype, fmt::join(g.shape, ","));
+  }
+  planfile::Plan read;
+  if (std::string e = rt::loadPlan(planfile::serialize(plan), args.output, nullptr, &read); !e.empty())
+    return makeError("{}: the plan fails the runtime's checks: {}", args.model, e);
+  return Status::success();
+}
+
 Result<Compiled> compileModel(const CompileArgs& args) {
   const auto start = std::chrono::steady_clock::now();
   FBL_ASSIGN(profile::HardwareProfile hw, profile::loadProfile(args.profile));
@@ -247,6 +275,7 @@ Result<Compiled> compileModel(const CompileArgs& args) {
   FBL_ASSIGN(to.optimizer, autodiff::optimizerOptions(args));
   FBL_ASSIGN(strategy::Strategy strategy, strategy::parseStrategy(args.strategy));
   CompilePipeline p(strategy, hw, to);
+  p.autodiff.adapterOpts.loraAlpha = args.loraAlpha;
   FBL_ASSIGN(p.lowerOpts.storage.images, useImages(args.storage, hw));
   p.lowerOpts.storage.maxImageWidth = hw.image2dMaxWidth;
   p.lowerOpts.storage.maxImageHeight = hw.image2dMaxHeight;
@@ -280,7 +309,9 @@ Result<Compiled> compileModel(const CompileArgs& args) {
   }
   LayoutLowering& lowering = p.lowering.result();
   c.lowering = lowering.counts;
-  PlanInputs in = trainingInputs(tg, modelName(args.model), args.loraAlpha);
+  PlanInputs in = trainingInputs(tg, modelName(args.model));
+  in.adapterConfig = p.autodiff.adapter.config;
+  in.adapterFrozen = p.autodiff.adapter.frozen;
   in.lowering = &lowering;
   FBL_ASSIGN(c.plan, buildPlan(in, profile, &c.stats));
   c.plan.explain = analysis::explainSection(tg.graph, assignment);  // for `fblc explain`
@@ -298,6 +329,7 @@ Result<Compiled> compileModel(const CompileArgs& args) {
     c.plan.loop.warmupSteps = args.warmupSteps;
     c.plan.loop.totalSteps = args.totalSteps;
   }
+  FBL_TRY(checkForRuntime(args, c.plan));
   c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return c;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,9 +30,11 @@ struct CompileArgs : autodiff::TrainingFlags {
   std::string report;       // optional REPORT.json
   std::map<std::string, ir::Shape> shapes;
   // Globs of the trainable initializers; empty: the model's `fbl.trainable` metadata
-  // (comma-separated globs, as zoo models carry), else "*lora_*".
+  // (comma-separated globs, as zoo models carry), else what peft trains (peftTrainableGlobs).
   std::vector<std::string> trainable;
-  double loraAlpha = 16.0;
+  // LoRA alpha, for adapter_config.json where the graph's scaling leaves it open (a rank that is
+  // a square: alpha/r and alpha/sqrt(r) both give a whole alpha); must agree with the graph.
+  std::optional<double> loraAlpha;
   // The layout pipeline (docs/layout-pipeline.md) and the strategy's lowering
   // (layout_lowering.h): what runs as kernels and what is read through maps.
   std::string strategy = strategy::strategyName(strategy::Strategy::kFBLayout);  // parseStrategy's names

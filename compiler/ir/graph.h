@@ -85,6 +85,10 @@ struct Graph {
   std::vector<Node> nodes;
   std::vector<ValueId> inputs;   // run-time inputs only (not initializers)
   std::vector<ValueId> outputs;
+  // PyTorch parameters that the exporter's node metadata names but that the graph holds under
+  // no name: folded into constants or dropped (onnx/export_names.h). A selection of what peft
+  // trains must not silently leave them out.
+  std::vector<std::string> foldedParameters;
 
   ValueId addValue(Value v);
   // Appends a node, sets the producer of its outputs and returns its id.

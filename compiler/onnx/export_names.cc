@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cstring>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 namespace fbl::onnx {
@@ -15,6 +16,8 @@ namespace fbl::onnx {
 namespace {
 
 constexpr int kMetadataPropsField = 9;  // NodeProto.metadata_props (ONNX 1.17+)
+constexpr int kValueInfoMetadataField = 4;  // ValueInfoProto.metadata_props
+constexpr std::string_view kFoldedFrom = "pkg.onnxscript.optimizer.folded_from";
 constexpr std::string_view kFxNode = "pkg.torch.onnx.fx_node";
 constexpr std::string_view kNameScopes = "pkg.torch.onnx.name_scopes";
 
@@ -90,9 +93,18 @@ struct Recovery {
   bool transposed = false;
 };
 
+// "permute_3" -> "permute": the fx node a folded initializer is named after.
+std::string fxOpOf(const std::string& name) {
+  size_t end = name.size();
+  while (end > 0 && std::isdigit(static_cast<uint8_t>(name[end - 1]))) --end;
+  if (end < name.size() && end > 0 && name[end - 1] == '_') return name.substr(0, end - 1);
+  return name;
+}
+
 class NameRecovery {
  public:
-  NameRecovery(ir::Graph& g, const std::vector<NodeOrigin>& origins) : g_(g), origins_(origins) {
+  NameRecovery(ir::Graph& g, const std::vector<NodeOrigin>& origins, const FoldedFrom& foldedFrom)
+      : g_(g), origins_(origins), foldedFrom_(foldedFrom) {
     for (const NodeOrigin& o : origins_)
       for (const std::string& s : o.scopes)
         if (!s.empty()) paths_.emplace(mangle(s), s);
@@ -117,6 +129,8 @@ class NameRecovery {
                          g_.sourcePath, g_.values[v].name, loraArg);
       }
     }
+    renamed += recoverSingleSourceFolds(transposes);
+    recoverDroppedBiases();
     if (!transposes.empty()) {
       // The new Transposes read only initializers: first in topological order.
       std::vector<ir::Node> nodes = std::move(transposes);
@@ -124,6 +138,7 @@ class NameRecovery {
       g_.nodes = std::move(nodes);
       g_.compact();
     }
+    noteFoldedParameters();
     return renamed;
   }
 
@@ -204,8 +219,74 @@ class NameRecovery {
     return true;
   }
 
+  bool isInitializer(const std::string& name) const {
+    const ir::ValueId v = g_.findValue(name);
+    return v != ir::kNoValue && g_.values[v].kind == ir::ValueKind::Initializer;
+  }
+
+  // export_names.h, 5.
+  int recoverSingleSourceFolds(std::vector<ir::Node>& transposes) {
+    int renamed = 0;
+    for (ir::ValueId v = 0; v < static_cast<ir::ValueId>(g_.values.size()); ++v) {
+      const ir::Value& val = g_.values[v];
+      auto it = foldedFrom_.find(val.name);
+      if (val.kind != ir::ValueKind::Initializer || it == foldedFrom_.end() || it->second.size() != 1) continue;
+      const std::string& source = it->second[0];
+      if (source.find('.') == std::string::npos || g_.findValue(source) != ir::kNoValue) continue;
+      const std::string op = fxOpOf(val.name);
+      const bool transpose = (op == "permute" || op == "t" || op == "transpose" || op == "numpy_T") && val.shape.size() == 2;
+      const bool copy = op == "clone" || op == "alias" || op == "detach" || op == "contiguous";
+      if ((transpose || copy) && apply(v, Recovery{source, transpose}, transposes)) ++renamed;
+    }
+    return renamed;
+  }
+
+  // export_names.h, 6.
+  void recoverDroppedBiases() {
+    for (ir::NodeId r = 0; r < static_cast<ir::NodeId>(g_.nodes.size()) && r < static_cast<ir::NodeId>(origins_.size()); ++r) {
+      ir::Node& n = g_.nodes[r];
+      if (n.op != "Gemm" || n.inputs.size() != 2 || origins_[r].fxNode.empty()) continue;
+      FxCall call = parseFxCall(origins_[r].fxNode);
+      if (call.target.find("aten.linear") == std::string::npos || call.paramArgs.size() != 2 ||
+          !endsWith(call.paramArgs[1], "_bias"))
+        continue;
+      auto name = nameOf(call.paramArgs[1]);
+      const ir::Value& w = g_.values[n.inputs[1]];
+      if (!name || g_.findValue(*name) != ir::kNoValue || w.shape.size() != 2 || !ir::isFloat(w.dtype)) continue;
+      const int64_t out = n.attrInt("transB", 0) ? w.shape[0] : w.shape[1];
+      ir::Tensor zeros(w.dtype, {out});
+      std::memset(zeros.raw(), 0, zeros.nbytes());
+      ir::Value b;
+      b.name = *name;
+      b.kind = ir::ValueKind::Initializer;
+      b.dtype = w.dtype;
+      b.shape = {out};
+      b.shapeKnown = true;
+      b.data = std::make_shared<const ir::Tensor>(std::move(zeros));
+      const ir::ValueId id = g_.addValue(std::move(b));
+      g_.nodes[r].inputs.push_back(id);
+    }
+  }
+
+  // export_names.h, 7.
+  void noteFoldedParameters() {
+    std::set<std::string> folded;
+    for (const NodeOrigin& o : origins_)
+      if (!o.fxNode.empty())
+        for (const std::string& a : parseFxCall(o.fxNode).paramArgs)
+          if (auto name = nameOf(a); name && !isInitializer(*name)) folded.insert(*name);
+    for (const ir::Value& val : g_.values) {
+      auto it = foldedFrom_.find(val.name);
+      if (val.kind != ir::ValueKind::Initializer || it == foldedFrom_.end()) continue;
+      for (const std::string& source : it->second)
+        if (source.find('.') != std::string::npos) folded.insert(source);
+    }
+    g_.foldedParameters.assign(folded.begin(), folded.end());
+  }
+
   ir::Graph& g_;
   const std::vector<NodeOrigin>& origins_;
+  const FoldedFrom& foldedFrom_;
   std::unordered_map<std::string, std::string> paths_;  // mangled module path -> module path
 };
 
@@ -229,8 +310,24 @@ NodeOrigin readNodeOrigin(const ::onnx::NodeProto& node) {
   return o;
 }
 
-Result<int> recoverExportNames(ir::Graph& g, const std::vector<NodeOrigin>& origins) {
-  return NameRecovery(g, origins).run();
+FoldedFrom readFoldedFrom(const ::onnx::GraphProto& graph) {
+  FoldedFrom out;
+  for (const auto& vi : graph.value_info()) {
+    const auto& unknown = vi.unknown_fields();
+    for (int i = 0; i < unknown.field_count(); ++i) {
+      const auto& f = unknown.field(i);
+      if (f.number() != kValueInfoMetadataField || f.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED)
+        continue;
+      ::onnx::StringStringEntryProto entry;
+      if (entry.ParseFromString(f.length_delimited()) && entry.key() == kFoldedFrom)
+        out[vi.name()] = parseScopes(entry.value());
+    }
+  }
+  return out;
+}
+
+Result<int> recoverExportNames(ir::Graph& g, const std::vector<NodeOrigin>& origins, const FoldedFrom& foldedFrom) {
+  return NameRecovery(g, origins, foldedFrom).run();
 }
 
 }  // namespace fbl::onnx

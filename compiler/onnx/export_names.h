@@ -20,11 +20,24 @@
 //    it). So gradients, `--trainable '*lora_*'`, checkpoints and `--export-adapter` see PyTorch's
 //    names in PyTorch's orientation, as in an optimize=False export. A name that already exists
 //    with equal contents is shared.
-// 5. Anything else keeps its `val_N` name; a trainable glob that then finds nothing says that the
+// 5. An initializer the optimizer folded from one parameter alone (value_info metadata
+//    `pkg.onnxscript.optimizer.folded_from`) and still unnamed is named after its source when its
+//    own name says the fold: `permute_N`, `t_N`, `transpose_N` (2-D: stored transposed back, as 4),
+//    `clone_N`, `alias_N`, `detach_N` (as it is). So LoRA on an embedding (lora_embedding_A/B,
+//    folded as `permute`, `permute_1`) trains.
+// 6. A Gemm that an `aten.linear` with a bias parameter became, whose bias the optimizer dropped
+//    (it removes a zero addend: a classifier's fresh bias), gets that bias back: zeros under its
+//    name, the Gemm's C.
+// 7. Every parameter the metadata names that is still no initializer of the graph, and every
+//    parameter folded into a constant with other values (DoRA's weight norm and magnitude), goes
+//    to Graph::foldedParameters: a trainable selection that matches one is refused
+//    (autodiff/trainable.cc) instead of training a subset, or a stale copy, silently.
+// 8. Anything else keeps its `val_N` name; a trainable glob that then finds nothing says that the
 //    names were lost with the metadata (autodiff/trainable.cc). A LoRA parameter whose name the
 //    metadata names but does not settle is an import error (it would silently not train).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,6 +45,7 @@
 #include "compiler/support/result.h"
 
 namespace onnx {
+class GraphProto;
 class NodeProto;
 }
 
@@ -46,11 +60,17 @@ struct NodeOrigin {
 // where the protos know it).
 NodeOrigin readNodeOrigin(const ::onnx::NodeProto& node);
 
+// Per value name, the values the exporter's optimizer folded it from (value_info metadata
+// `pkg.onnxscript.optimizer.folded_from`, read from unknown fields as NodeOrigin is).
+using FoldedFrom = std::map<std::string, std::vector<std::string>>;
+FoldedFrom readFoldedFrom(const ::onnx::GraphProto& graph);
+
 // `origins[i]` belongs to g.nodes[i] (the importer's order). Returns how many initializers got
 // their PyTorch names back.
 // An initializer that readers' metadata calls a LoRA parameter but whose name cannot be settled
 // is an error: left as `val_N` it would silently drop out of '*lora_*'.
-Result<int> recoverExportNames(ir::Graph& g, const std::vector<NodeOrigin>& origins);
+Result<int> recoverExportNames(ir::Graph& g, const std::vector<NodeOrigin>& origins,
+                               const FoldedFrom& foldedFrom = {});
 
 // "val_12": the name the dynamo exporter's optimizer gives a weight it folded or copied.
 bool looksExporterRenamed(std::string_view name);

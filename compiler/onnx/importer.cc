@@ -496,6 +496,7 @@ namespace {
 struct Imported {
   ir::Graph graph;
   std::vector<NodeOrigin> origins;
+  FoldedFrom foldedFrom;
 };
 
 Result<Imported> importProto(const std::string& bytes, const std::string& path,
@@ -508,7 +509,7 @@ Result<Imported> importProto(const std::string& bytes, const std::string& path,
   FBL_TRY(rewriteSequenceOps(m.mutable_graph(), path));
   Importer importer(m, path, opts);
   FBL_ASSIGN(ir::Graph g, importer.run());
-  return Imported{std::move(g), std::move(importer.origins())};
+  return Imported{std::move(g), std::move(importer.origins()), readFoldedFrom(m.graph())};
 }
 
 }  // namespace
@@ -518,7 +519,7 @@ namespace {
 Result<ir::Graph> importFromBytes(const std::string& bytes, const std::string& path, const ImportOptions& opts) {
   FBL_ASSIGN(Imported imp, importProto(bytes, path, opts));
   if (opts.loadExternalData) FBL_TRY(loadAvailableExternalData(imp.graph));
-  if (opts.recoverExportNames) FBL_TRY(recoverExportNames(imp.graph, imp.origins));
+  if (opts.recoverExportNames) FBL_TRY(recoverExportNames(imp.graph, imp.origins, imp.foldedFrom));
   return std::move(imp.graph);
 }
 

@@ -170,7 +170,12 @@ class Builder {
     }
     for (ir::ValueId v : in_.keep) keep.insert(tensorOf(v));
     FBL_TRY(addTransfers(target));
-    plan_.adapterConfig = peftAdapterConfig(g_, in_.trainables, in_.loraAlpha);
+    plan_.adapterConfig = in_.adapterConfig;
+    for (const auto& [name, key] : in_.adapterFrozen) {
+      const ir::ValueId v = g_.findValue(name);
+      if (v == ir::kNoValue) return makeError("adapter tensor '{}' is not in the training graph", name);
+      plan_.adapterFrozen.push_back({tensorOf(v), -1, key});
+    }
     plan_.optimizer = {{"trainables", plan_.trainables.size()}, {"state_tensors", plan_.state.size()}};
     // 5: memory.
     planMemoryFor(keep, stats);
@@ -540,7 +545,7 @@ Result<Plan> buildPlan(const PlanInputs& in, const Profile& profile, BuildStats*
   return Builder(in, profile).build(stats);
 }
 
-PlanInputs trainingInputs(const autodiff::TrainingGraph& tg, std::string model, double loraAlpha) {
+PlanInputs trainingInputs(const autodiff::TrainingGraph& tg, std::string model) {
   PlanInputs in;
   in.graph = &tg.graph;
   in.loss = tg.loss;
@@ -551,7 +556,6 @@ PlanInputs trainingInputs(const autodiff::TrainingGraph& tg, std::string model, 
   in.trainables = tg.trainables;
   in.state = tg.state;
   in.model = std::move(model);
-  in.loraAlpha = loraAlpha;
   return in;
 }
 

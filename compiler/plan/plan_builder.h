@@ -29,8 +29,10 @@ struct PlanInputs {
   // Values whose bytes must survive the step (beyond loss, grads and updated values).
   std::vector<ir::ValueId> keep;
   std::string model;
-  // LoRA alpha for the exported adapter_config.json (not recoverable from the ONNX graph).
-  double loraAlpha = 16.0;
+  // peft's adapter_config.json (peft_adapter.h); empty: the plan has no adapter to export.
+  nlohmann::json adapterConfig = nlohmann::json::object();
+  // Frozen initializers peft saves beside the adapter: value name, key.
+  std::vector<std::pair<std::string, std::string>> adapterFrozen;
   // What each node emits under the chosen strategy (layout_lowering.h); null: every node as
   // written, row-major (kernel tests of forward graphs).
   const LayoutLowering* lowering = nullptr;
@@ -50,6 +52,6 @@ struct BuildStats {
 Result<Plan> buildPlan(const PlanInputs& in, const Profile& profile, BuildStats* stats = nullptr);
 
 // The inputs for a joint training graph.
-PlanInputs trainingInputs(const autodiff::TrainingGraph& tg, std::string model, double loraAlpha);
+PlanInputs trainingInputs(const autodiff::TrainingGraph& tg, std::string model);
 
 }  // namespace fbl::plan

@@ -59,6 +59,7 @@ std::string printPlan(const planfile::Plan& p) {
                      fmt::join(l.args, ", t"), fmt::join(l.global, ","), fmt::join(l.local, ","), l.node);
   }
   s += fmt::format("\nadapter_config: {}\n", p.adapterConfig.dump());
+  for (const planfile::Trainable& t : p.adapterFrozen) s += fmt::format("adapter frozen t{} '{}'\n", t.param, t.adapterKey);
   s += "\nprogram:\n" + p.program;
   return s;
 }

@@ -100,7 +100,7 @@ void addInspect(CLI::App& app, int& rc) {
   cmd->add_option("model", args.model, "ONNX model file");
   addShapeOption(cmd, shapes);
   cmd->add_option("--trainable", args.trainable, "Glob of trainable initializers (repeatable)")
-      ->default_str("*lora_*");
+      ->default_str("what peft trains (docs/ops.md)");
   cmd->add_flag("--json", args.json, "Machine-readable output");
   cmd->add_flag("--training", args.training, "Also build and summarize the joint training graph");
   cmd->add_flag("--ops", args.listOps, "List the supported ops and exit");
@@ -140,10 +140,12 @@ void addCompile(CLI::App& app, int& rc) {
   cmd->add_option("--weights", args.weights, "Base weights to write (default: the plan's path with .safetensors)");
   cmd->add_option("--report", args.report, "Compile report JSON to write");
   addShapeOption(cmd, shapes);
-  // compileModel falls back to the model's `fbl.trainable` metadata, then *lora_*.
-  addTrainingOptions(cmd, args.trainable, args, "the model's fbl.trainable, else *lora_*");
-  cmd->add_option("--lora-alpha", args.loraAlpha, "LoRA alpha written to adapter_config.json")
-      ->default_val(16.0);
+  // compileModel falls back to the model's `fbl.trainable` metadata, then what peft trains.
+  addTrainingOptions(cmd, args.trainable, args, "the model's fbl.trainable, else what peft trains (docs/ops.md)");
+  cmd->add_option_function<double>(
+      "--lora-alpha", [](const double& a) { args.loraAlpha = a; },
+      "LoRA alpha for adapter_config.json where the graph's scaling fits both alpha/r and alpha/sqrt(r) "
+      "(rsLoRA); it must give the graph's scaling");
   addLayoutPipelineOptions(cmd, args);
   cmd->add_option("--storage", args.storage,
                   "Where tensors live: buffer (the arena), image (image2d where kernels take them) or auto "
@@ -178,7 +180,7 @@ void addRunRef(CLI::App& app, int& rc) {
   cmd->add_option("--steps", args.steps, "Training steps; each step's loss is printed")->default_val(1);
   cmd->add_option("--dump", args.dumpDir, "Write the first step's loss.pb and grads/<name>.pb here");
   addShapeOption(cmd, shapes);
-  addTrainingOptions(cmd, args.trainable, args, "*lora_*");
+  addTrainingOptions(cmd, args.trainable, args, "what peft trains (docs/ops.md)");
   cmd->callback([&rc] { runWithShapes(shapes, args.shapes, rc, [] { return fbl::train::runRefCommand(args); }); });
 }
 

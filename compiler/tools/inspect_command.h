@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/autodiff/peft_trainables.h"
 #include "compiler/ir/tensor.h"
 #include "compiler/strategy/strategy.h"
 
@@ -13,7 +14,7 @@ namespace fbl::tools {
 struct InspectArgs {
   std::string model;
   std::map<std::string, ir::Shape> shapes;  // --shape NAME=1x512
-  std::vector<std::string> trainable{"*lora_*"};
+  std::vector<std::string> trainable = autodiff::peftTrainableGlobs();
   bool json = false;
   bool training = false;  // also show the joint training graph
   bool listOps = false;   // print the supported op vocabulary and exit

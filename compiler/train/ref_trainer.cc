@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 Result<autodiff::TrainingOptions> trainingOptions(const RunRefArgs& args) {
   autodiff::TrainingOptions opts;
   opts.trainableGlobs = args.trainable;
-  if (opts.trainableGlobs.empty()) opts.trainableGlobs = {"*lora_*"};
+  if (opts.trainableGlobs.empty()) opts.trainableGlobs = autodiff::peftTrainableGlobs();
   FBL_ASSIGN(opts.optimizer, autodiff::optimizerOptions(args));
   return opts;
 }

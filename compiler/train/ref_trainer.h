@@ -29,7 +29,7 @@ struct RunRefArgs : autodiff::TrainingFlags {
   std::string dataDir;   // input_N.pb files, N counting the graph's inputs (test_data_set_0 form)
   int steps = 1;
   std::string dumpDir;   // empty: no dump; else OUT/loss.pb and OUT/grads/<initializer>.pb
-  std::vector<std::string> trainable{"*lora_*"};
+  std::vector<std::string> trainable;  // empty: what peft trains (autodiff::peftTrainableGlobs)
   std::map<std::string, ir::Shape> shapes;  // graph-input shape overrides
 };
 

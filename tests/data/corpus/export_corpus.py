@@ -58,7 +58,8 @@ def ids(vocab, batch=1, low=3):
     return torch.randint(low, vocab, (batch, SEQ))
 
 
-# Each entry: (model class, config, LoRA target modules, input names, inputs, styles, notes).
+# Each entry: (model class, config, LoRA target modules, input names, inputs, styles, notes), and
+# optionally an 8th item: LoraConfig arguments beyond the common ones (rsLoRA, DoRA, a task type).
 def gpt2():
     c = T.GPT2Config(n_embd=32, n_layer=2, n_head=4, n_inner=64, vocab_size=128, n_positions=32,
                      resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, use_cache=False)
@@ -226,10 +227,46 @@ def bert_left_padded():
             "an encoder on a batch of 3 (16, 11 and 15 tokens) padded on the left")
 
 
+LLAMA_KW = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                num_key_value_heads=2, vocab_size=128, max_position_embeddings=64, use_cache=False,
+                pad_token_id=0, bos_token_id=1, eos_token_id=2)
+
+
+def llama(targets, notes, peft_args):
+    c = T.LlamaConfig(**LLAMA_KW, **NO_DROPOUT)
+    x = ids(c.vocab_size)
+    return (T.LlamaForCausalLM, c, targets, ["input_ids", "labels"], (x, x.clone()), ["noopt", "opt"], notes,
+            peft_args)
+
+
+def llama_rslora():
+    return llama(["q_proj", "k_proj", "v_proj", "o_proj"], "rsLoRA: lora_B's output scaled by alpha/sqrt(r)",
+                 dict(use_rslora=True))
+
+
+def llama_embed():
+    return llama(["embed_tokens", "q_proj", "v_proj"], "LoRA on embed_tokens (lora_embedding_A/B)", {})
+
+
+def llama_dora():
+    return llama(["q_proj", "v_proj"], "DoRA: lora_magnitude_vector rescales each output column",
+                 dict(use_dora=True))
+
+
+def bert_seqcls():
+    c = T.BertConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                     vocab_size=128, max_position_embeddings=SEQ, type_vocab_size=1, pad_token_id=0, num_labels=3,
+                     hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, classifier_dropout=0.0)
+    return (T.BertForSequenceClassification, c, ["query", "value"], ["input_ids", "labels"],
+            (ids(c.vocab_size, 2), torch.randint(0, 3, (2,))), ["noopt", "opt"],
+            "task_type SEQ_CLS: peft trains the classifier head as modules_to_save", dict(task_type="SEQ_CLS"))
+
+
 ARCHS = dict(gpt2=gpt2, phi3=phi3, gpt_neox=gpt_neox, opt=opt, falcon=falcon, t5=t5, roberta=roberta, deit=deit,
              swin=swin, gptj=gptj, deberta_v2=deberta_v2, beit=beit,
              qwen2_left=lambda: qwen2_padded("left"), qwen2_right=lambda: qwen2_padded("right"),
              bert_left=bert_left_padded)
+ARCHS.update(llama_rslora=llama_rslora, llama_embed=llama_embed, llama_dora=llama_dora, bert_seqcls=bert_seqcls)
 
 
 def save_tensor(path, name, t):
@@ -279,11 +316,12 @@ def export(net, xs, names, style, path):
 
 def run(arch, out, builders=ARCHS):
     torch.manual_seed(0)
-    cls, cfg, targets, keys, xs, styles, notes = builders[arch]()
+    cls, cfg, targets, keys, xs, styles, notes, *more = builders[arch]()
+    peft_args = more[0] if more else {}
     cfg._attn_implementation = "eager"
     base = cls(cfg).float()
     lora = LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=targets, init_lora_weights=False,
-                      fan_in_fan_out=(arch == "gpt2"))
+                      fan_in_fan_out=(arch == "gpt2"), **peft_args)
     m = get_peft_model(base, lora)
     m.train()
     net = WithLoss(m, keys)
@@ -311,7 +349,7 @@ def run(arch, out, builders=ARCHS):
     meta = dict(arch=arch, model_class=cls.__name__, notes=notes, loss=float(loss),
                 versions=dict(torch=torch.__version__, transformers=T.__version__, peft=peft.__version__,
                               onnx=onnx.__version__),
-                lora=dict(r=8, alpha=16, dropout=0.0, init_lora_weights=False, target_modules=targets),
+                lora=dict(r=8, alpha=16, dropout=0.0, init_lora_weights=False, target_modules=targets, **peft_args),
                 inputs=[dict(name=names[i], feeds=keys[i], dtype=str(x.dtype), shape=list(x.shape))
                         for i, x in enumerate(xs)],
                 params=sum(p.numel() for p in m.parameters()), trainable=[n for n, _ in trainable],

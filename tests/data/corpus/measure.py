@@ -9,7 +9,10 @@ listed ones, with the binaries of BUILD_DIR:
   3. `fblc compile` for PoCL (profiles/pocl-cpu.json), then `fbl-train --steps 10 --dump-grads
      --export-adapter`: the first step's errors on the device, the worst relative loss difference
      over the trajectory, and the exported adapters against peft's (worst error scaled by the
-     tensor's max-abs).
+     tensor's max-abs);
+  4. where torch and peft import (the export venv): fbl's exported adapter loaded by
+     `PeftModel.from_pretrained` onto the base model, as export_corpus.py builds it, and its loss on
+     the batch against the loss with peft's own saved adapter loaded the same way.
 Gradient errors are max|fbl - torch| / max|torch| per tensor, the worst over the trainables.
 Prints a markdown table; OUT.json keeps every figure. Needs numpy, onnx and safetensors.
 """
@@ -115,7 +118,51 @@ def measure(build, arch, style, tmp):
         row["pocl"]["adapter"] = "keys or shapes differ from peft's"
     else:
         row["pocl"]["adapter"] = max(float(np.abs(mine[k] - peft[k]).max() / np.abs(peft[k]).max()) for k in peft)
+    loads = peft_loads(arch, adapter)
+    if loads is not None:
+        row["pocl"]["peft_loads"] = loads
     return row
+
+
+def builders():
+    """The corpus's model builders (export_corpus.py), and the held-out ones (export_heldout.py)."""
+    sys.path.insert(0, HERE)
+    import export_corpus
+    out = dict(export_corpus.ARCHS)
+    try:
+        import export_heldout
+        out.update(export_heldout.NEW)
+    except ImportError:
+        pass
+    return out
+
+
+def peft_loss(arch, adapter_dir):
+    """The batch's loss with the adapter of adapter_dir loaded by peft onto the corpus's base model."""
+    import torch
+    from peft import PeftModel
+    import export_corpus
+    torch.manual_seed(0)  # as export_corpus.run: the builder's inputs, then the base model's weights
+    cls, cfg, _, keys, xs, *_ = builders()[arch]()
+    cfg._attn_implementation = "eager"
+    m = PeftModel.from_pretrained(cls(cfg).float(), adapter_dir)
+    m.train()
+    with torch.no_grad():
+        return float(export_corpus.WithLoss(m, keys)(*xs))
+
+
+def peft_loads(arch, adapter):
+    """Does peft load fbl's adapter as its own: the loss with it against the loss with peft's adapter."""
+    try:
+        import torch  # noqa: F401
+        import peft  # noqa: F401
+    except ImportError:
+        return None
+    try:
+        mine, want = peft_loss(arch, adapter), peft_loss(arch, os.path.join(CORPUS, arch, "adapter"))
+    except Exception as e:  # peft refusing fbl's adapter is the finding
+        return dict(error=f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
+    return dict(fbl=mine, peft=want, relative=abs(mine - want) / max(abs(want), 1e-3))
 
 
 def fmt(x):
@@ -126,6 +173,16 @@ def cell(part, key):
     if "error" in part and key == "loss_error":
         return part["error"].replace("|", "/")[:160]
     return fmt(part.get(key))
+
+
+def loads_cell(dev):
+    """fbl's adapter in peft: its loss, and the relative difference to the loss with peft's adapter."""
+    loads = (dev or {}).get("peft_loads")
+    if loads is None:
+        return "-"
+    if "error" in loads:
+        return loads["error"].replace("|", "/")[:160]
+    return f"{loads['fbl']:.6f} ({loads['relative']:.1e} from peft's {loads['peft']:.6f})"
 
 
 def main():
@@ -144,13 +201,13 @@ def main():
                 rows.append(measure(build, arch, style, tmp))
                 print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     print("| export | run-ref loss err | run-ref worst grad err | run-ref 10-step worst rel | PoCL loss err | "
-          "PoCL worst grad err | PoCL 10-step worst rel | PoCL adapter vs peft |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "PoCL worst grad err | PoCL 10-step worst rel | PoCL adapter vs peft | loss with fbl's adapter in peft |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
         ref, dev = r["ref"], r.get("pocl")
         print(f"| {r['arch']}/{r['style']} | {cell(ref, 'loss_error')} | {cell(ref, 'grad_error')} | "
               f"{cell(ref, 'trajectory')} | {cell(dev, 'loss_error')} | {cell(dev, 'grad_error')} | "
-              f"{cell(dev, 'trajectory')} | {cell(dev, 'adapter')} |")
+              f"{cell(dev, 'trajectory')} | {cell(dev, 'adapter')} | {loads_cell(dev)} |")
     if out:
         json.dump(rows, open(out, "w"), indent=1)
 

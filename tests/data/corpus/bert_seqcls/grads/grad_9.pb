@@ -1,0 +1,1 @@
+B8base_model.model.classifier.modules_to_save.default.biasJ°ö/¾Ú–¬>7)¾

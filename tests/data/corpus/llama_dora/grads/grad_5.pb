@@ -1,0 +1,1 @@
+BUbase_model.model.model.layers.0.self_attn.v_proj.lora_magnitude_vector.default.weightJ@ uè;[”;âá1ºéw;ß;ª∞©ûº °<~aØ9	•;‘öÆ;ﬂB,<sŒåªÚ·ù8£ºπÙ˙7ª·ª

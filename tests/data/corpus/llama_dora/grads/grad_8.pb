@@ -1,0 +1,2 @@
+ BUbase_model.model.model.layers.1.self_attn.q_proj.lora_magnitude_vector.default.weightJ€ŸÙ·¡¼­¹L¦Ç¹.‰á¸-‰¸˜M)9h)9°	9§&:Â“C8ê–…º„ðÊ8ÖÃ:¹3Ìø¸
+¾Z7Úý*¸ìš$9<1¹@Cè¶k9ùá§¹DeR7ŠfC:Èâ_9Í¿‚¹OX`9ì’8ÜÌµ8›9žê¸&AÄ9ì.78
