@@ -175,9 +175,37 @@ def whisper():
             ["input_features", "labels"], (feats, labels), DEC + ["ts"], "audio enc-dec: Conv1d stem, sinusoidal enc positions")
 
 
+def qwen2_seqcls():
+    c = T.Qwen2Config(num_labels=3, **LLAMA_KW, **NO_DROPOUT)
+    x, mask, _ = C.padded_batch(c.vocab_size, c.pad_token_id, "right")
+    return (T.Qwen2ForSequenceClassification, c, ["q_proj", "v_proj"], ["input_ids", "attention_mask", "labels"],
+            (x, mask, torch.randint(0, 3, (3,))), DEC, "decoder SEQ_CLS: the last real token found by ArgMax",
+            dict(task_type="SEQ_CLS"))
+
+
+def mistral_left():
+    c = T.MistralConfig(sliding_window=4, head_dim=8, **LLAMA_KW, **NO_DROPOUT)
+    return (T.MistralForCausalLM, c, LLAMA_T[:4], ["input_ids", "attention_mask", "labels"],
+            C.padded_batch(c.vocab_size, c.pad_token_id, "left"), DEC, "sliding window 4 on a left-padded batch")
+
+
+def wav2vec2_seqcls():
+    c = T.Wav2Vec2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                         conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=16,
+                         num_conv_pos_embedding_groups=4, feat_extract_norm="layer", do_stable_layer_norm=True,
+                         num_labels=3, hidden_dropout=0.0, attention_dropout=0.0, activation_dropout=0.0,
+                         feat_proj_dropout=0.0, final_dropout=0.0, layerdrop=0.0, mask_time_prob=0.0,
+                         use_weighted_layer_sum=False, classifier_proj_size=16)
+    return (T.Wav2Vec2ForSequenceClassification, c, ["q_proj", "k_proj", "v_proj", "out_proj"],
+            ["input_values", "labels"], (torch.randn(2, 400), torch.randint(0, 3, (2,))), DEC + ["ts"],
+            "audio: 1-D Conv feature encoder with LayerNorm, grouped positional Conv, SEQ_CLS head",
+            dict(task_type="SEQ_CLS"))
+
+
 NEW = dict(mistral=mistral, qwen2=qwen2, gemma=gemma, stablelm=stablelm, phi=phi, starcoder2=starcoder2,
            gpt_bigcode=gpt_bigcode, bloom=bloom, mpt=mpt, olmo=olmo, distilbert=distilbert, albert=albert,
-           electra=electra, xlm_roberta=xlm_roberta, bart=bart, vit=vit, clip_vision=clip_vision, whisper=whisper)
+           electra=electra, xlm_roberta=xlm_roberta, bart=bart, vit=vit, clip_vision=clip_vision, whisper=whisper,
+           qwen2_seqcls=qwen2_seqcls, mistral_left=mistral_left, wav2vec2_seqcls=wav2vec2_seqcls)
 
 
 if __name__ == "__main__":
