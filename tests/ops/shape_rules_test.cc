@@ -303,7 +303,7 @@ static int64_t naiveConvLength(int64_t in, int64_t k, int64_t padB, int64_t padE
   return n;
 }
 
-TEST_CASE("Conv 2-D output sizes match a sliding-window count", "[ops]") {
+TEST_CASE("Conv output sizes (2-D and 1-D) match a sliding-window count", "[ops]") {
   std::mt19937 rng(3);
   for (int iter = 0; iter < 300; ++iter) {
     int64_t h = 1 + rng() % 12, w = 1 + rng() % 12, kh = 1 + rng() % 4, kw = 1 + rng() % 4;
@@ -336,7 +336,12 @@ TEST_CASE("Conv 2-D output sizes match a sliding-window count", "[ops]") {
                    {{"auto_pad", std::string("SAME_UPPER")}})
                  .error,
              Catch::Contains("auto_pad=SAME_UPPER is not supported"));
-  CHECK_FALSE(infer("Conv", {f32({1, 3, 4}), f32({1, 3, 3})}).ok);
+  // 1-D (ops/conv_1d.h): [N, C, L] * [M, C / group, K]; mixed ranks are refused.
+  CHECK(inferShape("Conv", {f32({1, 3, 4}), f32({1, 3, 3})}) == Shape{1, 1, 2});
+  CHECK(inferShape("Conv", {f32({2, 4, 11}), f32({6, 2, 3})},
+                   {{"group", int64_t{2}}, {"strides", std::vector<int64_t>{2}}, {"dilations", std::vector<int64_t>{2}},
+                    {"pads", std::vector<int64_t>{3, 1}}}) == Shape{2, 6, 6});
+  CHECK_FALSE(infer("Conv", {f32({1, 3, 4}), f32({1, 3, 3, 3})}).ok);
 }
 
 TEST_CASE("Reductions take axes as attribute or input", "[ops]") {
