@@ -2,7 +2,8 @@
 // tests/data/llama-tiny-external is llama-tiny with every initializer's bytes moved to
 // model.onnx.data, as torch.onnx.export writes by default. Loading, run-ref's trainer, compile
 // and the weight writer give the same graph, loss, gradients, plan and weights for both files;
-// without the data file, what needs the bytes names it.
+// without the data file, what needs the bytes names it. An optimize=True corpus export moved out
+// the same way gets its LoRA names back from the data file.
 //
 // The fixture is regenerated from llama-tiny by this test; it fails when the committed files
 // differ, and rewrites them with FBL_UPDATE_FIXTURES=1.
@@ -176,6 +177,55 @@ TEST_CASE("external data: load, run-ref, compile and the weight writer agree on 
     CHECK(wb.tensors.at(name).shape == e.shape);
     CHECK(wb.tensors.at(name).data == e.data);
   }
+}
+
+// torch.onnx.export's default: optimize=True with the weights in model.onnx.data. The optimizer
+// folds Transpose(lora_A) into val_N initializers, which name recovery must read from the data
+// file to store transposed back under their PyTorch names: the same graph, trainables and plan
+// as with the weights inside.
+TEST_CASE("external data: an optimize=True export gets its LoRA names back from the data file", "[onnx][external]") {
+  const std::string inlinePath = kData + "/corpus/qwen2_left/opt/model.onnx";
+  ::onnx::ModelProto m;
+  REQUIRE(m.ParseFromString(readFile(inlinePath)));
+  std::string data, model;
+  externalize(&m, "model.onnx.data", &data);
+  REQUIRE(m.SerializeToString(&model));
+  TempDir tmp;
+  writeFile(tmp.file("model.onnx"), model);
+  writeFile(tmp.file("model.onnx.data"), data);
+  auto inl = loadModel(inlinePath);
+  auto ext = loadModel(tmp.file("model.onnx"));
+  INFO((ext.ok() ? std::string() : ext.error().message));
+  REQUIRE((inl.ok() && ext.ok()));
+  CHECK(printed(*inl) == printed(*ext));
+  auto tgIn = autodiff::buildTrainingGraph(*inl, {});
+  auto tgEx = autodiff::buildTrainingGraph(*ext, {});
+  REQUIRE((tgIn.ok() && tgEx.ok()));
+  REQUIRE(tgEx->trainables.size() == 28);  // 2 layers x 7 modules x lora_A, lora_B
+  for (size_t i = 0; i < tgEx->trainables.size(); ++i) {
+    const ir::Value& a = tgIn->graph.values[tgIn->trainables[i].param];
+    const ir::Value& b = tgEx->graph.values[tgEx->trainables[i].param];
+    INFO(b.name);
+    CHECK(b.name.find(".lora_") != std::string::npos);
+    CHECK(a.name == b.name);
+    CHECK(a.shape == b.shape);
+    REQUIRE((a.data && b.data));
+    CHECK(std::memcmp(a.data->raw(), b.data->raw(), a.data->nbytes()) == 0);
+  }
+  driver::CompileArgs ca, cb;
+  ca.model = inlinePath;
+  cb.model = tmp.file("model.onnx");
+  for (driver::CompileArgs* c : {&ca, &cb}) c->profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
+  auto pa = driver::compileModel(ca);
+  auto pb = driver::compileModel(cb);
+  INFO((pb.ok() ? std::string() : pb.error().message));
+  REQUIRE((pa.ok() && pb.ok()));
+  // Named after the folder, in the plan and in the program's first line.
+  const auto body = [](const std::string& program) { return program.substr(program.find('\n')); };
+  CHECK((body(pa->plan.program) == body(pb->plan.program)));
+  pb->plan.model = pa->plan.model;
+  pb->plan.program = pa->plan.program;
+  CHECK((planfile::serialize(pa->plan) == planfile::serialize(pb->plan)));
 }
 
 TEST_CASE("external data: without the data file, what needs the bytes names it", "[onnx][external]") {
