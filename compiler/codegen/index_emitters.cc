@@ -24,25 +24,35 @@ std::string_view accType(ir::DType t) {
   return t == ir::DType::I64 ? "long" : "int";
 }
 
+// A shape seen as lines along `axis`: `count` lines (the outer x inner positions around it) of
+// `dim` elements, consecutive elements `inner` apart.
+struct AxisLines {
+  int64_t count = 1, inner = 1, dim = 1;
+};
+AxisLines linesAlong(const ir::Shape& s, int64_t axis) {
+  AxisLines l;
+  int64_t outer = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= s[d];
+  for (size_t d = axis + 1; d < s.size(); ++d) l.inner *= s[d];
+  l.count = outer * l.inner;
+  l.dim = s.empty() ? 1 : s[axis];
+  return l;
+}
+
 Result<NodeCode> cumSum(const ir::Graph& g, const ir::Node& n, const Target& t) {
   const ir::Value& x = g.values[n.inputs[0]];
   const auto axisV = constInts(g, n.inputs[1]);
   if (!axisV || axisV->size() != 1) return makeError("{}: the axis must be a compile-time constant", ir::describeNode(g, n));
   if (x.dtype != ir::DType::F32 && x.dtype != ir::DType::I64 && x.dtype != ir::DType::I32)
     return makeError("{}: CumSum runs on f32, i64 and i32, not {}", ir::describeNode(g, n), ir::dtypeName(x.dtype));
-  const int64_t axis = normAxis((*axisV)[0], x.shape.size());
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= x.shape[d];
-  for (size_t d = axis + 1; d < x.shape.size(); ++d) inner *= x.shape[d];
-  const int64_t lines = outer * inner;
+  const AxisLines l = linesAlong(x.shape, normAxis((*axisV)[0], x.shape.size()));
   NodeCode c;
   c.launches.push_back(launch("cumsum",
                               {{"T", std::string(clType(x.dtype))}, {"ACC", std::string(accType(x.dtype))},
-                               {"LINES", str(lines)}, {"INNER", str(std::max<int64_t>(inner, 1))},
-                               {"DIM", str(x.shape.empty() ? 1 : x.shape[axis])},
-                               {"REVERSE", n.attrInt("reverse", 0) ? "1" : "0"},
+                               {"LINES", str(l.count)}, {"INNER", str(std::max<int64_t>(l.inner, 1))},
+                               {"DIM", str(l.dim)}, {"REVERSE", n.attrInt("reverse", 0) ? "1" : "0"},
                                {"EXCLUSIVE", n.attrInt("exclusive", 0) ? "1" : "0"}},
-                              "cumsum", {val(n.inputs[0]), val(n.outputs[0])}, grid1(lines, t), {t.workgroup}));
+                              "cumsum", {val(n.inputs[0]), val(n.outputs[0])}, grid1(l.count, t), {t.workgroup}));
   return c;
 }
 
@@ -51,18 +61,14 @@ Result<NodeCode> argExtremum(const ir::Graph& g, const ir::Node& n, const Target
   if (x.dtype != ir::DType::F32 && x.dtype != ir::DType::I64 && x.dtype != ir::DType::I32)
     return makeError("{}: {} runs on f32, i64 and i32, not {}", ir::describeNode(g, n), n.op, ir::dtypeName(x.dtype));
   if (x.shape.empty()) return makeError("{}: the input is a scalar", ir::describeNode(g, n));
-  const int64_t axis = normAxis(n.attrInt("axis", 0), x.shape.size());
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= x.shape[d];
-  for (size_t d = axis + 1; d < x.shape.size(); ++d) inner *= x.shape[d];
-  const int64_t lines = outer * inner;
+  const AxisLines l = linesAlong(x.shape, normAxis(n.attrInt("axis", 0), x.shape.size()));
   NodeCode c;
   c.launches.push_back(launch("arg_extremum",
-                              {{"T", std::string(clType(x.dtype))}, {"LINES", str(lines)},
-                               {"INNER", str(std::max<int64_t>(inner, 1))}, {"DIM", str(x.shape[axis])},
+                              {{"T", std::string(clType(x.dtype))}, {"LINES", str(l.count)},
+                               {"INNER", str(std::max<int64_t>(l.inner, 1))}, {"DIM", str(l.dim)},
                                {"CMP", n.op == "ArgMax" ? ">" : "<"},
                                {"LAST", n.attrInt("select_last_index", 0) ? "1" : "0"}},
-                              "arg_extremum", {val(n.inputs[0]), val(n.outputs[0])}, grid1(lines, t), {t.workgroup}));
+                              "arg_extremum", {val(n.inputs[0]), val(n.outputs[0])}, grid1(l.count, t), {t.workgroup}));
   return c;
 }
 

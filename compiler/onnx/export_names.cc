@@ -297,32 +297,36 @@ bool looksExporterRenamed(std::string_view name) {
   return std::all_of(name.begin() + 4, name.end(), [](char c) { return std::isdigit(static_cast<uint8_t>(c)); });
 }
 
+namespace {
+
+// Calls f(key, value) for each metadata entry stored as unknown field `field` (metadata_props, newer
+// than the protos here).
+template <typename F>
+void forEachMetadataEntry(const google::protobuf::UnknownFieldSet& unknown, int field, F&& f) {
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    const auto& u = unknown.field(i);
+    if (u.number() != field || u.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED) continue;
+    ::onnx::StringStringEntryProto entry;
+    if (entry.ParseFromString(u.length_delimited())) f(entry.key(), entry.value());
+  }
+}
+
+}  // namespace
+
 NodeOrigin readNodeOrigin(const ::onnx::NodeProto& node) {
   NodeOrigin o;
-  const auto& unknown = node.unknown_fields();
-  for (int i = 0; i < unknown.field_count(); ++i) {
-    const auto& f = unknown.field(i);
-    if (f.number() != kMetadataPropsField || f.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED)
-      continue;
-    ::onnx::StringStringEntryProto entry;
-    if (entry.ParseFromString(f.length_delimited())) keep(o, entry.key(), entry.value());
-  }
+  forEachMetadataEntry(node.unknown_fields(), kMetadataPropsField,
+                       [&](const std::string& key, const std::string& value) { keep(o, key, value); });
   return o;
 }
 
 FoldedFrom readFoldedFrom(const ::onnx::GraphProto& graph) {
   FoldedFrom out;
-  for (const auto& vi : graph.value_info()) {
-    const auto& unknown = vi.unknown_fields();
-    for (int i = 0; i < unknown.field_count(); ++i) {
-      const auto& f = unknown.field(i);
-      if (f.number() != kValueInfoMetadataField || f.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED)
-        continue;
-      ::onnx::StringStringEntryProto entry;
-      if (entry.ParseFromString(f.length_delimited()) && entry.key() == kFoldedFrom)
-        out[vi.name()] = parseScopes(entry.value());
-    }
-  }
+  for (const auto& vi : graph.value_info())
+    forEachMetadataEntry(vi.unknown_fields(), kValueInfoMetadataField,
+                         [&](const std::string& key, const std::string& value) {
+                           if (key == kFoldedFrom) out[vi.name()] = parseScopes(value);
+                         });
   return out;
 }
 

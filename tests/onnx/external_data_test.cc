@@ -118,6 +118,23 @@ std::string printed(ir::Graph g) {
   return ir::printGraph(g);
 }
 
+// Compiles `ca` (weights inside) and `cb` (weights outside) for PoCL and checks the plans are the
+// same but for the model's name, which is the folder's, in the plan and in the program's first
+// line.
+std::pair<driver::Compiled, driver::Compiled> compileAlike(driver::CompileArgs& ca, driver::CompileArgs& cb) {
+  for (driver::CompileArgs* c : {&ca, &cb}) c->profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
+  auto pa = driver::compileModel(ca);
+  auto pb = driver::compileModel(cb);
+  INFO((pa.ok() ? std::string() : pa.error().message) << (pb.ok() ? std::string() : pb.error().message));
+  REQUIRE((pa.ok() && pb.ok()));
+  const auto body = [](const std::string& program) { return program.substr(program.find('\n')); };
+  CHECK((body(pa->plan.program) == body(pb->plan.program)));
+  pb->plan.model = pa->plan.model;
+  pb->plan.program = pa->plan.program;
+  CHECK((planfile::serialize(pa->plan) == planfile::serialize(pb->plan)));
+  return {std::move(*pa), std::move(*pb)};
+}
+
 TEST_CASE("external data: load, run-ref, compile and the weight writer agree on both files", "[onnx][external]") {
   auto inl = loadModel(kInline);
   auto ext = loadModel(kFixture + "/model.onnx");
@@ -152,20 +169,11 @@ TEST_CASE("external data: load, run-ref, compile and the weight writer agree on 
   driver::CompileArgs ca, cb;
   ca.model = kInline;
   cb.model = kFixture + "/model.onnx";
-  for (driver::CompileArgs* c : {&ca, &cb}) c->profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
   ca.weights = tmp.file("inline.safetensors");
   cb.weights = tmp.file("external.safetensors");
-  auto pa = driver::compileModel(ca);
-  auto pb = driver::compileModel(cb);
-  REQUIRE((pa.ok() && pb.ok()));
-  // Named after the folder, in the plan and in the program's first line.
-  const auto body = [](const std::string& program) { return program.substr(program.find('\n')); };
-  CHECK((body(pa->plan.program) == body(pb->plan.program)));
-  pb->plan.model = pa->plan.model;
-  pb->plan.program = pa->plan.program;
-  CHECK((planfile::serialize(pa->plan) == planfile::serialize(pb->plan)));
-  REQUIRE(driver::writeWeights(ca, pa->plan).ok());
-  REQUIRE(driver::writeWeights(cb, pb->plan).ok());
+  const auto [pa, pb] = compileAlike(ca, cb);
+  REQUIRE(driver::writeWeights(ca, pa.plan).ok());
+  REQUIRE(driver::writeWeights(cb, pb.plan).ok());
   safetensors::File wa, wb;
   REQUIRE(safetensors::read(ca.weights, &wa) == "");
   REQUIRE(safetensors::read(cb.weights, &wb) == "");
@@ -215,17 +223,7 @@ TEST_CASE("external data: an optimize=True export gets its LoRA names back from 
   driver::CompileArgs ca, cb;
   ca.model = inlinePath;
   cb.model = tmp.file("model.onnx");
-  for (driver::CompileArgs* c : {&ca, &cb}) c->profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
-  auto pa = driver::compileModel(ca);
-  auto pb = driver::compileModel(cb);
-  INFO((pb.ok() ? std::string() : pb.error().message));
-  REQUIRE((pa.ok() && pb.ok()));
-  // Named after the folder, in the plan and in the program's first line.
-  const auto body = [](const std::string& program) { return program.substr(program.find('\n')); };
-  CHECK((body(pa->plan.program) == body(pb->plan.program)));
-  pb->plan.model = pa->plan.model;
-  pb->plan.program = pa->plan.program;
-  CHECK((planfile::serialize(pa->plan) == planfile::serialize(pb->plan)));
+  compileAlike(ca, cb);
 }
 
 TEST_CASE("external data: without the data file, what needs the bytes names it", "[onnx][external]") {

@@ -44,6 +44,21 @@ Tensor runOne(const ir::Graph& g, ValueId out, const std::map<ValueId, Tensor>& 
   return (*r)[0];
 }
 
+// d loss / d `param` through the joint graph's gradient rules (the graph's one output is the loss);
+// `feeds` by input name.
+Tensor gradientOf(const ir::Graph& g, const std::string& param, const std::map<std::string, Tensor>& feeds = {}) {
+  autodiff::TrainingOptions opts;
+  opts.trainableGlobs = {param};
+  opts.optimizer.kind = autodiff::OptimizerKind::SGD;
+  auto tg = autodiff::buildTrainingGraph(g, opts);
+  INFO((tg.ok() ? "" : tg.error().message));
+  REQUIRE(tg.ok());
+  REQUIRE(tg->trainables.size() == 1);
+  std::map<ValueId, Tensor> byId;
+  for (const auto& [name, t] : feeds) byId[tg->graph.findValue(name)] = t;
+  return runOne(tg->graph, tg->trainables[0].grad, byId);
+}
+
 // Runs the pass and checks that the graph computes the same `out` as before from `feeds`.
 void decomposesExactly(GraphBuilder& t, ValueId out, const std::map<ValueId, Tensor>& feeds,
                        const std::vector<std::string>& want) {
@@ -156,13 +171,7 @@ TEST_CASE("ReduceL2 becomes Sqrt(ReduceSum(x * x)) with the same axes, and train
           CHECK(after.at(j) == Approx(std::sqrt(sq)).epsilon(1e-6));
         }
         // d loss / d x = w_j x / ||x_j||, through the decomposition's gradient rules.
-        autodiff::TrainingOptions opts;
-        opts.trainableGlobs = {"p"};
-        opts.optimizer.kind = autodiff::OptimizerKind::SGD;
-        auto tg = autodiff::buildTrainingGraph(t.g, opts);
-        INFO((tg.ok() ? "" : tg.error().message));
-        REQUIRE(tg.ok());
-        const Tensor grad = runOne(tg->graph, tg->trainables[0].grad, {});
+        const Tensor grad = gradientOf(t.g, "p");
         for (int64_t e = 0; e < x.numel(); ++e) {
           const int64_t j = e / 5 % 4;
           CHECK(grad.at(e) == Approx(weights.at(j) * x.at(e) / after.at(j)).epsilon(1e-5).margin(1e-7));
@@ -202,13 +211,7 @@ TEST_CASE("a 1-D Conv is the 2-D Conv of height 1, by its reference kernel and d
       }
   decomposesExactly(t, y, {{x, xs}}, {"Unsqueeze", "Unsqueeze", "Conv", "Squeeze", "Mul", "ReduceSum"});
   // d loss / d w through the 2-D Conv's gradient rule, against the naive sum.
-  autodiff::TrainingOptions opts;
-  opts.trainableGlobs = {"w"};
-  opts.optimizer.kind = autodiff::OptimizerKind::SGD;
-  auto tg = autodiff::buildTrainingGraph(t.g, opts);
-  INFO((tg.ok() ? "" : tg.error().message));
-  REQUIRE(tg.ok());
-  const Tensor dw = runOne(tg->graph, tg->trainables[0].grad, {{tg->graph.findValue("x"), xs}});
+  const Tensor dw = gradientOf(t.g, "w", {{"x", xs}});
   for (int64_t m = 0; m < M; ++m)
     for (int64_t c = 0; c < C / G; ++c)
       for (int64_t k = 0; k < K; ++k) {

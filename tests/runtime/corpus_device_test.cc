@@ -17,6 +17,7 @@
 
 #include "compiler/onnx/tensor_proto.h"
 #include "compiler/driver/compile_command.h"
+#include "compiler/plan/peft_adapter.h"
 #include "tests/autodiff/tensor_diff.h"
 #include "tests/runtime/runtime_test_util.h"
 
@@ -92,12 +93,7 @@ void trainsLikePyTorch(const std::string& arch, const std::string& style) {
   REQUIRE(mine.size() == peft.size());
   // PyTorch's first-step gradient by adapter key (testing::adamParamError).
   std::map<std::string, const ir::Tensor*> firstGrad;
-  for (const auto& [name, g] : torch) {
-    std::string key = name.substr(2);  // without the wrapper's "m."
-    for (const char* part : {".lora_A.default.", ".lora_B.default."})
-      if (const size_t p = key.find(part); p != std::string::npos) key.erase(p + 7, 8);
-    firstGrad[key] = &g;
-  }
+  for (const auto& [name, g] : torch) firstGrad[plan::peftAdapterKey(name)] = &g;
   double worstAdapter = 0, worstUnresolved = 0;
   for (const auto& [key, want] : peft) {
     INFO(key);
