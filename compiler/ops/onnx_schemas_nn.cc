@@ -1,5 +1,6 @@
 // Shape rules of the compute ops: MatMul (numpy semantics, 1-D operands promoted then dropped),
-// Gemm, 2-D Conv, the reductions, (Log)Softmax, LayerNormalization and SoftmaxCrossEntropyLoss.
+// Gemm, 1-D and 2-D Conv, the reductions, (Log)Softmax, Layer/Instance/BatchNormalization, the
+// pools and SoftmaxCrossEntropyLoss.
 #include <algorithm>
 #include <limits>
 
@@ -8,6 +9,7 @@
 #include "compiler/ops/broadcast.h"
 #include "compiler/ops/conv_1d.h"
 #include "compiler/ops/onnx_schemas_common.h"
+#include "compiler/ops/pooling.h"
 
 namespace fbl::ops::rules {
 
@@ -207,6 +209,62 @@ Status layerNorm(InferContext& c) {
   return Status::success();
 }
 
+// The per-channel normalizations over X [N, C, d1..]: every other input is [C], Y is like X.
+// InstanceNormalization: (scale, B). BatchNormalization: (scale, B, input_mean, input_var); in
+// training mode (training_mode=1) its optional outputs 1 and 2 are the running mean and variance.
+Status channelNorm(InferContext& c, size_t channelInputs, size_t maxOutputs) {
+  FBL_TRY(expectOutputs(c, 1, maxOutputs));
+  FBL_TRY(expectFloat(c, 0));
+  const Shape& x = c.in[0].shape;
+  if (x.size() < 2) return c.fail(fmt::format("X {} has no channel axis: expected [N, C, ...]", str(x)));
+  for (size_t i = 1; i <= channelInputs; ++i) {
+    FBL_TRY(expectSameDType(c, 0, i));
+    if (c.in[i].shape != Shape{x[1]})
+      return c.fail(fmt::format("'{}' is {}, not [{}]: one value per channel of X {}", inputName(c, i),
+                                str(c.in[i].shape), x[1], str(x)));
+  }
+  c.out[0] = c.in[0];
+  if (c.out.size() > 1 && c.node.attrInt("training_mode", 0) == 0)
+    return c.fail("the running mean and variance outputs exist in training mode only (training_mode=1)");
+  for (size_t i = 1; i < c.out.size(); ++i) setOut(c, i, c.in[0].dtype, {x[1]});
+  return Status::success();
+}
+
+Status instanceNorm(InferContext& c) {
+  if (c.in[0].shape.size() < 3)
+    return c.fail(fmt::format("X is {}: expected [N, C, d1, ...], statistics over d1..", str(c.in[0].shape)));
+  return channelNorm(c, 2, 1);
+}
+Status batchNorm(InferContext& c) {
+  if (c.node.attrInt("spatial", 1) != 1)
+    return c.fail("spatial=0 (statistics per activation, before opset 9) is not supported");
+  return channelNorm(c, 4, 3);
+}
+
+// MaxPool and AveragePool: Y [N, C, out1..] by pooling.h; MaxPool's optional Indices output is
+// not supported. GlobalAveragePool and GlobalMaxPool: Y [N, C, 1, ...].
+Status pool(InferContext& c) {
+  FBL_TRY(expectOutputs(c, 1, 2));
+  if (c.out.size() > 1) return c.fail("MaxPool's Indices output is not supported");
+  FBL_TRY(expectFloat(c, 0));
+  auto axes = poolGeometry(c.node, c.in[0].shape);
+  if (!axes.ok()) return c.fail(axes.error().message);
+  Shape y(c.in[0].shape.begin(), c.in[0].shape.begin() + 2);
+  for (const PoolAxis& a : *axes) y.push_back(a.out);
+  setOut(c, 0, c.in[0].dtype, std::move(y));
+  return Status::success();
+}
+
+Status globalPool(InferContext& c) {
+  FBL_TRY(expectOutputs(c, 1, 1));
+  FBL_TRY(expectFloat(c, 0));
+  if (c.in[0].shape.size() < 3) return c.fail(fmt::format("X is {}: expected [N, C, d1, ...]", str(c.in[0].shape)));
+  Shape y = c.in[0].shape;
+  std::fill(y.begin() + 2, y.end(), 1);
+  setOut(c, 0, c.in[0].dtype, std::move(y));
+  return Status::success();
+}
+
 // Scores [N,C,d1..], labels [N,d1..]; loss [] (mean, sum) or [N,d1..] (none); log_prob like
 // scores.
 Status softmaxCrossEntropy(InferContext& c) {
@@ -251,6 +309,12 @@ std::vector<OpSchema> nnSchemas() {
       {"Softmax", 1, 1, {"axis"}, softmax},
       {"LogSoftmax", 1, 1, {"axis"}, softmax},
       {"LayerNormalization", 2, 3, {"axis", "epsilon", "stash_type"}, layerNorm},
+      {"InstanceNormalization", 3, 3, {"epsilon"}, instanceNorm},
+      {"MaxPool", 1, 1, {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"}, pool},
+      {"AveragePool", 1, 1, {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"}, pool},
+      {"GlobalAveragePool", 1, 1, {}, globalPool},
+      {"GlobalMaxPool", 1, 1, {}, globalPool},
+      {"BatchNormalization", 5, 5, {"epsilon", "momentum", "training_mode", "spatial"}, batchNorm},
       {"SoftmaxCrossEntropyLoss", 2, 3, {"ignore_index", "reduction"}, softmaxCrossEntropy},
   };
 }

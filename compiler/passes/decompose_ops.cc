@@ -1,18 +1,21 @@
 // decompose-ops:
-//   1. Resize's sampling is computed first: an unsupported one fails before anything moves.
+//   1. Resize's sampling and the pools' windows are computed first: an unsupported one fails
+//      before anything moves.
 //   2. Walk the live nodes in order, copying each into a new node list; a Tile, Clip, Resize,
-//      ReduceL2 or 1-D Conv is replaced there by its decomposition, so the list stays
-//      topologically ordered.
+//      ReduceL2, 1-D Conv, Instance/BatchNormalization or pool is replaced there by its
+//      decomposition, so the list stays topologically ordered.
 //   3. Every node's outputs get their producers again (ids move when a node becomes several).
 // One pass over the nodes: linear in the graph's size.
 #include "compiler/passes/decompose_ops.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include <fmt/format.h>
 
 #include "compiler/ops/conv_1d.h"
+#include "compiler/ops/pooling.h"
 #include "compiler/ops/resize_sampling.h"
 
 namespace fbl::passes {
@@ -112,6 +115,236 @@ std::vector<ir::Node> decomposeConv1d(ir::Graph& g, const ir::Node& n) {
   return nodes;
 }
 
+ir::Tensor filled(ir::DType dt, const ir::Shape& shape, double v) {
+  ir::Tensor t(dt, shape);
+  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, v);
+  return t;
+}
+
+// Per-channel values [C] as [C, 1, ...], to broadcast against X [N, C, d1..]: a Reshape, a view
+// that keeps a trainable scale or bias differentiable.
+ir::ValueId perChannel(ir::Graph& g, std::vector<ir::Node>& nodes, const ir::Node& n, ir::ValueId v, size_t rank,
+                       const std::string& name) {
+  ir::Shape s(rank - 1, 1);
+  s[0] = g.values[v].shape[0];
+  const ir::ValueId r = g.newValue(name, g.values[v].dtype, s, true);
+  nodes.push_back(derived(n, "Reshape", name, {v, intsConstant(g, name + "/shape", s)}, r));
+  return r;
+}
+
+// A compile-time constant (not a parameter, which may train) whose every element is `x`.
+bool constantOf(const ir::Graph& g, ir::ValueId v, double x) {
+  const ir::Value& val = g.values[v];
+  if (val.kind != ir::ValueKind::Constant || !val.data) return false;
+  for (int64_t i = 0; i < val.data->numel(); ++i)
+    if (val.data->at(i) != x) return false;
+  return true;
+}
+
+// y * scale + bias per channel, each step left out where it is the identity (the unit scale and
+// zero bias the exporter gives the InstanceNormalization inside a GroupNorm).
+void channelAffine(ir::Graph& g, std::vector<ir::Node>& nodes, const ir::Node& n, ir::ValueId y, ir::ValueId scale,
+                   ir::ValueId bias, ir::ValueId out) {
+  const ir::Value x = g.values[y];
+  const bool scaled = !constantOf(g, scale, 1.0), biased = !constantOf(g, bias, 0.0);
+  if (scaled) {
+    const ir::ValueId s = perChannel(g, nodes, n, scale, x.shape.size(), n.name + "/scale");
+    const ir::ValueId v = biased ? g.newValue(n.name + "/scaled", x.dtype, x.shape, true) : out;
+    nodes.push_back(derived(n, "Mul", biased ? n.name + "/scaled" : n.name, {y, s}, v));
+    y = v;
+  }
+  if (biased) {
+    const ir::ValueId b = perChannel(g, nodes, n, bias, x.shape.size(), n.name + "/bias");
+    nodes.push_back(derived(n, "Add", n.name, {y, b}, out));
+  }
+  if (!scaled && !biased) nodes.push_back(derived(n, "Identity", n.name, {y}, out));
+}
+
+// InstanceNormalization(X [N, C, d1..], scale, B) as LayerNormalization over axes 2.. with a
+// unit scale, then the per-channel affine: one normalization kernel, and LayerNormalization's
+// fused gradient.
+std::vector<ir::Node> decomposeInstanceNorm(ir::Graph& g, const ir::Node& n) {
+  const ir::Value x = g.values[n.inputs[0]];
+  std::vector<ir::Node> nodes;
+  const ir::Shape normalized(x.shape.begin() + 2, x.shape.end());
+  const ir::ValueId ones = g.newConstant(n.name + "/unit_scale", filled(x.dtype, normalized, 1.0));
+  const ir::ValueId y = g.newValue(n.name + "/normalized", x.dtype, x.shape, true);
+  ir::Node ln = derived(n, "LayerNormalization", n.name + "/normalized", {n.inputs[0], ones}, y);
+  ln.attrs["axis"] = int64_t{2};
+  ln.attrs["epsilon"] = n.attrFloat("epsilon", 1e-5f);
+  nodes.push_back(std::move(ln));
+  channelAffine(g, nodes, n, y, n.inputs[1], n.inputs[2], n.outputs[0]);
+  return nodes;
+}
+
+// BatchNormalization(X [N, C, d1..], scale, B, mean, var).
+// Training mode: the batch's statistics over every axis but C, as PyTorch computes them: X with C
+// moved first, LayerNormalization over the rest with a unit scale, C moved back, then the
+// per-channel affine. LayerNormalization's fused gradient keeps the statistics' terms in one
+// kernel: an op-by-op backward (ReduceMean, Sub, Mul, Sqrt, Div) rounds each term to fp32
+// before they cancel. Used running-statistics outputs are input * momentum + batch *
+// (1 - momentum), as ONNX defines them, from the batch's mean and biased variance.
+// Inference mode: a per-channel affine, a = scale / Sqrt(var + eps), Y = X * a + (B - mean * a).
+std::vector<ir::Node> decomposeBatchNorm(ir::Graph& g, const ir::Node& n) {
+  const ir::Value x = g.values[n.inputs[0]];
+  const size_t rank = x.shape.size();
+  const ir::ValueId out = n.outputs[0];
+  const ir::DType dt = x.dtype;
+  std::vector<ir::Node> nodes;
+  auto node = [&](const std::string& op, const std::string& suffix, std::vector<ir::ValueId> ins, const ir::Shape& s) {
+    const ir::ValueId v = g.newValue(n.name + "/" + suffix, dt, s, true);
+    nodes.push_back(derived(n, op, n.name + "/" + suffix, std::move(ins), v));
+    return v;
+  };
+  const float epsilon = n.attrFloat("epsilon", 1e-5f);
+  const ir::ValueId eps = g.newConstant(n.name + "/epsilon", filled(dt, {}, epsilon));
+  const ir::Shape channels{x.shape[1]};
+  if (n.attrInt("training_mode", 0) == 0) {
+    const ir::ValueId sd = node("Sqrt", "std", {node("Add", "var_eps", {n.inputs[4], eps}, channels)}, channels);
+    const ir::ValueId a = node("Div", "a", {n.inputs[1], sd}, channels);
+    const ir::ValueId b = node("Sub", "b", {n.inputs[2], node("Mul", "mean_a", {n.inputs[3], a}, channels)}, channels);
+    const ir::ValueId scaled = node("Mul", "scaled", {n.inputs[0], perChannel(g, nodes, n, a, rank, n.name + "/a_c")}, x.shape);
+    nodes.push_back(derived(n, "Add", n.name, {scaled, perChannel(g, nodes, n, b, rank, n.name + "/b_c")}, out));
+    return nodes;
+  }
+  // [N, C, d..] -> [C, N, d..]: the swap is its own inverse.
+  std::vector<int64_t> swap(rank);
+  for (size_t d = 0; d < rank; ++d) swap[d] = static_cast<int64_t>(d);
+  std::swap(swap[0], swap[1]);
+  ir::Shape channelFirst = x.shape;
+  std::swap(channelFirst[0], channelFirst[1]);
+  auto transpose = [&](ir::ValueId v, const std::string& suffix, const ir::Shape& s) {
+    const ir::ValueId t = g.newValue(n.name + "/" + suffix, dt, s, true);
+    ir::Node tn = derived(n, "Transpose", n.name + "/" + suffix, {v}, t);
+    tn.attrs["perm"] = swap;
+    nodes.push_back(std::move(tn));
+    return t;
+  };
+  const ir::ValueId xc = transpose(n.inputs[0], "channel_first", channelFirst);
+  const ir::Shape normalized(channelFirst.begin() + 1, channelFirst.end());
+  const ir::ValueId ones = g.newConstant(n.name + "/unit_scale", filled(dt, normalized, 1.0));
+  const ir::ValueId yc = g.newValue(n.name + "/normalized_channel_first", dt, channelFirst, true);
+  ir::Node ln = derived(n, "LayerNormalization", n.name + "/normalized_channel_first", {xc, ones}, yc);
+  ln.attrs["axis"] = int64_t{1};
+  ln.attrs["epsilon"] = epsilon;
+  nodes.push_back(std::move(ln));
+  channelAffine(g, nodes, n, transpose(yc, "normalized", x.shape), n.inputs[1], n.inputs[2], out);
+  const bool running = (n.outputs.size() > 1 && n.outputs[1] != ir::kNoValue) ||
+                       (n.outputs.size() > 2 && n.outputs[2] != ir::kNoValue);
+  if (!running) return nodes;
+  std::vector<int64_t> axes{0};
+  ir::Shape stat(rank, 1);
+  stat[1] = x.shape[1];
+  for (size_t d = 2; d < rank; ++d) axes.push_back(static_cast<int64_t>(d));
+  auto mean = [&](ir::ValueId v, const std::string& suffix) {
+    ir::Node r = derived(n, "ReduceMean", n.name + "/" + suffix, {v, intsConstant(g, n.name + "/" + suffix + "_axes", axes)},
+                         g.newValue(n.name + "/" + suffix, dt, stat, true));
+    r.attrs["keepdims"] = int64_t{1};
+    nodes.push_back(r);
+    return r.outputs[0];
+  };
+  const ir::ValueId mu = mean(n.inputs[0], "mean");
+  const ir::ValueId d = node("Sub", "centered", {n.inputs[0], mu}, x.shape);
+  const ir::ValueId var = mean(node("Mul", "squares", {d, d}, x.shape), "var");
+  const float momentum = n.attrFloat("momentum", 0.9f);
+  const ir::ValueId keep = g.newConstant(n.name + "/momentum", filled(dt, {}, momentum));
+  const ir::ValueId take = g.newConstant(n.name + "/one_minus_momentum", filled(dt, {}, 1.0 - momentum));
+  for (size_t i : {1, 2}) {
+    const ir::ValueId o = i < n.outputs.size() ? n.outputs[i] : ir::kNoValue;
+    if (o == ir::kNoValue) continue;
+    const std::string what = i == 1 ? "running_mean" : "running_var";
+    const ir::ValueId batch = node("Reshape", what + "/batch", {i == 1 ? mu : var, intsConstant(g, n.name + "/" + what + "/shape", {x.shape[1]})}, channels);
+    const ir::ValueId old = node("Mul", what + "/kept", {n.inputs[2 + i], keep}, channels);
+    const ir::ValueId fresh = node("Mul", what + "/taken", {batch, take}, channels);
+    nodes.push_back(derived(n, "Add", n.name + "/" + what, {old, fresh}, o));
+  }
+  return nodes;
+}
+
+// MaxPool / AveragePool over the windows of ops/pooling.h: X padded (-inf for a max, 0 for an
+// average) to cover every window, one strided Slice per kernel tap (the tap's element of every
+// window), then Max of the taps (a tie goes to the first tap, as PyTorch's max pool picks the
+// first) or their sum (Adds) times 1 / divisor per output position. Gradients come from Pad,
+// Slice, Max, Add and Mul.
+Result<std::vector<ir::Node>> decomposePool(ir::Graph& g, const ir::Node& n) {
+  const ir::Value x = g.values[n.inputs[0]];
+  auto geometry = ops::poolGeometry(n, x.shape);
+  if (!geometry.ok()) return makeError("{}: {}", ir::describeNode(g, n), geometry.error().message);
+  const std::vector<ops::PoolAxis>& axes = *geometry;
+  const bool isMax = n.op == "MaxPool";
+  const size_t k = axes.size();
+  const ir::ValueId out = n.outputs[0];
+  std::vector<ir::Node> nodes;
+  ir::ValueId padded = n.inputs[0];
+  std::vector<int64_t> pads(2 * k), spatial(k);
+  ir::Shape paddedShape = x.shape;
+  bool anyPad = false;
+  for (size_t i = 0; i < k; ++i) {
+    const ops::PoolAxis& a = axes[i];
+    spatial[i] = static_cast<int64_t>(i + 2);
+    pads[i] = a.padBegin;
+    pads[k + i] = std::max<int64_t>(0, a.span() - a.padBegin - a.in);  // ceil_mode may need more than padEnd
+    paddedShape[i + 2] = a.in + pads[i] + pads[k + i];
+    anyPad |= pads[i] > 0 || pads[k + i] > 0;
+  }
+  if (anyPad) {
+    padded = g.newValue(n.name + "/padded", x.dtype, paddedShape, true);
+    nodes.push_back(derived(n, "Pad", n.name + "/padded",
+                            {n.inputs[0], intsConstant(g, n.name + "/pads", pads),
+                             g.newConstant(n.name + "/pad_value", filled(x.dtype, {}, isMax ? -INFINITY : 0.0)),
+                             intsConstant(g, n.name + "/pad_axes", spatial)},
+                            padded));
+  }
+  ir::Shape tapShape(x.shape.begin(), x.shape.begin() + 2);
+  int64_t taps = 1;
+  for (const ops::PoolAxis& a : axes) tapShape.push_back(a.out), taps *= a.kernel;
+  std::vector<ir::ValueId> tapValues;
+  for (int64_t tap = 0; tap < taps; ++tap) {
+    std::vector<int64_t> starts(k), ends(k), steps(k);
+    for (size_t i = k, rest = static_cast<size_t>(tap); i-- > 0;) {
+      const ops::PoolAxis& a = axes[i];
+      starts[i] = static_cast<int64_t>(rest % a.kernel) * a.dilation;
+      ends[i] = starts[i] + (a.out - 1) * a.stride + 1;
+      steps[i] = a.stride;
+      rest /= a.kernel;
+    }
+    const std::string name = fmt::format("{}/tap{}", n.name, tap);
+    const ir::ValueId v = taps == 1 && isMax ? out : g.newValue(name, x.dtype, tapShape, true);
+    nodes.push_back(derived(n, "Slice", taps == 1 && isMax ? n.name : name,
+                            {padded, intsConstant(g, name + "/starts", starts), intsConstant(g, name + "/ends", ends),
+                             intsConstant(g, name + "/axes", spatial), intsConstant(g, name + "/steps", steps)},
+                            v));
+    tapValues.push_back(v);
+  }
+  if (isMax) {
+    if (taps > 1) nodes.push_back(derived(n, "Max", n.name, tapValues, out));
+    return nodes;
+  }
+  ir::ValueId sum = tapValues[0];
+  for (size_t i = 1; i < tapValues.size(); ++i) {
+    const std::string name = fmt::format("{}/sum{}", n.name, i);
+    const ir::ValueId next = g.newValue(name, x.dtype, tapShape, true);
+    nodes.push_back(derived(n, "Add", name, {sum, tapValues[i]}, next));
+    sum = next;
+  }
+  const std::vector<double> divisors = ops::averagePoolDivisors(axes, n.attrInt("count_include_pad", 0) != 0);
+  ir::Shape wShape(tapShape.begin() + 2, tapShape.end());
+  ir::Tensor w(x.dtype, wShape);
+  for (size_t e = 0; e < divisors.size(); ++e) w.set(static_cast<int64_t>(e), 1.0 / divisors[e]);
+  nodes.push_back(derived(n, "Mul", n.name, {sum, g.newConstant(n.name + "/reciprocal_divisor", std::move(w))}, out));
+  return nodes;
+}
+
+// GlobalAveragePool / GlobalMaxPool: ReduceMean / ReduceMax over the spatial axes, kept as 1s.
+std::vector<ir::Node> decomposeGlobalPool(ir::Graph& g, const ir::Node& n) {
+  std::vector<int64_t> spatial;
+  for (size_t d = 2; d < g.values[n.inputs[0]].shape.size(); ++d) spatial.push_back(static_cast<int64_t>(d));
+  ir::Node r = derived(n, n.op == "GlobalMaxPool" ? "ReduceMax" : "ReduceMean", n.name,
+                       {n.inputs[0], intsConstant(g, n.name + "/axes", spatial)}, n.outputs[0]);
+  r.attrs["keepdims"] = int64_t{1};
+  return {std::move(r)};
+}
+
 // Resize, one sampled axis at a time (ops/resize_sampling.h): nearest is a Gather of the chosen
 // elements; linear is Gather(index0) * (1 - w) + Gather(index1) * w, w broadcast over the later
 // axes. An axis sampled as the identity costs nothing; no such axis at all leaves an Identity.
@@ -172,13 +405,19 @@ Result<bool> DecomposeOps::run(ir::Graph& g) {
     return n.op == "Conv" && n.inputs.size() >= 2 &&
            ops::isConv1d(g.values[n.inputs[0]].shape, g.values[n.inputs[1]].shape);
   };
+  auto isPool = [](const ir::Node& n) { return n.op == "MaxPool" || n.op == "AveragePool"; };
   auto decomposed = [&](const ir::Node& n) {
-    return !n.dead && (n.op == "Tile" || n.op == "Clip" || n.op == "Resize" || n.op == "ReduceL2" || isConv1d(n));
+    return !n.dead && (n.op == "Tile" || n.op == "Clip" || n.op == "Resize" || n.op == "ReduceL2" || isConv1d(n) ||
+                       n.op == "InstanceNormalization" || n.op == "BatchNormalization" || isPool(n) ||
+                       n.op == "GlobalAveragePool" || n.op == "GlobalMaxPool");
   };
-  // Resize's sampling is checked before anything moves, so an error leaves the graph as it was.
-  std::map<const ir::Node*, std::vector<ir::Node>> resizes;
-  for (const ir::Node& n : g.nodes)
-    if (decomposed(n) && n.op == "Resize") { FBL_ASSIGN(resizes[&n], decomposeResize(g, n)); }
+  // Resize's sampling and the pools' windows are checked before anything moves, so an error
+  // leaves the graph as it was.
+  std::map<const ir::Node*, std::vector<ir::Node>> checked;
+  for (const ir::Node& n : g.nodes) {
+    if (decomposed(n) && n.op == "Resize") { FBL_ASSIGN(checked[&n], decomposeResize(g, n)); }
+    if (decomposed(n) && isPool(n)) { FBL_ASSIGN(checked[&n], decomposePool(g, n)); }
+  }
   for (const ir::Node& n : g.nodes)
     if (decomposed(n) && isConv1d(n) && g.values[n.outputs[0]].shape.size() != 3)
       return makeError("{}: the output's shape is not inferred; decompose-ops runs after fold-and-infer",
@@ -195,7 +434,10 @@ Result<bool> DecomposeOps::run(ir::Graph& g) {
                                   : n.op == "Clip"     ? decomposeClip(g, n)
                                   : n.op == "ReduceL2" ? decomposeReduceL2(g, n)
                                   : n.op == "Conv"     ? decomposeConv1d(g, n)
-                                                       : std::move(resizes.at(&n));
+                                  : n.op == "InstanceNormalization" ? decomposeInstanceNorm(g, n)
+                                  : n.op == "BatchNormalization"    ? decomposeBatchNorm(g, n)
+                                  : n.op == "GlobalAveragePool" || n.op == "GlobalMaxPool" ? decomposeGlobalPool(g, n)
+                                                       : std::move(checked.at(&n));
     for (ir::Node& p : parts) nodes.push_back(std::move(p));
     ++rewritten_;
   }

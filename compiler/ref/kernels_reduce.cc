@@ -1,12 +1,15 @@
 // Reductions and normalizations: ReduceSum/Mean/Max/Min/SumSquare/L2, ArgMax/ArgMin, Softmax,
-// LogSoftmax, LayerNormalization, CumSum. Floating-point sums accumulate in double.
+// LogSoftmax, Layer/Instance/BatchNormalization, the pools, CumSum. Floating-point sums
+// accumulate in double.
 //
 // A reduction reads its input through a View whose dims are ordered [kept..., reduced...], so
 // every output element owns one contiguous run of R = prod(reduced dims) visited elements.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
 
+#include "compiler/ops/pooling.h"
 #include "compiler/ref/kernels_common.h"
 
 namespace fbl::ref::detail {
@@ -173,6 +176,136 @@ Outputs layerNormOp(const Node& n, const Inputs& in) {
   return outs;
 }
 
+// InstanceNormalization and BatchNormalization over X [N, C, d1..]: per channel c, the mean and
+// biased variance over the elements `stats` groups (one sample's channel, or the channel across
+// the batch), then Y = (X - mean) / sqrt(var + eps) * scale[c] + B[c]. BatchNormalization in
+// inference mode normalizes with its inputs input_mean and input_var instead; in training mode
+// its optional outputs are ONNX's running statistics, input * momentum + batch * (1 - momentum).
+enum class ChannelNorm { Instance, Batch };
+
+template <ChannelNorm kNorm>
+Outputs channelNormOp(const Node& n, const Inputs& in) {
+  FBL_ASSIGN(const Tensor* x, input(n, in, 0));
+  FBL_TRY(expectDType(n, *x, 0, {DType::F32}));
+  if (x->rank() < 2) return nodeError(n, "X {} has no channel axis", ir::shapeToString(x->shape()));
+  const int64_t N = x->shape()[0], C = x->shape()[1], D = N * C == 0 ? 0 : x->numel() / (N * C);
+  const size_t perChannel = kNorm == ChannelNorm::Batch ? 4 : 2;
+  std::vector<const float*> p(perChannel + 1);
+  for (size_t i = 1; i <= perChannel; ++i) {
+    FBL_ASSIGN(const Tensor* t, input(n, in, i));
+    FBL_TRY(expectDType(n, *t, i, {DType::F32}));
+    if (t->shape() != Shape{C})
+      return nodeError(n, "input {} is {}, not [{}]", i, ir::shapeToString(t->shape()), C);
+    p[i] = t->data<float>();
+  }
+  const double eps = n.attrFloat("epsilon", 1e-5f), momentum = n.attrFloat("momentum", 0.9f);
+  const bool batchStats = kNorm == ChannelNorm::Instance || n.attrInt("training_mode", 0) != 0;
+  const float* px = x->data<float>();
+  Tensor y(DType::F32, x->shape()), runMean(DType::F32, {C}), runVar(DType::F32, {C});
+  float* py = y.data<float>();
+  // The elements of channel c in sample s: px[(s * C + c) * D + k].
+  auto normalize = [&](int64_t c, int64_t s0, int64_t s1) {
+    double mu, var;
+    if (batchStats) {
+      const double count = static_cast<double>((s1 - s0) * D);
+      double sum = 0, sq = 0;
+      for (int64_t s = s0; s < s1; ++s)
+        for (int64_t k = 0; k < D; ++k) sum += px[(s * C + c) * D + k];
+      mu = sum / count;
+      for (int64_t s = s0; s < s1; ++s)
+        for (int64_t k = 0; k < D; ++k) sq += (px[(s * C + c) * D + k] - mu) * (px[(s * C + c) * D + k] - mu);
+      var = sq / count;
+    } else {
+      mu = p[3][c], var = p[4][c];
+    }
+    const double inv = 1.0 / std::sqrt(var + eps);
+    for (int64_t s = s0; s < s1; ++s)
+      for (int64_t k = 0; k < D; ++k) {
+        const int64_t e = (s * C + c) * D + k;
+        py[e] = static_cast<float>((px[e] - mu) * inv * p[1][c] + p[2][c]);
+      }
+    if (kNorm == ChannelNorm::Batch && batchStats) {
+      runMean.data<float>()[c] = static_cast<float>(p[3][c] * momentum + mu * (1 - momentum));
+      runVar.data<float>()[c] = static_cast<float>(p[4][c] * momentum + var * (1 - momentum));
+    }
+  };
+  for (int64_t c = 0; c < C; ++c) {
+    if (kNorm == ChannelNorm::Batch) normalize(c, 0, N);
+    else
+      for (int64_t s = 0; s < N; ++s) normalize(c, s, s + 1);
+  }
+  std::vector<Tensor> outs;
+  outs.push_back(std::move(y));
+  if (n.outputs.size() > 1) outs.push_back(std::move(runMean));
+  if (n.outputs.size() > 2) outs.push_back(std::move(runVar));
+  return outs;
+}
+
+// MaxPool / AveragePool by their windows (ops/pooling.h), visited naively: per output element,
+// every kernel tap inside the input. A max keeps the first of equal elements and takes a NaN.
+template <bool kMax>
+Outputs poolOp(const Node& n, const Inputs& in) {
+  FBL_ASSIGN(const Tensor* x, input(n, in, 0));
+  FBL_TRY(expectDType(n, *x, 0, {DType::F32}));
+  auto geometry = ops::poolGeometry(n, x->shape());
+  if (!geometry.ok()) return nodeError(n, "{}", geometry.error().message);
+  const std::vector<ops::PoolAxis>& axes = *geometry;
+  const size_t k = axes.size();
+  Shape yShape(x->shape().begin(), x->shape().begin() + 2);
+  int64_t taps = 1;
+  for (const auto& a : axes) yShape.push_back(a.out), taps *= a.kernel;
+  Tensor y(DType::F32, yShape);
+  const std::vector<double> divisors = ops::averagePoolDivisors(axes, n.attrInt("count_include_pad", 0) != 0);
+  const int64_t planes = yShape[0] * yShape[1], outPerPlane = static_cast<int64_t>(divisors.size());
+  const int64_t inPerPlane = planes == 0 ? 0 : x->numel() / planes;
+  const float* px = x->data<float>();
+  float* py = y.data<float>();
+  std::vector<int64_t> o(k), t(k);
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t e = 0; e < outPerPlane; ++e) {
+      for (size_t i = k, rest = static_cast<size_t>(e); i-- > 0;) o[i] = rest % axes[i].out, rest /= axes[i].out;
+      double acc = kMax ? -INFINITY : 0.0;
+      for (int64_t tap = 0; tap < taps; ++tap) {
+        int64_t offset = 0;
+        bool inside = true;
+        for (size_t i = k, rest = static_cast<size_t>(tap); i-- > 0;) {
+          const int64_t at = o[i] * axes[i].stride + static_cast<int64_t>(rest % axes[i].kernel) * axes[i].dilation -
+                             axes[i].padBegin;
+          rest /= axes[i].kernel;
+          inside &= at >= 0 && at < axes[i].in;
+          int64_t stride = 1;
+          for (size_t j = i + 1; j < k; ++j) stride *= axes[j].in;
+          offset += at * stride;
+        }
+        if (!inside) continue;
+        const double v = px[p * inPerPlane + offset];
+        if (kMax) acc = (v > acc || v != v) && acc == acc ? v : acc;
+        else acc += v;
+      }
+      py[p * outPerPlane + e] = static_cast<float>(kMax ? acc : acc / divisors[e]);
+    }
+  return single(std::move(y));
+}
+
+// GlobalAveragePool / GlobalMaxPool: per [N, C] plane, the mean or max of its elements.
+template <bool kMax>
+Outputs globalPoolOp(const Node& n, const Inputs& in) {
+  FBL_ASSIGN(const Tensor* x, input(n, in, 0));
+  FBL_TRY(expectDType(n, *x, 0, {DType::F32}));
+  if (x->rank() < 3) return nodeError(n, "X {} has no spatial axis", ir::shapeToString(x->shape()));
+  Shape yShape = x->shape();
+  std::fill(yShape.begin() + 2, yShape.end(), 1);
+  Tensor y(DType::F32, yShape);
+  const int64_t planes = yShape[0] * yShape[1], d = planes == 0 ? 0 : x->numel() / planes;
+  for (int64_t p = 0; p < planes; ++p) {
+    const float* row = x->data<float>() + p * d;
+    double acc = kMax ? -INFINITY : 0.0;
+    for (int64_t i = 0; i < d; ++i) acc = kMax ? ((row[i] > acc || row[i] != row[i]) && acc == acc ? row[i] : acc) : acc + row[i];
+    y.data<float>()[p] = static_cast<float>(kMax ? acc : acc / static_cast<double>(d));
+  }
+  return single(std::move(y));
+}
+
 Outputs cumSumOp(const Node& n, const Inputs& in) {
   FBL_ASSIGN(const Tensor* x, input(n, in, 0));
   FBL_ASSIGN(const Tensor* a, input(n, in, 1));
@@ -255,6 +388,12 @@ std::vector<KernelEntry> reduceKernels() {
       {"Softmax", softmaxOp<false>},
       {"LogSoftmax", softmaxOp<true>},
       {"LayerNormalization", layerNormOp},
+      {"InstanceNormalization", channelNormOp<ChannelNorm::Instance>},
+      {"BatchNormalization", channelNormOp<ChannelNorm::Batch>},
+      {"MaxPool", poolOp<true>},
+      {"AveragePool", poolOp<false>},
+      {"GlobalMaxPool", globalPoolOp<true>},
+      {"GlobalAveragePool", globalPoolOp<false>},
       {"CumSum", cumSumOp},
   };
 }

@@ -426,6 +426,35 @@ TEST_CASE("gradcheck: Tile, Clip and Resize through their decomposition", "[auto
   checkGradients(t);
 }
 
+TEST_CASE("gradcheck: Instance/BatchNormalization and AveragePool through their decomposition",
+          "[autodiff][gradcheck]") {
+  // Batch statistics make every output depend on every input of its channel: the gradient
+  // through ReduceMean, Sub, Mul, Sqrt and Div must carry the statistics' terms.
+  for (const char* op : {"BatchNormalization", "InstanceNormalization", "AveragePool"})
+    DYNAMIC_SECTION(op) {
+      GraphBuilder t = GraphBuilder::inferring();
+      ValueId x = t.randomParam("px", {2, 3, 3, 4}, -1.0f, 2.0f);
+      ValueId scale = t.randomParam("pscale", {3}), bias = t.randomParam("pbias", {3});
+      ValueId y;
+      if (std::string(op) == "BatchNormalization")
+        y = t.op(op, {x, scale, bias, t.randomParam("mean", {3}), t.randomParam("var", {3}, 0.5f, 1.5f)},
+                 {{"training_mode", int64_t{1}}});
+      else if (std::string(op) == "InstanceNormalization")
+        y = t.op(op, {x, scale, bias});
+      else
+        y = t.op("Add", {t.op("Mul", {t.op(op, {x}, {{"kernel_shape", std::vector<int64_t>{2, 3}},
+                                                       {"pads", std::vector<int64_t>{1, 1, 1, 0}},
+                                                       {"strides", std::vector<int64_t>{2, 1}}, {"ceil_mode", int64_t{1}}}),
+                                        t.op("Reshape", {scale, t.ints({3, 1, 1})})}),
+                         t.op("Reshape", {bias, t.ints({3, 1, 1})})});
+      t.weightedSumLoss(y);
+      passes::DecomposeOps pass;
+      REQUIRE(pass.run(t.g).ok());
+      CHECK(pass.rewritten() == 1);
+      checkGradients(t, {}, 1e-3, 1e-2, 1e-3);
+    }
+}
+
 TEST_CASE("autodiff: ScatterND with a repeated tuple under reduction none is refused", "[autodiff][gradcheck]") {
   GraphBuilder t = GraphBuilder::inferring();
   ValueId data = t.randomParam("pd", {4, 2});

@@ -1,9 +1,11 @@
-// decompose-ops: Tile, Clip, Resize, ReduceL2 and 1-D Conv left to run time become ops with
-// kernels (Reshape, Expand, Max, Min, Gather, Mul, Add, ReduceSum, Sqrt, Unsqueeze, 2-D Conv,
-// Squeeze), which compute what the originals' reference kernels do; Tile's reference kernel is
-// checked against a naive loop, Resize's and its decomposition against ONNX's reference
-// implementation (tests/data/resize), ReduceL2's and the 1-D Conv's against naive loops, and
-// their gradients against the closed forms.
+// decompose-ops: Tile, Clip, Resize, ReduceL2, 1-D Conv, Instance/BatchNormalization and the
+// pools left to run time become ops with kernels (Reshape, Expand, Max, Min, Gather, Mul, Add,
+// ReduceSum, Sqrt, Unsqueeze, 2-D Conv, Squeeze, LayerNormalization, ReduceMean, Pad, Slice),
+// which compute what the originals' reference kernels do; Tile's reference kernel is checked
+// against a naive loop, Resize's and its decomposition against ONNX's reference implementation
+// (tests/data/resize), the others' against naive loops, and their gradients against the closed
+// forms (MaxPool's: each window's dy to its first maximum) or, in grad_check_test, central
+// differences.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -282,6 +284,242 @@ TEST_CASE("decompose-ops leaves a graph without Tile or Clip alone", "[passes][d
   REQUIRE(changed.ok());
   CHECK_FALSE(*changed);
   CHECK(pass.rewritten() == 0);
+}
+
+
+// The reference kernel and the decomposition of `out` agree within fp32 rounding (the
+// decompositions reorder sums and divide where the kernels multiply by an inverse).
+void decomposesClosely(GraphBuilder& t, ValueId out, const std::map<ValueId, Tensor>& feeds,
+                       const std::vector<std::string>& want) {
+  const Tensor before = runOne(t.g, out, feeds);
+  passes::DecomposeOps pass;
+  auto changed = pass.run(t.g);
+  INFO((changed.ok() ? "" : changed.error().message));
+  REQUIRE(changed.ok());
+  CHECK(*changed);
+  CHECK(liveOps(t.g) == want);
+  const Tensor after = runOne(t.g, out, feeds);
+  REQUIRE(after.shape() == before.shape());
+  for (int64_t i = 0; i < before.numel(); ++i) REQUIRE(after.at(i) == Approx(before.at(i)).epsilon(1e-5).margin(1e-6));
+}
+
+// Naive per-channel normalization of x [N, C, D] (D the flattened spatial axes): statistics per
+// (n, c) for an instance norm, per c over n and D for a batch norm; biased variance.
+std::vector<double> channelNormalized(const Tensor& x, const Tensor& scale, const Tensor& bias, bool perSample,
+                                      double eps) {
+  const int64_t N = x.shape()[0], C = x.shape()[1], D = x.numel() / (N * C);
+  std::vector<double> y(static_cast<size_t>(x.numel()));
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t n0 = 0; n0 < N; n0 += perSample ? 1 : N) {
+      const int64_t n1 = perSample ? n0 + 1 : N;
+      double sum = 0, sq = 0, count = double((n1 - n0) * D);
+      for (int64_t n = n0; n < n1; ++n)
+        for (int64_t k = 0; k < D; ++k) sum += x.at((n * C + c) * D + k);
+      const double mu = sum / count;
+      for (int64_t n = n0; n < n1; ++n)
+        for (int64_t k = 0; k < D; ++k) sq += (x.at((n * C + c) * D + k) - mu) * (x.at((n * C + c) * D + k) - mu);
+      for (int64_t n = n0; n < n1; ++n)
+        for (int64_t k = 0; k < D; ++k) {
+          const int64_t e = (n * C + c) * D + k;
+          y[e] = (x.at(e) - mu) / std::sqrt(sq / count + eps) * scale.at(c) + bias.at(c);
+        }
+    }
+  return y;
+}
+
+TEST_CASE("InstanceNormalization is LayerNormalization over the spatial axes, then the channel affine",
+          "[passes][decompose]") {
+  GraphBuilder t = GraphBuilder::inferring();
+  const ValueId x = t.input("x", DType::F32, {2, 3, 4, 5});
+  const ValueId s = t.randomParam("scale", {3}), b = t.randomParam("bias", {3});
+  const ValueId y = t.op("InstanceNormalization", {x, s, b}, {{"epsilon", 1e-3f}});
+  const Tensor xs = t.randomTensor({2, 3, 4, 5}, -2, 3);
+  const Tensor got = runOne(t.g, y, {{x, xs}});
+  const std::vector<double> want = channelNormalized(xs, *t.g.values[s].data, *t.g.values[b].data, true, 1e-3);
+  for (int64_t e = 0; e < xs.numel(); ++e) REQUIRE(got.at(e) == Approx(want[e]).epsilon(1e-5).margin(1e-6));
+  decomposesClosely(t, y, {{x, xs}}, {"LayerNormalization", "Reshape", "Mul", "Reshape", "Add"});
+}
+
+TEST_CASE("a GroupNorm as exported: unit InstanceNormalization of the groups has no affine left",
+          "[passes][decompose]") {
+  // torch's group_norm: Reshape to [N, G, -1], InstanceNormalization with constant ones and
+  // zeros, Reshape back, then the per-channel weight and bias.
+  GraphBuilder t = GraphBuilder::inferring();
+  const ValueId x = t.input("x", DType::F32, {2, 2, 6});
+  const ValueId ones = t.constant("ones", Tensor::fromVector<float>({2}, {1, 1}));
+  const ValueId zeros = t.constant("zeros", Tensor::fromVector<float>({2}, {0, 0}));
+  const ValueId y = t.op("InstanceNormalization", {x, ones, zeros});
+  const Tensor xs = t.randomTensor({2, 2, 6}, -1, 1);
+  decomposesClosely(t, y, {{x, xs}}, {"LayerNormalization", "Identity"});
+}
+
+TEST_CASE("BatchNormalization: batch statistics in training mode, the inputs' in inference mode",
+          "[passes][decompose]") {
+  for (int64_t training : {1, 0})
+    DYNAMIC_SECTION("training_mode " << training) {
+      GraphBuilder t = GraphBuilder::inferring();
+      const ValueId x = t.input("x", DType::F32, {3, 2, 2, 3});
+      const ValueId s = t.randomParam("scale", {2}), b = t.randomParam("bias", {2});
+      const ValueId mean = t.randomParam("running_mean", {2});
+      const ValueId var = t.randomParam("running_var", {2}, 0.5f, 2.0f);
+      const int outputs = training ? 3 : 1;
+      const std::vector<ValueId> ys = t.node("BatchNormalization", {x, s, b, mean, var},
+                                             {{"epsilon", 1e-5f}, {"momentum", 0.9f}, {"training_mode", training}}, outputs);
+      const Tensor xs = t.randomTensor({3, 2, 2, 3}, -2, 3);
+      const Tensor got = runOne(t.g, ys[0], {{x, xs}});
+      const Tensor &sv = *t.g.values[s].data, &bv = *t.g.values[b].data, &mv = *t.g.values[mean].data,
+                   &vv = *t.g.values[var].data;
+      if (training) {
+        const std::vector<double> want = channelNormalized(xs, sv, bv, false, 1e-5);
+        for (int64_t e = 0; e < xs.numel(); ++e) REQUIRE(got.at(e) == Approx(want[e]).epsilon(1e-5).margin(1e-6));
+        // ONNX's running statistics: input * momentum + batch * (1 - momentum), biased variance.
+        const Tensor runMean = runOne(t.g, ys[1], {{x, xs}}), runVar = runOne(t.g, ys[2], {{x, xs}});
+        for (int64_t c = 0; c < 2; ++c) {
+          double sum = 0, sq = 0;
+          for (int64_t n = 0; n < 3; ++n)
+            for (int64_t k = 0; k < 6; ++k) sum += xs.at((n * 2 + c) * 6 + k);
+          const double mu = sum / 18;
+          for (int64_t n = 0; n < 3; ++n)
+            for (int64_t k = 0; k < 6; ++k) sq += (xs.at((n * 2 + c) * 6 + k) - mu) * (xs.at((n * 2 + c) * 6 + k) - mu);
+          CHECK(runMean.at(c) == Approx(mv.at(c) * 0.9 + mu * 0.1).epsilon(1e-5));
+          CHECK(runVar.at(c) == Approx(vv.at(c) * 0.9 + sq / 18 * 0.1).epsilon(1e-5));
+        }
+        decomposesClosely(t, ys[0], {{x, xs}},
+                          {"Transpose", "LayerNormalization", "Transpose", "Reshape", "Mul", "Reshape", "Add",
+                           "ReduceMean", "Sub", "Mul", "ReduceMean", "Reshape", "Mul", "Mul", "Add", "Reshape", "Mul",
+                           "Mul", "Add"});
+        for (int i : {1, 2}) {
+          const Tensor again = runOne(t.g, ys[i], {{x, xs}});
+          CHECK(again.at(0) == Approx((i == 1 ? runMean : runVar).at(0)).epsilon(1e-6));
+        }
+      } else {
+        for (int64_t e = 0; e < xs.numel(); ++e) {
+          const int64_t c = e / 6 % 2;
+          const double want = (xs.at(e) - mv.at(c)) / std::sqrt(vv.at(c) + 1e-5) * sv.at(c) + bv.at(c);
+          REQUIRE(got.at(e) == Approx(want).epsilon(1e-5).margin(1e-6));
+        }
+        decomposesClosely(t, ys[0], {{x, xs}}, {"Add", "Sqrt", "Div", "Mul", "Sub", "Reshape", "Mul", "Reshape", "Add"});
+      }
+    }
+}
+
+// Naive pooling of x [N, C, H, W] by explicit window loops, independent of ops/pooling.h.
+struct Pool2d {
+  int64_t kh, kw, sh, sw, ph0, pw0, ph1, pw1, dh = 1, dw = 1;
+  bool ceil = false, countPad = false;
+  int64_t outLen(int64_t in, int64_t k, int64_t s, int64_t p0, int64_t p1, int64_t d) const {
+    const int64_t room = in + p0 + p1 - (d * (k - 1) + 1);
+    int64_t o = (ceil ? (room + s - 1) / s : room / s) + 1;
+    if (ceil && (o - 1) * s >= in + p0) --o;
+    return o;
+  }
+  // The value and, for a max, the input index that attains it (the first in window order).
+  std::vector<std::pair<double, int64_t>> run(const Tensor& x, bool max) const {
+    const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+    const int64_t OH = outLen(H, kh, sh, ph0, ph1, dh), OW = outLen(W, kw, sw, pw0, pw1, dw);
+    std::vector<std::pair<double, int64_t>> y;
+    for (int64_t p = 0; p < N * C; ++p)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          double acc = max ? -INFINITY : 0;
+          int64_t arg = -1, count = 0;
+          for (int64_t i = 0; i < kh; ++i)
+            for (int64_t j = 0; j < kw; ++j) {
+              const int64_t h = oh * sh + i * dh - ph0, w = ow * sw + j * dw - pw0;
+              const bool inPad = h < H + ph1 && w < W + pw1;
+              if (h < 0 || w < 0 || h >= H || w >= W) {
+                count += countPad && inPad;
+                continue;
+              }
+              ++count;
+              const double v = x.at(p * H * W + h * W + w);
+              if (max && v > acc) acc = v, arg = p * H * W + h * W + w;
+              if (!max) acc += v;
+            }
+          y.emplace_back(max ? acc : acc / count, arg);
+        }
+    return y;
+  }
+};
+
+TEST_CASE("MaxPool and AveragePool: windows as naive loops take them; Pad, strided Slices, Max or Adds",
+          "[passes][decompose]") {
+  struct Case {
+    const char* name;
+    Pool2d p;
+  };
+  const std::vector<Case> cases = {
+      {"ResNet's stem pool: 3x3, stride 2, pads 1", {3, 3, 2, 2, 1, 1, 1, 1}},
+      {"2x2 stride 2, no padding", {2, 2, 2, 2, 0, 0, 0, 0}},
+      {"ceil_mode, asymmetric pads, dilation 2", {3, 2, 2, 3, 1, 0, 0, 1, 2, 1, true}},
+      {"count_include_pad, ceil_mode", {3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, true}},
+  };
+  for (const Case& k : cases)
+    for (bool max : {true, false})
+      DYNAMIC_SECTION(k.name << (max ? ", MaxPool" : ", AveragePool")) {
+        GraphBuilder t = GraphBuilder::inferring();
+        const ir::Shape xs{2, 2, 7, 8};
+        Tensor in = t.randomTensor(xs, -1, 1);
+        if (max)  // post-ReLU data: ties of zeros, which PyTorch resolves to the first in the window
+          for (int64_t e = 0; e < in.numel(); e += 3) in.data<float>()[e] = 0;
+        const ValueId x = t.init("px", in);
+        std::map<std::string, ir::AttrValue> attrs{
+            {"kernel_shape", std::vector<int64_t>{k.p.kh, k.p.kw}}, {"strides", std::vector<int64_t>{k.p.sh, k.p.sw}},
+            {"pads", std::vector<int64_t>{k.p.ph0, k.p.pw0, k.p.ph1, k.p.pw1}}, {"ceil_mode", int64_t{k.p.ceil}}};
+        if (k.p.dh != 1 || k.p.dw != 1) attrs["dilations"] = std::vector<int64_t>{k.p.dh, k.p.dw};
+        if (!max) attrs["count_include_pad"] = int64_t{k.p.countPad};
+        const ValueId y = t.op(max ? "MaxPool" : "AveragePool", {x}, attrs);
+        const auto want = k.p.run(in, max);
+        const Tensor got = runOne(t.g, y, {});
+        REQUIRE(static_cast<size_t>(got.numel()) == want.size());
+        for (size_t e = 0; e < want.size(); ++e) REQUIRE(got.at(e) == Approx(want[e].first).epsilon(1e-6).margin(1e-7));
+        const bool padded = k.p.ph0 + k.p.pw0 + k.p.ph1 + k.p.pw1 > 0 || k.p.ceil;
+        std::vector<std::string> ops;
+        if (padded) ops.push_back("Pad");
+        for (int64_t tap = 0; tap < k.p.kh * k.p.kw; ++tap) ops.push_back("Slice");
+        if (max) ops.push_back("Max");
+        for (int64_t tap = 1; !max && tap < k.p.kh * k.p.kw; ++tap) ops.push_back("Add");
+        if (!max) ops.push_back("Mul");
+        decomposesClosely(t, y, {}, ops);
+        // d loss / d x through Pad, Slice and Max or Sum: for a max each window's dy goes to the
+        // first element attaining it; for an average, dy / divisor to each element it covers.
+        t.weightedSumLoss(y);
+        Tensor dy;
+        for (const ir::Node& n : t.g.nodes)
+          if (n.op == "Mul" && n.inputs[0] == y) dy = *t.g.values[n.inputs[1]].data;
+        std::vector<double> wantGrad(static_cast<size_t>(in.numel()), 0.0);
+        if (max) {
+          for (size_t e = 0; e < want.size(); ++e) wantGrad[static_cast<size_t>(want[e].second)] += dy.at(e);
+        } else {  // y is linear in x: column e of the Jacobian is y of the unit vector
+          for (int64_t e = 0; e < in.numel(); ++e) {
+            Tensor unit(DType::F32, xs);
+            unit.data<float>()[e] = 1;
+            const auto col = k.p.run(unit, false);
+            for (size_t o = 0; o < col.size(); ++o) wantGrad[e] += col[o].first * dy.at(o);
+          }
+        }
+        const Tensor grad = gradientOf(t.g, "px");
+        for (int64_t e = 0; e < in.numel(); ++e) REQUIRE(grad.at(e) == Approx(wantGrad[e]).epsilon(1e-5).margin(1e-6));
+      }
+}
+
+TEST_CASE("GlobalAveragePool and GlobalMaxPool are ReduceMean and ReduceMax over the spatial axes",
+          "[passes][decompose]") {
+  for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"})
+    DYNAMIC_SECTION(op) {
+      GraphBuilder t = GraphBuilder::inferring();
+      const ValueId x = t.input("x", DType::F32, {2, 3, 4, 5});
+      const ValueId y = t.op(op, {x});
+      REQUIRE(t.g.values[y].shape == ir::Shape{2, 3, 1, 1});
+      const Tensor in = t.randomTensor({2, 3, 4, 5}, -1, 1);
+      const Tensor got = runOne(t.g, y, {{x, in}});
+      for (int64_t p = 0; p < 6; ++p) {
+        double sum = 0, mx = -INFINITY;
+        for (int64_t k = 0; k < 20; ++k) sum += in.at(p * 20 + k), mx = std::max<double>(mx, in.at(p * 20 + k));
+        CHECK(got.at(p) == Approx(std::string(op) == "GlobalMaxPool" ? mx : sum / 20).epsilon(1e-6));
+      }
+      decomposesClosely(t, y, {{x, in}}, {std::string(op) == "GlobalMaxPool" ? "ReduceMax" : "ReduceMean"});
+    }
 }
 
 }  // namespace
