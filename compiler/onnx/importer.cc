@@ -12,8 +12,9 @@
 //    among ready nodes); a cycle is reported with a node on it.
 // 6. Nodes are appended in that order with their attributes; each is checked for its domain
 //    and against its op schema (ops::validateNode). value_info only hints dtypes.
-// 7. Weights the exporter's optimizer renamed get their PyTorch names back from the nodes'
-//    metadata (export_names.h), after external data is read.
+// 7. A BatchNormalization exported in train mode gets its training flag back
+//    (export_training_mode.h); then weights the exporter's optimizer renamed get their PyTorch
+//    names back from the nodes' metadata (export_names.h), after external data is read.
 #include "compiler/onnx/importer.h"
 
 #include <onnx/onnx_pb.h>
@@ -23,6 +24,7 @@
 #include <unordered_set>
 
 #include "compiler/onnx/export_names.h"
+#include "compiler/onnx/export_training_mode.h"
 #include "compiler/onnx/external_data.h"
 #include "compiler/onnx/proto_tensor.h"
 #include "compiler/onnx/sequence_ops.h"
@@ -519,6 +521,7 @@ namespace {
 Result<ir::Graph> importFromBytes(const std::string& bytes, const std::string& path, const ImportOptions& opts) {
   FBL_ASSIGN(Imported imp, importProto(bytes, path, opts));
   if (opts.loadExternalData) FBL_TRY(loadAvailableExternalData(imp.graph));
+  FBL_TRY(restoreBatchNormTraining(imp.graph, imp.origins));  // before recovery adds nodes: origins index g.nodes
   if (opts.recoverExportNames) FBL_TRY(recoverExportNames(imp.graph, imp.origins, imp.foldedFrom));
   return std::move(imp.graph);
 }

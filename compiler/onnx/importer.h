@@ -1,6 +1,8 @@
 // ONNX ModelProto -> ir::Graph: every node, attribute and initializer as the file has it, except
 // that sequence ops become tensor ops (sequence_ops.h) and weights the exporter's optimizer
-// renamed get their PyTorch names and orientation back (export_names.h). Validates structure (undefined inputs, cycles, unsupported ops, attributes and
+// renamed get their PyTorch names and orientation back (export_names.h), and a BatchNorm
+// exported in train mode gets the training flag the exporter dropped (export_training_mode.h).
+// Validates structure (undefined inputs, cycles, unsupported ops, attributes and
 // dtypes, external-data paths) and returns one-line errors that name the file and the node.
 #pragma once
 
