@@ -124,5 +124,19 @@ TEST_CASE("the corpus's left-padded Qwen2 batch (optimize=True export) trains on
   trainsLikePyTorch("qwen2_left", "opt");
 }
 
+// BatchNorm in train mode normalizes with the batch's statistics (restored from the export's
+// metadata, decomposed into a LayerNormalization over the batch), and the stem's MaxPool becomes
+// strided Slices and a Max whose ties go to the first element, as PyTorch's do.
+TEST_CASE("the corpus's ResNet (BatchNorm in train mode, MaxPool; optimize=True) trains on PoCL like PyTorch and peft",
+          "[runtime][corpus15]") {
+  trainsLikePyTorch("resnet", "opt");
+}
+
+// GroupNorm, exported as InstanceNormalization over the groups, after a 1-D Conv.
+TEST_CASE("the corpus's wav2vec2 with GroupNorm (TorchScript export) trains on PoCL like PyTorch and peft",
+          "[runtime][corpus15]") {
+  trainsLikePyTorch("wav2vec2_group", "ts");
+}
+
 }  // namespace
 }  // namespace fbl::testing

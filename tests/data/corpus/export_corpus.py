@@ -262,11 +262,34 @@ def bert_seqcls():
             "task_type SEQ_CLS: peft trains the classifier head as modules_to_save", dict(task_type="SEQ_CLS"))
 
 
+def wav2vec2_group():
+    c = T.Wav2Vec2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                         conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=16,
+                         num_conv_pos_embedding_groups=4, feat_extract_norm="group", do_stable_layer_norm=False,
+                         num_labels=3, hidden_dropout=0.0, attention_dropout=0.0, activation_dropout=0.0,
+                         feat_proj_dropout=0.0, final_dropout=0.0, layerdrop=0.0, mask_time_prob=0.0,
+                         use_weighted_layer_sum=False, classifier_proj_size=16)
+    return (T.Wav2Vec2ForSequenceClassification, c, ["q_proj", "k_proj", "v_proj", "out_proj"],
+            ["input_values", "labels"], (torch.randn(2, 400), torch.randint(0, 3, (2,))), ["ts"],
+            "audio: wav2vec2-base's feature encoder, GroupNorm after the first 1-D Conv, post-LN "
+            "(dynamo: torch.export fails on a data-dependent guard)",
+            dict(task_type="SEQ_CLS"))
+
+
+def resnet():
+    c = T.ResNetConfig(embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1], layer_type="basic", num_labels=10)
+    return (T.ResNetForImageClassification, c, ["convolution"], ["pixel_values", "labels"],
+            (torch.randn(2, 3, 32, 32), torch.randint(0, 10, (2,))), ["noopt", "opt", "ts"],
+            "CNN: BatchNorm in train mode (batch statistics), LoRA on every Conv, classifier trained",
+            dict(modules_to_save=["classifier"]))
+
+
 ARCHS = dict(gpt2=gpt2, phi3=phi3, gpt_neox=gpt_neox, opt=opt, falcon=falcon, t5=t5, roberta=roberta, deit=deit,
              swin=swin, gptj=gptj, deberta_v2=deberta_v2, beit=beit,
              qwen2_left=lambda: qwen2_padded("left"), qwen2_right=lambda: qwen2_padded("right"),
              bert_left=bert_left_padded)
-ARCHS.update(llama_rslora=llama_rslora, llama_embed=llama_embed, llama_dora=llama_dora, bert_seqcls=bert_seqcls)
+ARCHS.update(llama_rslora=llama_rslora, llama_embed=llama_embed, llama_dora=llama_dora, bert_seqcls=bert_seqcls,
+             wav2vec2_group=wav2vec2_group, resnet=resnet)
 
 
 def save_tensor(path, name, t):
@@ -276,14 +299,17 @@ def save_tensor(path, name, t):
 
 # Node metadata kept in optimize=True exports: what the importer recovers names from (docs/ops.md,
 # "Default exports"). The stack traces, namespaces and class lists are three quarters of a tiny
-# model's bytes; optimize=False exports keep their names and need none of it.
+# model's bytes; optimize=False exports keep their names and need none of it. A BatchNormalization
+# keeps its fx_node in every style: the exporter drops the training flag, which only the ATen call
+# in it still gives (compiler/onnx/export_training_mode.h).
 KEEP_METADATA = ("pkg.torch.onnx.fx_node", "pkg.torch.onnx.name_scopes")
 
 
 def slim(path, style):
     mp = onnx.load(path)
     for n in mp.graph.node:
-        keep = [(p.key, p.value) for p in n.metadata_props if p.key in KEEP_METADATA and style == "opt"]
+        keep = [(p.key, p.value) for p in n.metadata_props
+                if p.key in KEEP_METADATA and (style == "opt" or n.op_type == "BatchNormalization")]
         del n.metadata_props[:]
         for k, v in keep:
             n.metadata_props.add(key=k, value=v)

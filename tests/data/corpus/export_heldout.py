@@ -202,10 +202,21 @@ def wav2vec2_seqcls():
             dict(task_type="SEQ_CLS"))
 
 
+def mobilevit():
+    c = T.MobileViTConfig(image_size=32, patch_size=2, hidden_sizes=[16, 24, 32], neck_hidden_sizes=[8, 8, 16, 16, 24, 24, 32],
+                          num_attention_heads=2, mlp_ratio=2.0, num_labels=10, hidden_dropout_prob=0.0,
+                          attention_probs_dropout_prob=0.0, classifier_dropout_prob=0.0)
+    return (T.MobileViTForImageClassification, c, ["query", "key", "value"], ["pixel_values", "labels"],
+            (torch.randn(2, 3, 32, 32), torch.randint(0, 10, (2,))), ["noopt", "opt", "ts"],
+            "MobileViT: BatchNorm CNN blocks in train mode around unfolded-patch transformers",
+            dict(modules_to_save=["classifier"]))
+
+
 NEW = dict(mistral=mistral, qwen2=qwen2, gemma=gemma, stablelm=stablelm, phi=phi, starcoder2=starcoder2,
            gpt_bigcode=gpt_bigcode, bloom=bloom, mpt=mpt, olmo=olmo, distilbert=distilbert, albert=albert,
            electra=electra, xlm_roberta=xlm_roberta, bart=bart, vit=vit, clip_vision=clip_vision, whisper=whisper,
-           qwen2_seqcls=qwen2_seqcls, mistral_left=mistral_left, wav2vec2_seqcls=wav2vec2_seqcls)
+           qwen2_seqcls=qwen2_seqcls, mistral_left=mistral_left, wav2vec2_seqcls=wav2vec2_seqcls,
+           mobilevit=mobilevit)
 
 
 if __name__ == "__main__":

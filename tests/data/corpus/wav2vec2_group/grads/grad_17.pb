@@ -1,0 +1,1 @@
+B8base_model.model.classifier.modules_to_save.default.biasJÖi«>–…+¿X¡«>
