@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
-# The measurements taken on the lent NVIDIA H200 machine, in batches that fit its 10-minute
-# command limit. Run from the repo root there with the carried binaries and libraries in
-# .devcarry/ (see docs/benchmarks.md):  bash bench/h200_run.sh 1   (then 2)
+# The measurements of docs/results/speed-h200.md on an NVIDIA H200, in batches of under 10
+# minutes each. Run from the repo root with fbl's binaries and libraries in FBL_BIN_DIR and
+# FBL_LIB_DIR (default build/bin and build/lib; see docs/benchmarks.md):  bash bench/h200_run.sh 1
 #   1: Figure 16 (matmul), Figure 17 (transforms), the tiny corpus models per strategy, the
 #      PyTorch eager reference for the zoo Llama step;
-#   2: the zoo models of Table 3 per strategy (fewer layers: see docs/results.md); 2a: the
+#   2: the zoo models of Table 3 per strategy (fewer layers: see docs/results/speed-h200.md); 2a: the
 #      Figure-14 ablation on the zoo Llama; 3: the CNNs and the SD UNet; sd: the SD UNet alone;
 #      t: the tiny corpus models per strategy alone; s: buffer against image storage (Figure 16,
 #      then Llama-3.2-1B and BERT-Large at LAYERS layers, default 2, every strategy with each).
-# Call it without a pipe to tail: the device tool kills a command at its limit with its whole
+# Call it without a pipe to tail: a command killed at a time limit takes its whole
 # pipeline, and `| tail` then returns nothing; results-RUN.tar.gz in $OUT holds what finished.
 set -uo pipefail
-export LD_LIBRARY_PATH=$PWD/.devcarry/lib:${LD_LIBRARY_PATH:-}
+export LD_LIBRARY_PATH=${FBL_LIB_DIR:-$PWD/build/lib}:${LD_LIBRARY_PATH:-}
 export POCL_CACHE_DIR=/tmp/pocl-cache
-B=$PWD/.devcarry/bin
+B=${FBL_BIN_DIR:-$PWD/build/bin}
 FINAL=${OUT:-/tmp/out}
 OUT=/tmp/results   # everything lands here; one archive goes back (the tool returns few files)
 P=${PROFILE:-profiles/nvidia-h200.json}
@@ -94,7 +94,7 @@ k2)  # kernels, second look: the sweep on the large products with more candidate
   $B/fblc zoo llama3.2-1b -o /tmp/zoo/llama3.2-1b.onnx > /dev/null &&
     step llama3.2-1b-full /tmp/zoo/llama3.2-1b.onnx 3 --strategy fblayout
   ;;
-speed)  # issue 16's figures in one run: the sweep (SKIP_SWEEP=1: not), Figure 16 beside cuBLAS,
+speed)  # docs/results/speed-h200.md's full-depth figures in one run: the sweep (SKIP_SWEEP=1: not), Figure 16 beside cuBLAS,
         # full-depth steps beside PyTorch eager; bench/speed_report.py writes h200-speed.json from them.
         # With the unprofiled timing and the attention kernels this ran past 10 minutes for three
         # models (2026-12-02): run MODELS=llama3.2-1b, then the others, in separate calls.

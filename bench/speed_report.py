@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Assembles docs/measurements/h200-speed.json from one `bash bench/h200_run.sh speed` run.
+"""Assembles h200-speed.json (docs/measurements/speed-h200/full-depth/) from one `bash bench/h200_run.sh speed` run.
 
 Reads, from the run's output folder: matmul-h200.json (fbl-bench matmul --json), cublas.json
 (bench/torch_matmul_reference.py), step-<model>.json (fbl-bench step, fblayout) and
 torch-<model>.json (bench/torch_lora_step.py) for each model. Writes one JSON object with the
-figures issue 16 reports, every number copied from those files (nothing is computed here but
+figures docs/results/speed-h200.md reports, every number copied from those files (nothing is computed here but
 sums and ratios). Usage: speed_report.py RUN_DIR OUT.json
 """
 import json

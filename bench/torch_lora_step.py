@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch eager fp32 reference for one LoRA training step of the zoo's decoder graphs.
 
-Runs on the lent H200 machine (torch is installed there, transformers and peft are not), so the
+Runs where torch and a CUDA GPU exist (it needs neither transformers nor peft), so the
 model is written out here with plain torch, following compiler/zoo/zoo_llama.cc: embedding
 Gather, per layer RMSNorm, q/k/v/o LoRA linears (r=8, alpha=16), RoPE with rotate_half, GQA by
 repeating K/V heads, causal softmax attention, SwiGLU MLP with LoRA on gate/up/down, final
@@ -13,7 +13,7 @@ only the LoRA factors train, with AdamW. TF32 is off (fp32 like the OpenCL kerne
 
 Prints one JSON object: median milliseconds per step (forward + loss + backward + AdamW) over
 --steps timed steps after --warmup, and the configuration. Nothing here is used at build or test
-time; docs/results.md quotes its output.
+time; docs/results/speed-h200.md quotes its output.
 """
 import argparse
 import json

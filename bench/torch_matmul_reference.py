@@ -1,6 +1,6 @@
 """cuBLAS fp32 (TF32 off) reference for fbl-bench matmul's Figure-16 shapes.
 
-Runs only where torch and a CUDA GPU exist (the lent H200); never part of the build or tests.
+Runs only where torch and a CUDA GPU exist (the H200 of docs/results/speed-h200.md); never part of the build or tests.
 Prints min and median ms and TFLOP/s for forward C=A*B, dA=dC*B^T and dB=A^T*dC.
 Usage: torch_matmul_reference.py [M K N]   (default: Figure 16's 512 2048 8192, as fbl-bench matmul)
 """

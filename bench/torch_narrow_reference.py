@@ -1,6 +1,6 @@
 """cuBLAS fp32 (TF32 off) reference for the narrow LoRA products fbl-bench matmul --only lora times.
 
-Runs only where torch and a CUDA GPU exist (the lent H200); never part of the build or tests.
+Runs only where torch and a CUDA GPU exist (the H200 of docs/results/speed-h200.md); never part of the build or tests.
 For M tokens, hidden size K and rank r, the four narrow products of a LoRA layer:
   x A^T  [M x K] x [K x r]  (A stored [r x K])      dy B   [M x K] x [K x r]
   t^T dy [r x M] x [M x K]                          x^T dt [K x M] x [M x r]

@@ -139,7 +139,7 @@ inline void product({{PARAMS}}, const uint bat, __local float4* shared) {
   // A tree over the KS slices of each block (KS a power of two), one block at a time. PARTIAL(i, .)
   // is one plane per row of the block, indexed by work-item, so that neighbouring work-items touch
   // neighbouring texels (a plane per work-item put them 64 bytes apart: 4-way bank conflicts,
-  // 20-30% of the kernel's time on the H200, lab24); slice s + h of a block is SLICE_STRIDE
+  // 20-30% of the kernel's time on the H200); slice s + h of a block is SLICE_STRIDE
   // work-items further on. The first slice keeps the sums.
   for (uint b = 0; b < BM * BN; ++b) {
     if (b > 0u) barrier(CLK_LOCAL_MEM_FENCE);  // the previous block's sums are read

@@ -1,4 +1,4 @@
-// The training loop around one step (issue 17): gradient accumulation over micro-batches,
+// The training loop around one step: gradient accumulation over micro-batches,
 // clipping by global norm and the learning-rate schedule. Header-only: the compiler's reference
 // trainer and the runtime run the same loop from the same plan fields (docs/plan-format.md,
 // `training_loop`), so the schedule is written once, here.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One entry point for people and CI: installs what is missing (Debian packages), configures and
-# builds into build/, then runs the main job (`demo`) or the whole test suite (`test`).
+# builds into build/, then runs the main job (`demo`) or the words check and the whole test
+# suite (`test`).
 # `arm64` cross-builds libfbl_runtime and the C example into build-arm64/ (docs/android.md);
 # `arm64-test` also runs the example on PoCL for arm64 under qemu-user.
 # Idempotent: a second run installs nothing and rebuilds only what changed.
@@ -110,6 +111,8 @@ case "$cmd" in
     exit 0
     ;;
   test|arm64-test)
+    # test: the words check first (.ci/check-words, seconds), so CI and the README agree.
+    if [ "$cmd" = test ]; then bash .ci/check-words; fi
     # The suite runs the arm64 example under qemu (tests/CMakeLists.txt): one install for all.
     add_arm64_arch
     install_missing "${packages[@]}" "${arm64_packages[@]}" "${arm64_test_packages[@]}"

@@ -91,7 +91,7 @@ AttentionTiling blockTiling(const AttentionDims& d, const Target& t, LocalFloats
 // at least two tiles of the range (the causal mask hides about half of them). Without splits a
 // block's tiles run one after another on one SM: Gemma2's 8-row forward blocks at 512 tokens are
 // 512 work-groups for 132 SMs, and at 8 groups per unit its attention took 22.1 instead of 37.8 ms
-// of a step on the H200 (docs/measurements/h200-2026-12-03-s27/).
+// of a step on the H200 (docs/measurements/tuning-h200/attention-splits/).
 int64_t streamSplits(const Target& t, int64_t groups, int64_t streamTiles) {
   const int64_t perUnit = t.tuning.attention.minGroupsPerUnit;
   if (perUnit <= 0 || t.computeUnits <= 0) return 1;

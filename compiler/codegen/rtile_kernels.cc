@@ -445,7 +445,7 @@ Result<RTileKernel> emitRTileMatmulNarrow(const std::string& name, int64_t m, in
   // Neighbouring work-items read neighbouring texels (chooseNarrowOrder). The fill target counts
   // the whole launch: products batched into one launch share it, so each takes longer slices and
   // a shallower tree (H200, three products a launch: 18-25% faster than each filling the GPU
-  // alone; docs/measurements/h200-2026-12-03-s32/).
+  // alone; docs/measurements/tuning-h200/narrow-batch-tiling/).
   const NarrowOrder order = chooseNarrowOrder(m, n, lhs.transposed, rhs.transposed, options);
   const NarrowTiling t =
       chooseNarrowTiling(m, n, k, options, ir::numElements(batchOf(out)) * launchProducts, order);
@@ -453,7 +453,7 @@ Result<RTileKernel> emitRTileMatmulNarrow(const std::string& name, int64_t m, in
   // Staging pays where neighbouring work-items are K slices reading R, a buffer stored along K,
   // rows 4 apart (a texel walk, where the profile asks for one, reads them whole); an image's
   // texture cache serves those reads itself (H200: dy B at rank 8 took 18.2 -> 13.1 us from a
-  // buffer, 11.3 -> 12.1 from an image; docs/measurements/h200-2026-12-03-s29/lab22/).
+  // buffer, 11.3 -> 12.1 from an image; docs/measurements/tuning-h200/narrow-staging/).
   const bool stageR = options.stageNarrowOperand && order == NarrowOrder::kSlices && !rhs.transposed &&
                       rhs.stored.storage() == layout::Storage::Buffer &&
                       narrowLocalBytes(t, true) <= (localMemoryBytes > 0 ? localMemoryBytes : kMinLocalMemoryBytes);

@@ -115,7 +115,7 @@ TEST_CASE("llama-full imports fast with its external data absent", "[onnx]") {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   REQUIRE(g.ok());
   // Reported, not asserted: a bound on wall time fails on a loaded machine (~0.05 s in release
-  // builds; docs/results.md keeps compile times).
+  // builds; docs/results/compile-time.md keeps compile times).
   WARN("llama-full import: " << seconds * 1000 << " ms");
   CHECK(g->nodes.size() == 3420);
 

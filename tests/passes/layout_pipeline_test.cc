@@ -149,7 +149,7 @@ TEST_CASE("layout pipeline: printable and JSON forms", "[passes][layout-pipeline
 }
 
 // Pass times are measured, not asserted (a loaded machine would fail a bound): fblc compile
-// --report gives layout_pass_ms, and docs/results.md keeps the compile times.
+// --report gives layout_pass_ms, and docs/results/compile-time.md keeps the compile times.
 TEST_CASE("layout pipeline: every pass runs on llama-full's joint graph and reports its time", "[passes][layout-pipeline]") {
   auto p = adreno();
   autodiff::TrainingGraph tg = joint("llama-full");

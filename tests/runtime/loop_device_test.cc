@@ -1,4 +1,4 @@
-// The training loop (issue 17) on PoCL against PyTorch: every configuration of
+// The training loop on PoCL against PyTorch: every configuration of
 // tests/data/loop/gpt2_loop.json compiled by fblc (schedules with warmup, gradient accumulation,
 // clipping computed by kernels, all at once) trains the corpus's GPT-2 for 20 optimizer steps
 // loss by loss like torch.optim.AdamW + transformers' schedulers + clip_grad_norm_. Then: the three

@@ -1,4 +1,4 @@
-// A hand-built ONNX training graph with the ops issue 15 found in users' exports, compiled by
+// A hand-built ONNX training graph with the ops found in users' exports, compiled by
 // `fblc compile`'s pipeline and trained on PoCL against the reference executor running the same
 // joint graph (run-ref's trainer): position ids from the padding mask (integer CumSum), a
 // torch.split of the hidden state into a GLU (SplitToSequence + SequenceAt), and a ScatterND on

@@ -1,4 +1,4 @@
-// The architecture corpus (tests/data/corpus, issue 15) on the reference executor: for every
+// The architecture corpus (tests/data/corpus) on the reference executor: for every
 // architecture and export style that trains, the first step's loss and every LoRA gradient
 // against PyTorch's; for every architecture, 10 AdamW steps against PyTorch's trajectory and the
 // adapters peft saved after them. Each model is run once per check; the whole file takes a few

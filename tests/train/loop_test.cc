@@ -1,4 +1,4 @@
-// The training loop (issue 17) on the reference trainer against PyTorch: each configuration of
+// The training loop on the reference trainer against PyTorch: each configuration of
 // tests/data/loop/gpt2_loop.json (transformers' schedules with warmup, gradient accumulation,
 // clip_grad_norm_, all of them at once; AdamW with weight decay) for 20 optimizer steps on the
 // corpus's GPT-2, loss by loss. The schedule's learning rates are checked against torch's too,

@@ -1,9 +1,9 @@
-"""Regenerates the architecture corpus of tests/data/corpus (issue 15), on the CPU, in one command:
+"""Regenerates the architecture corpus of tests/data/corpus, on the CPU, in one command:
 
-    python3 -m venv /work/venv-export
-    /work/venv-export/bin/pip install torch==2.11.* transformers==5.17.* peft==0.21.* onnx \
+    python3 -m venv $HOME/venv-export
+    $HOME/venv-export/bin/pip install torch==2.11.* transformers==5.17.* peft==0.21.* onnx \
         onnxscript==0.7.2 safetensors numpy
-    /work/venv-export/bin/python tests/data/corpus/export_corpus.py tests/data/corpus [ARCH,...]
+    $HOME/venv-export/bin/python tests/data/corpus/export_corpus.py tests/data/corpus [ARCH,...]
 
 For every architecture (ARCHS below) it builds a tiny randomly initialised Hugging Face model,
 wraps it with peft LoRA (r=8, alpha=16, dropout 0, init_lora_weights=False so lora_B is not

@@ -1,10 +1,10 @@
 """The held-out sweep: tiny Hugging Face models of architectures that tests/data/corpus does not
 hold, exported by export_corpus.py's own machinery into OUT/<arch>/ in the corpus's layout, then
-measured by measure.py like the corpus (docs/results.md, "Held-out architectures"). Nothing here is
+measured by measure.py like the corpus (docs/results/correctness.md, "Held-out architectures"). Nothing here is
 committed but this script: the sweep checks that fbl generalizes past the models it was built on.
 
-    /work/venv-export/bin/python tests/data/corpus/export_heldout.py OUT [ARCH,...]
-    FBL_CORPUS=OUT /work/venv-export/bin/python tests/data/corpus/measure.py build OUT/measure.json
+    $HOME/venv-export/bin/python tests/data/corpus/export_heldout.py OUT [ARCH,...]
+    FBL_CORPUS=OUT $HOME/venv-export/bin/python tests/data/corpus/measure.py build OUT/measure.json
 """
 import os
 import sys

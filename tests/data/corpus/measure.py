@@ -1,6 +1,6 @@
-"""Measures fbl against the corpus's PyTorch references (issue 15's Measure); not a test.
+"""Measures fbl against the corpus's PyTorch references; not a test.
 
-    /work/venv-export/bin/python tests/data/corpus/measure.py BUILD_DIR [OUT.json] [ARCH/STYLE,...]
+    $HOME/venv-export/bin/python tests/data/corpus/measure.py BUILD_DIR [OUT.json] [ARCH/STYLE,...]
 
 For every export in tests/data/corpus, or in FBL_CORPUS (a folder export_heldout.py wrote), or the
 listed ones, with the binaries of BUILD_DIR:

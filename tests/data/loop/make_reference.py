@@ -1,7 +1,7 @@
-"""PyTorch's training-loop trajectories (issue 17) for the corpus's GPT-2 (tests/data/corpus/gpt2):
+"""PyTorch's training-loop trajectories for the corpus's GPT-2 (tests/data/corpus/gpt2):
 torch.optim.AdamW with transformers' schedules, clip_grad_norm_ and gradient accumulation.
 
-    /work/venv-export/bin/python tests/data/loop/make_reference.py tests/data/loop/gpt2_loop.json
+    $HOME/venv-export/bin/python tests/data/loop/make_reference.py tests/data/loop/gpt2_loop.json
 
 (the venv of tests/data/corpus/README.md: torch 2.11, transformers 5.17, peft 0.21; CPU, fp32,
 seed 0, so a rerun reproduces the file). It rebuilds the corpus's LoRA GPT-2 exactly as

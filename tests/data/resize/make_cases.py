@@ -3,7 +3,7 @@
 (onnx.reference.ReferenceEvaluator, the specification's own implementation), as
 case_N/model.onnx, case_N/input_0.pb, case_N/output_0.pb.
 
-    /work/venv-export/bin/python tests/data/resize/make_cases.py tests/data/resize
+    $HOME/venv-export/bin/python tests/data/resize/make_cases.py tests/data/resize
 """
 import os
 import sys
