@@ -112,7 +112,7 @@ void trainsLikePyTorch(const std::string& arch, const std::string& style) {
               arch.c_str(), style.c_str(), worstGrad, worstLoss, worstEval, worstAdapter, worstUnresolved);
 }
 
-TEST_CASE("the corpus's T5 (optimize=True export) trains on PoCL like PyTorch and peft", "[runtime][corpus15]") {
+TEST_CASE("the corpus's T5 (optimize=True export) trains on PoCL like PyTorch and peft", "[runtime][hf-corpus]") {
   trainsLikePyTorch("t5", "opt");
 }
 
@@ -120,7 +120,7 @@ TEST_CASE("the corpus's T5 (optimize=True export) trains on PoCL like PyTorch an
 // future): PyTorch attends uniformly there, and the last pad's logits carry the first real
 // token's label, so those rows' gradients count. The fused attention must keep them.
 TEST_CASE("the corpus's left-padded Qwen2 batch (optimize=True export) trains on PoCL like PyTorch and peft",
-          "[runtime][corpus15]") {
+          "[runtime][hf-corpus]") {
   trainsLikePyTorch("qwen2_left", "opt");
 }
 
@@ -128,13 +128,13 @@ TEST_CASE("the corpus's left-padded Qwen2 batch (optimize=True export) trains on
 // metadata, decomposed into a LayerNormalization over the batch), and the stem's MaxPool becomes
 // strided Slices and a Max whose ties go to the first element, as PyTorch's do.
 TEST_CASE("the corpus's ResNet (BatchNorm in train mode, MaxPool; optimize=True) trains on PoCL like PyTorch and peft",
-          "[runtime][corpus15]") {
+          "[runtime][hf-corpus]") {
   trainsLikePyTorch("resnet", "opt");
 }
 
 // GroupNorm, exported as InstanceNormalization over the groups, after a 1-D Conv.
 TEST_CASE("the corpus's wav2vec2 with GroupNorm (TorchScript export) trains on PoCL like PyTorch and peft",
-          "[runtime][corpus15]") {
+          "[runtime][hf-corpus]") {
   trainsLikePyTorch("wav2vec2_group", "ts");
 }
 

@@ -59,7 +59,7 @@ std::vector<double> train(rt::Session& s, const LoopPlan& lp, size_t from, size_
   return losses;
 }
 
-TEST_CASE("training loop on PoCL: 20 optimizer steps of every configuration follow PyTorch's losses", "[runtime][loop17]") {
+TEST_CASE("training loop on PoCL: 20 optimizer steps of every configuration follow PyTorch's losses", "[runtime][train-loop]") {
   const auto ref = loopReference();
   std::map<std::string, std::string> programs;
   for (const auto& [name, c] : ref.at("configs").items()) {
@@ -80,7 +80,7 @@ TEST_CASE("training loop on PoCL: 20 optimizer steps of every configuration foll
   CHECK(programs.at("constant_warmup") == programs.at("cosine_warmup"));
 }
 
-TEST_CASE("training loop on PoCL: a checkpoint inside an accumulation window resumes exactly", "[runtime][loop17]") {
+TEST_CASE("training loop on PoCL: a checkpoint inside an accumulation window resumes exactly", "[runtime][train-loop]") {
   const auto ref = loopReference();
   const LoopPlan lp = compileLoop("resume", ref.at("configs").at("all").at("flags"));
   auto a = openPlan(lp.compiled.plan, "loop-resume-a");
@@ -105,7 +105,7 @@ TEST_CASE("training loop on PoCL: a checkpoint inside an accumulation window res
   CHECK(resumed == straight);  // bit for bit
 }
 
-TEST_CASE("training loop on PoCL: fbl_set_learning_rate needs a plan with a schedule", "[runtime][loop17]") {
+TEST_CASE("training loop on PoCL: fbl_set_learning_rate needs a plan with a schedule", "[runtime][train-loop]") {
   const auto ref = loopReference();
   const LoopPlan lp = compileLoop("fixed-lr", ref.at("configs").at("clip").at("flags"));
   const std::string path = tempDir() + "/loop-fixed-lr.fbp";
@@ -125,7 +125,7 @@ TEST_CASE("training loop on PoCL: fbl_set_learning_rate needs a plan with a sche
 namespace fbl::testing {
 namespace {
 
-TEST_CASE("training loop: plan loading refuses a bad training_loop", "[runtime][loop17]") {
+TEST_CASE("training loop: plan loading refuses a bad training_loop", "[runtime][train-loop]") {
   const auto ref = loopReference();
   const LoopPlan lp = compileLoop("check", ref.at("configs").at("all").at("flags"));
   const planfile::Plan& good = lp.compiled.plan;

@@ -49,7 +49,7 @@ void compilesToLoadablePlan(const fs::path& model, const fs::path& profile) {
   CHECK(rt::loadPlan(planfile::serialize(c->plan), a.output, nullptr, &loaded) == "");
 }
 
-TEST_CASE("every corpus export compiles into plans the runtime accepts, under every profile", "[runtime][corpus15]") {
+TEST_CASE("every corpus export compiles into plans the runtime accepts, under every profile", "[runtime][hf-corpus]") {
   int plans = 0;
   for (const fs::path& arch : sortedEntries(fs::path(FBL_TEST_DATA_DIR) / "corpus", true))
     for (const char* style : {"noopt", "opt", "ts"}) {

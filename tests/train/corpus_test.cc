@@ -77,7 +77,7 @@ Result<Trainer> trainerFor(const std::string& arch, const std::string& style, co
   return Trainer{train::RefTrainer::create(std::move(tg)), std::move(batch)};
 }
 
-TEST_CASE("corpus: every export that trains gives PyTorch's loss and gradients", "[train][corpus15]") {
+TEST_CASE("corpus: every export that trains gives PyTorch's loss and gradients", "[train][hf-corpus]") {
   int trained = 0, exports = 0;
   for (const std::string& arch : architectures()) {
     const auto meta = readJson(kCorpus + "/" + arch + "/meta.json");
@@ -125,7 +125,7 @@ TEST_CASE("corpus: every export that trains gives PyTorch's loss and gradients",
   CHECK(trained + static_cast<int>(kRefused.size()) == exports);
 }
 
-TEST_CASE("corpus: 10 AdamW steps follow PyTorch's trajectory to peft's adapters", "[train][corpus15]") {
+TEST_CASE("corpus: 10 AdamW steps follow PyTorch's trajectory to peft's adapters", "[train][hf-corpus]") {
   for (const std::string& arch : architectures()) {
     INFO(arch);
     const auto traj = readJson(kCorpus + "/" + arch + "/trajectory.json");
@@ -198,7 +198,7 @@ std::set<std::string> asSet(const nlohmann::json& list) {
 
 // What `fblc compile` puts in the plan for fbl-train's --export-adapter (the config, and the keys
 // of the trainables and of the frozen tensors peft saves beside them) against what peft saved.
-TEST_CASE("corpus: every export's adapter is the one peft saves", "[train][corpus15]") {
+TEST_CASE("corpus: every export's adapter is the one peft saves", "[train][hf-corpus]") {
   int compared = 0;
   for (const std::string& arch : architectures()) {
     const auto peftConfig = readJson(kCorpus + "/" + arch + "/adapter/adapter_config.json");
@@ -246,7 +246,7 @@ TEST_CASE("corpus: every export's adapter is the one peft saves", "[train][corpu
 }
 
 // Where r is not a square, the scaling settles alpha and rsLoRA; --lora-alpha must agree with it.
-TEST_CASE("corpus: --lora-alpha picks the reading of the graph's scaling it gives", "[train][corpus15]") {
+TEST_CASE("corpus: --lora-alpha picks the reading of the graph's scaling it gives", "[train][hf-corpus]") {
   auto g = onnx::loadModel(kCorpus + "/llama_rslora/noopt/model.onnx");
   REQUIRE(g.ok());
   auto picked = autodiff::selectTrainables(*g, autodiff::peftTrainableGlobs());

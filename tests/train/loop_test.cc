@@ -40,7 +40,7 @@ std::vector<double> refTrajectory(const nlohmann::json& flags, size_t microBatch
   return losses;
 }
 
-TEST_CASE("training loop: 20 optimizer steps of every configuration follow PyTorch's losses", "[train][loop17]") {
+TEST_CASE("training loop: 20 optimizer steps of every configuration follow PyTorch's losses", "[train][train-loop]") {
   const auto ref = loopReference();
   for (const auto& [name, c] : ref.at("configs").items()) {
     INFO(name);
@@ -52,7 +52,7 @@ TEST_CASE("training loop: 20 optimizer steps of every configuration follow PyTor
   }
 }
 
-TEST_CASE("training loop: the schedules give transformers' learning rates", "[train][loop17]") {
+TEST_CASE("training loop: the schedules give transformers' learning rates", "[train][train-loop]") {
   const auto ref = loopReference();
   for (const auto& [name, c] : ref.at("configs").items()) {
     INFO(name);
@@ -70,7 +70,7 @@ TEST_CASE("training loop: the schedules give transformers' learning rates", "[tr
   }
 }
 
-TEST_CASE("training loop: weight decay uses the scheduled lr (none at warmup's lr 0)", "[train][loop17]") {
+TEST_CASE("training loop: weight decay uses the scheduled lr (none at warmup's lr 0)", "[train][train-loop]") {
   auto g = onnx::loadModel(kLoopModel);
   REQUIRE(g.ok());
   auto batch = train::loadInputs(*g, kLoopData);
@@ -96,7 +96,7 @@ TEST_CASE("training loop: weight decay uses the scheduled lr (none at warmup's l
   }
 }
 
-TEST_CASE("training loop: a bad option is refused with one line", "[train][loop17]") {
+TEST_CASE("training loop: a bad option is refused with one line", "[train][train-loop]") {
   auto g = onnx::loadModel(kLoopModel);
   REQUIRE(g.ok());
   struct Bad {
