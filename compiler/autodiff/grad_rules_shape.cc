@@ -294,6 +294,19 @@ Result<Grads> gatherElementsGrad(GradContext& c) {
   return g;
 }
 
+// TopK: each value's gradient goes back to the position its index names. The K indices of a
+// line are distinct, so a plain scatter into zeros is exact (no accumulation order to fix).
+Result<Grads> topKGrad(GradContext& c) {
+  auto& b = c.b;
+  Grads g = none(c);
+  if (c.dy[0] == ir::kNoValue) return g;
+  const ir::Shape sx = b.shape(c.in(0));
+  const int64_t axis = normAxis(c.fwd.attrInt("axis", -1), sx.size());
+  g[0] = b.emit("ScatterElements", {b.expand(b.scalar(0.0, b.dtype(c.dy[0])), sx), c.out(1), c.dy[0]},
+                b.dtype(c.dy[0]), sx, {{"axis", axis}});
+  return g;
+}
+
 Result<Grads> whereGrad(GradContext& c) {
   auto& b = c.b;
   ValueId dy = c.dy[0];
@@ -319,7 +332,7 @@ std::vector<GradRule> shapeGradRules() {
       {"Expand", expandGrad},       {"Slice", sliceGrad},         {"Concat", concatGrad},
       {"Gather", gatherGrad},       {"Where", whereGrad},         {"Pad", padGrad},
       {"ScatterND", scatterNDGrad}, {"GatherND", gatherNDGrad}, {"ScatterElements", scatterElementsGrad},
-      {"GatherElements", gatherElementsGrad}, {"Split", splitGrad},
+      {"GatherElements", gatherElementsGrad}, {"Split", splitGrad}, {"TopK", topKGrad},
   };
 }
 

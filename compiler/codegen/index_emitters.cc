@@ -1,6 +1,7 @@
 // The scan and the N-dimensional index ops, one template each, row-major operands:
 //  - CumSum: cumsum.cl, one work-item per line along the (constant) axis, summed in order;
 //  - ArgMax, ArgMin: arg_extremum.cl, one work-item per line along the axis, scanned in order;
+//  - TopK: top_k.cl, one work-item per line, K scans each picking the next in rank order;
 //  - GatherND: gather_nd.cl, one work-item per output element;
 //  - ScatterND: scatter_nd.cl, one work-item per output element that applies every update naming
 //    its slice in tuple order (deterministic, no atomics);
@@ -69,6 +70,25 @@ Result<NodeCode> argExtremum(const ir::Graph& g, const ir::Node& n, const Target
                                {"CMP", n.op == "ArgMax" ? ">" : "<"},
                                {"LAST", n.attrInt("select_last_index", 0) ? "1" : "0"}},
                               "arg_extremum", {val(n.inputs[0]), val(n.outputs[0])}, grid1(l.count, t), {t.workgroup}));
+  return c;
+}
+
+Result<NodeCode> topK(const ir::Graph& g, const ir::Node& n, const Target& t) {
+  const ir::Value& x = g.values[n.inputs[0]];
+  if (x.dtype != ir::DType::F32 && x.dtype != ir::DType::I64 && x.dtype != ir::DType::I32)
+    return makeError("{}: TopK runs on f32, i64 and i32, not {}", ir::describeNode(g, n), ir::dtypeName(x.dtype));
+  if (n.outputs.size() != 2 || n.outputs[0] == ir::kNoValue || n.outputs[1] == ir::kNoValue)
+    return makeError("{}: TopK runs with both outputs, Values and Indices, in use", ir::describeNode(g, n));
+  const int64_t axis = normAxis(n.attrInt("axis", -1), x.shape.size());
+  const AxisLines l = linesAlong(x.shape, axis);
+  const int64_t k = g.values[n.outputs[0]].shape[axis];
+  NodeCode c;
+  c.launches.push_back(launch("top_k",
+                              {{"T", std::string(clType(x.dtype))}, {"LINES", str(l.count)},
+                               {"INNER", str(std::max<int64_t>(l.inner, 1))}, {"DIM", str(l.dim)}, {"K", str(k)},
+                               {"LARGEST", n.attrInt("largest", 1) ? "1" : "0"}},
+                              "top_k", {val(n.inputs[0]), val(n.outputs[0]), val(n.outputs[1])}, grid1(l.count, t),
+                              {t.workgroup}));
   return c;
 }
 
@@ -158,7 +178,7 @@ Result<NodeCode> scatterElements(const ir::Graph& g, const ir::Node& n, const Ta
 }  // namespace
 
 std::vector<EmitterEntry> indexEmitters() {
-  return {{"CumSum", cumSum},         {"ArgMax", argExtremum},       {"ArgMin", argExtremum},
+  return {{"CumSum", cumSum},         {"ArgMax", argExtremum},       {"ArgMin", argExtremum},       {"TopK", topK},
           {"GatherND", gatherND},     {"ScatterND", scatterND},      {"ScatterElements", scatterElements}};
 }
 

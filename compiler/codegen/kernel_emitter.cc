@@ -270,7 +270,7 @@ Result<NodeCode> emitNode(const ir::Graph& g, const ir::Node& n, const Target& t
   if (auto expr = elementwiseExpr(g, n)) return emitElementwise(g, n, t, *expr, nullptr);
   if (auto* f = findSpecialEmitter(n.op)) return f(g, n, t);
   return makeError("{}: no OpenCL kernel for op '{}' (supported: elementwise, movement, MatMul, "
-                   "Gemm, reductions, ArgMax, ArgMin, Softmax, LayerNormalization, Gather*, ScatterND, "
+                   "Gemm, reductions, ArgMax, ArgMin, TopK, Softmax, LayerNormalization, Gather*, ScatterND, "
                    "ScatterElements, CumSum, Conv, fbl training ops)",
                    ir::describeNode(g, n), n.op);
 }

@@ -176,6 +176,24 @@ Status argExtremum(InferContext& c) {
   return Status::success();
 }
 
+// TopK: Values (X's dtype) and Indices (i64), X's shape with `axis` cut to K, a constant.
+Status topK(InferContext& c) {
+  FBL_TRY(expectOutputs(c, 2, 2));
+  if (c.in[0].dtype == DType::Bool) return c.fail("cannot rank a bool tensor");
+  const int64_t rank = rankOf(c, 0);
+  if (rank == 0) return c.fail("X is a scalar: there is no axis to rank along");
+  FBL_ASSIGN(int64_t axis, normalizeAxis(c, c.node.attrInt("axis", -1), rank));
+  FBL_ASSIGN(std::vector<int64_t> k, constInts(c, 1, "K"));
+  if (k.size() != 1) return c.fail(fmt::format("K holds {} values, not one", k.size()));
+  if (k[0] < 0 || k[0] > c.in[0].shape[axis])
+    return c.fail(fmt::format("K = {} is outside [0, {}], the length of axis {}", k[0], c.in[0].shape[axis], axis));
+  Shape out = c.in[0].shape;
+  out[axis] = k[0];
+  setOut(c, 0, c.in[0].dtype, out);
+  setOut(c, 1, DType::I64, std::move(out));
+  return Status::success();
+}
+
 Status softmax(InferContext& c) {
   FBL_TRY(expectOutputs(c, 1, 1));
   FBL_TRY(expectFloat(c, 0));
@@ -306,6 +324,7 @@ std::vector<OpSchema> nnSchemas() {
       {"ReduceMax", 1, 2, reduceAttrs, reduce},
       {"ArgMax", 1, 1, {"axis", "keepdims", "select_last_index"}, argExtremum},
       {"ArgMin", 1, 1, {"axis", "keepdims", "select_last_index"}, argExtremum},
+      {"TopK", 2, 2, {"axis", "largest", "sorted"}, topK},
       {"Softmax", 1, 1, {"axis"}, softmax},
       {"LogSoftmax", 1, 1, {"axis"}, softmax},
       {"LayerNormalization", 2, 3, {"axis", "epsilon", "stash_type"}, layerNorm},

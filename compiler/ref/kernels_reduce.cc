@@ -1,4 +1,4 @@
-// Reductions and normalizations: ReduceSum/Mean/Max/Min/SumSquare/L2, ArgMax/ArgMin, Softmax,
+// Reductions and normalizations: ReduceSum/Mean/Max/Min/SumSquare/L2, ArgMax/ArgMin, TopK, Softmax,
 // LogSoftmax, Layer/Instance/BatchNormalization, the pools, CumSum. Floating-point sums
 // accumulate in double.
 //
@@ -373,6 +373,52 @@ Outputs argExtremumOp(const Node& n, const Inputs& in) {
   });
 }
 
+// TopK: per line along the axis, the K elements first in the order "larger first" (largest=1) or
+// "smaller first", NaN ranked above every number either way (as PyTorch ranks it), equal values
+// by their position; always sorted (ONNX leaves sorted=0's order open).
+template <typename T>
+bool rankedBefore(T a, int64_t ia, T b, int64_t ib, bool largest) {
+  const bool na = a != a, nb = b != b;
+  if (na != nb) return largest ? na : nb;
+  if (!na && a != b) return largest ? a > b : a < b;
+  return ia < ib;
+}
+
+Outputs topKOp(const Node& n, const Inputs& in) {
+  FBL_ASSIGN(const Tensor* x, input(n, in, 0));
+  FBL_ASSIGN(const Tensor* kt, input(n, in, 1));
+  if (x->rank() == 0) return nodeError(n, "X is a scalar: there is no axis to rank along");
+  FBL_ASSIGN(int64_t axis, normalizeAxis(n, n.attrInt("axis", -1), x->rank()));
+  if (kt->numel() != 1) return nodeError(n, "K holds {} values, not one", kt->numel());
+  const int64_t k = static_cast<int64_t>(kt->at(0));
+  if (k < 0 || k > x->shape()[axis]) return nodeError(n, "K = {} is outside [0, {}]", k, x->shape()[axis]);
+  const bool largest = n.attrInt("largest", 1) != 0;
+  Shape out = x->shape();
+  out[axis] = k;
+  const AxisSplit s = splitAt(x->shape(), axis);
+  return withNumeric(n, x->dtype(), [&](auto tag) -> Outputs {
+    using T = decltype(tag);
+    const T* px = x->data<T>();
+    Tensor values(x->dtype(), out), indices(DType::I64, out);
+    std::vector<int64_t> order(static_cast<size_t>(s.dim));
+    for (int64_t o = 0; o < s.outer; ++o)
+      for (int64_t i = 0; i < s.inner; ++i) {
+        auto at = [&](int64_t d) { return px[(o * s.dim + d) * s.inner + i]; };
+        for (int64_t d = 0; d < s.dim; ++d) order[d] = d;
+        std::stable_sort(order.begin(), order.end(),
+                         [&](int64_t a, int64_t b) { return rankedBefore(at(a), a, at(b), b, largest); });
+        for (int64_t j = 0; j < k; ++j) {
+          values.data<T>()[(o * k + j) * s.inner + i] = at(order[j]);
+          indices.data<int64_t>()[(o * k + j) * s.inner + i] = order[j];
+        }
+      }
+    std::vector<Tensor> outs;
+    outs.push_back(std::move(values));
+    outs.push_back(std::move(indices));
+    return outs;
+  });
+}
+
 }  // namespace
 
 std::vector<KernelEntry> reduceKernels() {
@@ -385,6 +431,7 @@ std::vector<KernelEntry> reduceKernels() {
       {"ReduceL2", reduceOp<Reduce::L2>},
       {"ArgMax", argExtremumOp<true>},
       {"ArgMin", argExtremumOp<false>},
+      {"TopK", topKOp},
       {"Softmax", softmaxOp<false>},
       {"LogSoftmax", softmaxOp<true>},
       {"LayerNormalization", layerNormOp},

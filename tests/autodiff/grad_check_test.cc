@@ -426,6 +426,19 @@ TEST_CASE("gradcheck: Tile, Clip and Resize through their decomposition", "[auto
   checkGradients(t);
 }
 
+TEST_CASE("gradcheck: TopK's values, as a router weighs its chosen experts", "[autodiff][gradcheck]") {
+  // Softmax over 6 experts, the top 2 renormalized: the gradient reaches the logits through the
+  // chosen positions only. Distinct logits keep the choice away from its kinks.
+  GraphBuilder t = GraphBuilder::inferring();
+  ir::Tensor logits(ir::DType::F32, {4, 6});
+  for (int64_t i = 0; i < logits.numel(); ++i) logits.data<float>()[i] = static_cast<float>((i * 7 % 24) - 12) * 0.25f;
+  ValueId x = t.init("plogits", logits);
+  std::vector<ValueId> top = t.node("TopK", {t.op("Softmax", {x}, {{"axis", int64_t{-1}}}), t.ints({2})}, {}, 2);
+  ValueId w = t.op("Div", {top[0], t.op("ReduceSum", {top[0], t.ints({-1})}, {{"keepdims", int64_t{1}}})});
+  t.weightedSumLoss(w);
+  checkGradients(t, {}, 1e-3, 1e-2, 1e-4);
+}
+
 TEST_CASE("gradcheck: Instance/BatchNormalization and AveragePool through their decomposition",
           "[autodiff][gradcheck]") {
   // Batch statistics make every output depend on every input of its channel: the gradient

@@ -150,6 +150,27 @@ TEST_CASE("CumSum: inclusive, exclusive, reverse, axis input", "[ref]") {
         }
 }
 
+TEST_CASE("TopK: largest or smallest first, ties by position, NaN ranked above numbers", "[ref]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // Rows [3, 1, 3, 0, 2] and [2, NaN, 5, -1, 5].
+  Tensor x = Tensor::fromVector<float>({2, 5}, {3, 1, 3, 0, 2, 2, nan, 5, -1, 5});
+  Tensor k3 = Tensor::fromVector<int64_t>({1}, {3});
+  auto largest = mustRun("TopK", {&x, &k3}, {{"axis", int64_t{1}}}, 2);
+  REQUIRE(largest.size() == 2);
+  requireEqual(largest[1], Tensor::fromVector<int64_t>({2, 3}, {0, 2, 4, 1, 2, 4}));
+  CHECK(largest[0].at(0) == 3);
+  CHECK(largest[0].at(2) == 2);
+  CHECK(std::isnan(largest[0].at(3)));
+  CHECK(largest[0].at(5) == 5);
+  auto smallest = mustRun("TopK", {&x, &k3}, {{"axis", int64_t{-1}}, {"largest", int64_t{0}}}, 2);
+  requireEqual(smallest[1], Tensor::fromVector<int64_t>({2, 3}, {3, 1, 4, 3, 0, 2}));
+  // Along axis 0, as a router ranks experts down a column.
+  Tensor col = Tensor::fromVector<float>({3, 2}, {0.1f, 0.9f, 0.7f, 0.2f, 0.4f, 0.5f});
+  Tensor k2 = Tensor::fromVector<int64_t>({1}, {2});
+  auto down = mustRun("TopK", {&col, &k2}, {{"axis", int64_t{0}}}, 2);
+  requireEqual(down[1], Tensor::fromVector<int64_t>({2, 2}, {1, 0, 2, 2}));
+}
+
 TEST_CASE("ArgMax and ArgMin: first or last of ties, keepdims, a NaN wins, int64 positions", "[ref]") {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   // Rows [3, 1, 3, 0] and [2, NaN, 5, NaN] along axis 1.

@@ -138,5 +138,11 @@ TEST_CASE("the corpus's wav2vec2 with GroupNorm (TorchScript export) trains on P
   trainsLikePyTorch("wav2vec2_group", "ts");
 }
 
+// A top-2-of-4 MoE: TopK picks each token's experts, whose weights GatherND collects; the router's
+// gradient comes back through TopK's values.
+TEST_CASE("the corpus's Mixtral (MoE; optimize=True) trains on PoCL like PyTorch and peft", "[runtime][hf-corpus]") {
+  trainsLikePyTorch("mixtral", "opt");
+}
+
 }  // namespace
 }  // namespace fbl::testing

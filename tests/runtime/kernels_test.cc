@@ -242,6 +242,51 @@ TEST_CASE("ArgMax and ArgMin match the reference, ties and all; ReduceL2 runs de
   }
 }
 
+TEST_CASE("TopK matches the reference: rank order, ties by position, along any axis", "[runtime][kernels]") {
+  for (int64_t largest : {1, 0})
+    for (int64_t axis : {-1, 1}) {
+      Case c;
+      auto x = c.in("x", DType::I64, {3, 7, 5}, -3, 3);  // integers tie often
+      c.run(c.b.node("TopK", {x, c.b.ints({3})}, {{"axis", axis}, {"largest", largest}}, 2));
+    }
+  Case c;
+  auto x = c.in("x", DType::F32, {16, 8});  // a router: 16 tokens, 8 experts, the top 2
+  c.run(c.b.node("TopK", {x, c.b.ints({2})}, {}, 2));
+}
+
+// The decompositions' ops on the device, against the reference kernels of the originals.
+TEST_CASE("Instance/BatchNormalization and the pools run on the device as decompose-ops rewrites them",
+          "[runtime][kernels]") {
+  auto decomposed = [](Case& c, ir::ValueId y) {
+    for (ir::Node& n : c.b.g.nodes) REQUIRE(ops::inferNode(c.b.g, n).ok());
+    REQUIRE(passes::DecomposeOps().run(c.b.g).ok());
+    c.run(y, 2e-5);
+  };
+  {
+    Case c;
+    auto x = c.in("x", DType::F32, {2, 4, 37}, -2, 3);
+    decomposed(c, c.b.op("InstanceNormalization", {x, c.in("s", DType::F32, {4}), c.in("b", DType::F32, {4})}));
+  }
+  for (int64_t training : {1, 0}) {
+    Case c;
+    auto x = c.in("x", DType::F32, {3, 4, 5, 6}, -2, 3);
+    decomposed(c, c.b.op("BatchNormalization", {x, c.in("s", DType::F32, {4}), c.in("b", DType::F32, {4}),
+                                                 c.in("m", DType::F32, {4}), c.in("v", DType::F32, {4}, 0.5, 2)},
+                         {{"training_mode", training}}));
+  }
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    Case c;
+    auto x = c.in("x", DType::F32, {2, 3, 9, 10});
+    decomposed(c, c.b.op(op, {x}, {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{2, 2}},
+                                   {"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"ceil_mode", int64_t{1}}}));
+  }
+  {
+    Case c;
+    auto x = c.in("x", DType::F32, {2, 3, 9, 10});
+    decomposed(c, c.b.op("GlobalAveragePool", {x}));
+  }
+}
+
 TEST_CASE("a 1-D Conv runs on the device as decompose-ops rewrites it", "[runtime][kernels]") {
   Case c;
   auto x = c.in("x", DType::F32, {2, 4, 19});

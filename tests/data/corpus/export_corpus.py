@@ -284,12 +284,26 @@ def resnet():
             dict(modules_to_save=["classifier"]))
 
 
+def mixtral():
+    # transformers' default experts ("grouped_mm") do not convert to ONNX and "eager" loops over
+    # the experts each batch routes to (data-dependent, torch.export fails): "batched_mm" gathers
+    # each token's top-2 experts' weights and multiplies them in a batch, which exports.
+    c = T.MixtralConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                        num_key_value_heads=2, vocab_size=128, max_position_embeddings=64, num_local_experts=4,
+                        num_experts_per_tok=2, use_cache=False, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                        **NO_DROPOUT)
+    c._experts_implementation = "batched_mm"
+    x = ids(c.vocab_size)
+    return (T.MixtralForCausalLM, c, ["q_proj", "k_proj", "v_proj", "o_proj"], ["input_ids", "labels"], (x, x.clone()),
+            ["noopt", "opt"], "MoE: a top-2-of-4 router (TopK) and the chosen experts' weights gathered per token")
+
+
 ARCHS = dict(gpt2=gpt2, phi3=phi3, gpt_neox=gpt_neox, opt=opt, falcon=falcon, t5=t5, roberta=roberta, deit=deit,
              swin=swin, gptj=gptj, deberta_v2=deberta_v2, beit=beit,
              qwen2_left=lambda: qwen2_padded("left"), qwen2_right=lambda: qwen2_padded("right"),
              bert_left=bert_left_padded)
 ARCHS.update(llama_rslora=llama_rslora, llama_embed=llama_embed, llama_dora=llama_dora, bert_seqcls=bert_seqcls,
-             wav2vec2_group=wav2vec2_group, resnet=resnet)
+             wav2vec2_group=wav2vec2_group, resnet=resnet, mixtral=mixtral)
 
 
 def save_tensor(path, name, t):

@@ -202,6 +202,30 @@ def wav2vec2_seqcls():
             dict(task_type="SEQ_CLS"))
 
 
+def moe(cls, cfg_cls, notes, **kw):
+    c = cfg_cls(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                vocab_size=128, max_position_embeddings=64, num_experts_per_tok=2, use_cache=False, pad_token_id=0,
+                bos_token_id=1, eos_token_id=2, **kw, **NO_DROPOUT)
+    c._experts_implementation = "batched_mm"  # the exportable experts (export_corpus.py, mixtral)
+    return lm(cls, c, LLAMA_T[:4], notes)
+
+
+def qwen2_moe():
+    return moe(T.Qwen2MoeForCausalLM, T.Qwen2MoeConfig, "MoE: top-2 of 4 experts plus a sigmoid-gated shared expert",
+               num_experts=4, moe_intermediate_size=32, shared_expert_intermediate_size=64, decoder_sparse_step=1)
+
+
+def olmoe():
+    return moe(T.OlmoeForCausalLM, T.OlmoeConfig, "MoE: top-2 of 4 experts, no renormalization, q/k norms",
+               num_experts=4)
+
+
+def mixtral_experts():
+    _, c, *_ = moe(T.MixtralForCausalLM, T.MixtralConfig, "", num_local_experts=4)
+    return lm(T.MixtralForCausalLM, c, ["q_proj", "v_proj"], "MoE: LoRA on the experts' weights (peft target_parameters)",
+              ) + (dict(target_parameters=["experts.gate_up_proj", "experts.down_proj"]),)
+
+
 def mobilevit():
     c = T.MobileViTConfig(image_size=32, patch_size=2, hidden_sizes=[16, 24, 32], neck_hidden_sizes=[8, 8, 16, 16, 24, 24, 32],
                           num_attention_heads=2, mlp_ratio=2.0, num_labels=10, hidden_dropout_prob=0.0,
@@ -216,7 +240,7 @@ NEW = dict(mistral=mistral, qwen2=qwen2, gemma=gemma, stablelm=stablelm, phi=phi
            gpt_bigcode=gpt_bigcode, bloom=bloom, mpt=mpt, olmo=olmo, distilbert=distilbert, albert=albert,
            electra=electra, xlm_roberta=xlm_roberta, bart=bart, vit=vit, clip_vision=clip_vision, whisper=whisper,
            qwen2_seqcls=qwen2_seqcls, mistral_left=mistral_left, wav2vec2_seqcls=wav2vec2_seqcls,
-           mobilevit=mobilevit)
+           mobilevit=mobilevit, qwen2_moe=qwen2_moe, olmoe=olmoe, mixtral_experts=mixtral_experts)
 
 
 if __name__ == "__main__":
