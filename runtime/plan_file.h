@@ -171,6 +171,8 @@ struct Plan {
   nlohmann::json optimizer = nlohmann::json::object();
   TrainingLoop loop;               // written only when enabled(): default plans are unchanged
   nlohmann::json adapterConfig = nlohmann::json::object();  // peft's adapter_config.json
+  // Why the trainables cannot be exported as peft's adapter; written only when non-empty.
+  std::string adapterRefusal;
   // Frozen tensors peft saves beside the adapter (the base weight of an embedding it adapts),
   // each with its key; grad is -1. Written only when non-empty.
   std::vector<Trainable> adapterFrozen;
@@ -282,6 +284,7 @@ inline nlohmann::json toJson(const Plan& p) {
                           {"lr_tensor", p.loop.lrTensor},     {"accum_keep", p.loop.accumKeep},
                           {"accumulators", p.loop.accumulators}};
   j["adapter_config"] = p.adapterConfig;
+  if (!p.adapterRefusal.empty()) j["adapter_refusal"] = p.adapterRefusal;
   if (!p.adapterFrozen.empty()) {
     json fr = json::array();
     for (const Trainable& t : p.adapterFrozen) fr.push_back({{"param", t.param}, {"adapter_key", t.adapterKey}});
@@ -477,6 +480,10 @@ inline std::string parse(const std::string& bytes, Plan* p) {
       p->loop.accumulators = indexList(o, "accumulators");
     }
     p->adapterConfig = j.at("adapter_config");
+    if (j.contains("adapter_refusal")) {
+      at = "adapter_refusal";
+      p->adapterRefusal = j.at("adapter_refusal").get<std::string>();
+    }
     if (j.contains("adapter_frozen")) {
       at = "adapter_frozen";
       for (const auto& o : j.at("adapter_frozen"))

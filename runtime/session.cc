@@ -658,7 +658,8 @@ std::string Session::loadCheckpoint(const std::string& path) {
 
 std::string Session::exportAdapter(const std::string& dir) {
   Impl& m = *impl_;
-  if (m.plan.adapterConfig.empty()) return "the plan has no LoRA adapters to export";
+  if (!m.plan.adapterRefusal.empty()) return "cannot export the adapter: " + m.plan.adapterRefusal;
+  if (m.plan.adapterConfig.empty()) return "the plan has no peft adapter to export (none of its trainables is peft's)";
   if (auto e = directoryRequired(dir); !e.empty()) return e + " (adapters are exported into an existing directory)";
   safetensors::File f;
   for (const auto* list : {&m.plan.trainables, &m.plan.adapterFrozen})

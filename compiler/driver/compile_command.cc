@@ -311,6 +311,7 @@ Result<Compiled> compileModel(const CompileArgs& args) {
   c.lowering = lowering.counts;
   PlanInputs in = trainingInputs(tg, modelName(args.model));
   in.adapterConfig = p.autodiff.adapter.config;
+  in.adapterRefusal = p.autodiff.adapter.refusal;
   in.adapterFrozen = p.autodiff.adapter.frozen;
   in.lowering = &lowering;
   FBL_ASSIGN(c.plan, buildPlan(in, profile, &c.stats));

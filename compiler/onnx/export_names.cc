@@ -270,11 +270,17 @@ class NameRecovery {
 
   // export_names.h, 7.
   void noteFoldedParameters() {
+    // A parameter of a ParameterDict (IA3's `ia3_l.default`) may be spelled with the dict's key
+    // joined by '_' where no name scope names the dict: it is there under its mangled name.
+    std::set<std::string> mangledInitializers;
+    for (const ir::Value& val : g_.values)
+      if (val.kind == ir::ValueKind::Initializer) mangledInitializers.insert(mangle(val.name));
     std::set<std::string> folded;
     for (const NodeOrigin& o : origins_)
       if (!o.fxNode.empty())
         for (const std::string& a : parseFxCall(o.fxNode).paramArgs)
-          if (auto name = nameOf(a); name && !isInitializer(*name)) folded.insert(*name);
+          if (auto name = nameOf(a); name && !isInitializer(*name) && !mangledInitializers.count(mangle(*name)))
+            folded.insert(*name);
     for (const ir::Value& val : g_.values) {
       auto it = foldedFrom_.find(val.name);
       if (val.kind != ir::ValueKind::Initializer || it == foldedFrom_.end()) continue;

@@ -17,11 +17,11 @@ constexpr std::string_view kPeftRoot = "base_model.model.";
 // Components peft adds inside a module it adapts; what precedes the first is the module.
 const std::set<std::string, std::less<>> kPeftInternal = {
     "base_layer", "lora_A", "lora_B", "lora_embedding_A", "lora_embedding_B", "lora_magnitude_vector",
-    "lora_dropout", "modules_to_save", "original_module"};
+    "lora_dropout", "modules_to_save", "original_module", "ia3_l"};
 // The parameter kinds this file knows, by the component that names them.
 const std::set<std::string, std::less<>> kParamKinds = {"lora_A",           "lora_B",
                                                         "lora_embedding_A", "lora_embedding_B",
-                                                        "lora_magnitude_vector", "modules_to_save"};
+                                                        "lora_magnitude_vector", "modules_to_save", "ia3_l"};
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -197,6 +197,56 @@ T mostCommon(const std::vector<T>& xs) {
   return std::max_element(n.begin(), n.end(), [](const auto& a, const auto& b) { return a.second < b.second; })->first;
 }
 
+// The module paths peft's matching sees: every initializer's module and `extra`, with each
+// module's ancestors (peft matches containers too, "stages.1").
+std::set<std::string> existingModules(const ir::Graph& g, const std::vector<std::string>& extra) {
+  std::set<std::string> all;
+  auto addModule = [&](const std::string& path) {
+    const std::vector<std::string> c = split(path);
+    for (size_t k = 1; k <= c.size(); ++k) all.insert(join(c, 0, k));
+  };
+  for (const ir::Value& v : g.values)
+    if (v.kind == ir::ValueKind::Initializer)
+      if (std::string m = modulePath(v.name, true); !m.empty()) addModule(m);
+  for (const std::string& path : extra) addModule(path);
+  return all;
+}
+
+std::set<std::string> headNames(const std::set<std::string>& saved, const std::set<std::string>& all) {
+  std::set<std::string> heads = namesFor(saved, all, endsWith);
+  if (heads.count("classifier") || heads.count("score")) heads.insert({"classifier", "score"});
+  return heads;
+}
+
+nlohmann::json namesOrNull(const std::set<std::string>& names) {
+  return names.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::vector<std::string>(names.begin(), names.end()));
+}
+
+// IA3: one `ia3_l` vector per module, [out, 1] scaling its output, or [1, in] scaling its input
+// (the feedforward modules; Conv: [out, 1, 1, 1] or [1, in, 1, 1]).
+nlohmann::json ia3Config(const ir::Graph& g, const std::map<std::string, bool>& ia3, const std::set<std::string>& saved) {
+  std::vector<std::string> paths(saved.begin(), saved.end());
+  std::set<std::string> targeted, feedforward;
+  for (const auto& [path, ff] : ia3) {
+    paths.push_back(path);
+    targeted.insert(path);
+    if (ff) feedforward.insert(path);
+  }
+  const std::set<std::string> all = existingModules(g, paths);
+  nlohmann::json c;
+  c["peft_type"] = "IA3";
+  c["task_type"] = nullptr;
+  c["base_model_name_or_path"] = nullptr;
+  c["revision"] = nullptr;
+  c["inference_mode"] = true;
+  c["target_modules"] = namesOrNull(namesFor(targeted, all, nameMatches));
+  c["feedforward_modules"] = namesOrNull(feedforward.empty() ? feedforward : namesFor(feedforward, all, nameMatches));
+  c["modules_to_save"] = namesOrNull(headNames(saved, all));
+  c["fan_in_fan_out"] = false;
+  c["init_ia3_weights"] = true;
+  return c;
+}
+
 }  // namespace
 
 std::string peftAdapterKey(const std::string& name) {
@@ -218,6 +268,7 @@ Result<PeftAdapter> peftAdapter(const ir::Graph& g, const std::vector<std::strin
                                 const PeftAdapterOptions& opts) {
   const std::string file = g.sourcePath.empty() ? g.name : g.sourcePath;
   std::map<std::string, LoraModule> lora;
+  std::map<std::string, bool> ia3;  // module -> scales its input (a feedforward module)
   std::set<std::string> saved;
   bool dora = false;
   for (const std::string& name : trainables) {
@@ -225,6 +276,13 @@ Result<PeftAdapter> peftAdapter(const ir::Graph& g, const std::vector<std::strin
     if (!p) continue;
     if (p->kind == "modules_to_save") {
       saved.insert(p->module);
+      continue;
+    }
+    if (p->kind == "ia3_l") {
+      const ir::ValueId v = g.findValue(name);
+      if (v == ir::kNoValue) return makeError("{}: trainable '{}' is not in the graph", file, name);
+      const ir::Shape& s = g.values[v].shape;
+      ia3[p->module] = s.size() >= 2 && s[0] == 1 && s[1] > 1;
       continue;
     }
     dora |= p->kind == "lora_magnitude_vector";
@@ -241,6 +299,32 @@ Result<PeftAdapter> peftAdapter(const ir::Graph& g, const std::vector<std::strin
     }
   }
   PeftAdapter out;
+  // LoRA on a module's parameters (peft's target_parameters, as on MoE experts): peft wraps the
+  // module once per parameter, nesting them (`experts.base_layer.lora_A`), and keys each wrapper's
+  // rank by the experts. Training is the graph's; the adapter's layout is not written yet.
+  for (const auto& [path, m] : lora) {
+    const std::vector<std::string> c = split(path);
+    bool wrapsParameters = std::find(c.begin(), c.end(), "base_layer") != c.end();
+    const std::string base = kPeftRoot.data() + path + ".base_layer.";
+    for (const ir::Value& v : g.values) {
+      const size_t at = v.name.find(base);
+      if (v.kind != ir::ValueKind::Initializer || at == std::string::npos) continue;
+      const std::string rest = v.name.substr(at + base.size());
+      wrapsParameters |= rest != "weight" && rest != "bias";
+    }
+    if (wrapsParameters) {
+      out.refusal = fmt::format("'{}' has LoRA on its parameters (peft's target_parameters), which fbl trains but does "
+                                "not yet export as peft's adapter; save a checkpoint instead",
+                                modulePath(kPeftRoot.data() + path + ".x", true));
+      return out;
+    }
+  }
+  if (!ia3.empty() && !lora.empty())
+    return makeError("{}: the trainables hold both LoRA and IA3 parameters; a peft adapter is of one method", file);
+  if (!ia3.empty()) {
+    out.config = ia3Config(g, ia3, saved);
+    return out;
+  }
   if (lora.empty() && saved.empty()) return out;
 
   const auto readers = g.consumers();
@@ -295,22 +379,15 @@ Result<PeftAdapter> peftAdapter(const ir::Graph& g, const std::vector<std::strin
 
   // 4, 5: the names peft matches, among the modules that exist.
   // peft matches every named module, containers too ("stages.1"): each module's ancestors count.
-  std::set<std::string> all, targeted;
-  auto addModule = [&](const std::string& path) {
-    const std::vector<std::string> c = split(path);
-    for (size_t k = 1; k <= c.size(); ++k) all.insert(join(c, 0, k));
-  };
-  for (const ir::Value& v : g.values)
-    if (v.kind == ir::ValueKind::Initializer)
-      if (std::string m = modulePath(v.name, true); !m.empty()) addModule(m);
+  std::set<std::string> targeted;
+  std::vector<std::string> paths(saved.begin(), saved.end());
   for (const auto& [path, m] : lora) {
     targeted.insert(path);
-    addModule(path);
+    paths.push_back(path);
   }
-  for (const std::string& s : saved) addModule(s);
+  const std::set<std::string> all = existingModules(g, paths);
   const std::set<std::string> targets = lora.empty() ? std::set<std::string>{} : namesFor(targeted, all, nameMatches);
-  std::set<std::string> heads = namesFor(saved, all, endsWith);
-  if (heads.count("classifier") || heads.count("score")) heads.insert({"classifier", "score"});
+  const std::set<std::string> heads = headNames(saved, all);
 
   nlohmann::json c;
   c["peft_type"] = "LORA";
@@ -323,7 +400,7 @@ Result<PeftAdapter> peftAdapter(const ir::Graph& g, const std::vector<std::strin
   c["use_rslora"] = rslora;
   c["use_dora"] = dora;
   c["target_modules"] = std::vector<std::string>(targets.begin(), targets.end());
-  c["modules_to_save"] = heads.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::vector<std::string>(heads.begin(), heads.end()));
+  c["modules_to_save"] = namesOrNull(heads);
   c["rank_pattern"] = nlohmann::json::object();
   c["alpha_pattern"] = nlohmann::json::object();
   size_t i = 0;

@@ -1,4 +1,4 @@
-// What a plan records for exporting a LoRA adapter as peft's save_pretrained writes it (the runtime
+// What a plan records for exporting a peft adapter (LoRA, IA3) as peft's save_pretrained writes it (the runtime
 // writes adapter_model.safetensors and adapter_config.json from it, runtime/session.cc).
 //
 // peftAdapter, from the forward graph and the names of the trainables:
@@ -23,6 +23,11 @@
 //    "classifier" or "score" adds both names, as peft's SEQ_CLS and TOKEN_CLS task types do.
 // 6. With an embedding among the targets (target_modules naming embed_tokens or lm_head), peft
 //    also saves that embedding's frozen base_layer weights: they become `frozen`.
+// LoRA on a module's parameters (peft's target_parameters: nested `base_layer.lora_A` wrappers,
+// or a base layer holding parameters other than weight and bias) is not written: `refusal` says
+// why, and fbl-train's --export-adapter prints it.
+// IA3 (`ia3_l` vectors) writes peft's IA3 config instead: target_modules as in 4, and
+// feedforward_modules, the modules whose vector is [1, in] (it scales their input), likewise.
 #pragma once
 
 #include <optional>
@@ -48,6 +53,8 @@ struct PeftAdapterOptions {
 
 struct PeftAdapter {
   nlohmann::json config = nlohmann::json::object();  // adapter_config.json; empty: no LoRA
+  // Why the trained adapter cannot be written as peft's (LoRA on parameters); empty when it can.
+  std::string refusal;
   std::vector<std::pair<std::string, std::string>> frozen;  // initializer name, key
 };
 

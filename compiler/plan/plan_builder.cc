@@ -161,6 +161,16 @@ class Builder {
       pt.grad = t.grad != ir::kNoValue ? tensorOf(t.grad) : -1;
       pt.adapterKey = peftAdapterKey(g_.values[t.param].name);
       if (pt.grad >= 0) keep.insert(pt.grad);
+      // A gradient that reaches its trainable through a view (IA3's [out, 1] vector, flattened
+      // in the forward pass) is stored by the tensor the view aliases, shaped as that product.
+      // The bytes are the trainable's, row-major: the plan records them in the trainable's shape.
+      if (pt.grad >= 0) {
+        planfile::Tensor& gt = plan_.tensors[pt.grad];
+        const planfile::Tensor& param = plan_.tensors[pt.param];
+        if (gt.shape != param.shape && gt.dtype == param.dtype && !gt.image() && gt.layout == "row_major" &&
+            ir::numElements(gt.shape) == ir::numElements(param.shape))
+          gt.shape = param.shape;
+      }
       plan_.trainables.push_back(pt);
       if (t.updated != ir::kNoValue) addCommit(t.updated, t.param, &keep);
     }
@@ -171,6 +181,7 @@ class Builder {
     for (ir::ValueId v : in_.keep) keep.insert(tensorOf(v));
     FBL_TRY(addTransfers(target));
     plan_.adapterConfig = in_.adapterConfig;
+    plan_.adapterRefusal = in_.adapterRefusal;
     for (const auto& [name, key] : in_.adapterFrozen) {
       const ir::ValueId v = g_.findValue(name);
       if (v == ir::kNoValue) return makeError("adapter tensor '{}' is not in the training graph", name);

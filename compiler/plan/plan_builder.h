@@ -31,6 +31,7 @@ struct PlanInputs {
   std::string model;
   // peft's adapter_config.json (peft_adapter.h); empty: the plan has no adapter to export.
   nlohmann::json adapterConfig = nlohmann::json::object();
+  std::string adapterRefusal;  // plan::PeftAdapter::refusal
   // Frozen initializers peft saves beside the adapter: value name, key.
   std::vector<std::pair<std::string, std::string>> adapterFrozen;
   // What each node emits under the chosen strategy (layout_lowering.h); null: every node as

@@ -120,5 +120,20 @@ TEST_CASE("a square r leaves rsLoRA open: assumed off and noted, or settled by -
   CHECK(settled.config.at("lora_alpha") == 16);
 }
 
+TEST_CASE("LoRA on a module's parameters (target_parameters) is not written, and says why", "[plan][peft]") {
+  // peft wraps an MoE's experts per parameter: the base layer holds `gate_up_proj`, not a weight.
+  std::string text = graphText({{"model.layers.0.mlp.experts"}}, {});
+  const std::string from = "experts.base_layer.weight", to = "experts.base_layer.gate_up_proj";
+  for (size_t at; (at = text.find(from)) != std::string::npos;) text.replace(at, from.size(), to);
+  auto g = ir::parseGraph(text);
+  INFO((g.ok() ? "" : g.error().message));
+  REQUIRE(g.ok());
+  auto a = peftAdapter(*g, {kRoot + "model.layers.0.mlp.experts.lora_A.default.weight",
+                            kRoot + "model.layers.0.mlp.experts.lora_B.default.weight"});
+  REQUIRE(a.ok());
+  CHECK(a->config.empty());
+  CHECK_THAT(a->refusal, Catch::Contains("model.layers.0.mlp.experts") && Catch::Contains("target_parameters"));
+}
+
 }  // namespace
 }  // namespace fbl::plan

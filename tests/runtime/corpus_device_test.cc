@@ -144,5 +144,11 @@ TEST_CASE("the corpus's Mixtral (MoE; optimize=True) trains on PoCL like PyTorch
   trainsLikePyTorch("mixtral", "opt");
 }
 
+// IA3's [out, 1] vectors get their gradients through the flatten peft applies: the plan records
+// them in the trainable's shape, and the adapter is peft's IA3 format.
+TEST_CASE("the corpus's IA3 Llama trains on PoCL like PyTorch and peft", "[runtime][hf-corpus]") {
+  trainsLikePyTorch("llama_ia3", "noopt");
+}
+
 }  // namespace
 }  // namespace fbl::testing

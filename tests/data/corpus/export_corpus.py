@@ -35,7 +35,7 @@ import torch
 import onnx
 from onnx import numpy_helper
 import peft
-from peft import LoraConfig, get_peft_model
+from peft import IA3Config, LoraConfig, get_peft_model
 import transformers as T
 
 LR, BETAS, EPS, WEIGHT_DECAY, STEPS = 1e-2, (0.9, 0.999), 1e-8, 0.01, 10
@@ -284,6 +284,11 @@ def resnet():
             dict(modules_to_save=["classifier"]))
 
 
+def llama_ia3():
+    return llama(["k_proj", "v_proj", "down_proj"], "IA3: ia3_l rescales k/v outputs and down_proj's input",
+                 dict(peft_type="IA3", feedforward_modules=["down_proj"]))
+
+
 def mixtral():
     # transformers' default experts ("grouped_mm") do not convert to ONNX and "eager" loops over
     # the experts each batch routes to (data-dependent, torch.export fails): "batched_mm" gathers
@@ -303,7 +308,8 @@ ARCHS = dict(gpt2=gpt2, phi3=phi3, gpt_neox=gpt_neox, opt=opt, falcon=falcon, t5
              qwen2_left=lambda: qwen2_padded("left"), qwen2_right=lambda: qwen2_padded("right"),
              bert_left=bert_left_padded)
 ARCHS.update(llama_rslora=llama_rslora, llama_embed=llama_embed, llama_dora=llama_dora, bert_seqcls=bert_seqcls,
-             wav2vec2_group=wav2vec2_group, resnet=resnet, mixtral=mixtral)
+             wav2vec2_group=wav2vec2_group, resnet=resnet, mixtral=mixtral,
+             llama_ia3=llama_ia3)
 
 
 def save_tensor(path, name, t):
@@ -360,9 +366,15 @@ def run(arch, out, builders=ARCHS):
     peft_args = more[0] if more else {}
     cfg._attn_implementation = "eager"
     base = cls(cfg).float()
-    lora = LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=targets, init_lora_weights=False,
-                      fan_in_fan_out=(arch == "gpt2"), **peft_args)
-    m = get_peft_model(base, lora)
+    peft_args = dict(peft_args)
+    if peft_args.pop("peft_type", "LORA") == "IA3":
+        tuner = IA3Config(target_modules=targets, init_ia3_weights=False, **peft_args)
+        described = dict(peft_type="IA3", init_ia3_weights=False, target_modules=targets, **peft_args)
+    else:
+        tuner = LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=targets, init_lora_weights=False,
+                           fan_in_fan_out=(arch == "gpt2"), **peft_args)
+        described = dict(r=8, alpha=16, dropout=0.0, init_lora_weights=False, target_modules=targets, **peft_args)
+    m = get_peft_model(base, tuner)
     m.train()
     net = WithLoss(m, keys)
     d = os.path.join(out, arch)
@@ -389,7 +401,7 @@ def run(arch, out, builders=ARCHS):
     meta = dict(arch=arch, model_class=cls.__name__, notes=notes, loss=float(loss),
                 versions=dict(torch=torch.__version__, transformers=T.__version__, peft=peft.__version__,
                               onnx=onnx.__version__),
-                lora=dict(r=8, alpha=16, dropout=0.0, init_lora_weights=False, target_modules=targets, **peft_args),
+                lora=described,
                 inputs=[dict(name=names[i], feeds=keys[i], dtype=str(x.dtype), shape=list(x.shape))
                         for i, x in enumerate(xs)],
                 params=sum(p.numel() for p in m.parameters()), trainable=[n for n, _ in trainable],

@@ -1,0 +1,1 @@
+B>base_model.model.model.layers.0.self_attn.k_proj.ia3_l.defaultJ@‡ﬂ∂Ãñ-6ÿ»l∂wË6ïÓ47`≤¡¥û|h7<ıµ4ß7,MÂ5	<œ7⁄Ú7Ò“∏6∑Ñå07U^7

@@ -1,0 +1,1 @@
+B>base_model.model.model.layers.0.self_attn.v_proj.ia3_l.defaultJ@Hçº$(GºàT¸UD¿ºÚƒ¬¹‚’„:Vò;Eº)`ºÝ4ùº¡Êâ;RÐ»Ô…«¹‹_»D »²>C»

@@ -1,0 +1,1 @@
+B>base_model.model.model.layers.1.self_attn.k_proj.ia3_l.defaultJ@ˆEÂµ¶m·¤¬d7Ü›Õ·Ú!Q·ï¨µ"Ÿ¶îé´÷C¸òË5·ËÄD·ö·ÑgÆ·l<Í7ÌjÃ7¡Í38

@@ -1,0 +1,1 @@
+B>base_model.model.model.layers.1.self_attn.v_proj.ia3_l.defaultJ@,G);¯\»dÓºK=:1û:èÖ¸4õºI³º7ä¦ºVı9J”œº„{—¸_pèºT ÿº½Ìºº®«:
