@@ -101,7 +101,7 @@ TEST_CASE("explain: tensors, transformations and launches of llama-tiny", "[anal
   CHECK_THAT(text, Catch::Contains("launches (" + std::to_string(r->launches.size()) + ")"));
 }
 
-TEST_CASE("explain: the section round-trips; a plan without it still explains launches",
+TEST_CASE("explain: the section round-trips, a plan without it still explains launches",
           "[analysis][explain]") {
   driver::Compiled c = compileTiny();
   const std::string bytes = planfile::serialize(c.plan);

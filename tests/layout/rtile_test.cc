@@ -142,7 +142,7 @@ TEST_CASE("padding ratio matches a naive count", "[rtile]") {
       for (int64_t tw : {4, 16, 32, 128}) REQUIRE(paddingRatio(th, tw, e) == Approx(naivePadding(th, tw, e)));
 }
 
-TEST_CASE("rows-only consumers get row strips; row+column consumers get a 2D blocked tile", "[rtile]") {
+TEST_CASE("rows-only consumers get row strips, row+column consumers get a 2D blocked tile", "[rtile]") {
   HardwareProfile p = mobileLike();
   // By the cost's definition (rtile_cost.h): a strip scores row/column for a row walk and 1 for a
   // column walk; a blocked tile scores block8/column for either. With no padding,

@@ -48,7 +48,7 @@ struct BatchNormGraph {
   }
 };
 
-TEST_CASE("a train-mode export's BatchNormalization gets training_mode=1; eval and unknown keep inference",
+TEST_CASE("a train-mode export's BatchNormalization gets training_mode=1, eval and unknown keep inference",
           "[onnx][export]") {
   BatchNormGraph train(kTrainCall), eval(kEvalCall), bare("");
   CHECK(onnx::restoreBatchNormTraining(train.t.g, train.origins).value() == 1);

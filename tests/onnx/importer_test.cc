@@ -187,7 +187,7 @@ TEST_CASE("a hand-made model imports as written", "[onnx]") {
   CHECK(g->values[g->inputs[0]].shape == ir::Shape{2, 3});
 }
 
-TEST_CASE("nodes out of order are sorted; a cycle is an error naming a node on it", "[onnx]") {
+TEST_CASE("nodes out of order are sorted, a cycle is an error naming a node on it", "[onnx]") {
   SECTION("reversed order") {
     auto m = tinyModel();
     m.mutable_graph()->mutable_node()->SwapElements(0, 1);

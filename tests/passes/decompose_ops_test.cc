@@ -91,7 +91,7 @@ TEST_CASE("Tile's reference kernel repeats the input whole along each axis", "[p
         REQUIRE(got.at((i * 3 + j) * 4 + k) == in.at((i % 2 * 3 + j) * 2 + k % 2));
 }
 
-TEST_CASE("Tile becomes Reshape, Expand, Reshape; repeats of 1 only an Identity", "[passes][decompose]") {
+TEST_CASE("Tile becomes Reshape, Expand, Reshape, repeats of 1 only an Identity", "[passes][decompose]") {
   SECTION("two repeated axes of three, one of them the first") {
     GraphBuilder t = GraphBuilder::inferring();
     ValueId x = t.input("x", DType::F32, {2, 3, 4});
@@ -442,7 +442,7 @@ struct Pool2d {
   }
 };
 
-TEST_CASE("MaxPool and AveragePool: windows as naive loops take them; Pad, strided Slices, Max or Adds",
+TEST_CASE("MaxPool and AveragePool: windows as naive loops take them, Pad, strided Slices, Max or Adds",
           "[passes][decompose]") {
   struct Case {
     const char* name;

@@ -57,7 +57,7 @@ TEST_CASE("Identity chains and same-dtype casts are dropped, real casts kept", "
 )");
 }
 
-TEST_CASE("inference Dropout is dropped; a read mask becomes all-true", "[passes]") {
+TEST_CASE("inference Dropout is dropped, a read mask becomes all-true", "[passes]") {
   GraphBuilder b;
   ir::ValueId x = b.input("x", DType::F32, {2, 3});
   ir::ValueId ratio0 = b.constant("r0", Tensor::scalar<float>(0.f));

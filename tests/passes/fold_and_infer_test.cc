@@ -79,7 +79,7 @@ TEST_CASE("a causal mask from Range, CumSum and comparisons folds to the naive m
   CHECK(b.g.liveNodeCount() == 1);
 }
 
-TEST_CASE("RoPE tables fold from a buffer initializer; weights stay parameters", "[passes]") {
+TEST_CASE("RoPE tables fold from a buffer initializer, weights stay parameters", "[passes]") {
   const int64_t seq = 5, half = 3;
   std::vector<float> invFreq = {1.f, 0.1f, 0.01f};
   GraphBuilder b;

@@ -43,7 +43,7 @@ std::string section(const std::string& text, const std::string& from, const std:
 
 }  // namespace
 
-TEST_CASE("global-layout-selection: Q*K^T and P*V form one chain; layouts propagate",
+TEST_CASE("global-layout-selection: Q*K^T and P*V form one chain, layouts propagate",
           "[passes][layout-pipeline]") {
   auto p = adreno();
   auto g = ir::parseGraph(kAttention);

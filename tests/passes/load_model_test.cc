@@ -156,7 +156,7 @@ static std::string writeSymbolicModel() {
   return path;
 }
 
-TEST_CASE("a symbolic input dimension needs --shape; the override drives folding", "[passes]") {
+TEST_CASE("a symbolic input dimension needs --shape, the override drives folding", "[passes]") {
   std::string path = writeSymbolicModel();
   auto bare = fbl::onnx::loadModel(path);
   REQUIRE_FALSE(bare.ok());

@@ -92,7 +92,7 @@ TEST_CASE("a leaf name shared with a module left alone is made longer", "[plan][
   CHECK(targets(a) == std::set<std::string>{"attention.output.dense", "output.dense", "query"});
 }
 
-TEST_CASE("r and alpha come from lora_A and the scaling; other ranks go to rank_pattern", "[plan][peft]") {
+TEST_CASE("r and alpha come from lora_A and the scaling, other ranks go to rank_pattern", "[plan][peft]") {
   const auto a = adapterOf({{"l.0.q", 8, 2.0}, {"l.0.k", 8, 2.0}, {"l.0.v", 2, 2.0}});
   CHECK(a.config.at("r") == 8);
   CHECK(a.config.at("lora_alpha") == 16);

@@ -187,7 +187,7 @@ TEST_CASE("unary f32 ops follow their formulas", "[ref]") {
   }
 }
 
-TEST_CASE("Round halves to even; Sign of integers and zeros", "[ref]") {
+TEST_CASE("Round halves to even, Sign of integers and zeros", "[ref]") {
   Tensor x = Tensor::fromVector<float>({8}, {-2.5f, -1.5f, -0.5f, 0.5f, 1.5f, 2.5f, 2.4f, -2.6f});
   requireEqual(mustRun("Round", {&x})[0], Tensor::fromVector<float>({8}, {-2, -2, -0.0f, 0, 2, 2, 2, -3}));
   Tensor i = Tensor::fromVector<int64_t>({4}, {-7, 0, 3, -1});

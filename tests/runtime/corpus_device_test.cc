@@ -127,7 +127,7 @@ TEST_CASE("the corpus's left-padded Qwen2 batch (optimize=True export) trains on
 // BatchNorm in train mode normalizes with the batch's statistics (restored from the export's
 // metadata, decomposed into a LayerNormalization over the batch), and the stem's MaxPool becomes
 // strided Slices and a Max whose ties go to the first element, as PyTorch's do.
-TEST_CASE("the corpus's ResNet (BatchNorm in train mode, MaxPool; optimize=True) trains on PoCL like PyTorch and peft",
+TEST_CASE("the corpus's ResNet (BatchNorm in train mode, MaxPool, optimize=True) trains on PoCL like PyTorch and peft",
           "[runtime][hf-corpus]") {
   trainsLikePyTorch("resnet", "opt");
 }
@@ -140,7 +140,7 @@ TEST_CASE("the corpus's wav2vec2 with GroupNorm (TorchScript export) trains on P
 
 // A top-2-of-4 MoE: TopK picks each token's experts, whose weights GatherND collects; the router's
 // gradient comes back through TopK's values.
-TEST_CASE("the corpus's Mixtral (MoE; optimize=True) trains on PoCL like PyTorch and peft", "[runtime][hf-corpus]") {
+TEST_CASE("the corpus's Mixtral (MoE, optimize=True) trains on PoCL like PyTorch and peft", "[runtime][hf-corpus]") {
   trainsLikePyTorch("mixtral", "opt");
 }
 

@@ -218,7 +218,7 @@ TEST_CASE("matmul, reductions and normalizations match the reference", "[runtime
   }
 }
 
-TEST_CASE("ArgMax and ArgMin match the reference, ties and all; ReduceL2 runs decomposed", "[runtime][kernels]") {
+TEST_CASE("ArgMax and ArgMin match the reference, ties and all, ReduceL2 runs decomposed", "[runtime][kernels]") {
   // Integers in [-3, 3] tie often: the first (or, select_last_index, the last) position wins.
   for (const char* op : {"ArgMax", "ArgMin"})
     for (int64_t axis : {0, -1})
