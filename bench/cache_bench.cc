@@ -138,6 +138,7 @@ std::string simulateModel(Context& cx, const std::string& model) {
       driver::CompileArgs ca;
       ca.model = model;
       ca.profile = prof;
+      ca.allowOverLimit = true;  // a simulation of the profile's GPU, not a plan for a device
       ca.strategy = st;
       ca.storage = o.storage;
       auto c = driver::compileModel(ca);

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "compiler/analysis/flops.h"
+#include "compiler/analysis/memory_report.h"
 #include "compiler/passes/layout_assignment_printer.h"
 
 namespace fbl::analysis {
@@ -245,6 +246,7 @@ std::string formatExplain(const ExplainReport& r) {
   std::ostringstream o;
   o << fmt::format("plan {} (profile {}), layout strategy {}\n", r.model, r.profile,
                    r.strategy.empty() ? "unknown" : r.strategy);
+  if (!r.memory.empty()) o << r.memory << "\n";
   if (!r.hasSection)
     o << "note: this plan has no explain section (compiled before `fblc explain` existed): layouts and "
          "FLOPs are unknown; recompile it for them\n";
@@ -320,6 +322,18 @@ int runExplain(const ExplainArgs& args) {
     fmt::print(stderr, "error: {}: {}\n", args.plan, r.error().message);
     return 1;
   }
+  profile::MemoryLimits limits;
+  std::string judgedBy = plan.profile + " (no --profile: limits unknown)";
+  if (!args.profile.empty()) {
+    auto hw = profile::loadProfile(args.profile);
+    if (!hw.ok()) {
+      fmt::print(stderr, "error: {}\n", hw.error().message);
+      return 1;
+    }
+    limits = hw->memory;
+    judgedBy = hw->name;
+  }
+  r->memory = memorySummaryLine(memoryReport(plan, limits), judgedBy);
   fmt::print("{}", formatExplain(*r));
   if (!args.html.empty()) {
     std::ofstream out(args.html, std::ios::binary | std::ios::trunc);

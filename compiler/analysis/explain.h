@@ -56,6 +56,7 @@ struct ExplainReport {
   nlohmann::json transforms;  // transformsToJson: totals, explicit nodes, conversions
   nlohmann::json chains;      // FTD-D chains and their chosen tiles
   std::vector<std::string> notes;
+  std::string memory;  // analysis::memorySummaryLine: the peak, the largest allocation, whether they fit
   std::vector<ExplainTensor> tensors;
   std::vector<ExplainNode> nodes;  // graph order (topological)
   std::vector<ExplainLaunch> launches;
@@ -69,7 +70,8 @@ std::string renderExplainHtml(const ExplainReport& r);
 
 struct ExplainArgs {
   std::string plan;
-  std::string html;  // optional output page
+  std::string html;     // optional output page
+  std::string profile;  // optional: the profile whose memory limits the plan is judged against
 };
 // The command: one line per error (naming the file), exit code 1 on error.
 int runExplain(const ExplainArgs& args);

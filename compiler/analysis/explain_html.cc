@@ -31,7 +31,7 @@ nlohmann::json pageData(const ExplainReport& r) {
     tensors.push_back({t.name, t.dtype, t.shape, t.role, t.bytes, t.layout + " (" + t.storage + ")", t.why});
   for (const ExplainLaunch& l : r.launches)
     launches.push_back({l.phase, l.kernel, l.node, l.kind, l.bytes, l.flops});
-  return {{"model", r.model},       {"profile", r.profile}, {"strategy", r.strategy},
+  return {{"model", r.model},       {"profile", r.profile}, {"strategy", r.strategy}, {"memory", r.memory},
           {"section", r.hasSection}, {"summary", r.transforms.is_null() ? json::object() : r.transforms},
           {"nodes", nodes},         {"tensors", tensors},   {"transforms", tr},
           {"launches", launches}};
@@ -76,7 +76,8 @@ var s=D.summary||{};
 document.getElementById('summary').innerHTML=esc(D.model)+' &middot; profile '+esc(D.profile)+' &middot; strategy '+
   esc(D.strategy||'unknown')+' &middot; '+D.nodes.length+' nodes, '+D.launches.length+' launches'+
   (s.total!==undefined?' &middot; transformations: '+s.total+' total, '+s.eliminated+' eliminated, '+s.explicit+' explicit':'')+
-  (D.section?'':' &middot; <b>no explain section: layouts unknown (recompile the plan)</b>');
+  (D.section?'':' &middot; <b>no explain section: layouts unknown (recompile the plan)</b>')+
+  (D.memory?'<br>'+esc(D.memory):'');
 var phases=['forward','backward','optimizer'], pos=new Array(D.nodes.length), svgs={};
 phases.forEach(function(ph){
   var ids=[];D.nodes.forEach(function(n,i){if(n.p===ph)ids.push(i);});

@@ -243,8 +243,7 @@ static nlohmann::json storageReport(const autodiff::TrainingGraph& tg, const Pla
 }
 
 // The runtime's own checks (runtime/plan_check.h) on the plan as it will read it: a plan it would
-// refuse is refused here, naming the trainable where a gradient's shape is what fails (IA3's
-// [out, 1] vectors get theirs as a view of the flat [out] product).
+// refuse is refused here, naming the trainable where a gradient's shape is what fails.
 static Status checkForRuntime(const CompileArgs& args, const Plan& plan) {
   for (const planfile::Trainable& t : plan.trainables) {
     if (t.grad < 0) continue;
@@ -331,6 +330,16 @@ Result<Compiled> compileModel(const CompileArgs& args) {
     c.plan.loop.totalSteps = args.totalSteps;
   }
   FBL_TRY(checkForRuntime(args, c.plan));
+  c.memory = analysis::memoryReport(c.plan, hw.memory);
+  if (c.memory.fitsMaxAlloc == false && !args.allowOverLimit) {
+    const std::string& source = hw.provenance.at("memory.max_alloc_bytes");
+    return makeError("{}: the plan's largest allocation, {} ({} bytes), exceeds the max_alloc_bytes of {}, {} bytes "
+                     "({}), so no device of that profile can allocate it; the peak is {}, frozen weights {}, the "
+                     "transient region {}. --allow-over-limit writes it anyway, for analysis",
+                     args.model, c.memory.largestAllocation, c.memory.largestAllocationBytes, hw.name,
+                     *hw.memory.maxAllocBytes, source.substr(0, source.find(':')), analysis::humanBytes(c.memory.peakBytes),
+                     analysis::humanBytes(c.memory.frozenWeightBytes), analysis::humanBytes(c.memory.transientBytes));
+  }
   c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return c;
 }
@@ -399,6 +408,7 @@ int runCompile(const CompileArgs& args) {
   fmt::print("{}: {} kernels, {} launches, arena {} bytes ({} persistent), {} images ({} bytes), {:.2f} s\nweights: {}\n",
              args.output, c->stats.kernels, c->stats.launches, c->plan.arenaBytes, c->stats.persistentBytes,
              c->plan.imageSlots.size(), c->plan.imageBytes(), c->seconds, weightsNote);
+  fmt::print("{}\n", analysis::memorySummaryLine(c->memory, c->plan.profile));
   if (!args.report.empty()) {
     nlohmann::json r{{"model", args.model},
                      {"profile", c->plan.profile},
@@ -406,7 +416,8 @@ int runCompile(const CompileArgs& args) {
                      {"kernels", c->stats.kernels},
                      {"launches", c->stats.launches},
                      {"tensors", c->plan.tensors.size()},
-                     {"peak_bytes", c->plan.arenaBytes},
+                     {"peak_bytes", c->memory.peakBytes},
+                     {"memory", analysis::memoryReportJson(c->memory)},
                      {"persistent_bytes", c->stats.persistentBytes},
                      {"transient_bytes", c->stats.transientBytes},
                      {"plan_bytes", bytes.size()},

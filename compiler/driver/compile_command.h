@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compiler/analysis/memory_report.h"
 #include "compiler/autodiff/training_graph.h"
 #include "compiler/ir/tensor.h"
 #include "compiler/passes/pass_manager.h"
@@ -45,10 +46,14 @@ struct CompileArgs : autodiff::TrainingFlags {
   std::vector<std::string> dumpAfter;       // pass names, or "all"
   std::vector<std::string> disabledPasses;  // ablation
   bool verifyPasses = false;
+  // Write a plan whose largest allocation exceeds the profile's max_alloc_bytes (for analysis:
+  // fblc explain, simulators); no device of the profile could load it.
+  bool allowOverLimit = false;
 };
 
 struct Compiled {
   plan::Plan plan;
+  analysis::MemoryReport memory;  // the plan against the profile's memory limits
   plan::BuildStats stats;
   double seconds = 0.0;
   nlohmann::json transforms;  // the layout pipeline's transform decisions (report's `transforms`)

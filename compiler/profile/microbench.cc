@@ -318,6 +318,14 @@ Result<HardwareProfile> measureProfile(const MeasureOptions& opts) {
   // Step 1: what the driver says.
   p.computeUnits = static_cast<int>(deviceValue<cl_uint>(d, CL_DEVICE_MAX_COMPUTE_UNITS));
   p.provenance["compute_units"] = "queried: CL_DEVICE_MAX_COMPUTE_UNITS";
+  p.memory.present = true;
+  p.memory.globalBytes = static_cast<int64_t>(deviceValue<cl_ulong>(d, CL_DEVICE_GLOBAL_MEM_SIZE));
+  p.provenance["memory.global_bytes"] = "queried: CL_DEVICE_GLOBAL_MEM_SIZE";
+  p.memory.maxAllocBytes = static_cast<int64_t>(deviceValue<cl_ulong>(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE));
+  p.provenance["memory.max_alloc_bytes"] = "queried: CL_DEVICE_MAX_MEM_ALLOC_SIZE";
+  if (!p.memory.appBudgetBytes)  // a base profile's budget stays: no OpenCL query gives one
+    p.provenance["memory.app_budget_bytes"] =
+        "pending measurement: what the OS lets an app use is not an OpenCL query; set it for the phone and OS";
   p.image2dMaxWidth = static_cast<int64_t>(deviceValue<size_t>(d, CL_DEVICE_IMAGE2D_MAX_WIDTH));
   p.image2dMaxHeight = static_cast<int64_t>(deviceValue<size_t>(d, CL_DEVICE_IMAGE2D_MAX_HEIGHT));
   p.provenance["image2d_max"] = "queried: CL_DEVICE_IMAGE2D_MAX_WIDTH/HEIGHT";

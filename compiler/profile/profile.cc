@@ -26,7 +26,7 @@ const std::vector<std::string>& valueFields() {
 const std::set<std::string>& knownKeys() {
   static const std::set<std::string> k = [] {
     std::set<std::string> s(valueFields().begin(), valueFields().end());
-    s.insert({"schema", "name", "device", "notes", "provenance"});
+    s.insert({"schema", "name", "device", "notes", "provenance", "memory"});
     return s;
   }();
   return k;
@@ -178,8 +178,26 @@ Status validateProfile(const HardwareProfile& p, const std::string& origin) {
     if (absent && !pending) return bad(f, "is null but its provenance is not 'pending measurement'");
     if (!absent && pending) return bad(f, "has a value but its provenance says 'pending measurement'");
   }
+  const MemoryLimits& m = p.memory;
+  const std::optional<int64_t>* limits[] = {&m.globalBytes, &m.maxAllocBytes, &m.appBudgetBytes};
+  for (size_t i = 0; i < 3; ++i) {
+    const std::string f = std::string("memory.") + kMemoryFields[i];
+    auto it = p.provenance.find(f);
+    if (!m.present) {
+      if (it != p.provenance.end()) return bad("provenance." + f, "names no profile field (there is no memory block)");
+      continue;
+    }
+    if (it == p.provenance.end()) return bad("provenance." + f, "missing (say where the number came from)");
+    FBL_TRY(checkProvenanceText(f, it->second, origin));
+    const bool pending = it->second.rfind(sourceKindName(SourceKind::kPending), 0) == 0;
+    if (!*limits[i] && !pending) return bad(f, "is null but its provenance is not 'pending measurement'");
+    if (*limits[i] && pending) return bad(f, "has a value but its provenance says 'pending measurement'");
+    if (*limits[i] && **limits[i] <= 0) return bad(f, "must be positive");
+  }
+  if (m.globalBytes && m.maxAllocBytes && *m.maxAllocBytes > *m.globalBytes)
+    return bad("memory.max_alloc_bytes", "exceeds memory.global_bytes");
   for (const auto& [f, text] : p.provenance)
-    if (std::find(valueFields().begin(), valueFields().end(), f) == valueFields().end())
+    if (std::find(valueFields().begin(), valueFields().end(), f) == valueFields().end() && f.rfind("memory.", 0) != 0)
       return bad("provenance." + f, "names no profile field");
   return Status::success();
 }
@@ -243,6 +261,21 @@ Result<HardwareProfile> profileFromJson(const json& j, const std::string& origin
     FBL_ASSIGN(AccessTable t, readAccessTable(r, *table));
     p.accessTable = std::move(t);
   }
+  if (j.contains("memory")) {
+    const json& mem = j.at("memory");
+    if (!mem.is_object()) return r.bad("memory", "expected {\"global_bytes\", \"max_alloc_bytes\", \"app_budget_bytes\"}");
+    p.memory.present = true;
+    std::optional<int64_t>* limits[] = {&p.memory.globalBytes, &p.memory.maxAllocBytes, &p.memory.appBudgetBytes};
+    for (size_t i = 0; i < 3; ++i) {
+      const std::string path = std::string("memory.") + kMemoryFields[i];
+      FBL_ASSIGN(const json* v, r.get(mem, kMemoryFields[i], path));
+      if (v->is_null()) continue;
+      FBL_ASSIGN(*limits[i], r.positiveInt(mem, kMemoryFields[i], path));
+    }
+    for (const auto& [key, value] : mem.items())
+      if (std::find(std::begin(kMemoryFields), std::end(kMemoryFields), key) == std::end(kMemoryFields))
+        return r.bad("memory." + key, "is not a memory field (global_bytes, max_alloc_bytes, app_budget_bytes)");
+  }
   FBL_ASSIGN(const json* prov, r.get(j, "provenance", "provenance"));
   if (!prov->is_object()) return r.bad("provenance", "expected an object of field -> source");
   for (const auto& [field, text] : prov->items()) {
@@ -275,6 +308,12 @@ json profileToJson(const HardwareProfile& p) {
   j["bandwidth_gbps"] = p.bandwidthGBs ? json(*p.bandwidthGBs) : json(nullptr);
   j["peak_gflops"] = p.peakGflops ? json(*p.peakGflops) : json(nullptr);
   j["access_table"] = p.accessTable ? accessTableToJson(*p.accessTable) : json(nullptr);
+  if (p.memory.present) {
+    auto opt = [](const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); };
+    j["memory"] = {{"global_bytes", opt(p.memory.globalBytes)},
+                   {"max_alloc_bytes", opt(p.memory.maxAllocBytes)},
+                   {"app_budget_bytes", opt(p.memory.appBudgetBytes)}};
+  }
   j["provenance"] = p.provenance;
   for (const auto& [key, value] : p.extra.items()) j[key] = value;
   return j;

@@ -65,6 +65,19 @@ struct ImageStorage {
   int64_t pitchAlignmentPixels = 0;  // 0: unknown or not applicable
 };
 
+// What the device lets a plan allocate. global_bytes: CL_DEVICE_GLOBAL_MEM_SIZE;
+// max_alloc_bytes: CL_DEVICE_MAX_MEM_ALLOC_SIZE, the largest single buffer or image (1 GiB on
+// Adreno 7xx); app_budget_bytes: what an app may use before the OS kills it (about 3 GB on iOS,
+// near 4 GB of 8 under Android's lmkd). Each is absent (JSON null) while pending measurement;
+// the whole block is optional, and a profile without it says nothing about memory.
+struct MemoryLimits {
+  bool present = false;
+  std::optional<int64_t> globalBytes;
+  std::optional<int64_t> maxAllocBytes;
+  std::optional<int64_t> appBudgetBytes;
+};
+inline constexpr const char* kMemoryFields[] = {"global_bytes", "max_alloc_bytes", "app_budget_bytes"};
+
 struct HardwareProfile {
   std::string name;    // file stem, e.g. "adreno-830"
   std::string device;  // the device as its vendor or driver names it
@@ -84,6 +97,7 @@ struct HardwareProfile {
   std::optional<double> bandwidthGBs;
   std::optional<double> peakGflops;
   std::optional<AccessTable> accessTable;
+  MemoryLimits memory;  // provenance keys "memory.global_bytes", ...
 
   // Field name (as in the JSON) -> provenance text; every field above has one.
   std::map<std::string, std::string> provenance;

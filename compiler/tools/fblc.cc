@@ -151,6 +151,8 @@ void addCompile(CLI::App& app, int& rc) {
                   "Where tensors live: buffer (the arena), image (image2d where kernels take them) or auto "
                   "(images where the profile says reads go through a texture cache)")
       ->check(CLI::IsMember({"buffer", "image", "auto"}));
+  cmd->add_flag("--allow-over-limit", args.allowOverLimit,
+                "Write a plan whose largest allocation exceeds the profile's max_alloc_bytes (for analysis only)");
   cmd->callback([&rc] { runWithShapes(shapes, args.shapes, rc, [] { return fbl::driver::runCompile(args); }); });
 }
 
@@ -159,6 +161,7 @@ void addExplain(CLI::App& app, int& rc) {
   auto* cmd = app.add_subcommand("explain", "Explain a plan: each tensor's layout and why, transformations, launches");
   cmd->add_option("plan", args.plan, "Plan file (from fblc compile)")->required();
   cmd->add_option("--html", args.html, "Also write a self-contained HTML page of the graph and tables");
+  cmd->add_option("--profile", args.profile, "Judge the plan's memory against this profile's limits");
   cmd->callback([&rc] { rc = fbl::analysis::runExplain(args); });
 }
 

@@ -32,6 +32,7 @@ Compiled compile(const std::string& model, const std::string& profile, const std
   a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/" + profile + ".json";
   a.strategy = strategy;
   a.storage = storage;
+  a.allowOverLimit = true;  // full-size plans for phone profiles: their layouts, not a device's load
   auto c = compileModel(a);
   if (!c.ok()) FAIL(c.error().message);
   return std::move(*c);

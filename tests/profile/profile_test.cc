@@ -39,6 +39,12 @@ HardwareProfile sampleProfile() {
                         "image_storage"})
     p.provenance[f] = "estimated: test";
   p.provenance["peak_gflops"] = "pending measurement";
+  p.memory.present = true;
+  p.memory.globalBytes = int64_t{8} << 30;
+  p.memory.maxAllocBytes = int64_t{1} << 30;
+  p.provenance["memory.global_bytes"] = "queried: CL_DEVICE_GLOBAL_MEM_SIZE";
+  p.provenance["memory.max_alloc_bytes"] = "public: a clinfo dump";
+  p.provenance["memory.app_budget_bytes"] = "pending measurement";
   p.extra["opencl"] = {{"workgroup_size", 64}};
   return p;
 }
@@ -110,6 +116,27 @@ TEST_CASE("profile errors name the file and the field on one line", "[profile]")
   requireOneLineNaming(errorAfter([](json& j) { j["peak_gflops"] = 100.0; }), "peak_gflops");
   requireOneLineNaming(errorAfter([](json& j) { j["schema"] = "other/2"; }), "schema");
   REQUIRE(errorAfter([](json&) {}).empty());
+}
+
+TEST_CASE("the memory block: limits with provenance, null while pending, optional as a whole", "[profile]") {
+  auto back = profileFromJson(profileToJson(sampleProfile()), "mem");
+  REQUIRE(back.ok());
+  CHECK(back->memory.maxAllocBytes == (int64_t{1} << 30));
+  CHECK_FALSE(back->memory.appBudgetBytes.has_value());
+  requireOneLineNaming(errorAfter([](json& j) { j["memory"]["max_alloc_bytes"] = 0; }), "memory.max_alloc_bytes");
+  requireOneLineNaming(errorAfter([](json& j) { j["memory"]["max_alloc_bytes"] = nullptr; }), "memory.max_alloc_bytes");
+  requireOneLineNaming(errorAfter([](json& j) { j["memory"]["app_budget_bytes"] = 3000000000; }), "memory.app_budget_bytes");
+  requireOneLineNaming(errorAfter([](json& j) { j["memory"]["global_bytes"] = 1000; }), "memory.max_alloc_bytes");
+  requireOneLineNaming(errorAfter([](json& j) { j["memory"]["heap_bytes"] = 1; }), "memory.heap_bytes");
+  requireOneLineNaming(errorAfter([](json& j) { j["provenance"].erase("memory.global_bytes"); }),
+                       "provenance.memory.global_bytes");
+  requireOneLineNaming(errorAfter([](json& j) { j["memory"] = 4; }), "memory");
+  // A profile without the block says nothing about memory, and may not give its provenance.
+  CHECK(errorAfter([](json& j) {
+          j.erase("memory");
+          for (const char* f : kMemoryFields) j["provenance"].erase(std::string("memory.") + f);
+        }).empty());
+  requireOneLineNaming(errorAfter([](json& j) { j.erase("memory"); }), "provenance.memory.global_bytes");
 }
 
 TEST_CASE("profile load reports unreadable files in one line", "[profile]") {
