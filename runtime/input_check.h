@@ -3,7 +3,8 @@
 //  1. the dtype and shape the host says it hands (typed writes), or the byte count (raw writes),
 //     against the plan tensor;
 //  2. every element of an integer input against every Plan::inputChecks entry of that input: a
-//     Gather's indices in [-n, n), a loss's labels in [0, C) or its ignore_index;
+//     Gather's indices in [-n, n) (an embedding's in [0, n)), a loss's labels in [0, C) or its
+//     ignore_index;
 //  3. every element of a float input (f32, f64, f16, bf16) for NaN and infinity.
 // The first element at fault is named by its flat position and its coordinates, with the value
 // and the bound it breaks:

@@ -45,7 +45,12 @@ std::vector<InputBound> inputBounds(const ir::Graph& g, ir::ValueId input) {
         if ((n.op == "Gather" || n.op == "GatherElements") && slot == 1) {
           const int64_t extentN = extent(g.values[n.inputs[0]], n.attrInt("axis", 0));
           if (extentN < 0) continue;
-          b.lo = -extentN;
+          // An embedding (a 2-D parameter gathered along its rows) refuses a negative id as
+          // PyTorch's does; ONNX would read from the end, a row the model never meant.
+          const ir::Value& data = g.values[n.inputs[0]];
+          const bool embedding = n.op == "Gather" && data.kind == ir::ValueKind::Initializer && data.shape.size() == 2 &&
+                                 (n.attrInt("axis", 0) == 0 || n.attrInt("axis", 0) == -2);
+          b.lo = embedding ? 0 : -extentN;
           b.hi = extentN;
           b.table = g.values[n.inputs[0]].name;
           found.emplace_back(nid, std::move(b));

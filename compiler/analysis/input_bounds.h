@@ -6,8 +6,10 @@
 //      branches, the data of Gather/GatherElements): every element they produce is an element
 //      of the input or a constant of the graph;
 //   2. at Gather / GatherElements indices (axis extent n), record an index bound [-n, n) (ONNX:
-//      negative indices count from the end); at SoftmaxCrossEntropyLoss labels (class count C),
-//      record a label bound [0, C) with the node's ignore_index;
+//      negative indices count from the end), or [0, n) into an embedding (a 2-D initializer
+//      gathered along axis 0: PyTorch's embedding refuses a negative id); at
+//      SoftmaxCrossEntropyLoss labels (class count C), record a label bound [0, C) with the node's
+//      ignore_index;
 //   3. stop at any other op: ids that arithmetic changed (cumsum - 1, ids + offset) are bounded
 //      by nothing recorded here, nor are GatherND / ScatterND index tuples (each position of a
 //      tuple has a bound of its own); the kernels guard those reads themselves.

@@ -32,7 +32,7 @@ TEST_CASE("input bounds: gathers and losses reached through id-moving ops", "[an
   const std::vector<InputBound> got = analysis::inputBounds(b.g, ids);
   REQUIRE(got.size() == 3);
   CHECK(got[0].kind == InputBound::Kind::Index);
-  CHECK(got[0].lo == -100);
+  CHECK(got[0].lo == 0);  // an embedding: PyTorch refuses negative ids
   CHECK(got[0].hi == 100);
   CHECK(got[0].table == "embed");
   CHECK(got[0].node == b.g.nodes[1].name);
@@ -61,9 +61,11 @@ TEST_CASE("input bounds: a gather's data carries ids, its indices do not become 
   b.op("GatherElements", {data, b.op("Reshape", {pos, b.ints<int64_t>("s", {1, 3})})}, {{"axis", int64_t{1}}});
   const auto idsBounds = analysis::inputBounds(b.g, ids);
   REQUIRE(idsBounds.size() == 1);
+  CHECK(idsBounds[0].lo == 0);
   CHECK(idsBounds[0].hi == 50);
   const auto posBounds = analysis::inputBounds(b.g, pos);
   REQUIRE(posBounds.size() == 2);
+  CHECK(posBounds[0].lo == -6);  // ids is an input, not a table: ONNX's negative positions
   CHECK(posBounds[0].hi == 6);
   CHECK(posBounds[0].table == "ids");
   CHECK(posBounds[1].lo == -9);
