@@ -2,7 +2,7 @@
 //
 //   fbl-train PLAN [--weights WEIGHTS.safetensors] [--data PATH] [--eval-data PATH]
 //             [--steps N | --epochs E] [--seed S] [--eval-split F | --eval-samples M] [--eval-every K]
-//             [--checkpoint-every K] [--checkpoint PATH] [--resume] [--dump-grads OUT]
+//             [--checkpoint-every K] [--checkpoint PATH] [--resume | --resume-if-exists] [--dump-grads OUT]
 //             [--export-adapter DIR] [--device N] [--cache-dir DIR] [--list-devices]
 //
 // It is a desktop tool over the runtime library: the weights are the .safetensors `fblc compile`
@@ -53,13 +53,17 @@ struct Args {
   int checkpointEvery = 0;
   int device = -1;
   bool resume = false;
+  // --resume-if-exists: a missing checkpoint starts the run from step 0, for a supervisor that
+  // restarts the same command line; --resume alone refuses it, so a mistyped path is not a
+  // silent fresh start.
+  bool resumeIfExists = false;
   bool listDevices = false;
 };
 
 const char* kUsage =
     "usage: fbl-train PLAN [--weights WEIGHTS.safetensors] [--data PATH] [--eval-data PATH]\n"
     "                 [--steps N | --epochs E] [--seed S] [--eval-split F | --eval-samples M] [--eval-every K]\n"
-    "                 [--checkpoint-every K] [--checkpoint PATH] [--resume] [--dump-grads OUT]\n"
+    "                 [--checkpoint-every K] [--checkpoint PATH] [--resume | --resume-if-exists] [--dump-grads OUT]\n"
     "                 [--export-adapter DIR] [--device N] [--cache-dir DIR] [--list-devices]\n"
     "--weights: what `fblc compile` wrote beside the plan (default: PLAN with .safetensors).\n"
     "PATH: FILE.safetensors, FILE.npy, a folder of INPUT.npy, or TensorProtos (DIR/input_K.pb,\n"
@@ -121,6 +125,7 @@ std::string parseArgs(int argc, char** argv, Args* a) {
     else if (k == "--checkpoint-every") ok = number(&a->checkpointEvery);
     else if (k == "--checkpoint") ok = value(&a->checkpoint);
     else if (k == "--resume") a->resume = true;
+    else if (k == "--resume-if-exists") a->resumeIfExists = true;
     else if (k == "--dump-grads") ok = value(&a->dumpGrads);
     else if (k == "--export-adapter") ok = value(&a->exportAdapter);
     else if (k == "--device") ok = number(&a->device);
@@ -137,6 +142,7 @@ std::string parseArgs(int argc, char** argv, Args* a) {
   if (fs::path(a->weights).extension() == ".onnx")
     return "--weights takes the .safetensors `fblc compile` wrote beside the plan (default: PLAN with .safetensors), not the ONNX model";
   if (a->epochs > 0 && a->steps >= 0) return "give --steps or --epochs, not both";
+  if (a->resume && a->resumeIfExists) return "give --resume or --resume-if-exists, not both";
   if (a->data.empty() && (a->epochs > 0 || a->evalSplit > 0.0 || a->evalSamples > 0))
     return "--epochs, --eval-split and --eval-samples need a dataset (--data)";
   if (a->evalSplit > 0.0 && a->evalSamples > 0) return "give --eval-split or --eval-samples, not both";
@@ -267,9 +273,9 @@ std::string setUpData(const Args& a, const fbl::rt::Session& s, Data* d) {
   return "";
 }
 
-// --resume: the checkpoint, and with a dataset its position file, which must describe this run's data.
+// --resume, --resume-if-exists: the checkpoint, and with a dataset its position file, which must describe this run's data.
 std::string resume(const Args& a, const Data& d, fbl::rt::Session& s) {
-  if (!fs::exists(a.checkpoint)) {
+  if (!fs::exists(a.checkpoint)) {  // --resume-if-exists: run() refused this under --resume
     fmt::print(stderr, "no checkpoint at {}: starting from step 0\n", a.checkpoint);
     return "";
   }
@@ -314,6 +320,11 @@ int run(const Args& a) {
     return fmt::print(stderr, "error: weights '{}' do not exist: `fblc compile` writes them beside the plan (--weights names another file)\n",
                       a.weights),
            1;
+  if (a.resume && !fs::exists(a.checkpoint))
+    return fmt::print(stderr, "error: --resume: no checkpoint at '{}' (--checkpoint names it; --resume-if-exists "
+                              "starts from step 0 when there is none)\n",
+                      a.checkpoint),
+           1;
   fbl::rt::OpenOptions o;
   o.device = a.device;
   o.cacheDir = a.cacheDir;
@@ -332,7 +343,7 @@ int run(const Args& a) {
   // Every sample is read and checked before the first step, so a bad one stops the run before it trains.
   Data data;
   if (auto e = setUpData(a, *s, &data); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
-  if (a.resume)
+  if (a.resume || a.resumeIfExists)
     if (auto e = resume(a, data, *s); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
   const bool tty = ::isatty(2) != 0;
   const int64_t batchSize = s->plan().inputs.empty() ? 1 : std::max<int64_t>(1, s->plan().tensors[s->plan().inputs[0]].shape.empty() ? 1 : s->plan().tensors[s->plan().inputs[0]].shape[0]);

@@ -279,6 +279,41 @@ TEST_CASE("fbl-train: synthetic inputs from the plan's bounds, weights beside th
   CHECK_THAT(none.log, Catch::Contains("error: weights '" + missing + "' do not exist"));
 }
 
+// --resume goes on from a checkpoint that must exist: a mistyped path is one line and exit 1, not a
+// fresh start. --resume-if-exists, for a supervisor that restarts one command line, starts from
+// step 0 when there is none yet.
+TEST_CASE("fbl-train: --resume refuses a missing checkpoint, --resume-if-exists starts without one", "[runtime][train-files]") {
+  driver::Compiled compiled;
+  const driver::CompileArgs a = compiledLlamaTiny("llama-resume", &compiled);
+  const std::string common = a.output + " --cache-dir " + tempDir() + "/cache ";
+  const std::string typo = tempDir() + "/resume-typo.ckpt";
+  std::remove(typo.c_str());
+  const Run missing = fblTrain(common + "--steps 2 --resume --checkpoint " + typo, "resume-missing");
+  INFO(missing.log);
+  CHECK(missing.status == 1);
+  CHECK_THAT(missing.log, Catch::Contains("error: --resume: no checkpoint at '" + typo + "'"));
+  CHECK_THAT(missing.log, !Catch::Contains("step 1/"));
+
+  const std::string ckpt = tempDir() + "/resume-supervised.ckpt";
+  std::remove(ckpt.c_str());
+  const Run first = fblTrain(common + "--steps 2 --resume-if-exists --checkpoint " + ckpt, "resume-first");
+  INFO(first.log);
+  REQUIRE(first.status == 0);
+  CHECK_THAT(first.log, Catch::Contains("no checkpoint at " + ckpt + ": starting from step 0"));
+  const Run again = fblTrain(common + "--steps 3 --resume-if-exists --checkpoint-every 1 --checkpoint " + ckpt, "resume-again");
+  INFO(again.log);
+  REQUIRE(again.status == 0);
+  const Run strict = fblTrain(common + "--steps 4 --resume --checkpoint " + ckpt, "resume-strict");
+  INFO(strict.log);
+  REQUIRE(strict.status == 0);
+  CHECK_THAT(strict.log, Catch::Contains("resumed from " + ckpt + " at step 3"));
+  CHECK_THAT(strict.log, Catch::Contains("done: step 4"));
+
+  const Run both = fblTrain(common + "--resume --resume-if-exists", "resume-both");
+  CHECK(both.status == 2);
+  CHECK_THAT(both.log, Catch::Contains("error: give --resume or --resume-if-exists, not both"));
+}
+
 // A plan compiled with --grad-accum 2: each train step is one micro-batch of one sample, an
 // optimizer step takes two. 13 samples, 2 held out: epoch 1 ends on the first micro-batch of the
 // sixth window, so its evaluation waits for that window's optimizer step; a run stopped after 3

@@ -38,9 +38,10 @@ train() {  # extra args...
 # The uninterrupted run.
 expected=$(train --checkpoint "$work/straight.ckpt" 2>/dev/null | grep '^done:' | sed 's/ (.*//')
 
-# Killed three times, resumed after each kill.
+# Killed three times, resumed after each kill: the same command line each time, as a supervisor
+# restarts it; --resume-if-exists lets the first start without a checkpoint.
 for attempt in 1 2 3; do
-  train --checkpoint "$work/killed.ckpt" --resume >/dev/null 2>"$work/log.$attempt" &
+  train --checkpoint "$work/killed.ckpt" --resume-if-exists >/dev/null 2>"$work/log.$attempt" &
   pid=$!
   # Kill once the run passes a random step of this attempt's stretch (checkpoints every 3).
   target=$((10 + 25 * (attempt - 1) + RANDOM % 10))
