@@ -66,7 +66,7 @@ s)
   timeout 120 $B/fbl-bench matmul --device ${dev:-0} --profile $P --runs 10 2>&1 | tee $OUT/matmul-h200.txt
   for m in ${MODELS:-llama3.2-1b bert-large}; do
     $B/fblc zoo $m --layers ${LAYERS:-2} -o /tmp/zoo/$m.onnx > /dev/null &&
-      $B/fblc compile /tmp/zoo/$m.onnx --profile $P -o /tmp/zoo/$m.fbp --storage image --report $OUT/compile-$m-image.json > /dev/null &&
+      $B/fblc compile /tmp/zoo/$m.onnx --profile $P -o /tmp/zoo/$m.fbp --storage image --no-weights --report $OUT/compile-$m-image.json > /dev/null &&
       STEP_TIMEOUT=280 step $m-storage /tmp/zoo/$m.onnx 3 --strategy all --storage buffer --storage image
   done
   ;;

@@ -16,7 +16,8 @@ for m in $models; do
   "$bin" zoo "$m" -o "$tmp/$m.onnx" > /dev/null
   for p in $profiles; do
     # --allow-over-limit: these plans are measured, not shipped; over the limit is the finding.
-    "$bin" compile "$tmp/$m.onnx" --profile "profiles/$p.json" --allow-over-limit -o "$tmp/p.fbp" \
+    # --no-weights: full-size zoo models have none.
+    "$bin" compile "$tmp/$m.onnx" --profile "profiles/$p.json" --allow-over-limit --no-weights -o "$tmp/p.fbp" \
         --report "$out/$m-$p.json" > /dev/null
   done
   rm -f "$tmp"/*

@@ -344,7 +344,7 @@ Result<Compiled> compileModel(const CompileArgs& args) {
   return c;
 }
 
-Status writeWeights(const CompileArgs& args, const Plan& plan) {
+Result<safetensors::File> collectWeights(const CompileArgs& args, const Plan& plan) {
   // A raw import keeps every initializer under its ONNX name; importModel read its external
   // data, and for one whose file is absent loadExternalTensor says so.
   onnx::LoadOptions lo;
@@ -373,26 +373,45 @@ Status writeWeights(const CompileArgs& args, const Plan& plan) {
   }
   f.metadata["format"] = "pt";
   f.metadata["source"] = std::filesystem::path(args.model).filename().string();
-  const std::string path = weightsPath(args);
-  if (std::string e = safetensors::write(path, f); !e.empty()) return Error{e};
+  return f;
+}
+
+Status writeWeights(const CompileArgs& args, const Plan& plan) {
+  FBL_ASSIGN(safetensors::File f, collectWeights(args, plan));
+  if (std::string e = safetensors::write(weightsPath(args), f); !e.empty()) return Error{e};
   return Status::success();
 }
 
 int runCompile(const CompileArgs& args) {
+  if (args.noWeights && !args.weights.empty()) {
+    fmt::print(stderr, "error: give --weights or --no-weights, not both\n");
+    return 2;
+  }
   auto c = compileModel(args);
   if (!c.ok()) {
     fmt::print(stderr, "error: {}\n", c.error().message);
     return 1;
   }
   const std::string bytes = planfile::serialize(c->plan);
-  if (std::string e = safetensors::writeFileAtomic(args.output, bytes); !e.empty()) {
-    fmt::print(stderr, "error: {}\n", e);
-    return 1;
+  // The weights first, read whole before anything is written: a plan is written only once its
+  // weights are (each file atomically), so a failed compile leaves no new plan without weights.
+  std::string weightsNote = "not written (--no-weights)";
+  if (!args.noWeights) {
+    auto w = collectWeights(args, c->plan);
+    if (!w.ok()) {
+      fmt::print(stderr, "error: {}; nothing written (--no-weights writes the plan alone, for a model without weights)\n",
+                 w.error().message);
+      return 1;
+    }
+    weightsNote = weightsPath(args);
+    if (std::string e = safetensors::write(weightsNote, *w, "the weights"); !e.empty()) {
+      fmt::print(stderr, "error: weights: {}; the plan was not written\n", e);
+      return 1;
+    }
   }
-  std::string weightsNote = weightsPath(args);
-  if (Status st = writeWeights(args, c->plan); !st.ok()) {
-    // A model shipped without its weights (llama-full) still compiles; the runtime needs them.
-    weightsNote = fmt::format("not written ({})", st.error().message);
+  if (std::string e = safetensors::writeFileAtomic(args.output, bytes, "the plan"); !e.empty()) {
+    fmt::print(stderr, "error: {}{}\n", e, args.noWeights ? "" : fmt::format(" (the weights were written to '{}')", weightsNote));
+    return 1;
   }
   if (c->transforms.is_object() && c->transforms.contains("total"))
     fmt::print("layout ({}): {} transformations, {} eliminated, {} explicit; plan: {} movement kernels, {} "

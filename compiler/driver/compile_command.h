@@ -19,6 +19,7 @@
 #include "compiler/profile/profile.h"
 #include "compiler/strategy/strategy.h"
 #include "compiler/support/result.h"
+#include "runtime/safetensors.h"
 
 namespace fbl::driver {
 
@@ -49,6 +50,10 @@ struct CompileArgs : autodiff::TrainingFlags {
   // Write a plan whose largest allocation exceeds the profile's max_alloc_bytes (for analysis:
   // fblc explain, simulators); no device of the profile could load it.
   bool allowOverLimit = false;
+  // Write the plan alone, for a model without weights (`fblc zoo`'s full-size output, a model
+  // whose external data is not shipped): otherwise weights that cannot be written fail the
+  // compile, so a plan is never left without the weights it was asked for.
+  bool noWeights = false;
 };
 
 struct Compiled {
@@ -79,7 +84,10 @@ Result<std::vector<std::string>> trainableGlobs(const CompileArgs& args);
 Result<bool> useImages(const std::string& storage, const profile::HardwareProfile& hw);
 // Everything but the files: load, differentiate, build the plan.
 Result<Compiled> compileModel(const CompileArgs& args);
-// Writes the initializers the plan names (external data included) as safetensors.
+// The initializers the plan names (external data included), as the safetensors file
+// writeWeights writes; an error names the model and the initializer whose data is missing.
+Result<safetensors::File> collectWeights(const CompileArgs& args, const plan::Plan& plan);
+// Writes collectWeights' file to --weights (default: the plan's path with .safetensors).
 Status writeWeights(const CompileArgs& args, const plan::Plan& plan);
 // The command: prints one line per error, returns the exit code.
 int runCompile(const CompileArgs& args);

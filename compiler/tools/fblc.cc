@@ -138,6 +138,9 @@ void addCompile(CLI::App& app, int& rc) {
   cmd->add_option("--profile", args.profile, "Device profile JSON (profiles/*.json)")->required();
   cmd->add_option("-o,--output", args.output, "Plan file to write (MODEL.fbp)")->required();
   cmd->add_option("--weights", args.weights, "Base weights to write (default: the plan's path with .safetensors)");
+  cmd->add_flag("--no-weights", args.noWeights,
+                "Write the plan alone, for a model without weights (fblc zoo's full-size models); without it, "
+                "weights that cannot be written fail the compile");
   cmd->add_option("--report", args.report, "Compile report JSON to write");
   addShapeOption(cmd, shapes);
   // compileModel falls back to the model's `fbl.trainable` metadata, then what peft trains.
