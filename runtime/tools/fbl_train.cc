@@ -103,6 +103,55 @@ bool parseFraction(const char* s, double* out) {
   return true;
 }
 
+// Can files be written in `dir`? It is created if missing (as the write would), then a probe file
+// is created, written, flushed and removed: a read-only or full disk, a missing permission or a
+// path through a file fails here, before any training, not after the run. `flag` and `given` name
+// what the user typed.
+std::string checkWritableDir(const fs::path& dir, const std::string& flag, const std::string& given) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) {
+    fs::create_directories(dir, ec);
+    if (ec) return fmt::format("{} '{}': cannot create the folder '{}': {}", flag, given, dir.string(), ec.message());
+  }
+  if (!fs::is_directory(dir, ec)) return fmt::format("{} '{}': '{}' is not a folder", flag, given, dir.string());
+  const fs::path probe = dir / fmt::format(".fbl-train-write-probe-{}", ::getpid());
+  std::FILE* f = std::fopen(probe.string().c_str(), "wb");
+  if (!f) return fmt::format("{} '{}': cannot write in '{}': {}", flag, given, dir.string(), std::strerror(errno));
+  const bool ok = std::fputc('x', f) != EOF && std::fflush(f) == 0;
+  const int err = errno;
+  const bool closed = std::fclose(f) == 0;
+  std::remove(probe.string().c_str());
+  if (!ok || !closed)
+    return fmt::format("{} '{}': cannot write in '{}': {}", flag, given, dir.string(), std::strerror(err ? err : EIO));
+  return "";
+}
+
+// Every file the run will write, checked before the device is opened: the checkpoint (and its
+// dataset position file beside it), the adapter, the gradient dump.
+std::string checkOutputs(const Args& a) {
+  std::error_code ec;
+  if (fs::is_directory(a.checkpoint, ec))
+    return fmt::format("--checkpoint '{}' is a folder, not a checkpoint file", a.checkpoint);
+  fs::path parent = fs::path(a.checkpoint).parent_path();
+  if (parent.empty()) parent = ".";
+  if (auto e = checkWritableDir(parent, "--checkpoint", a.checkpoint); !e.empty()) return e;
+  if (!a.exportAdapter.empty())
+    if (auto e = checkWritableDir(a.exportAdapter, "--export-adapter", a.exportAdapter); !e.empty()) return e;
+  if (!a.dumpGrads.empty())
+    if (auto e = checkWritableDir(fs::path(a.dumpGrads) / "grads", "--dump-grads", a.dumpGrads); !e.empty()) return e;
+  return "";
+}
+
+// A path as a POSIX shell reads it back: quoted unless it is plain.
+std::string shellWord(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./-+=:,@%") ==
+                        std::string::npos)
+    return s;
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 std::string parseArgs(int argc, char** argv, Args* a) {
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
@@ -325,6 +374,8 @@ int run(const Args& a) {
                               "starts from step 0 when there is none)\n",
                       a.checkpoint),
            1;
+  // Where the run's results go is checked now, not after the run.
+  if (auto e = checkOutputs(a); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
   fbl::rt::OpenOptions o;
   o.device = a.device;
   o.cacheDir = a.cacheDir;
@@ -345,6 +396,15 @@ int run(const Args& a) {
   if (auto e = setUpData(a, *s, &data); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
   if (a.resume || a.resumeIfExists)
     if (auto e = resume(a, data, *s); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+  // Checkpoints are on by default: the end of the run (and each epoch's end) is saved even
+  // without --checkpoint-every, so a failure after training (the adapter export) loses nothing.
+  if (s->step() < data.lastStep) {
+    const bool replaces = s->step() == 0 && fs::exists(a.checkpoint);
+    fmt::print(stderr, "checkpoint: {} ({}at the end{}){}\n", a.checkpoint,
+               a.checkpointEvery > 0 ? fmt::format("every {} steps and ", a.checkpointEvery) : "",
+               a.checkpointEvery == 0 && data.fromFile && data.order->trainCount() > 1 ? " of each epoch and of the run" : "",
+               replaces ? "; it replaces an earlier run's at the first save (--resume goes on from it)" : "");
+  }
   const bool tty = ::isatty(2) != 0;
   const int64_t batchSize = s->plan().inputs.empty() ? 1 : std::max<int64_t>(1, s->plan().tensors[s->plan().inputs[0]].shape.empty() ? 1 : s->plan().tensors[s->plan().inputs[0]].shape[0]);
   const auto start = std::chrono::steady_clock::now();
@@ -362,6 +422,7 @@ int run(const Args& a) {
   // counts optimizer steps, and the samples advance per micro-batch.
   const int64_t accum = data.samplesPerStep, firstMicro = first * accum + s->accumulated();
   bool epochEvalDue = false;  // an epoch ended inside the current accumulation window
+  bool epochSaveDue = false;  // likewise, for the default checkpoint at each epoch's end
   while (s->step() < data.lastStep) {
     const int64_t micro = s->step() * accum + s->accumulated();
     if (data.fromFile) {
@@ -390,6 +451,7 @@ int run(const Args& a) {
     // An epoch of one sample (a single batch cycled, the old --data DIR) gets no report of its own.
     const bool epochEnd = data.fromFile && data.order->trainCount() > 1 && (micro + 1) % data.order->trainCount() == 0;
     epochEvalDue = epochEvalDue || epochEnd;
+    epochSaveDue = epochSaveDue || epochEnd;
     // Evaluations and checkpoints fall between accumulation windows, after an optimizer step.
     const bool windowEnd = s->accumulated() == 0;
     const bool evaluate = data.evalSet && windowEnd && (epochEvalDue || (a.evalEvery > 0 && s->step() % a.evalEvery == 0));
@@ -409,8 +471,11 @@ int run(const Args& a) {
       evaluatedAt = s->step();
       epochEvalDue = false;
     }
-    if (a.checkpointEvery > 0 && windowEnd && s->step() % a.checkpointEvery == 0)
+    const bool saveNow = a.checkpointEvery > 0 ? s->step() % a.checkpointEvery == 0 : epochSaveDue;
+    if (windowEnd && saveNow && s->step() < data.lastStep) {  // the last step is saved below
       if (auto e = saveCheckpoint(a, data, *s); !e.empty()) return fmt::print(stderr, "\nerror: {}\n", e), 1;
+      epochSaveDue = false;
+    }
     endedOnReport = report;
   }
   if (tty && !endedOnReport) fmt::print(stderr, "\n");
@@ -424,8 +489,17 @@ int run(const Args& a) {
   } else {
     fmt::print("done: already at step {}\n", s->step());
   }
-  if (a.checkpointEvery > 0)
-    if (auto e = saveCheckpoint(a, data, *s); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+  // The end of the run, whenever it trained: a run that took no step (--steps 0 to export a
+  // resumed checkpoint) does not rewrite the checkpoint, nor replace an earlier run's.
+  std::string saved;  // the checkpoint that holds this run's final state, if any
+  std::string saveError;
+  if (s->step() > first) {
+    saveError = saveCheckpoint(a, data, *s);
+    if (saveError.empty()) saved = a.checkpoint;
+    else fmt::print(stderr, "error: {}\n", saveError);
+  } else if ((a.resume || a.resumeIfExists) && fs::exists(a.checkpoint)) {
+    saved = a.checkpoint;
+  }
   // The held-out loss at the end, unless the last step printed it: the forward phase of every
   // evaluation sample, averaged; nothing is updated.
   if (data.evalSet && evaluatedAt != s->step())
@@ -433,10 +507,17 @@ int run(const Args& a) {
   if (!a.exportAdapter.empty()) {
     std::error_code ec;
     fs::create_directories(a.exportAdapter, ec);
-    if (auto e = s->exportAdapter(a.exportAdapter); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+    if (auto e = s->exportAdapter(a.exportAdapter); !e.empty()) {
+      // The trained state is in the checkpoint: say how to export it again without training.
+      if (saved.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+      fmt::print(stderr, "error: {}; the run is saved in '{}' (step {}): export it with `fbl-train {} --weights {} --resume "
+                         "--checkpoint {} --steps 0 --export-adapter {}`\n",
+                 e, saved, s->step(), shellWord(a.plan), shellWord(a.weights), shellWord(saved), shellWord(a.exportAdapter));
+      return 1;
+    }
     fmt::print("adapter: {}/adapter_model.safetensors, adapter_config.json\n", a.exportAdapter);
   }
-  return 0;
+  return saveError.empty() ? 0 : 1;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <regex>
@@ -312,6 +313,66 @@ TEST_CASE("fbl-train: --resume refuses a missing checkpoint, --resume-if-exists 
   const Run both = fblTrain(common + "--resume --resume-if-exists", "resume-both");
   CHECK(both.status == 2);
   CHECK_THAT(both.log, Catch::Contains("error: give --resume or --resume-if-exists, not both"));
+}
+
+// Every file fbl-train writes is checked before the device is opened (a folder it cannot create
+// or write in: one line naming the flag and the path). The run is checkpointed by default, so an
+// adapter export that fails after training loses nothing: the error names the checkpoint and the
+// command that exports it, which gives the adapter an uninterrupted run exports.
+TEST_CASE("fbl-train: output paths checked before training, the run checkpointed by default", "[runtime][train-files]") {
+  driver::Compiled compiled;
+  const driver::CompileArgs a = compiledLlamaTiny("llama-outputs", &compiled);
+  const std::string cache = " --cache-dir " + tempDir() + "/cache";
+  const std::string blocker = tempDir() + "/outputs-a-file";
+  std::ofstream(blocker) << "not a folder";
+  for (const std::string flag : {"--checkpoint", "--export-adapter", "--dump-grads"}) {
+    const std::string path = blocker + "/out";
+    const Run refused = fblTrain(a.output + " --steps 1 " + flag + " " + path + cache, "outputs-refused");
+    INFO(refused.log);
+    CHECK(refused.status == 1);
+    CHECK_THAT(refused.log, Catch::StartsWith("error: " + flag + " '" + path + "': "));
+    CHECK(std::count(refused.log.begin(), refused.log.end(), '\n') == 1);  // before the device is opened
+  }
+  const Run folder = fblTrain(a.output + " --steps 1 --checkpoint " + tempDir() + cache, "outputs-folder");
+  CHECK(folder.status == 1);
+  CHECK_THAT(folder.log, Catch::Contains("error: --checkpoint '" + tempDir() + "' is a folder, not a checkpoint file"));
+
+  // No --checkpoint-every: the end of the run is saved beside the plan all the same.
+  const std::string ckpt = tempDir() + "/llama-outputs.ckpt.safetensors";
+  std::remove(ckpt.c_str());
+  const std::string out = tempDir() + "/outputs-adapter";
+  std::filesystem::remove_all(out);
+  std::filesystem::create_directories(out + "/adapter_model.safetensors");  // in the export's way
+  const Run failed = fblTrain(a.output + " --steps 3 --export-adapter " + out + cache, "outputs-export-failed");
+  INFO(failed.log);
+  CHECK(failed.status == 1);
+  CHECK_THAT(failed.log, Catch::Contains("checkpoint: " + ckpt + " (at the end)"));
+  CHECK_THAT(failed.log, Catch::Contains("done: step 3"));
+  CHECK_THAT(failed.log, Catch::Contains("is a directory") && Catch::Contains("; the run is saved in '" + ckpt + "' (step 3)"));
+  safetensors::File saved;
+  REQUIRE(safetensors::read(ckpt, &saved) == "");
+  CHECK(saved.metadata.at("step") == "3");
+
+  // The command the error prints exports the saved run without training: the adapter is the one
+  // an uninterrupted run exports.
+  const size_t open = failed.log.find("export it with `fbl-train "), close = failed.log.find('`', open + 16);
+  REQUIRE(open != std::string::npos);
+  REQUIRE(close != std::string::npos);
+  const std::string printed = failed.log.substr(open + 26, close - open - 26);
+  CHECK(printed == a.output + " --weights " + a.weights + " --resume --checkpoint " + ckpt + " --steps 0 --export-adapter " + out);
+  std::filesystem::remove(out + "/adapter_model.safetensors");
+  const Run exported = fblTrain(printed + cache, "outputs-exported");
+  INFO(exported.log);
+  REQUIRE(exported.status == 0);
+  CHECK_THAT(exported.log, Catch::Contains("resumed from " + ckpt + " at step 3") && Catch::Contains("done: already at step 3"));
+  const Run straight = fblTrain(a.output + " --steps 3 --checkpoint " + tempDir() + "/outputs-straight.ckpt --export-adapter " + out +
+                                    "-straight" + cache,
+                                "outputs-straight");
+  REQUIRE(straight.status == 0);
+  std::string exportedBytes, straightBytes;
+  REQUIRE(rt::readWholeFile(out + "/adapter_model.safetensors", "an adapter", &exportedBytes) == "");
+  REQUIRE(rt::readWholeFile(out + "-straight/adapter_model.safetensors", "an adapter", &straightBytes) == "");
+  CHECK(exportedBytes == straightBytes);
 }
 
 // A plan compiled with --grad-accum 2: each train step is one micro-batch of one sample, an
