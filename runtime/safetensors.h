@@ -175,6 +175,95 @@ inline std::string parse(const std::string& bytes, const std::string& path, File
   return "";
 }
 
+// The checksum fbl writes into its own files (base weights from `fblc compile`, checkpoints), so
+// that a flipped bit in a tensor or in the metadata is refused rather than trained on. Metadata
+// `fbl.checksum` = "fnv1a64:" + 16 lowercase hex digits of:
+//   each tensor, in byte order of the names: FNV-1a 64 of its name, a 0 byte, its dtype, a 0 byte,
+//   its rank and each dimension as u64 little-endian, and its data bytes (the tensor's digest);
+//   then FNV-1a 64, from the offset basis, over every tensor's digest as u64 little-endian in that
+//   order, followed by every metadata key but fbl.checksum in byte order: key, 0 byte, value, 0 byte.
+// Each byte is hashed once; a file without the key (older, or not written by fbl) is not checked.
+inline constexpr const char* kChecksumKey = "fbl.checksum";
+
+inline uint64_t fnv1a64(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+// u64 little-endian on any host.
+inline uint64_t fnv1a64U64(uint64_t v, uint64_t h) {
+  unsigned char b[8];
+  for (int i = 0; i < 8; ++i) b[i] = static_cast<unsigned char>(v >> (8 * i));
+  return fnv1a64(b, 8, h);
+}
+
+inline uint64_t tensorDigest(const std::string& name, const Entry& e) {
+  const unsigned char zero = 0;
+  uint64_t h = fnv1a64(name.data(), name.size());
+  h = fnv1a64(&zero, 1, h);
+  h = fnv1a64(e.dtype.data(), e.dtype.size(), h);
+  h = fnv1a64(&zero, 1, h);
+  h = fnv1a64U64(e.shape.size(), h);
+  for (int64_t d : e.shape) h = fnv1a64U64(static_cast<uint64_t>(d), h);
+  return fnv1a64(e.data.data(), e.data.size(), h);
+}
+
+// Every tensor's digest, by name.
+inline std::map<std::string, uint64_t> tensorDigests(const File& f) {
+  std::map<std::string, uint64_t> out;
+  for (const auto& [name, e] : f.tensors) out[name] = tensorDigest(name, e);
+  return out;
+}
+
+// FNV-1a 64 over the digests of `names` (each present in `digests`), in the order given.
+template <typename Names>
+uint64_t digestOf(const std::map<std::string, uint64_t>& digests, const Names& names) {
+  uint64_t h = 1469598103934665603ull;
+  for (const std::string& n : names) h = fnv1a64U64(digests.at(n), h);
+  return h;
+}
+
+inline std::string digestText(uint64_t h) {
+  static const char* hex = "0123456789abcdef";
+  std::string out = "fnv1a64:";
+  for (int i = 15; i >= 0; --i) out += hex[(h >> (4 * i)) & 15];
+  return out;
+}
+
+inline std::string fileChecksum(const File& f, const std::map<std::string, uint64_t>& digests) {
+  uint64_t h = 1469598103934665603ull;
+  for (const auto& [name, d] : digests) h = fnv1a64U64(d, h);
+  const unsigned char zero = 0;
+  for (const auto& [k, v] : f.metadata) {
+    if (k == kChecksumKey) continue;
+    h = fnv1a64(&zero, 1, fnv1a64(k.data(), k.size(), h));
+    h = fnv1a64(&zero, 1, fnv1a64(v.data(), v.size(), h));
+  }
+  return digestText(h);
+}
+
+// Sets the file's fbl.checksum (after every other metadata key is set).
+inline void addChecksum(File* f) { f->metadata[kChecksumKey] = fileChecksum(*f, tensorDigests(*f)); }
+
+// "" when the file has no fbl.checksum or matches it; else one line naming the file. `digests`:
+// tensorDigests(f), computed by the caller when it needs them too.
+inline std::string verifyChecksum(const File& f, const std::string& path, const std::map<std::string, uint64_t>& digests) {
+  auto it = f.metadata.find(kChecksumKey);
+  if (it == f.metadata.end()) return "";
+  const std::string& want = it->second;
+  if (want.size() != 24 || want.compare(0, 8, "fnv1a64:") != 0 ||
+      want.find_first_not_of("0123456789abcdef", 8) != std::string::npos)
+    return "'" + path + "': metadata fbl.checksum '" + want + "' is not fnv1a64: and 16 hex digits";
+  if (fileChecksum(f, digests) != want)
+    return "'" + path + "' is corrupted: its tensors or metadata do not match its checksum (metadata fbl.checksum); "
+           "write or copy it again";
+  return "";
+}
+
 // Returns an empty string on success, else one line naming the file and the fault.
 inline std::string read(const std::string& path, File* f, const char* what = "a safetensors file") {
   std::string bytes;

@@ -123,6 +123,7 @@ struct Session::Impl {
   int64_t step = 0;
   int32_t accumulated = 0;         // micro-batches since the last optimizer step
   double baseLr = 0;               // the schedule's base lr (plan.loop.lr, or setLearningRate's)
+  std::string baseWeights;         // the loaded frozen weights' identity (checkWeights), "" before loadWeights
   bool profiling = false;
   std::vector<std::pair<int32_t, cl_event>> events;  // launch index, its event (profiling only)
   std::vector<LaunchTime> times;
@@ -450,7 +451,8 @@ std::string Session::loadWeights(const std::string& path) {
   if (auto e = safetensors::read(path, &f, "a weights file"); !e.empty()) return e;
   Impl& m = *impl_;
   // The whole file first: a refused file writes nothing.
-  if (auto e = checkWeights(m.plan, f, path); !e.empty()) return e;
+  std::string base;
+  if (auto e = checkWeights(m.plan, f, path, &base); !e.empty()) return e;
   for (size_t t = 0; t < m.plan.tensors.size(); ++t) {
     const planfile::Tensor& pt = m.plan.tensors[t];
     if (pt.role != planfile::Role::Weight && pt.role != planfile::Role::Trainable) continue;
@@ -459,6 +461,7 @@ std::string Session::loadWeights(const std::string& path) {
     if (auto err = m.write(static_cast<int32_t>(t), e.data.data(), e.data.size()); !err.empty()) return err;
     m.loaded[t] = true;
   }
+  m.baseWeights = base;
   return "";
 }
 
@@ -622,6 +625,7 @@ std::string Session::saveCheckpoint(const std::string& path) {
   f.metadata["format"] = "fbl-checkpoint-1";
   f.metadata["step"] = std::to_string(m.step);
   f.metadata["model"] = m.plan.model;
+  if (!m.baseWeights.empty()) f.metadata[kBaseWeightsKey] = m.baseWeights;
   // The training loop's position, so that a resumed run continues exactly (runtime/training_loop.h).
   if (m.plan.loop.gradAccum > 1) f.metadata["grad_accum_position"] = std::to_string(m.accumulated);
   if (!m.plan.loop.schedule.empty()) {
@@ -629,6 +633,7 @@ std::string Session::saveCheckpoint(const std::string& path) {
     std::snprintf(lr, sizeof lr, "%.17g", m.baseLr);
     f.metadata["learning_rate"] = lr;
   }
+  safetensors::addChecksum(&f);
   return safetensors::write(path, f, "a checkpoint file");
 }
 
@@ -638,7 +643,7 @@ std::string Session::loadCheckpoint(const std::string& path) {
   if (auto e = safetensors::read(path, &f, "a checkpoint file"); !e.empty()) return e;
   // The whole file first: a refused checkpoint leaves trainables, state and step as they were.
   int64_t step = 0;
-  if (auto e = checkCheckpoint(m.plan, f, path, &step); !e.empty()) return e;
+  if (auto e = checkCheckpoint(m.plan, f, path, &step, m.baseWeights); !e.empty()) return e;
   int32_t accumulated = 0;
   double baseLr = 0;
   if (auto e = checkLoopState(m.plan, f, path, &accumulated, &baseLr); !e.empty()) return e;

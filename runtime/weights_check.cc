@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <set>
 #include <vector>
 
 #include "runtime/shape_text.h"
@@ -27,17 +28,25 @@ std::string matches(const planfile::Plan& plan, int32_t t, const safetensors::Fi
 
 }  // namespace
 
-std::string checkWeights(const planfile::Plan& plan, const safetensors::File& file, const std::string& path) {
+std::string checkWeights(const planfile::Plan& plan, const safetensors::File& file, const std::string& path,
+                         std::string* baseWeights) {
+  std::set<std::string> frozen;
   for (size_t t = 0; t < plan.tensors.size(); ++t) {
     const planfile::Role r = plan.tensors[t].role;
     if (r != planfile::Role::Weight && r != planfile::Role::Trainable) continue;
     if (auto e = matches(plan, static_cast<int32_t>(t), file, plan.tensors[t].source, "'" + path + "'"); !e.empty()) return e;
+    if (r == planfile::Role::Weight) frozen.insert(plan.tensors[t].source);
   }
+  // After the plan's checks, whose lines say more about a file edited on purpose; the checksum
+  // catches what they cannot see, a changed data byte.
+  const std::map<std::string, uint64_t> digests = safetensors::tensorDigests(file);
+  if (auto e = safetensors::verifyChecksum(file, path, digests); !e.empty()) return e;
+  if (baseWeights) *baseWeights = safetensors::digestText(safetensors::digestOf(digests, frozen));
   return "";
 }
 
 std::string checkCheckpoint(const planfile::Plan& plan, const safetensors::File& file, const std::string& path,
-                            int64_t* step) {
+                            int64_t* step, const std::string& baseWeights) {
   const std::string where = "checkpoint '" + path + "'";
   auto format = file.metadata.find("format");
   auto stepText = file.metadata.find("step");
@@ -52,6 +61,17 @@ std::string checkCheckpoint(const planfile::Plan& plan, const safetensors::File&
   ids.insert(ids.end(), plan.state.begin(), plan.state.end());
   for (int32_t t : ids)
     if (auto e = matches(plan, t, file, plan.tensors[t].name, where); !e.empty()) return e;
+  if (auto e = safetensors::verifyChecksum(file, path, safetensors::tensorDigests(file)); !e.empty()) return e;
+  // Same trainable names and shapes are not the same model: the trainables only mean something
+  // over the frozen weights they were trained on.
+  auto base = file.metadata.find(kBaseWeightsKey);
+  if (!baseWeights.empty() && base != file.metadata.end() && base->second != baseWeights) {
+    auto model = file.metadata.find("model");
+    return where + " was trained on other frozen weights (" + base->second +
+           (model != file.metadata.end() ? ", model '" + model->second + "'" : std::string()) +
+           ") than the ones loaded (" + baseWeights + ", plan's model '" + plan.model +
+           "'): it belongs to another model or weights file";
+  }
   return "";
 }
 

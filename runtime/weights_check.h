@@ -11,13 +11,22 @@
 
 namespace fbl::rt {
 
-// Every weight and trainable of the plan under its source key, with the plan's dtype and shape.
-// "" or one line naming the file, the tensor and the field.
-std::string checkWeights(const planfile::Plan& plan, const safetensors::File& file, const std::string& path);
-// An fbl checkpoint of this plan: format metadata, a step that is a non-negative integer, and
-// every trainable and optimizer state by name with the plan's dtype and shape; *step gets the step.
+// Every weight and trainable of the plan under its source key, with the plan's dtype and shape,
+// then the file's fbl.checksum where it has one (runtime/safetensors.h). "" or one line naming
+// the file, the tensor and the field. *baseWeights (if given) gets the identity of the
+// plan's frozen weights in this file: the digest of their tensor digests in name order, which a
+// checkpoint trained on them records (kBaseWeightsKey).
+std::string checkWeights(const planfile::Plan& plan, const safetensors::File& file, const std::string& path,
+                         std::string* baseWeights = nullptr);
+// Checkpoint metadata: the identity of the frozen weights the trainables were trained on.
+inline constexpr const char* kBaseWeightsKey = "fbl.base_weights";
+// An fbl checkpoint of this plan: format metadata, a step that is a non-negative integer, every
+// trainable and optimizer state by name with the plan's dtype and shape, its fbl.checksum where
+// it has one, and, where both are known, trained on `baseWeights` (the identity checkWeights gave the
+// session's weights): another model's checkpoint with the same trainable names is refused.
+// *step gets the step.
 std::string checkCheckpoint(const planfile::Plan& plan, const safetensors::File& file, const std::string& path,
-                            int64_t* step);
+                            int64_t* step, const std::string& baseWeights = "");
 
 // The training loop's position in a checkpoint (runtime/training_loop.h): metadata
 // `grad_accum_position` (micro-batches accumulated, < the plan's grad_accum) and `learning_rate`

@@ -373,6 +373,7 @@ Result<safetensors::File> collectWeights(const CompileArgs& args, const Plan& pl
   }
   f.metadata["format"] = "pt";
   f.metadata["source"] = std::filesystem::path(args.model).filename().string();
+  safetensors::addChecksum(&f);  // the runtime refuses the file if a bit of it changes
   return f;
 }
 

@@ -346,7 +346,9 @@ TEST_CASE("mutated image-storage plans are refused, or stay inside their images"
 }
 
 // Each weights or checkpoint mutant is refused by the safetensors parser or by the plan's
-// check, or accepted with every byte the plan reads unchanged.
+// check, or accepted with every byte the plan reads unchanged. The files carry fbl.checksum, so a
+// flipped bit in the tensor data (which the parser cannot see) is refused too, and an accepted
+// mutant holds exactly the original tensors and metadata.
 void fuzzSafetensors(const std::string& label, const std::string& bytes, uint64_t seed,
                      const std::function<std::string(const safetensors::File&)>& check,
                      const std::function<std::vector<std::string>()>& keys) {
@@ -358,10 +360,19 @@ void fuzzSafetensors(const std::string& label, const std::string& bytes, uint64_
   REQUIRE(check(original) == "");
   Mutator mutator(header, {}, seed);
   constexpr int kMutants = 200;
-  int refusedParse = 0, refusedPlan = 0, accepted = 0;
+  REQUIRE(original.metadata.count(safetensors::kChecksumKey) == 1);
+  int refusedParse = 0, refusedPlan = 0, accepted = 0, flipped = 0;
   for (int i = 0; i < kMutants; ++i) {
     std::string what, mutated;
-    if (i % 10 == 9) {  // the header length, or the file cut short
+    const bool flip = i % 10 == 8;
+    if (flip) {  // one bit of the data
+      mutated = bytes;
+      const uint64_t dataBytes = bytes.size() - 8 - headerLen;
+      const uint64_t at = 8 + headerLen + mutator.pick(dataBytes);
+      const int bit = static_cast<int>(mutator.pick(8));
+      mutated[at] = static_cast<char>(static_cast<unsigned char>(mutated[at]) ^ (1u << bit));
+      what = "bit " + std::to_string(bit) + " of byte " + std::to_string(at) + " flipped";
+    } else if (i % 10 == 9) {  // the header length, or the file cut short
       mutated = bytes;
       const uint64_t lens[] = {0, headerLen - 1, headerLen + 8, bytes.size(), uint64_t{1} << 63, ~uint64_t{0}};
       if (i % 20 == 9) {
@@ -390,6 +401,10 @@ void fuzzSafetensors(const std::string& label, const std::string& bytes, uint64_
       continue;
     }
     e = check(f);
+    if (flip) {
+      CHECK_THAT(e, Catch::Contains("is corrupted: its tensors or metadata do not match its checksum"));
+      ++flipped;
+    }
     if (!e.empty()) {
       CHECK(oneLine(e));
       CHECK(e.find(label) != std::string::npos);
@@ -397,15 +412,25 @@ void fuzzSafetensors(const std::string& label, const std::string& bytes, uint64_
       continue;
     }
     ++accepted;
+    CHECK(f.metadata == original.metadata);
+    REQUIRE(f.tensors.size() == original.tensors.size());
+    for (const auto& [k, t] : original.tensors) {
+      INFO(k);
+      REQUIRE(f.tensors.count(k) == 1);
+      CHECK(f.tensors.at(k).dtype == t.dtype);
+      CHECK(f.tensors.at(k).shape == t.shape);
+      CHECK(f.tensors.at(k).data == t.data);
+    }
     for (const std::string& k : keys()) {
       INFO(k);
       REQUIRE(f.tensors.count(k) == 1);
       CHECK(f.tensors.at(k).data == original.tensors.at(k).data);
     }
   }
-  std::printf("%s mutants: %d; refused by the safetensors checks %d; refused against the plan %d; accepted with the plan's "
-              "bytes unchanged %d; crashed 0\n",
-              label.c_str(), kMutants, refusedParse, refusedPlan, accepted);
+  std::printf("%s mutants: %d; refused by the safetensors checks %d; refused against the plan or the checksum %d (%d "
+              "flipped data bits, all refused); accepted with the plan's bytes unchanged %d; crashed 0\n",
+              label.c_str(), kMutants, refusedParse, refusedPlan, flipped, accepted);
+  CHECK(flipped == kMutants / 10);
   CHECK(refusedParse + refusedPlan + accepted == kMutants);
 }
 

@@ -375,6 +375,80 @@ TEST_CASE("fbl-train: output paths checked before training, the run checkpointed
   CHECK(exportedBytes == straightBytes);
 }
 
+// Weights and checkpoints carry fbl.checksum: a flipped bit is refused in one line. A checkpoint
+// records the frozen weights it was trained on, so another model's checkpoint with the same
+// trainable names and shapes is refused. Files without the keys (older ones) still load.
+TEST_CASE("fbl-train: corrupted files and another model's checkpoint are refused", "[runtime][train-files]") {
+  driver::Compiled compiled;
+  const driver::CompileArgs a = compiledLlamaTiny("llama-identity", &compiled);
+  const std::string cache = " --cache-dir " + tempDir() + "/cache";
+  safetensors::File weights;
+  REQUIRE(safetensors::read(a.weights, &weights) == "");
+  REQUIRE(weights.metadata.count("fbl.checksum") == 1);  // fblc compile wrote it
+
+  // One bit of a frozen weight flipped, the header untouched.
+  std::string bytes;
+  REQUIRE(rt::readWholeFile(a.weights, "weights", &bytes) == "");
+  bytes[bytes.size() - 5] = static_cast<char>(bytes[bytes.size() - 5] ^ 0x10);
+  const std::string flipped = tempDir() + "/identity-flipped.safetensors";
+  REQUIRE(safetensors::writeFileAtomic(flipped, bytes) == "");
+  const Run corrupt = fblTrain(a.output + " --weights " + flipped + " --steps 1" + cache, "identity-corrupt");
+  CHECK(corrupt.status == 1);
+  CHECK_THAT(corrupt.log, Catch::Contains("error: '" + flipped + "' is corrupted: its tensors or metadata do not match its checksum"));
+  CHECK_THAT(corrupt.log, !Catch::Contains("step 1/"));
+
+  const std::string ckpt = tempDir() + "/identity.ckpt";
+  const Run trained = fblTrain(a.output + " --steps 2 --checkpoint " + ckpt + cache, "identity-trained");
+  REQUIRE(trained.status == 0);
+  safetensors::File saved;
+  REQUIRE(safetensors::read(ckpt, &saved) == "");
+  CHECK(saved.metadata.count("fbl.checksum") == 1);
+  CHECK(saved.metadata.count("fbl.base_weights") == 1);
+
+  // The checkpoint with one bit of its data flipped.
+  REQUIRE(rt::readWholeFile(ckpt, "checkpoint", &bytes) == "");
+  bytes[bytes.size() - 3] = static_cast<char>(bytes[bytes.size() - 3] ^ 0x01);
+  const std::string badCkpt = tempDir() + "/identity-flipped.ckpt";
+  REQUIRE(safetensors::writeFileAtomic(badCkpt, bytes) == "");
+  const Run corruptCkpt = fblTrain(a.output + " --steps 3 --resume --checkpoint " + badCkpt + cache, "identity-corrupt-ckpt");
+  CHECK(corruptCkpt.status == 1);
+  CHECK_THAT(corruptCkpt.log, Catch::Contains("error: '" + badCkpt + "' is corrupted"));
+
+  // Another model: the same names and shapes, other frozen weights (a valid file of its own).
+  safetensors::File other = weights;
+  std::string frozen;
+  for (const planfile::Tensor& t : compiled.plan.tensors)
+    if (t.role == planfile::Role::Weight && frozen.empty()) frozen = t.source;
+  REQUIRE_FALSE(frozen.empty());
+  other.tensors.at(frozen).data[0] ^= 0x01;
+  other.metadata.erase("fbl.checksum");
+  safetensors::addChecksum(&other);
+  const std::string otherWeights = tempDir() + "/identity-other.safetensors";
+  REQUIRE(safetensors::write(otherWeights, other) == "");
+  const Run foreign = fblTrain(a.output + " --weights " + otherWeights + " --steps 3 --resume --checkpoint " + ckpt + cache,
+                               "identity-foreign");
+  INFO(foreign.log);
+  CHECK(foreign.status == 1);
+  CHECK_THAT(foreign.log, Catch::Contains("error: checkpoint '" + ckpt + "' was trained on other frozen weights (" +
+                                          saved.metadata.at("fbl.base_weights") + ", model 'llama-tiny')") &&
+                              Catch::Contains("it belongs to another model or weights file"));
+  CHECK_THAT(foreign.log, !Catch::Contains("step 3/"));
+
+  // Files without the keys, as written before them, load as they did.
+  weights.metadata.erase("fbl.checksum");
+  const std::string oldWeights = tempDir() + "/identity-old.safetensors";
+  REQUIRE(safetensors::write(oldWeights, weights) == "");
+  saved.metadata.erase("fbl.checksum");
+  saved.metadata.erase("fbl.base_weights");
+  const std::string oldCkpt = tempDir() + "/identity-old.ckpt";
+  REQUIRE(safetensors::write(oldCkpt, saved) == "");
+  const Run old = fblTrain(a.output + " --weights " + oldWeights + " --steps 3 --resume --checkpoint " + oldCkpt + cache,
+                           "identity-old");
+  INFO(old.log);
+  CHECK(old.status == 0);
+  CHECK_THAT(old.log, Catch::Contains("resumed from " + oldCkpt + " at step 2") && Catch::Contains("done: step 3"));
+}
+
 // A plan compiled with --grad-accum 2: each train step is one micro-batch of one sample, an
 // optimizer step takes two. 13 samples, 2 held out: epoch 1 ends on the first micro-batch of the
 // sixth window, so its evaluation waits for that window's optimizer step; a run stopped after 3

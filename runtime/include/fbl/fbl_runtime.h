@@ -49,7 +49,8 @@ void fbl_close(fbl_session* s);
 const char* fbl_last_error(void);
 
 /* Base weights and initial trainables, by name, from a safetensors file (`fblc compile` writes
- * it beside the plan). The file is checked whole first: a refused file writes nothing. */
+ * it beside the plan). The file is checked whole first, its fbl.checksum included where it has
+ * one: a refused file writes nothing. */
 int fbl_load_weights(fbl_session* s, const char* safetensors_path);
 /* Raw row-major bytes of a tensor (inputs before a step; any tensor for inspection); bytes must
  * be its size, and data may be NULL only when bytes is 0. The caller keeps data. An input's
@@ -116,8 +117,9 @@ double fbl_learning_rate(const fbl_session* s);
 /* Trainables, optimizer state and the step into one safetensors file, written atomically
  * (path.tmp, then renamed over path). Refused before the trainables were loaded. */
 int fbl_save_checkpoint(fbl_session* s, const char* path);
-/* Restores what fbl_save_checkpoint saved, after checking the whole file: a refused checkpoint
- * leaves the session as it was. */
+/* Restores what fbl_save_checkpoint saved, after checking the whole file (its checksum, and that
+ * it was trained on the frozen weights loaded: call fbl_load_weights first): a refused
+ * checkpoint leaves the session as it was. */
 int fbl_load_checkpoint(fbl_session* s, const char* path);
 /* adapter_model.safetensors + adapter_config.json (peft) into dir, which must be an existing
  * directory. Refused before the trainables were loaded, and for a plan without LoRA adapters. */
