@@ -3,7 +3,7 @@
 //   fbl-train PLAN [--weights WEIGHTS.safetensors] [--data PATH] [--eval-data PATH]
 //             [--steps N | --epochs E] [--seed S] [--eval-split F | --eval-samples M] [--eval-every K]
 //             [--checkpoint-every K] [--checkpoint PATH] [--resume | --resume-if-exists] [--dump-grads OUT]
-//             [--export-adapter DIR] [--device N] [--cache-dir DIR] [--list-devices]
+//             [--export-adapter DIR] [--lr X] [--device N] [--cache-dir DIR] [--list-devices]
 //
 // It is a desktop tool over the runtime library: the weights are the .safetensors `fblc compile`
 // wrote beside the plan, synthetic inputs (no --data) are drawn within the plan's input_checks
@@ -52,6 +52,7 @@ struct Args {
   int evalEvery = 0;
   int checkpointEvery = 0;
   int device = -1;
+  std::optional<float> lr;  // --lr: the schedule's base learning rate (plans compiled with --lr-schedule)
   bool resume = false;
   // --resume-if-exists: a missing checkpoint starts the run from step 0, for a supervisor that
   // restarts the same command line; --resume alone refuses it, so a mistyped path is not a
@@ -64,7 +65,7 @@ const char* kUsage =
     "usage: fbl-train PLAN [--weights WEIGHTS.safetensors] [--data PATH] [--eval-data PATH]\n"
     "                 [--steps N | --epochs E] [--seed S] [--eval-split F | --eval-samples M] [--eval-every K]\n"
     "                 [--checkpoint-every K] [--checkpoint PATH] [--resume | --resume-if-exists] [--dump-grads OUT]\n"
-    "                 [--export-adapter DIR] [--device N] [--cache-dir DIR] [--list-devices]\n"
+    "                 [--export-adapter DIR] [--lr X] [--device N] [--cache-dir DIR] [--list-devices]\n"
     "--weights: what `fblc compile` wrote beside the plan (default: PLAN with .safetensors).\n"
     "PATH: FILE.safetensors, FILE.npy, a folder of INPUT.npy, or TensorProtos (DIR/input_K.pb,\n"
     "DIR/test_data_set_*/input_K.pb); see docs/runtime.md, \"Datasets\".\n";
@@ -92,6 +93,7 @@ const char* valueKind(const std::string& flag) {
   if (flag == "--epochs" || flag == "--eval-samples" || flag == "--eval-every") return "a positive number";
   if (flag == "--seed") return "a number in [0, 2^64)";
   if (flag == "--eval-split") return "a fraction strictly between 0 and 1";
+  if (flag == "--lr") return "a positive number";
   return "a value";
 }
 
@@ -178,6 +180,12 @@ std::string parseArgs(int argc, char** argv, Args* a) {
     else if (k == "--dump-grads") ok = value(&a->dumpGrads);
     else if (k == "--export-adapter") ok = value(&a->exportAdapter);
     else if (k == "--device") ok = number(&a->device);
+    else if (k == "--lr") {
+      char* end = nullptr;
+      const float v = i + 1 < argc ? std::strtof(argv[++i], &end) : 0.0f;
+      ok = end && !*end && std::isfinite(v) && v > 0.0f;
+      if (ok) a->lr = v;
+    }
     else if (k == "--cache-dir") ok = value(&a->cacheDir);
     else if (k == "--list-devices") a->listDevices = true;
     else if (k == "-h" || k == "--help") return "help";
@@ -379,6 +387,8 @@ int run(const Args& a) {
   fbl::rt::OpenOptions o;
   o.device = a.device;
   o.cacheDir = a.cacheDir;
+  // Building a plan's program takes 10-30 s on a phone or PoCL the first time: say so before it.
+  fmt::print(stderr, "opening the plan: its kernels are built on a device's first run, then read from the cache\n");
   std::string err;
   auto s = fbl::rt::Session::open(a.plan, o, &err);
   if (!s) return fmt::print(stderr, "error: {}\n", err), 1;
@@ -396,6 +406,11 @@ int run(const Args& a) {
   if (auto e = setUpData(a, *s, &data); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
   if (a.resume || a.resumeIfExists)
     if (auto e = resume(a, data, *s); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+  // After --resume, which restores a checkpoint's learning rate: the command line wins.
+  if (a.lr) {
+    if (auto e = s->setLearningRate(*a.lr); !e.empty()) return fmt::print(stderr, "error: --lr: {}\n", e), 1;
+    fmt::print(stderr, "learning rate: {} (--lr; the schedule's warmup and decay apply to it)\n", *a.lr);
+  }
   // Checkpoints are on by default: the end of the run (and each epoch's end) is saved even
   // without --checkpoint-every, so a failure after training (the adapter export) loses nothing.
   if (s->step() < data.lastStep) {

@@ -280,6 +280,43 @@ TEST_CASE("fbl-train: synthetic inputs from the plan's bounds, weights beside th
   CHECK_THAT(none.log, Catch::Contains("error: weights '" + missing + "' do not exist"));
 }
 
+// --lr sets the base learning rate of a plan compiled with a schedule (step 1's loss is before
+// any update, step 2's after one at that lr); a plan whose lr is a literal in its kernels refuses it.
+TEST_CASE("fbl-train: --lr sets a scheduled plan's learning rate, and is refused where it is compiled in",
+          "[runtime][train-files]") {
+  driver::Compiled fixed;
+  const driver::CompileArgs a = compiledLlamaTiny("llama-lr-fixed", &fixed);
+  const std::string cache = " --cache-dir " + tempDir() + "/cache";
+  const Run refused = fblTrain(a.output + " --steps 2 --seed 3 --lr 0.05" + cache, "lr-fixed");
+  CHECK(refused.status == 1);
+  CHECK_THAT(refused.log, Catch::Contains("error: --lr: the plan's learning rate is compiled into its kernels") &&
+                              Catch::Contains("--lr-schedule"));
+  CHECK(stepLosses(refused.log).empty());
+  const Run bad = fblTrain(a.output + " --lr -1" + cache, "lr-bad");
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.log, Catch::Contains("--lr needs a positive number"));
+
+  driver::CompileArgs s = a;
+  s.output = tempDir() + "/llama-lr-scheduled.fbp";
+  s.weights = tempDir() + "/llama-lr-scheduled.safetensors";
+  s.lrSchedule = "constant";
+  auto c = driver::compileModel(s);
+  REQUIRE(c.ok());
+  REQUIRE(driver::writeWeights(s, c->plan).ok());
+  REQUIRE(safetensors::writeFileAtomic(s.output, planfile::serialize(c->plan)) == "");
+  const Run compiled = fblTrain(s.output + " --steps 2 --seed 3" + cache, "lr-compiled");
+  const Run faster = fblTrain(s.output + " --steps 2 --seed 3 --lr 0.05" + cache, "lr-faster");
+  INFO(compiled.log << faster.log);
+  REQUIRE(compiled.status == 0);
+  REQUIRE(faster.status == 0);
+  CHECK_THAT(faster.log, Catch::Contains("learning rate: 0.05 (--lr"));
+  const auto before = stepLosses(compiled.log), after = stepLosses(faster.log);
+  REQUIRE(before.size() == 2);
+  REQUIRE(after.size() == 2);
+  CHECK(before[0] == after[0]);
+  CHECK(before[1] != after[1]);
+}
+
 // --resume goes on from a checkpoint that must exist: a mistyped path is one line and exit 1, not a
 // fresh start. --resume-if-exists, for a supervisor that restarts one command line, starts from
 // step 0 when there is none yet.
