@@ -204,7 +204,13 @@ int main(int argc, char** argv) {
       rc = fbl::bench::runCacheBench(cb);
     });
 
-    CLI11_PARSE(app, argc, argv);
+    // CLI11 prints the bad argument and its own code (105-110); every tool exits 2 for a bad
+    // command line (docs/inspect.md), 0 for --help.
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+      return app.exit(e) == 0 ? 0 : 2;
+    }
     return rc;
   } catch (const std::exception& e) {
     fmt::print(stderr, "fbl-bench: internal error: {}\n", e.what());
