@@ -3,7 +3,8 @@
 //   fbl-train PLAN [--weights WEIGHTS.safetensors] [--data PATH] [--eval-data PATH]
 //             [--steps N | --epochs E] [--seed S] [--eval-split F | --eval-samples M] [--eval-every K]
 //             [--checkpoint-every K] [--checkpoint PATH] [--resume | --resume-if-exists] [--dump-grads OUT]
-//             [--export-adapter DIR] [--lr X] [--device N] [--cache-dir DIR] [--list-devices]
+//             [--export-adapter DIR] [--lr X] [--metrics FILE.jsonl] [--device N] [--cache-dir DIR]
+//             [--list-devices]
 //
 // It is a desktop tool over the runtime library: the weights are the .safetensors `fblc compile`
 // wrote beside the plan, synthetic inputs (no --data) are drawn within the plan's input_checks
@@ -44,6 +45,7 @@ namespace fs = std::filesystem;
 
 struct Args {
   std::string plan, weights, data, evalData, checkpoint, dumpGrads, exportAdapter, cacheDir;
+  std::string metrics;  // --metrics FILE.jsonl: a JSON line per optimizer step and per evaluation
   int steps = -1;  // -1: not given (50, unless --epochs)
   int epochs = 0;
   std::optional<uint64_t> seed;
@@ -65,7 +67,8 @@ const char* kUsage =
     "usage: fbl-train PLAN [--weights WEIGHTS.safetensors] [--data PATH] [--eval-data PATH]\n"
     "                 [--steps N | --epochs E] [--seed S] [--eval-split F | --eval-samples M] [--eval-every K]\n"
     "                 [--checkpoint-every K] [--checkpoint PATH] [--resume | --resume-if-exists] [--dump-grads OUT]\n"
-    "                 [--export-adapter DIR] [--lr X] [--device N] [--cache-dir DIR] [--list-devices]\n"
+    "                 [--export-adapter DIR] [--lr X] [--metrics FILE.jsonl] [--device N] [--cache-dir DIR]\n"
+    "                 [--list-devices]\n"
     "--weights: what `fblc compile` wrote beside the plan (default: PLAN with .safetensors).\n"
     "PATH: FILE.safetensors, FILE.npy, a folder of INPUT.npy, or TensorProtos (DIR/input_K.pb,\n"
     "DIR/test_data_set_*/input_K.pb); see docs/runtime.md, \"Datasets\".\n";
@@ -141,8 +144,42 @@ std::string checkOutputs(const Args& a) {
     if (auto e = checkWritableDir(a.exportAdapter, "--export-adapter", a.exportAdapter); !e.empty()) return e;
   if (!a.dumpGrads.empty())
     if (auto e = checkWritableDir(fs::path(a.dumpGrads) / "grads", "--dump-grads", a.dumpGrads); !e.empty()) return e;
+  if (!a.metrics.empty()) {
+    if (fs::is_directory(a.metrics, ec)) return fmt::format("--metrics '{}' is a folder, not a file", a.metrics);
+    fs::path folder = fs::path(a.metrics).parent_path();
+    if (auto e = checkWritableDir(folder.empty() ? fs::path(".") : folder, "--metrics", a.metrics); !e.empty()) return e;
+  }
   return "";
 }
+
+// --metrics: one JSON object a line, flushed as written, so a run killed midway keeps its curve;
+// a resumed run appends to it.
+class MetricsLog {
+ public:
+  std::string open(const std::string& path, bool append) {
+    if (path.empty()) return "";
+    f_ = std::fopen(path.c_str(), append ? "ab" : "wb");
+    if (!f_) return fmt::format("--metrics '{}': cannot open it for writing: {}", path, std::strerror(errno));
+    return "";
+  }
+  ~MetricsLog() {
+    if (f_) std::fclose(f_);
+  }
+  void step(int64_t step, float loss, double lr, double samplesPerSec) {
+    if (f_) write(fmt::format(R"({{"step": {}, "loss": {:.9g}, "lr": {:.9g}, "samples_per_s": {:.4g}}})", step, loss, lr,
+                              samplesPerSec));
+  }
+  void eval(int64_t step, double loss) {
+    if (f_) write(fmt::format(R"({{"step": {}, "eval_loss": {:.9g}}})", step, loss));
+  }
+
+ private:
+  void write(const std::string& line) {
+    std::fputs((line + "\n").c_str(), f_);
+    std::fflush(f_);
+  }
+  std::FILE* f_ = nullptr;
+};
 
 // A path as a POSIX shell reads it back: quoted unless it is plain.
 std::string shellWord(const std::string& s) {
@@ -179,6 +216,7 @@ std::string parseArgs(int argc, char** argv, Args* a) {
     else if (k == "--resume-if-exists") a->resumeIfExists = true;
     else if (k == "--dump-grads") ok = value(&a->dumpGrads);
     else if (k == "--export-adapter") ok = value(&a->exportAdapter);
+    else if (k == "--metrics") ok = value(&a->metrics);
     else if (k == "--device") ok = number(&a->device);
     else if (k == "--lr") {
       char* end = nullptr;
@@ -363,11 +401,12 @@ std::string saveCheckpoint(const Args& a, const Data& d, fbl::rt::Session& s) {
   return s.saveCheckpoint(a.checkpoint);
 }
 
-std::string printEvalLoss(fbl::rt::Session& s, const Data& d) {
+std::string printEvalLoss(fbl::rt::Session& s, const Data& d, MetricsLog& metrics) {
   double mean = 0.0;
   if (auto e = fbl::train::meanEvalLoss(s, *d.evalSet, d.evalSamples, &mean); !e.empty()) return e;
   fmt::print("eval loss {:.9g} ({} batches at step {})\n", mean, d.evalSamples.size(), s.step());
   std::fflush(stdout);
+  metrics.eval(s.step(), mean);
   return "";
 }
 
@@ -411,6 +450,8 @@ int run(const Args& a) {
     if (auto e = s->setLearningRate(*a.lr); !e.empty()) return fmt::print(stderr, "error: --lr: {}\n", e), 1;
     fmt::print(stderr, "learning rate: {} (--lr; the schedule's warmup and decay apply to it)\n", *a.lr);
   }
+  MetricsLog metrics;
+  if (auto e = metrics.open(a.metrics, s->step() > 0); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
   // Checkpoints are on by default: the end of the run (and each epoch's end) is saved even
   // without --checkpoint-every, so a failure after training (the adapter export) loses nothing.
   if (s->step() < data.lastStep) {
@@ -447,6 +488,7 @@ int run(const Args& a) {
       if (auto e = feedSynthetic(*s, data.synthetic, a.seed.value_or(0), micro); !e.empty())
         return fmt::print(stderr, "error: {}\n", e), 1;
     }
+    const double stepLr = s->learningRate();  // what this step's optimizer phase uses
     if (auto e = s->trainStep(&loss); !e.empty()) {
       fmt::print(stderr, "{}error: {}\n", tty ? "\n" : "", e);
       if (fs::exists(a.checkpoint)) fmt::print(stderr, "the last good checkpoint is {}\n", a.checkpoint);
@@ -461,6 +503,7 @@ int run(const Args& a) {
     const double done = static_cast<double>(micro + 1 - firstMicro);
     progress(static_cast<int>(s->step()), static_cast<int>(data.lastStep), loss, done * static_cast<double>(batchSize) / secs,
              secs / done * static_cast<double>(data.lastStep * accum - micro - 1), tty);
+    if (s->accumulated() == 0) metrics.step(s->step(), loss, stepLr, done * static_cast<double>(batchSize) / secs);
     epochLoss += loss;
     ++epochSteps;
     // An epoch of one sample (a single batch cycled, the old --data DIR) gets no report of its own.
@@ -482,7 +525,7 @@ int run(const Args& a) {
       epochSteps = 0;
     }
     if (evaluate) {
-      if (auto e = printEvalLoss(*s, data); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+      if (auto e = printEvalLoss(*s, data, metrics); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
       evaluatedAt = s->step();
       epochEvalDue = false;
     }
@@ -518,7 +561,7 @@ int run(const Args& a) {
   // The held-out loss at the end, unless the last step printed it: the forward phase of every
   // evaluation sample, averaged; nothing is updated.
   if (data.evalSet && evaluatedAt != s->step())
-    if (auto e = printEvalLoss(*s, data); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+    if (auto e = printEvalLoss(*s, data, metrics); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
   if (!a.exportAdapter.empty()) {
     std::error_code ec;
     fs::create_directories(a.exportAdapter, ec);

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "compiler/onnx/load_model.h"
 #include "compiler/onnx/tensor_proto.h"
@@ -315,6 +316,38 @@ TEST_CASE("fbl-train: --lr sets a scheduled plan's learning rate, and is refused
   REQUIRE(after.size() == 2);
   CHECK(before[0] == after[0]);
   CHECK(before[1] != after[1]);
+}
+
+// --metrics writes a JSON line per optimizer step (the loss printed, the lr it used) and per
+// evaluation; a resumed run appends.
+TEST_CASE("fbl-train: --metrics logs every step and evaluation as JSON lines", "[runtime][train-files]") {
+  driver::Compiled compiled;
+  const driver::CompileArgs a = compiledLlamaTiny("llama-metrics", &compiled);
+  const std::string cache = " --cache-dir " + tempDir() + "/cache";
+  const std::string log = tempDir() + "/metrics/run.jsonl";
+  const std::string ckpt = " --checkpoint " + tempDir() + "/metrics.ckpt";
+  const Run run = fblTrain(a.output + " --steps 3 --seed 2 --metrics " + log + ckpt + cache, "metrics");
+  INFO(run.log);
+  REQUIRE(run.status == 0);
+  const Run more = fblTrain(a.output + " --steps 4 --seed 2 --resume --metrics " + log + ckpt + cache, "metrics-resumed");
+  INFO(more.log);
+  REQUIRE(more.status == 0);
+  std::vector<nlohmann::json> lines;
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  REQUIRE(lines.size() == 4);
+  std::vector<std::string> printed = stepLosses(run.log);
+  for (const std::string& l : stepLosses(more.log)) printed.push_back(l);
+  REQUIRE(printed.size() == 4);
+  for (size_t i = 0; i < 4; ++i) {
+    CHECK(lines[i]["step"] == static_cast<int64_t>(i + 1));
+    CHECK(fmt::format("{} {:.6f}", i + 1, lines[i]["loss"].get<double>()) == printed[i]);
+    CHECK(lines[i]["lr"].get<double>() == Approx(1e-3));
+    CHECK(lines[i]["samples_per_s"].get<double>() > 0);
+  }
+  const Run folder = fblTrain(a.output + " --steps 1 --metrics " + tempDir() + cache, "metrics-folder");
+  CHECK(folder.status == 1);
+  CHECK_THAT(folder.log, Catch::Contains("--metrics '" + tempDir() + "' is a folder"));
 }
 
 // --resume goes on from a checkpoint that must exist: a mistyped path is one line and exit 1, not a
