@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/fnv1a64.h"
 #include "runtime/training_loop.h"
 
 namespace fbl::planfile {
@@ -36,14 +37,7 @@ inline constexpr char kMagic[8] = {'F', 'B', 'L', 'P', 'L', 'A', 'N', '\n'};
 // runtime would ignore it and train with other semantics, so the version says so.
 inline constexpr uint32_t kVersion = 5;
 
-inline uint64_t fnv1a64(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
+using ::fbl::fnv1a64;
 
 // What a tensor is for; decides who fills it and whether its bytes survive a step.
 // Counter: i32 counts that kernels keep between their groups (rtile_matmul_narrow.cl's

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/files.h"
+#include "runtime/fnv1a64.h"
 
 namespace fbl::safetensors {
 
@@ -184,15 +185,6 @@ inline std::string parse(const std::string& bytes, const std::string& path, File
 //   order, followed by every metadata key but fbl.checksum in byte order: key, 0 byte, value, 0 byte.
 // Each byte is hashed once; a file without the key (older, or not written by fbl) is not checked.
 inline constexpr const char* kChecksumKey = "fbl.checksum";
-
-inline uint64_t fnv1a64(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 // u64 little-endian on any host.
 inline uint64_t fnv1a64U64(uint64_t v, uint64_t h) {
