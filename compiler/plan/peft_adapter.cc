@@ -222,6 +222,17 @@ nlohmann::json namesOrNull(const std::set<std::string>& names) {
   return names.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::vector<std::string>(names.begin(), names.end()));
 }
 
+// The fields every peft config starts with; the graph knows no task type or base model name.
+nlohmann::json configHead(const char* peftType) {
+  nlohmann::json c;
+  c["peft_type"] = peftType;
+  c["task_type"] = nullptr;
+  c["base_model_name_or_path"] = nullptr;
+  c["revision"] = nullptr;
+  c["inference_mode"] = true;
+  return c;
+}
+
 // IA3: one `ia3_l` vector per module, [out, 1] scaling its output, or [1, in] scaling its input
 // (the feedforward modules; Conv: [out, 1, 1, 1] or [1, in, 1, 1]).
 nlohmann::json ia3Config(const ir::Graph& g, const std::map<std::string, bool>& ia3, const std::set<std::string>& saved) {
@@ -233,12 +244,7 @@ nlohmann::json ia3Config(const ir::Graph& g, const std::map<std::string, bool>& 
     if (ff) feedforward.insert(path);
   }
   const std::set<std::string> all = existingModules(g, paths);
-  nlohmann::json c;
-  c["peft_type"] = "IA3";
-  c["task_type"] = nullptr;
-  c["base_model_name_or_path"] = nullptr;
-  c["revision"] = nullptr;
-  c["inference_mode"] = true;
+  nlohmann::json c = configHead("IA3");
   c["target_modules"] = namesOrNull(namesFor(targeted, all, nameMatches));
   c["feedforward_modules"] = namesOrNull(feedforward.empty() ? feedforward : namesFor(feedforward, all, nameMatches));
   c["modules_to_save"] = namesOrNull(headNames(saved, all));
@@ -389,12 +395,7 @@ Result<PeftAdapter> peftAdapter(const ir::Graph& g, const std::vector<std::strin
   const std::set<std::string> targets = lora.empty() ? std::set<std::string>{} : namesFor(targeted, all, nameMatches);
   const std::set<std::string> heads = headNames(saved, all);
 
-  nlohmann::json c;
-  c["peft_type"] = "LORA";
-  c["task_type"] = nullptr;
-  c["base_model_name_or_path"] = nullptr;
-  c["revision"] = nullptr;
-  c["inference_mode"] = true;
+  nlohmann::json c = configHead("LORA");
   c["r"] = lora.empty() ? 8 : mostCommon(ranks);
   c["lora_alpha"] = lora.empty() ? nlohmann::json(8) : number(mostCommon(alphas));
   c["use_rslora"] = rslora;
