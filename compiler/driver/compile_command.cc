@@ -243,17 +243,8 @@ static nlohmann::json storageReport(const autodiff::TrainingGraph& tg, const Pla
 }
 
 // The runtime's own checks (runtime/plan_check.h) on the plan as it will read it: a plan it would
-// refuse is refused here, naming the trainable where a gradient's shape is what fails.
+// refuse is refused here (a gradient whose shape is not its trainable's among them).
 static Status checkForRuntime(const CompileArgs& args, const Plan& plan) {
-  for (const planfile::Trainable& t : plan.trainables) {
-    if (t.grad < 0) continue;
-    const planfile::Tensor& p = plan.tensors[t.param];
-    const planfile::Tensor& g = plan.tensors[t.grad];
-    if (p.shape != g.shape)
-      return makeError("{}: trainable '{}' is {}[{}] but the plan holds its gradient as {}[{}], which the runtime "
-                       "refuses; fblc run-ref trains it, or leave it out with --trainable",
-                       args.model, p.name, p.dtype, fmt::join(p.shape, ","), g.dtype, fmt::join(g.shape, ","));
-  }
   planfile::Plan read;
   if (std::string e = rt::loadPlan(planfile::serialize(plan), args.output, nullptr, &read); !e.empty())
     return makeError("{}: the plan fails the runtime's checks: {}", args.model, e);
