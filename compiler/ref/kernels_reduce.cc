@@ -260,7 +260,8 @@ Outputs poolOp(const Node& n, const Inputs& in) {
   const int64_t inPerPlane = planes == 0 ? 0 : x->numel() / planes;
   const float* px = x->data<float>();
   float* py = y.data<float>();
-  std::vector<int64_t> o(k), t(k);
+  std::vector<int64_t> o(k), inStride(k, 1);  // row-major strides of a plane's spatial axes
+  for (size_t i = k; i-- > 1;) inStride[i - 1] = inStride[i] * axes[i].in;
   for (int64_t p = 0; p < planes; ++p)
     for (int64_t e = 0; e < outPerPlane; ++e) {
       for (size_t i = k, rest = static_cast<size_t>(e); i-- > 0;) o[i] = rest % axes[i].out, rest /= axes[i].out;
@@ -273,9 +274,7 @@ Outputs poolOp(const Node& n, const Inputs& in) {
                              axes[i].padBegin;
           rest /= axes[i].kernel;
           inside &= at >= 0 && at < axes[i].in;
-          int64_t stride = 1;
-          for (size_t j = i + 1; j < k; ++j) stride *= axes[j].in;
-          offset += at * stride;
+          offset += at * inStride[i];
         }
         if (!inside) continue;
         const double v = px[p * inPerPlane + offset];
