@@ -262,18 +262,23 @@ def bert_seqcls():
             "task_type SEQ_CLS: peft trains the classifier head as modules_to_save", dict(task_type="SEQ_CLS"))
 
 
-def wav2vec2_group():
+def wav2vec2(feat_extract_norm, stable_layer_norm, styles, notes):
+    """A tiny Wav2Vec2ForSequenceClassification on 2 clips of 400 samples; the feature encoder's
+    norm ("group": wav2vec2-base's GroupNorm after the first Conv, "layer": LayerNorm per Conv)."""
     c = T.Wav2Vec2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
                          conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=16,
-                         num_conv_pos_embedding_groups=4, feat_extract_norm="group", do_stable_layer_norm=False,
-                         num_labels=3, hidden_dropout=0.0, attention_dropout=0.0, activation_dropout=0.0,
-                         feat_proj_dropout=0.0, final_dropout=0.0, layerdrop=0.0, mask_time_prob=0.0,
-                         use_weighted_layer_sum=False, classifier_proj_size=16)
+                         num_conv_pos_embedding_groups=4, feat_extract_norm=feat_extract_norm,
+                         do_stable_layer_norm=stable_layer_norm, num_labels=3, hidden_dropout=0.0, attention_dropout=0.0,
+                         activation_dropout=0.0, feat_proj_dropout=0.0, final_dropout=0.0, layerdrop=0.0,
+                         mask_time_prob=0.0, use_weighted_layer_sum=False, classifier_proj_size=16)
     return (T.Wav2Vec2ForSequenceClassification, c, ["q_proj", "k_proj", "v_proj", "out_proj"],
-            ["input_values", "labels"], (torch.randn(2, 400), torch.randint(0, 3, (2,))), ["ts"],
-            "audio: wav2vec2-base's feature encoder, GroupNorm after the first 1-D Conv, post-LN "
-            "(dynamo: torch.export fails on a data-dependent guard)",
+            ["input_values", "labels"], (torch.randn(2, 400), torch.randint(0, 3, (2,))), styles, notes,
             dict(task_type="SEQ_CLS"))
+
+
+def wav2vec2_group():
+    return wav2vec2("group", False, ["ts"], "audio: wav2vec2-base's feature encoder, GroupNorm after the first 1-D "
+                    "Conv, post-LN (dynamo: torch.export fails on a data-dependent guard)")
 
 
 def resnet():

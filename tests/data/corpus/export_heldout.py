@@ -190,16 +190,8 @@ def mistral_left():
 
 
 def wav2vec2_seqcls():
-    c = T.Wav2Vec2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-                         conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=16,
-                         num_conv_pos_embedding_groups=4, feat_extract_norm="layer", do_stable_layer_norm=True,
-                         num_labels=3, hidden_dropout=0.0, attention_dropout=0.0, activation_dropout=0.0,
-                         feat_proj_dropout=0.0, final_dropout=0.0, layerdrop=0.0, mask_time_prob=0.0,
-                         use_weighted_layer_sum=False, classifier_proj_size=16)
-    return (T.Wav2Vec2ForSequenceClassification, c, ["q_proj", "k_proj", "v_proj", "out_proj"],
-            ["input_values", "labels"], (torch.randn(2, 400), torch.randint(0, 3, (2,))), DEC + ["ts"],
-            "audio: 1-D Conv feature encoder with LayerNorm, grouped positional Conv, SEQ_CLS head",
-            dict(task_type="SEQ_CLS"))
+    return C.wav2vec2("layer", True, DEC + ["ts"],
+                      "audio: 1-D Conv feature encoder with LayerNorm, grouped positional Conv, SEQ_CLS head")
 
 
 def moe(cls, cfg_cls, notes, **kw):
