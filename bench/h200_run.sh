@@ -15,12 +15,12 @@ export LD_LIBRARY_PATH=${FBL_LIB_DIR:-$PWD/build/lib}:${LD_LIBRARY_PATH:-}
 export POCL_CACHE_DIR=/tmp/pocl-cache
 B=${FBL_BIN_DIR:-$PWD/build/bin}
 FINAL=${OUT:-/tmp/out}
-OUT=/tmp/results   # everything lands here; one archive goes back (the tool returns few files)
+OUT=/tmp/results   # everything lands here, and is packed into one archive in $FINAL
 P=${PROFILE:-profiles/nvidia-h200.json}
 RUN=${1:-1}
 mkdir -p $OUT /tmp/zoo
-# The archive is rewritten after every step (and at exit): a call cut off at the device's
-# 10-minute limit still brings back what finished (it once brought back a truncated archive).
+# The archive is rewritten after every step (and at exit): a run killed at a time limit still
+# leaves what finished, written to a temporary name and renamed, so it is never truncated.
 save() { tar -czf $FINAL/results-$RUN.tmp.tgz -C $OUT . && mv $FINAL/results-$RUN.tmp.tgz $FINAL/results-$RUN.tar.gz; }
 trap save EXIT
 $B/fblc profile --list > $OUT/devices.txt 2>&1
