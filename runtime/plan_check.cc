@@ -273,6 +273,13 @@ std::string checkRuntimeTensors(const Plan& p) {
   }
   for (int32_t s : p.state)
     if (p.tensors[s].role != Role::State) return tensorName(p, s) + ": an optimizer state has role " + planfile::roleName(p.tensors[s].role);
+  // An updated buffer is state the weights file starts: it, and only it, has a source.
+  for (int32_t b : p.updatedBuffers)
+    if (std::find(p.state.begin(), p.state.end(), b) == p.state.end() || p.tensors[b].source.empty())
+      return tensorName(p, b) + ": an updated buffer must be listed state with a source key";
+  for (int32_t s : p.state)
+    if (!p.tensors[s].source.empty() && std::find(p.updatedBuffers.begin(), p.updatedBuffers.end(), s) == p.updatedBuffers.end())
+      return tensorName(p, s) + ": a state tensor with a source key must be an updated buffer";
   // Checkpoints save what `trainables` and `state` list: each tensor of those roles once.
   std::vector<int> listed(p.tensors.size(), 0);
   for (const planfile::Trainable& tr : p.trainables) ++listed[tr.param];

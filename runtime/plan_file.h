@@ -35,7 +35,9 @@ inline constexpr char kMagic[8] = {'F', 'B', 'L', 'P', 'L', 'A', 'N', '\n'};
 // every launch against both (runtime/plan_check.h).
 // 5: Plan::loop (`training_loop`: gradient accumulation, clipping, the lr schedule); a version-4
 // runtime would ignore it and train with other semantics, so the version says so.
-inline constexpr uint32_t kVersion = 5;
+// 6: Plan::updatedBuffers, state that starts from the weights file and every micro-batch commits
+// (BatchNorm's running statistics); a version-5 runtime would zero it.
+inline constexpr uint32_t kVersion = 6;
 
 using ::fbl::fnv1a64;
 
@@ -72,6 +74,11 @@ struct Tensor {
   int32_t pack = -1, unpack = -1;
 
   bool image() const { return storage == "image"; }
+  // Filled from the weights file by `source`: weights, trainables and updated buffers (state
+  // that starts from the model's values, Plan::updatedBuffers).
+  bool fromWeights() const {
+    return role == Role::Weight || role == Role::Trainable || (role == Role::State && !source.empty());
+  }
 };
 
 // Bytes of a tensor's elements, row-major: what the host writes and reads.
@@ -162,6 +169,11 @@ struct Plan {
   int32_t step = -1;
   std::vector<Trainable> trainables;
   std::vector<int32_t> state;
+  // State the forward pass updates, as PyTorch updates a module's buffers in train mode
+  // (BatchNorm's running mean and variance): each is loaded from the weights file by its
+  // `source`, committed after every micro-batch (not only optimizer steps) and saved in
+  // checkpoints. Written only when non-empty.
+  std::vector<int32_t> updatedBuffers;
   nlohmann::json optimizer = nlohmann::json::object();
   TrainingLoop loop;               // written only when enabled(): default plans are unchanged
   nlohmann::json adapterConfig = nlohmann::json::object();  // peft's adapter_config.json
@@ -270,6 +282,7 @@ inline nlohmann::json toJson(const Plan& p) {
     tr.push_back({{"param", t.param}, {"grad", t.grad}, {"adapter_key", t.adapterKey}});
   j["trainables"] = std::move(tr);
   j["state"] = p.state;
+  if (!p.updatedBuffers.empty()) j["updated_buffers"] = p.updatedBuffers;
   j["optimizer"] = p.optimizer;
   if (p.loop.enabled())
     j["training_loop"] = {{"grad_accum", p.loop.gradAccum},   {"clip_grad_norm", p.loop.clipGradNorm},
@@ -457,6 +470,7 @@ inline std::string parse(const std::string& bytes, Plan* p) {
       p->trainables.push_back({indexField(o, "param"), indexField(o, "grad"),
                                o.at("adapter_key").get<std::string>()});
     p->state = indexList(j, "state");
+    if (j.contains("updated_buffers")) p->updatedBuffers = indexList(j, "updated_buffers");
     p->optimizer = j.at("optimizer");
     if (j.contains("training_loop")) {
       at = "training_loop";
@@ -548,6 +562,8 @@ inline std::string parse(const std::string& bytes, Plan* p) {
       return "plan's adapter tensor '" + t.adapterKey + "' has param " + std::to_string(t.param) + ", not a tensor";
   for (int32_t s : p->state)
     if (s < 0 || s >= n) return "plan's state names " + std::to_string(s) + ", not a tensor";
+  for (int32_t b : p->updatedBuffers)
+    if (b < 0 || b >= n) return "plan's updated_buffers name " + std::to_string(b) + ", not a tensor";
   return "";
 }
 

@@ -378,8 +378,7 @@ struct Session::Impl {
 
   std::string missingWeights() const {
     for (size_t t = 0; t < plan.tensors.size(); ++t) {
-      const planfile::Role r = plan.tensors[t].role;
-      if ((r == planfile::Role::Weight || r == planfile::Role::Trainable) && !loaded[t])
+      if (plan.tensors[t].fromWeights() && !loaded[t])
         return "weight '" + plan.tensors[t].source + "' was never loaded (call loadWeights with a file that has it)";
     }
     return unwrittenInput();
@@ -391,8 +390,7 @@ struct Session::Impl {
     const planfile::Tensor& pt = plan.tensors[t];
     if (loaded[t]) return "";
     if (pt.role == planfile::Role::Input) return "input '" + pt.name + "' was never written";
-    if (pt.role == planfile::Role::Weight || pt.role == planfile::Role::Trainable)
-      return "weight '" + pt.name + "' was never loaded (load weights or a checkpoint first)";
+    if (pt.fromWeights()) return "weight '" + pt.name + "' was never loaded (load weights or a checkpoint first)";
     return "";
   }
 
@@ -455,7 +453,7 @@ std::string Session::loadWeights(const std::string& path) {
   if (auto e = checkWeights(m.plan, f, path, &base); !e.empty()) return e;
   for (size_t t = 0; t < m.plan.tensors.size(); ++t) {
     const planfile::Tensor& pt = m.plan.tensors[t];
-    if (pt.role != planfile::Role::Weight && pt.role != planfile::Role::Trainable) continue;
+    if (!pt.fromWeights()) continue;
     const safetensors::Entry& e = f.tensors.at(pt.source);
     // Row-major bytes; write() packs them into the tensor's layout.
     if (auto err = m.write(static_cast<int32_t>(t), e.data.data(), e.data.size()); !err.empty()) return err;
@@ -559,9 +557,13 @@ std::string Session::trainStep(float* loss) {
   if (m.control.take()) return m.cancel(cancelled);
   if (update)
     if (auto e = m.runRange(optimizer, m.plan.launches.size(), next, total, /*cancellable=*/false, &stopped); !e.empty()) return e;
+  // Accumulators and updated buffers change with every micro-batch; the rest only with an update.
+  auto everyMicroBatch = [&](int32_t t) {
+    return std::find(loop.accumulators.begin(), loop.accumulators.end(), t) != loop.accumulators.end() ||
+           std::find(m.plan.updatedBuffers.begin(), m.plan.updatedBuffers.end(), t) != m.plan.updatedBuffers.end();
+  };
   for (const auto& c : m.plan.commits) {
-    const bool accumulator = std::find(loop.accumulators.begin(), loop.accumulators.end(), c[1]) != loop.accumulators.end();
-    if (!update && !accumulator) continue;
+    if (!update && !everyMicroBatch(c[1])) continue;
     st = clEnqueueCopyBuffer(m.queue, m.arena, m.arena, static_cast<size_t>(m.plan.tensors[c[0]].offset),
                              static_cast<size_t>(m.plan.tensors[c[1]].offset),
                              static_cast<size_t>(m.plan.tensors[c[1]].bytes), 0, nullptr, nullptr);

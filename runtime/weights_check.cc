@@ -32,10 +32,10 @@ std::string checkWeights(const planfile::Plan& plan, const safetensors::File& fi
                          std::string* baseWeights) {
   std::set<std::string> frozen;
   for (size_t t = 0; t < plan.tensors.size(); ++t) {
-    const planfile::Role r = plan.tensors[t].role;
-    if (r != planfile::Role::Weight && r != planfile::Role::Trainable) continue;
+    if (!plan.tensors[t].fromWeights()) continue;
     if (auto e = matches(plan, static_cast<int32_t>(t), file, plan.tensors[t].source, "'" + path + "'"); !e.empty()) return e;
-    if (r == planfile::Role::Weight) frozen.insert(plan.tensors[t].source);
+    // The base model: frozen weights and the buffers' starting values, not what training changes.
+    if (plan.tensors[t].role != planfile::Role::Trainable) frozen.insert(plan.tensors[t].source);
   }
   // After the plan's checks, whose lines say more about a file edited on purpose; the checksum
   // catches what they cannot see, a changed data byte.

@@ -166,9 +166,11 @@ nlohmann::json byName(const Plan& p) {
   j["loss"] = name(p.loss);
   j["step"] = name(p.step);
   j["staging"] = name(p.staging);
-  for (auto* key : {"inputs", "state"}) {
+  for (const auto& [key, list] : {std::pair<const char*, const std::vector<int32_t>*>{"inputs", &p.inputs},
+                                   {"state", &p.state}, {"updated_buffers", &p.updatedBuffers}}) {
+    if (!j.contains(key)) continue;
     nlohmann::json names = nlohmann::json::array();
-    for (int32_t t : (std::string(key) == "inputs" ? p.inputs : p.state)) names.push_back(name(t));
+    for (int32_t t : *list) names.push_back(name(t));
     j[key] = std::move(names);
   }
   for (size_t i = 0; i < p.trainables.size(); ++i) {

@@ -10,7 +10,8 @@
 // 4. Drop backward nodes whose results nothing reads (rules may build an operand that a later
 //    rewrite made unnecessary), then mark every forward tensor a backward node reads
 //    (Value::reusedByBackward: the reuse edges the layout compiler must keep alive).
-// 5. Append the optimizer's update nodes and make the updated parameters and state outputs.
+// 5. Append the updated buffers (ir::Graph::stateUpdates) to the state, then the optimizer's
+//    update nodes, and make the updated parameters and state outputs.
 // Every step is one pass over nodes or values: linear in the graph's size.
 #include <fmt/format.h>
 
@@ -138,6 +139,11 @@ Result<TrainingGraph> buildTrainingGraph(const ir::Graph& forward, const Trainin
   for (auto& v : g.values) v.reusedByBackward = false;
   FBL_ASSIGN(tg.loss, findLoss(g));
   FBL_ASSIGN(std::vector<ir::ValueId> params, selectTrainables(g, opts.trainableGlobs));
+  for (ir::ValueId p : params)
+    for (const ir::StateUpdate& u : g.stateUpdates)
+      if (u.state == p)
+        return makeError("{}: '{}' is a buffer the forward pass updates (BatchNorm's running statistics), not a "
+                         "parameter; narrow --trainable", fileOf(g), g.values[p].name);
   std::vector<uint8_t> active = activeValues(g, params);
   if (!active[tg.loss])
     return makeError("{}: none of the {} trainable parameters (--trainable '{}') affects the loss",
@@ -157,6 +163,10 @@ Result<TrainingGraph> buildTrainingGraph(const ir::Graph& forward, const Trainin
   for (const auto& t : tg.trainables) keep.push_back(t.grad);
   removeUnusedBackward(g, forwardNodes, keep);
   markReuse(g, forwardValues);
+  for (const ir::StateUpdate& u : g.stateUpdates) {
+    tg.state.push_back(OptimizerState{u.state, u.updated, ir::kNoValue});
+    tg.buffers.push_back(u.state);
+  }
   FBL_TRY(appendOptimizer(tg, opts.optimizer));
   return tg;
 }

@@ -64,7 +64,7 @@ struct TrainableParam {
 struct OptimizerState {
   ir::ValueId current = ir::kNoValue;  // read by the step (Initializer kind, zero at start)
   ir::ValueId updated = ir::kNoValue;  // written by the step
-  ir::ValueId param = ir::kNoValue;    // the trainable this state belongs to
+  ir::ValueId param = ir::kNoValue;    // the trainable this state belongs to; none for a buffer
 };
 
 struct TrainingGraph {
@@ -81,6 +81,10 @@ struct TrainingGraph {
   // `accumulators`: a micro-batch that does not end a window commits only those).
   std::vector<OptimizerState> state;
   std::vector<ir::ValueId> accumulators;
+  // The buffers the forward pass updates (ir::Graph::stateUpdates: BatchNorm's running
+  // statistics), also in `state`: they start from the model's values, not zero, and every
+  // micro-batch commits them, as every PyTorch forward in train mode updates them.
+  std::vector<ir::ValueId> buffers;
 };
 
 // Graph outputs of the result: the forward outputs (the loss among them), then every updated

@@ -113,12 +113,15 @@ void Graph::replaceAllUses(ValueId from, ValueId to) {
       if (v == from) v = to;
   for (auto& v : outputs)
     if (v == from) v = to;
+  for (auto& u : stateUpdates)
+    if (u.updated == from) u.updated = to;
 }
 
 std::vector<bool> Graph::liveValues() const {
   std::vector<bool> live(values.size(), false);
   for (ValueId v : inputs) live[v] = true;
   for (ValueId v : outputs) live[v] = true;
+  for (const StateUpdate& u : stateUpdates) live[u.state] = live[u.updated] = true;
   for (const auto& n : nodes) {
     if (n.dead) continue;
     for (ValueId v : n.inputs)

@@ -77,6 +77,14 @@ struct Node {
   ValueId input(size_t i) const { return i < inputs.size() ? inputs[i] : kNoValue; }
 };
 
+// An initializer the forward pass updates, as PyTorch updates a module's buffers in train mode
+// (BatchNorm's running mean and variance): the value it holds after the step. A training plan
+// carries it across steps as optimizer state; nothing differentiates it.
+struct StateUpdate {
+  ValueId state = kNoValue;
+  ValueId updated = kNoValue;
+};
+
 struct Graph {
   std::string name;
   std::string sourcePath;  // the file it was imported from, for diagnostics
@@ -89,6 +97,8 @@ struct Graph {
   // no name: folded into constants or dropped (onnx/export_names.h). A selection of what peft
   // trains must not silently leave them out.
   std::vector<std::string> foldedParameters;
+  // Updated buffers; their values stay live as graph outputs do.
+  std::vector<StateUpdate> stateUpdates;
 
   ValueId addValue(Value v);
   // Appends a node, sets the producer of its outputs and returns its id.

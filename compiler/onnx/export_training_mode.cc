@@ -4,8 +4,10 @@
 // restoreBatchNormTraining groups the nodes by the training call they came from: the optimizer
 // (optimize=True) folds a BatchNorm into the Conv before it as if in eval mode, and that Conv
 // keeps the batch norm's metadata, which is how the fold is found and refused.
+// separateBatchNormBuffers reads the same arguments: the fourth and fifth name the buffers.
 #include "compiler/onnx/export_training_mode.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -77,6 +79,42 @@ Result<int> restoreBatchNormTraining(ir::Graph& g, const std::vector<NodeOrigin>
           ir::describeNode(g, g.nodes[nodes[0]]), g.nodes[nodes[0]].op);
   }
   return restored;
+}
+
+int separateBatchNormBuffers(ir::Graph& g, const std::vector<NodeOrigin>& origins) {
+  auto mangled = [](std::string name) {  // torch.export's placeholder for a buffer: b_ + dots as _
+    std::replace(name.begin(), name.end(), '.', '_');
+    return "%b_" + name;
+  };
+  int separated = 0;
+  for (size_t i = 0; i < g.nodes.size() && i < origins.size(); ++i) {
+    ir::Node& n = g.nodes[i];
+    const NodeOrigin& o = origins[i];
+    if (n.op != "BatchNormalization" || n.attrInt("training_mode", 0) == 0 || o.scopes.size() < 2) continue;
+    const std::string& module = o.scopes[o.scopes.size() - 2];  // the last scope is the call's own
+    const size_t at = o.fxNode.find("target=torch.ops.aten.");
+    if (at == std::string::npos) continue;
+    const std::vector<std::string> args = fxArgs(std::string_view(o.fxNode).substr(at));
+    for (size_t k : {3, 4}) {
+      const ir::ValueId in = n.input(k);
+      const std::string buffer = module + (k == 3 ? ".running_mean" : ".running_var");
+      if (in == ir::kNoValue || g.values[in].kind != ir::ValueKind::Initializer || g.values[in].name == buffer ||
+          args.size() <= k || args[k] != mangled(buffer))
+        continue;
+      ir::ValueId own = g.findValue(buffer);
+      if (own == ir::kNoValue) {
+        ir::Value v = g.values[in];  // the same starting values (data or external reference)
+        v.name = buffer;
+        v.producer = ir::kNoNode;
+        own = g.addValue(std::move(v));
+      } else if (g.values[own].kind != ir::ValueKind::Initializer || g.values[own].shape != g.values[in].shape) {
+        continue;
+      }
+      n.inputs[k] = own;
+      ++separated;
+    }
+  }
+  return separated;
 }
 
 }  // namespace fbl::onnx

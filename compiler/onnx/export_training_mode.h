@@ -27,4 +27,13 @@ bool fxBatchNormTrains(std::string_view fxNode);
 // `origins[i]` belongs to g.nodes[i]. Returns how many nodes were switched to training mode.
 Result<int> restoreBatchNormTraining(ir::Graph& g, const std::vector<NodeOrigin>& origins);
 
+// The running statistics a train-mode BatchNormalization updates are its module's buffers, but
+// the exporter's optimizer merges equal initializers: every freshly initialised BatchNorm then
+// reads one shared zero mean and one unit variance. From the node's metadata (its module's name
+// scope, checked against the buffer names its fx call passes), each such node gets an
+// initializer of its own, named as PyTorch names the buffer ("<module>.running_mean"), holding
+// the same starting values. A module called twice keeps one buffer, updated twice. Returns how
+// many inputs were given their own buffer.
+int separateBatchNormBuffers(ir::Graph& g, const std::vector<NodeOrigin>& origins);
+
 }  // namespace fbl::onnx

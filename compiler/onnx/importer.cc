@@ -522,6 +522,7 @@ Result<ir::Graph> importFromBytes(const std::string& bytes, const std::string& p
   FBL_ASSIGN(Imported imp, importProto(bytes, path, opts));
   if (opts.loadExternalData) FBL_TRY(loadAvailableExternalData(imp.graph));
   FBL_TRY(restoreBatchNormTraining(imp.graph, imp.origins));  // before recovery adds nodes: origins index g.nodes
+  separateBatchNormBuffers(imp.graph, imp.origins);
   if (opts.recoverExportNames) FBL_TRY(recoverExportNames(imp.graph, imp.origins, imp.foldedFrom));
   return std::move(imp.graph);
 }

@@ -1,5 +1,5 @@
 // dead-code:
-//   1. Mark the graph outputs needed.
+//   1. Mark the graph outputs and updated buffers (Graph::stateUpdates) needed.
 //   2. Walk the nodes in reverse topological order: a live node none of whose outputs is
 //      needed dies; a node that stays marks all its inputs needed. One walk suffices because
 //      every consumer comes after its producer.
@@ -12,6 +12,7 @@ Result<bool> DeadCode::run(ir::Graph& g) {
   removed_ = 0;
   std::vector<bool> needed(g.values.size(), false);
   for (ir::ValueId v : g.outputs) needed[v] = true;
+  for (const ir::StateUpdate& u : g.stateUpdates) needed[u.updated] = true;
   bool hadDead = false;
   for (auto it = g.nodes.rbegin(); it != g.nodes.rend(); ++it) {
     ir::Node& n = *it;

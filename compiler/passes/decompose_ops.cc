@@ -183,7 +183,8 @@ std::vector<ir::Node> decomposeInstanceNorm(ir::Graph& g, const ir::Node& n) {
 // per-channel affine. LayerNormalization's fused gradient keeps the statistics' terms in one
 // kernel: an op-by-op backward (ReduceMean, Sub, Mul, Sqrt, Div) rounds each term to fp32
 // before they cancel. Used running-statistics outputs are input * momentum + batch *
-// (1 - momentum), as ONNX defines them, from the batch's mean and biased variance.
+// (1 - momentum), as ONNX defines them, from the batch's mean and biased variance; initializer
+// running statistics are updated as PyTorch updates them (below).
 // Inference mode: a per-channel affine, a = scale / Sqrt(var + eps), Y = X * a + (B - mean * a).
 std::vector<ir::Node> decomposeBatchNorm(ir::Graph& g, const ir::Node& n) {
   const ir::Value x = g.values[n.inputs[0]];
@@ -229,34 +230,65 @@ std::vector<ir::Node> decomposeBatchNorm(ir::Graph& g, const ir::Node& n) {
   ln.attrs["epsilon"] = epsilon;
   nodes.push_back(std::move(ln));
   channelAffine(g, nodes, n, transpose(yc, "normalized", x.shape), n.inputs[1], n.inputs[2], out);
-  const bool running = (n.outputs.size() > 1 && n.outputs[1] != ir::kNoValue) ||
-                       (n.outputs.size() > 2 && n.outputs[2] != ir::kNoValue);
-  if (!running) return nodes;
-  std::vector<int64_t> axes{0};
+  const float momentum = n.attrFloat("momentum", 0.9f);
+  const ir::ValueId keep = g.newConstant(n.name + "/momentum", filled(dt, {}, momentum));
+  const ir::ValueId take = g.newConstant(n.name + "/one_minus_momentum", filled(dt, {}, 1.0 - momentum));
+  // The batch's mean and biased variance per channel, [C], over the channel-first copy's rows.
+  std::vector<int64_t> rows;
+  for (size_t d = 1; d < rank; ++d) rows.push_back(static_cast<int64_t>(d));
   ir::Shape stat(rank, 1);
-  stat[1] = x.shape[1];
-  for (size_t d = 2; d < rank; ++d) axes.push_back(static_cast<int64_t>(d));
+  stat[0] = x.shape[1];
   auto mean = [&](ir::ValueId v, const std::string& suffix) {
-    ir::Node r = derived(n, "ReduceMean", n.name + "/" + suffix, {v, intsConstant(g, n.name + "/" + suffix + "_axes", axes)},
+    ir::Node r = derived(n, "ReduceMean", n.name + "/" + suffix, {v, intsConstant(g, n.name + "/" + suffix + "_axes", rows)},
                          g.newValue(n.name + "/" + suffix, dt, stat, true));
     r.attrs["keepdims"] = int64_t{1};
     nodes.push_back(r);
     return r.outputs[0];
   };
-  const ir::ValueId mu = mean(n.inputs[0], "mean");
-  const ir::ValueId d = node("Sub", "centered", {n.inputs[0], mu}, x.shape);
-  const ir::ValueId var = mean(node("Mul", "squares", {d, d}, x.shape), "var");
-  const float momentum = n.attrFloat("momentum", 0.9f);
-  const ir::ValueId keep = g.newConstant(n.name + "/momentum", filled(dt, {}, momentum));
-  const ir::ValueId take = g.newConstant(n.name + "/one_minus_momentum", filled(dt, {}, 1.0 - momentum));
+  ir::ValueId batchMean = ir::kNoValue, batchVar = ir::kNoValue;
+  auto batchStatistics = [&] {
+    if (batchMean != ir::kNoValue) return;
+    const ir::ValueId mu = mean(xc, "batch_mean");
+    const ir::ValueId d = node("Sub", "centered", {xc, mu}, channelFirst);
+    const ir::ValueId var = mean(node("Mul", "squares", {d, d}, channelFirst), "batch_var");
+    const ir::ValueId shape = intsConstant(g, n.name + "/channels", {x.shape[1]});
+    batchMean = node("Reshape", "batch_mean_c", {mu, shape}, channels);
+    batchVar = node("Reshape", "batch_var_c", {var, shape}, channels);
+  };
+  // running * momentum + batch * (1 - momentum), into `out` or a new value.
+  auto blend = [&](ir::ValueId running, ir::ValueId batch, const std::string& what, ir::ValueId out) {
+    const ir::ValueId old = node("Mul", what + "/kept", {running, keep}, channels);
+    const ir::ValueId fresh = node("Mul", what + "/taken", {batch, take}, channels);
+    if (out == ir::kNoValue) return node("Add", what, {old, fresh}, channels);
+    nodes.push_back(derived(n, "Add", n.name + "/" + what, {old, fresh}, out));
+    return out;
+  };
+  // The running-statistics outputs, where the graph reads them, as ONNX defines them (biased).
   for (size_t i : {1, 2}) {
     const ir::ValueId o = i < n.outputs.size() ? n.outputs[i] : ir::kNoValue;
     if (o == ir::kNoValue) continue;
-    const std::string what = i == 1 ? "running_mean" : "running_var";
-    const ir::ValueId batch = node("Reshape", what + "/batch", {i == 1 ? mu : var, intsConstant(g, n.name + "/" + what + "/shape", {x.shape[1]})}, channels);
-    const ir::ValueId old = node("Mul", what + "/kept", {n.inputs[2 + i], keep}, channels);
-    const ir::ValueId fresh = node("Mul", what + "/taken", {batch, take}, channels);
-    nodes.push_back(derived(n, "Add", n.name + "/" + what, {old, fresh}, o));
+    batchStatistics();
+    blend(n.inputs[2 + i], i == 1 ? batchMean : batchVar, i == 1 ? "running_mean" : "running_var", o);
+  }
+  // PyTorch's buffers, which every train-mode forward updates whether or not the export kept the
+  // update: with the unbiased batch variance, n / (n - 1). The plan carries them as state
+  // (Graph::stateUpdates); a module called twice updates them twice, in order.
+  const int64_t perChannel = ir::numElements(x.shape) / x.shape[1];
+  for (size_t i : {3, 4}) {
+    const ir::ValueId buffer = n.input(i);
+    if (buffer == ir::kNoValue || g.values[buffer].kind != ir::ValueKind::Initializer) continue;
+    batchStatistics();
+    ir::ValueId batch = batchMean;
+    if (i == 4) {
+      const double bessel = static_cast<double>(perChannel) / static_cast<double>(perChannel - 1);
+      batch = node("Mul", "batch_var_unbiased", {batchVar, g.newConstant(n.name + "/bessel", filled(dt, {}, bessel))}, channels);
+    }
+    auto chained = std::find_if(g.stateUpdates.begin(), g.stateUpdates.end(),
+                                [&](const ir::StateUpdate& u) { return u.state == buffer; });
+    const ir::ValueId running = chained == g.stateUpdates.end() ? buffer : chained->updated;
+    const ir::ValueId updated = blend(running, batch, i == 3 ? "updated_running_mean" : "updated_running_var", ir::kNoValue);
+    if (chained == g.stateUpdates.end()) g.stateUpdates.push_back({buffer, updated});
+    else chained->updated = updated;
   }
   return nodes;
 }
@@ -266,6 +298,17 @@ std::vector<ir::Node> decomposeBatchNorm(ir::Graph& g, const ir::Node& n) {
 // window), then Max of the taps (a tie goes to the first tap, as PyTorch's max pool picks the
 // first) or their sum (Adds) times 1 / divisor per output position. Gradients come from Pad,
 // Slice, Max, Add and Mul.
+// PyTorch refuses a train-mode BatchNorm with one value per channel: its unbiased variance, the
+// running variance's update, divides by n - 1.
+Status checkBatchNorm(const ir::Graph& g, const ir::Node& n) {
+  const ir::Shape& x = g.values[n.inputs[0]].shape;
+  if (n.attrInt("training_mode", 0) == 0 || x.size() < 2 || x[1] < 1) return Status::success();
+  if (ir::numElements(x) / x[1] <= 1)
+    return makeError("{}: BatchNormalization in training mode needs more than one value per channel, and {} has one "
+                     "(PyTorch refuses it too)", ir::describeNode(g, n), ir::shapeToString(x));
+  return Status::success();
+}
+
 Result<std::vector<ir::Node>> decomposePool(ir::Graph& g, const ir::Node& n) {
   const ir::Value x = g.values[n.inputs[0]];
   auto geometry = ops::poolGeometry(n, x.shape);
@@ -417,6 +460,7 @@ Result<bool> DecomposeOps::run(ir::Graph& g) {
   for (const ir::Node& n : g.nodes) {
     if (decomposed(n) && n.op == "Resize") { FBL_ASSIGN(checked[&n], decomposeResize(g, n)); }
     if (decomposed(n) && isPool(n)) { FBL_ASSIGN(checked[&n], decomposePool(g, n)); }
+    if (decomposed(n) && n.op == "BatchNormalization") FBL_TRY(checkBatchNorm(g, n));
   }
   for (const ir::Node& n : g.nodes)
     if (decomposed(n) && isConv1d(n) && g.values[n.outputs[0]].shape.size() != 3)

@@ -52,6 +52,7 @@ Result<bool> DropNoops::run(ir::Graph& g) {
   dropped_ = 0;
   std::vector<bool> isGraphOutput(g.values.size(), false);
   for (ir::ValueId v : g.outputs) isGraphOutput[v] = true;
+  for (const ir::StateUpdate& u : g.stateUpdates) isGraphOutput[u.updated] = true;
   std::vector<bool> read(g.values.size(), false);
   for (const auto& n : g.nodes)
     if (!n.dead)

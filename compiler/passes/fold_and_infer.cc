@@ -111,6 +111,10 @@ Result<bool> FoldAndInfer::tryFold(ir::Graph& g, ir::NodeId id) {
       continue;
     }
     if (!shapeOnly && !isCompileTimeConstant(g.values[in])) return false;
+    // An updated buffer's value changes every step: what reads it is no constant.
+    if (!shapeOnly && std::any_of(g.stateUpdates.begin(), g.stateUpdates.end(),
+                                  [&](const ir::StateUpdate& u) { return u.state == in; }))
+      return false;
     inputs.push_back(g.values[in].data.get());
   }
   if (outputBytes(g, n) > opts_.maxFoldBytes) {
@@ -150,6 +154,7 @@ Result<bool> FoldAndInfer::run(ir::Graph& g) {
   stats_ = {};
   std::vector<bool> isGraphOutput(g.values.size(), false);
   for (ir::ValueId v : g.outputs) isGraphOutput[v] = true;
+  for (const ir::StateUpdate& u : g.stateUpdates) isGraphOutput[u.updated] = true;
   std::vector<ir::ValueId> repl(g.values.size());
   std::iota(repl.begin(), repl.end(), 0);
   std::unordered_multimap<uint64_t, ir::ValueId> byContent;

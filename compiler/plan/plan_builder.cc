@@ -54,6 +54,7 @@ class Builder {
     for (size_t v = 0; v < root_.size(); ++v) root_[v] = static_cast<ir::ValueId>(v);
     for (const auto& t : in.trainables) trainable_.insert(t.param);
     for (const auto& s : in.state) state_.insert(s.current);
+    buffers_.insert(in.buffers.begin(), in.buffers.end());
   }
 
   Result<Plan> build(BuildStats* stats) {
@@ -178,6 +179,7 @@ class Builder {
       plan_.state.push_back(tensorOf(s.current));
       if (s.updated != ir::kNoValue) addCommit(s.updated, s.current, &keep);
     }
+    for (ir::ValueId b : in_.buffers) plan_.updatedBuffers.push_back(tensorOf(b));
     for (ir::ValueId v : in_.keep) keep.insert(tensorOf(v));
     FBL_TRY(addTransfers(target));
     plan_.adapterConfig = in_.adapterConfig;
@@ -414,7 +416,8 @@ class Builder {
     const Role role = roleOf(r);
     const int32_t id = addTensor(val.name, val.dtype, val.shape, role);
     planfile::Tensor& t = plan_.tensors[id];
-    if (role == Role::Weight || role == Role::Trainable) t.source = val.name;
+    // An updated buffer starts from the model's value, which the weights file holds.
+    if (role == Role::Weight || role == Role::Trainable || buffers_.count(r)) t.source = val.name;
     if (in_.lowering) {
       // Stored in another layout (layout_lowering.h, step 4): the padded tile-major buffer, or
       // an image object of its own extent.
@@ -536,7 +539,7 @@ class Builder {
   const Profile& profile_;
   Plan plan_;
   std::vector<ir::ValueId> root_;
-  std::set<ir::ValueId> trainable_, state_;
+  std::set<ir::ValueId> trainable_, state_, buffers_;
   std::map<ir::ValueId, int32_t> tensorOfRoot_;
   std::map<std::string, std::string> kernelBase_;
   std::map<std::string, int32_t> entryIndex_;
@@ -566,6 +569,7 @@ PlanInputs trainingInputs(const autodiff::TrainingGraph& tg, std::string model) 
   in.accumulators = tg.accumulators;
   in.trainables = tg.trainables;
   in.state = tg.state;
+  in.buffers = tg.buffers;
   in.model = std::move(model);
   return in;
 }

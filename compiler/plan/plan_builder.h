@@ -26,6 +26,7 @@ struct PlanInputs {
   std::vector<ir::ValueId> accumulators;
   std::vector<autodiff::TrainableParam> trainables;
   std::vector<autodiff::OptimizerState> state;
+  std::vector<ir::ValueId> buffers;  // autodiff::TrainingGraph::buffers
   // Values whose bytes must survive the step (beyond loss, grads and updated values).
   std::vector<ir::ValueId> keep;
   std::string model;

@@ -43,6 +43,7 @@ std::string printPlan(const planfile::Plan& p) {
   for (const planfile::Trainable& t : p.trainables)
     s += fmt::format("  t{} grad t{} adapter '{}'\n", t.param, t.grad, t.adapterKey);
   s += fmt::format("state: t{}\n", fmt::join(p.state, " t"));
+  if (!p.updatedBuffers.empty()) s += fmt::format("updated buffers: t{}\n", fmt::join(p.updatedBuffers, " t"));
   s += "commits:";
   for (const auto& c : p.commits) s += fmt::format(" t{}->t{}", c[0], c[1]);
   s += "\n\nlaunches:\n";

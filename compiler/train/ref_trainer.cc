@@ -63,10 +63,11 @@ Result<StepResult> RefTrainer::step(const std::map<ir::ValueId, ir::Tensor>& bat
     if (in != tg_.step && in != tg_.lr && in != tg_.accumKeep && batch.find(in) == batch.end())
       return makeError("{}: no data for input '{}'", g.sourcePath, g.values[in].name);
   // As the runtime (runtime/session.cc): only a window's last micro-batch updates; the others
-  // carry the accumulators alone.
+  // carry the accumulators and the updated buffers alone.
   const bool update = micro_ + 1 >= loop_.gradAccum;
-  auto isAccumulator = [&](ir::ValueId v) {
-    return std::find(tg_.accumulators.begin(), tg_.accumulators.end(), v) != tg_.accumulators.end();
+  auto everyMicroBatch = [&](ir::ValueId v) {
+    return std::find(tg_.accumulators.begin(), tg_.accumulators.end(), v) != tg_.accumulators.end() ||
+           std::find(tg_.buffers.begin(), tg_.buffers.end(), v) != tg_.buffers.end();
   };
   std::map<ir::ValueId, ir::Tensor> feeds = batch;
   if (tg_.step != ir::kNoValue) feeds[tg_.step] = ir::Tensor::scalar<int64_t>(steps_ + 1);
@@ -78,7 +79,7 @@ Result<StepResult> RefTrainer::step(const std::map<ir::ValueId, ir::Tensor>& bat
   if (update)
     for (const auto& t : tg_.trainables) fetch.push_back(t.updated);
   for (const auto& s : tg_.state)
-    if (update || isAccumulator(s.current)) fetch.push_back(s.updated);
+    if (update || everyMicroBatch(s.current)) fetch.push_back(s.updated);
   FBL_ASSIGN(std::vector<ir::Tensor> out, exec_.run(feeds, fetch));
   StepResult r;
   r.loss = static_cast<float>(out[0].at(0));
@@ -87,7 +88,7 @@ Result<StepResult> RefTrainer::step(const std::map<ir::ValueId, ir::Tensor>& bat
   if (update)
     for (size_t i = 0; i < n; ++i) FBL_TRY(exec_.setValue(tg_.trainables[i].param, std::move(out[k++])));
   for (const auto& s : tg_.state)
-    if (update || isAccumulator(s.current)) FBL_TRY(exec_.setValue(s.current, std::move(out[k++])));
+    if (update || everyMicroBatch(s.current)) FBL_TRY(exec_.setValue(s.current, std::move(out[k++])));
   if (update) {
     ++steps_;
     micro_ = 0;
@@ -99,7 +100,11 @@ Result<StepResult> RefTrainer::step(const std::map<ir::ValueId, ir::Tensor>& bat
 
 Result<ir::Tensor> RefTrainer::parameter(size_t i) {
   FBL_ASSERT(i < tg_.trainables.size());
-  FBL_ASSIGN(std::vector<ir::Tensor> out, exec_.run({}, {tg_.trainables[i].param}));
+  return current(tg_.trainables[i].param);
+}
+
+Result<ir::Tensor> RefTrainer::current(ir::ValueId v) {
+  FBL_ASSIGN(std::vector<ir::Tensor> out, exec_.run({}, {v}));
   return std::move(out[0]);
 }
 

@@ -64,6 +64,8 @@ class RefTrainer {
   int32_t accumulated() const { return micro_; }  // micro-batches since the last optimizer step
   // The current value of a trainable (after the steps run so far).
   Result<ir::Tensor> parameter(size_t trainableIndex);
+  // The current value of a trainable, optimizer state or updated buffer: a value the steps carry.
+  Result<ir::Tensor> current(ir::ValueId v);
 
  private:
   RefTrainer(autodiff::TrainingGraph tg, const autodiff::OptimizerOptions& opts);

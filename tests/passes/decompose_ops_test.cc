@@ -372,25 +372,37 @@ TEST_CASE("BatchNormalization: batch statistics in training mode, the inputs' in
       if (training) {
         const std::vector<double> want = channelNormalized(xs, sv, bv, false, 1e-5);
         for (int64_t e = 0; e < xs.numel(); ++e) REQUIRE(got.at(e) == Approx(want[e]).epsilon(1e-5).margin(1e-6));
-        // ONNX's running statistics: input * momentum + batch * (1 - momentum), biased variance.
         const Tensor runMean = runOne(t.g, ys[1], {{x, xs}}), runVar = runOne(t.g, ys[2], {{x, xs}});
+        std::vector<double> mu(2), biased(2);
         for (int64_t c = 0; c < 2; ++c) {
           double sum = 0, sq = 0;
           for (int64_t n = 0; n < 3; ++n)
             for (int64_t k = 0; k < 6; ++k) sum += xs.at((n * 2 + c) * 6 + k);
-          const double mu = sum / 18;
+          mu[c] = sum / 18;
           for (int64_t n = 0; n < 3; ++n)
-            for (int64_t k = 0; k < 6; ++k) sq += (xs.at((n * 2 + c) * 6 + k) - mu) * (xs.at((n * 2 + c) * 6 + k) - mu);
-          CHECK(runMean.at(c) == Approx(mv.at(c) * 0.9 + mu * 0.1).epsilon(1e-5));
-          CHECK(runVar.at(c) == Approx(vv.at(c) * 0.9 + sq / 18 * 0.1).epsilon(1e-5));
+            for (int64_t k = 0; k < 6; ++k) sq += (xs.at((n * 2 + c) * 6 + k) - mu[c]) * (xs.at((n * 2 + c) * 6 + k) - mu[c]);
+          biased[c] = sq / 18;
+          // ONNX's running-statistics outputs: input * momentum + batch * (1 - momentum), biased variance.
+          CHECK(runMean.at(c) == Approx(mv.at(c) * 0.9 + mu[c] * 0.1).epsilon(1e-5));
+          CHECK(runVar.at(c) == Approx(vv.at(c) * 0.9 + biased[c] * 0.1).epsilon(1e-5));
         }
         decomposesClosely(t, ys[0], {{x, xs}},
                           {"Transpose", "LayerNormalization", "Transpose", "Reshape", "Mul", "Reshape", "Add",
-                           "ReduceMean", "Sub", "Mul", "ReduceMean", "Reshape", "Mul", "Mul", "Add", "Reshape", "Mul",
-                           "Mul", "Add"});
+                           "ReduceMean", "Sub", "Mul", "ReduceMean", "Reshape", "Reshape", "Mul", "Mul", "Add", "Mul",
+                           "Mul", "Add", "Mul", "Mul", "Add", "Mul", "Mul", "Mul", "Add"});
         for (int i : {1, 2}) {
           const Tensor again = runOne(t.g, ys[i], {{x, xs}});
           CHECK(again.at(0) == Approx((i == 1 ? runMean : runVar).at(0)).epsilon(1e-6));
+        }
+        // The initializers are PyTorch's buffers, updated as PyTorch does: the unbiased variance.
+        REQUIRE(t.g.stateUpdates.size() == 2);
+        CHECK(t.g.stateUpdates[0].state == mean);
+        CHECK(t.g.stateUpdates[1].state == var);
+        const Tensor newMean = runOne(t.g, t.g.stateUpdates[0].updated, {{x, xs}});
+        const Tensor newVar = runOne(t.g, t.g.stateUpdates[1].updated, {{x, xs}});
+        for (int64_t c = 0; c < 2; ++c) {
+          CHECK(newMean.at(c) == Approx(mv.at(c) * 0.9 + mu[c] * 0.1).epsilon(1e-5));
+          CHECK(newVar.at(c) == Approx(vv.at(c) * 0.9 + biased[c] * 18 / 17 * 0.1).epsilon(1e-5));
         }
       } else {
         for (int64_t e = 0; e < xs.numel(); ++e) {
@@ -399,8 +411,47 @@ TEST_CASE("BatchNormalization: batch statistics in training mode, the inputs' in
           REQUIRE(got.at(e) == Approx(want).epsilon(1e-5).margin(1e-6));
         }
         decomposesClosely(t, ys[0], {{x, xs}}, {"Add", "Sqrt", "Div", "Mul", "Sub", "Reshape", "Mul", "Reshape", "Add"});
+        CHECK(t.g.stateUpdates.empty());
       }
     }
+}
+
+// A module called twice updates its buffers twice, the second update from the first's result;
+// one value per channel is refused, as PyTorch refuses it.
+TEST_CASE("BatchNormalization: a buffer two calls share is updated in order, and n = 1 is refused",
+          "[passes][decompose]") {
+  GraphBuilder t = GraphBuilder::inferring();
+  const ValueId x = t.input("x", DType::F32, {2, 2, 3});
+  const ValueId s = t.randomParam("scale", {2}), b = t.randomParam("bias", {2});
+  const ValueId mean = t.randomParam("running_mean", {2}), var = t.randomParam("running_var", {2}, 0.5f, 2.0f);
+  const std::map<std::string, ir::AttrValue> attrs{{"epsilon", 1e-5f}, {"momentum", 0.9f}, {"training_mode", int64_t{1}}};
+  const ValueId y1 = t.node("BatchNormalization", {x, s, b, mean, var}, attrs)[0];
+  t.node("BatchNormalization", {y1, s, b, mean, var}, attrs);
+  const Tensor xs = t.randomTensor({2, 2, 3}, -2, 3);
+  const Tensor first = runOne(t.g, y1, {{x, xs}});
+  passes::DecomposeOps pass;
+  REQUIRE(pass.run(t.g).ok());
+  REQUIRE(t.g.stateUpdates.size() == 2);
+  const Tensor newMean = runOne(t.g, t.g.stateUpdates[0].updated, {{x, xs}});
+  const Tensor& mv = *t.g.values[mean].data;
+  for (int64_t c = 0; c < 2; ++c) {
+    double m1 = 0, m2 = 0;
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t k = 0; k < 3; ++k) {
+        m1 += xs.at((n * 2 + c) * 3 + k) / 6;
+        m2 += first.at((n * 2 + c) * 3 + k) / 6;
+      }
+    CHECK(newMean.at(c) == Approx((mv.at(c) * 0.9 + m1 * 0.1) * 0.9 + m2 * 0.1).epsilon(1e-5).margin(1e-6));
+  }
+
+  GraphBuilder one = GraphBuilder::inferring();
+  const ValueId x1 = one.input("x", DType::F32, {1, 2, 1});
+  one.node("BatchNormalization", {x1, one.randomParam("scale", {2}), one.randomParam("bias", {2}),
+                                  one.randomParam("running_mean", {2}), one.randomParam("running_var", {2}, 0.5f, 2.0f)},
+           attrs);
+  auto refused = passes::DecomposeOps().run(one.g);
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.error().message, Catch::Matchers::Contains("more than one value per channel"));
 }
 
 // Naive pooling of x [N, C, H, W] by explicit window loops, independent of ops/pooling.h.

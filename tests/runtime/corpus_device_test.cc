@@ -15,9 +15,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compiler/onnx/load_model.h"
 #include "compiler/onnx/tensor_proto.h"
 #include "compiler/driver/compile_command.h"
 #include "compiler/plan/peft_adapter.h"
+#include "compiler/train/ref_trainer.h"
+#include "runtime/plan_check.h"
 #include "tests/autodiff/tensor_diff.h"
 #include "tests/runtime/runtime_test_util.h"
 
@@ -85,6 +88,26 @@ void trainsLikePyTorch(const std::string& arch, const std::string& style) {
   }
   CHECK(worstLoss <= 5e-4);  // as tests/train/corpus_test.cc: Adam amplifies rounding near g = 0
   CHECK(worstEval <= 5e-4);
+  // The buffers the 10 train-mode forwards updated (BatchNorm's running statistics), as PyTorch's.
+  double worstBuffer = 0;
+  if (fs::exists(dir + "/buffers.safetensors")) {
+    const auto torchBuffers = readSafetensors(dir + "/buffers.safetensors");
+    REQUIRE(c->plan.updatedBuffers.size() == torchBuffers.size());
+    for (const auto& [name, want] : torchBuffers) {
+      INFO("buffer " << name);
+      const int32_t t = c->plan.findTensor("m." + name);
+      REQUIRE(std::find(c->plan.updatedBuffers.begin(), c->plan.updatedBuffers.end(), t) != c->plan.updatedBuffers.end());
+      std::vector<unsigned char> bytes;
+      REQUIRE(s->readTensor(t, &bytes) == "");
+      ir::Tensor mine(ir::DType::F32, want.shape());
+      REQUIRE(bytes.size() == mine.nbytes());
+      std::memcpy(mine.raw(), bytes.data(), bytes.size());
+      worstBuffer = std::max(worstBuffer, relativeToMaxAbs(mine, want));
+    }
+    CHECK(worstBuffer <= 1e-5);
+  } else {
+    CHECK(c->plan.updatedBuffers.empty());
+  }
   const std::string out = tempDir() + "/corpus-adapter-" + arch;
   fs::create_directories(out);
   REQUIRE(s->exportAdapter(out) == "");
@@ -108,8 +131,8 @@ void trainsLikePyTorch(const std::string& arch, const std::string& style) {
   CHECK(worstUnresolved <= 2 * a.lr * static_cast<double>(losses.size()));
   std::printf("corpus %s/%s on PoCL: worst gradient error %.1e, 10 steps worst relative loss difference %.1e "
               "(evaluation steps %.1e), adapters %.1e of max-abs (%.1e where the first gradient is rounding "
-              "noise)\n",
-              arch.c_str(), style.c_str(), worstGrad, worstLoss, worstEval, worstAdapter, worstUnresolved);
+              "noise), updated buffers %.1e\n",
+              arch.c_str(), style.c_str(), worstGrad, worstLoss, worstEval, worstAdapter, worstUnresolved, worstBuffer);
 }
 
 TEST_CASE("the corpus's T5 (optimize=True export) trains on PoCL like PyTorch and peft", "[runtime][hf-corpus]") {
@@ -125,11 +148,93 @@ TEST_CASE("the corpus's left-padded Qwen2 batch (optimize=True export) trains on
 }
 
 // BatchNorm in train mode normalizes with the batch's statistics (restored from the export's
-// metadata, decomposed into a LayerNormalization over the batch), and the stem's MaxPool becomes
+// metadata, decomposed into a LayerNormalization over the batch) and updates its running
+// statistics each step (the optimizer merged every layer's equal starting buffers into one
+// initializer; the metadata gives each layer its own again). The stem's MaxPool becomes
 // strided Slices and a Max whose ties go to the first element, as PyTorch's do.
 TEST_CASE("the corpus's ResNet (BatchNorm in train mode, MaxPool, optimize=True) trains on PoCL like PyTorch and peft",
           "[runtime][hf-corpus]") {
   trainsLikePyTorch("resnet", "opt");
+}
+
+// PyTorch updates the running statistics on every forward, so with gradient accumulation every
+// micro-batch commits them, not only the optimizer's: after one optimizer step and one more
+// micro-batch the device holds what the reference trainer does, and a checkpoint carries them.
+TEST_CASE("the corpus's ResNet updates its running statistics every micro-batch, and checkpoints keep them",
+          "[runtime][hf-corpus]") {
+  const std::string dir = std::string(FBL_TEST_DATA_DIR) + "/corpus/resnet";
+  driver::CompileArgs a;
+  a.model = dir + "/opt/model.onnx";
+  a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
+  a.output = tempDir() + "/resnet-accum.fbp";
+  a.weights = tempDir() + "/resnet-accum.safetensors";
+  a.gradAccum = 2;
+  auto c = driver::compileModel(a);
+  INFO((c.ok() ? std::string() : c.error().message));
+  REQUIRE(c.ok());
+  REQUIRE(driver::writeWeights(a, c->plan).ok());
+  REQUIRE(c->plan.updatedBuffers.size() == 12);
+  auto s = openPlan(c->plan, "resnet-accum");
+  REQUIRE(s->loadWeights(a.weights) == "");
+  auto forward = onnx::loadModel(a.model);
+  REQUIRE(forward.ok());
+  auto batch = train::loadInputs(*forward, dir + "/test_data_set_0");
+  REQUIRE(batch.ok());
+  for (size_t i = 0; i < c->plan.inputs.size(); ++i) {
+    auto t = onnx::readTensorProtoFile(dir + "/test_data_set_0/input_" + std::to_string(i) + ".pb");
+    REQUIRE(t.ok());
+    REQUIRE(s->writeTensor(c->plan.tensors[c->plan.inputs[i]].name, t->tensor.raw(), t->tensor.nbytes()) == "");
+  }
+  autodiff::TrainingOptions opts;
+  opts.optimizer.gradAccum = 2;
+  auto tg = autodiff::buildTrainingGraph(*forward, opts);
+  REQUIRE(tg.ok());
+  auto ref = train::RefTrainer::create(std::move(*tg), opts.optimizer);
+  for (int k = 0; k < 3; ++k) {
+    REQUIRE(s->trainStep(nullptr) == "");
+    REQUIRE(ref->step(*batch).ok());
+  }
+  REQUIRE(s->step() == 1);
+  REQUIRE(s->accumulated() == 1);
+  auto buffers = [&](rt::Session& session) {
+    std::map<std::string, ir::Tensor> out;
+    for (int32_t t : c->plan.updatedBuffers) {
+      std::vector<unsigned char> bytes;
+      REQUIRE(session.readTensor(t, &bytes) == "");
+      ir::Tensor v(ir::DType::F32, c->plan.tensors[t].shape);
+      REQUIRE(bytes.size() == v.nbytes());
+      std::memcpy(v.raw(), bytes.data(), bytes.size());
+      out[c->plan.tensors[t].name] = std::move(v);
+    }
+    return out;
+  };
+  const auto device = buffers(*s);
+  double worst = 0;
+  for (const auto& [name, mine] : device) {
+    INFO(name);
+    const ir::ValueId v = ref->training().graph.findValue(name);
+    REQUIRE(v != ir::kNoValue);
+    auto want = ref->current(v);
+    REQUIRE(want.ok());
+    worst = std::max(worst, relativeToMaxAbs(mine, *want));
+  }
+  CHECK(worst <= 1e-5);
+  const std::string ckpt = tempDir() + "/resnet-accum.checkpoint.safetensors";
+  REQUIRE(s->saveCheckpoint(ckpt) == "");
+  auto resumed = openPlan(c->plan, "resnet-accum-resumed");
+  REQUIRE(resumed->loadWeights(a.weights) == "");
+  REQUIRE(resumed->loadCheckpoint(ckpt) == "");
+  const auto restored = buffers(*resumed);
+  for (const auto& [name, mine] : device) CHECK(std::memcmp(restored.at(name).raw(), mine.raw(), mine.nbytes()) == 0);
+  // The loader's checks: an updated buffer starts from the weights file, and only one does.
+  planfile::Plan unsourced = c->plan;
+  unsourced.tensors[unsourced.updatedBuffers[0]].source.clear();
+  CHECK_THAT(rt::checkPlan(unsourced), Catch::Contains("an updated buffer must be listed state with a source key"));
+  planfile::Plan unlisted = c->plan;
+  unlisted.updatedBuffers.erase(unlisted.updatedBuffers.begin());
+  CHECK_THAT(rt::checkPlan(unlisted), Catch::Contains("a state tensor with a source key must be an updated buffer"));
+  std::printf("corpus resnet/opt on PoCL, grad_accum 2, 3 micro-batches: running statistics %.1e of max-abs from the "
+              "reference trainer's\n", worst);
 }
 
 // GroupNorm, exported as InstanceNormalization over the groups, after a 1-D Conv.

@@ -6,6 +6,7 @@
 // change in what trains shows up here.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -184,9 +185,27 @@ TEST_CASE("corpus: 10 AdamW steps follow PyTorch's trajectory to peft's adapters
     }
     CHECK(worstParam <= 1e-3);
     CHECK(worstUnresolved <= 2 * opts.optimizer.lr * static_cast<double>(losses.size()));
+    // The buffers the 10 train-mode forwards updated (BatchNorm's running statistics).
+    double worstBuffer = 0;
+    safetensors::File buffers;
+    if (fs::exists(kCorpus + "/" + arch + "/buffers.safetensors"))
+      REQUIRE(safetensors::read(kCorpus + "/" + arch + "/buffers.safetensors", &buffers) == "");
+    REQUIRE(tr.buffers.size() == buffers.tensors.size());
+    for (const auto& [name, e] : buffers.tensors) {
+      INFO("buffer " << name);
+      const ir::ValueId v = tr.graph.findValue("m." + name);
+      REQUIRE(std::find(tr.buffers.begin(), tr.buffers.end(), v) != tr.buffers.end());
+      ir::Tensor want(ir::DType::F32, e.shape);
+      REQUIRE(want.nbytes() == e.data.size());
+      std::memcpy(want.raw(), e.data.data(), e.data.size());
+      auto mine = t->trainer->current(v);
+      REQUIRE(mine.ok());
+      worstBuffer = std::max(worstBuffer, testing::maxAbsDiff(*mine, want) / testing::maxAbs(want));
+    }
+    CHECK(worstBuffer <= 1e-5);
     std::printf("corpus %-9s (%s) 10 AdamW steps: worst relative loss difference %.1e, worst adapter error %.1e of "
-                "max-abs (%.1e where the first gradient is rounding noise)\n",
-                arch.c_str(), style.c_str(), worstLoss, worstParam, worstUnresolved);
+                "max-abs (%.1e where the first gradient is rounding noise), updated buffers %.1e\n",
+                arch.c_str(), style.c_str(), worstLoss, worstParam, worstUnresolved, worstBuffer);
   }
 }
 

@@ -13,6 +13,10 @@ zero and every adapter gets a gradient) and writes into OUT/<arch>/:
   grads/grad_N.pb       PyTorch's gradient of every trainable, named by its parameter name
   trajectory.json       10 AdamW steps on that one batch: the optimizer settings and the losses
   adapter/              what peft saves after those 10 steps (adapter_model.safetensors, config)
+  buffers.safetensors   the float buffers those 10 steps updated (BatchNorm's running statistics),
+                        for models that have any; every export and the trajectory start from the
+                        buffers as initialised
+  buffers_step1.safetensors  the same buffers after the first step alone
   <style>/model.onnx    the export, weights inside (node metadata: opt keeps fx_node and name_scopes),
                         for each style that worked:
                           noopt  torch.onnx.export(dynamo=True, optimize=False)
@@ -35,6 +39,7 @@ import torch
 import onnx
 from onnx import numpy_helper
 import peft
+import safetensors.torch
 from peft import IA3Config, LoraConfig, get_peft_model
 import transformers as T
 
@@ -387,11 +392,22 @@ def run(arch, out, builders=ARCHS):
     names = [f"input_{i}" for i in range(len(xs))]
     trainable = [(n, p) for n, p in m.named_parameters() if p.requires_grad]
     before = {n: p.detach().clone() for n, p in m.named_parameters()}
+    # A train-mode forward (and a TorchScript trace) updates BatchNorm's running statistics: each
+    # export and the trajectory start from the initial buffers, so fbl's plan starts where
+    # PyTorch's 10 steps did.
+    initial_buffers = {n: b.detach().clone() for n, b in m.named_buffers()}
+
+    def restore_buffers():
+        with torch.no_grad():
+            for n, b in m.named_buffers():
+                b.copy_(initial_buffers[n])
 
     # PyTorch's first step: the loss and every trainable's gradient.
     m.zero_grad()
     loss = net(*xs)
     loss.backward()
+    step1_buffers = {n: b.detach().clone().contiguous() for n, b in m.named_buffers()
+                     if b.is_floating_point() and not torch.equal(b, initial_buffers[n])}
     td = os.path.join(d, "test_data_set_0")
     gd = os.path.join(d, "grads")
     os.makedirs(td, exist_ok=True)
@@ -416,6 +432,7 @@ def run(arch, out, builders=ARCHS):
         os.makedirs(sd, exist_ok=True)
         path = os.path.join(sd, "model.onnx")
         try:
+            restore_buffers()
             export(net, xs, names, style, path)
             mp = slim(path, style)
             meta["styles"][style] = dict(ok=True, opset=[(o.domain, o.version) for o in mp.opset_import],
@@ -442,6 +459,7 @@ def run(arch, out, builders=ARCHS):
 
     # 10 AdamW steps on the one batch, as `fblc run-ref --steps 10` and fbl-train do: step k's loss
     # is computed before step k's update.
+    restore_buffers()
     optim = torch.optim.AdamW([p for _, p in trainable], lr=LR, betas=BETAS, eps=EPS, weight_decay=WEIGHT_DECAY)
     losses = []
     for _ in range(STEPS):
@@ -452,6 +470,11 @@ def run(arch, out, builders=ARCHS):
         losses.append(float(step_loss))
     json.dump(dict(optimizer="adamw", lr=LR, betas=list(BETAS), eps=EPS, weight_decay=WEIGHT_DECAY, steps=STEPS,
                    losses=losses), open(os.path.join(d, "trajectory.json"), "w"), indent=1)
+    updated = {n: b.detach().clone().contiguous() for n, b in m.named_buffers()
+               if b.is_floating_point() and not torch.equal(b, initial_buffers[n])}
+    if updated:
+        safetensors.torch.save_file(updated, os.path.join(d, "buffers.safetensors"))
+        safetensors.torch.save_file(step1_buffers, os.path.join(d, "buffers_step1.safetensors"))
     m.save_pretrained(os.path.join(d, "adapter"))
     os.remove(os.path.join(d, "adapter", "README.md"))  # peft's model card template
     sort_target_modules(os.path.join(d, "adapter", "adapter_config.json"))

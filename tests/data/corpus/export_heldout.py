@@ -228,11 +228,44 @@ def mobilevit():
             dict(modules_to_save=["classifier"]))
 
 
+def cnn(cls, c, targets, notes):
+    return (cls, c, targets, ["pixel_values", "labels"], (torch.randn(4, 3, 32, 32), torch.randint(0, 10, (4,))),
+            ["noopt", "opt", "ts"], notes, dict(modules_to_save=["classifier"]))
+
+
+def mobilenet_v2():
+    # tf_padding reads the Conv's stride, which peft's LoRA Conv2d wrapper does not have.
+    c = T.MobileNetV2Config(image_size=32, depth_multiplier=0.25, num_labels=10, tf_padding=False,
+                            classifier_dropout_prob=0.0)
+    return cnn(T.MobileNetV2ForImageClassification, c,
+               r".*(first_conv|expand_1x1|reduce_1x1|conv_1x1)\.convolution",
+               "MobileNetV2: depthwise Convs, BatchNorm in train mode, ReLU6; LoRA on the 1x1 Convs (peft refuses a "
+               "depthwise one at rank 8)")
+
+
+def efficientnet():
+    c = T.EfficientNetConfig(image_size=32, width_coefficient=0.25, depth_coefficient=0.25, num_labels=10, hidden_dim=320,
+                             dropout_rate=0.0, drop_connect_rate=0.0)
+    return cnn(T.EfficientNetForImageClassification, c, ["expand_conv", "project_conv"],
+               "EfficientNet: depthwise Convs, squeeze-excite, SiLU, BatchNorm in train mode")
+
+
+def regnet():
+    c = T.RegNetConfig(embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1], groups_width=4, num_labels=10)
+    return cnn(T.RegNetForImageClassification, c, ["convolution"], "RegNet: grouped Convs, squeeze-excite, BatchNorm in train mode")
+
+
+def resnet_bottleneck():
+    c = T.ResNetConfig(embedding_size=8, hidden_sizes=[16, 32], depths=[1, 1], layer_type="bottleneck", num_labels=10)
+    return cnn(T.ResNetForImageClassification, c, ["convolution"], "ResNet-50's bottleneck blocks, BatchNorm in train mode")
+
+
 NEW = dict(mistral=mistral, qwen2=qwen2, gemma=gemma, stablelm=stablelm, phi=phi, starcoder2=starcoder2,
            gpt_bigcode=gpt_bigcode, bloom=bloom, mpt=mpt, olmo=olmo, distilbert=distilbert, albert=albert,
            electra=electra, xlm_roberta=xlm_roberta, bart=bart, vit=vit, clip_vision=clip_vision, whisper=whisper,
            qwen2_seqcls=qwen2_seqcls, mistral_left=mistral_left, wav2vec2_seqcls=wav2vec2_seqcls,
-           mobilevit=mobilevit, qwen2_moe=qwen2_moe, olmoe=olmoe, mixtral_experts=mixtral_experts)
+           mobilevit=mobilevit, qwen2_moe=qwen2_moe, olmoe=olmoe, mixtral_experts=mixtral_experts,
+           mobilenet_v2=mobilenet_v2, efficientnet=efficientnet, regnet=regnet, resnet_bottleneck=resnet_bottleneck)
 
 
 if __name__ == "__main__":

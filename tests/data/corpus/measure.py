@@ -10,6 +10,11 @@ listed ones, with the binaries of BUILD_DIR:
      --export-adapter`: the first step's errors on the device, the worst relative loss difference
      over the trajectory, and the exported adapters against peft's (worst error scaled by the
      tensor's max-abs);
+     Where the model has buffers.safetensors (BatchNorm's running statistics after PyTorch's 10
+     steps) and buffers_step1.safetensors (after the first): a 1-step and the 10-step checkpoint's
+     updated buffers against them, a running mean's error in units of its channel's running
+     standard deviation (a mean near 0 has no relative error to speak of) and a running
+     variance's relative to itself;
   4. where torch and peft import (the export venv): fbl's exported adapter loaded by
      `PeftModel.from_pretrained` onto the base model, as export_corpus.py builds it, and its loss on
      the batch against the loss with peft's own saved adapter loaded the same way.
@@ -78,6 +83,22 @@ def worst_relative(losses, want):
     return max(abs(a - b) / max(abs(b), 1e-3) for a, b in zip(losses, want))
 
 
+def buffer_error(checkpoint, reference):
+    """Worst updated-buffer error of a checkpoint against PyTorch's buffers (see the docstring)."""
+    if not os.path.exists(checkpoint):
+        return "no checkpoint"
+    mine, want = load_file(checkpoint), load_file(reference)
+    missing = [k for k in want if "m." + k not in mine]
+    if missing:
+        return f"{len(missing)} of {len(want)} buffers missing"
+    worst = 0.0
+    for k, w in want.items():
+        var = want.get(k[:-len("running_mean")] + "running_var") if k.endswith("running_mean") else w
+        scale = np.sqrt(var) if k.endswith("running_mean") else var
+        worst = max(worst, float((np.abs(mine["m." + k] - w) / np.maximum(scale, 1e-12)).max()))
+    return worst
+
+
 def measure(build, arch, style, tmp):
     model = os.path.join(CORPUS, arch, style, "model.onnx")
     data = os.path.join(CORPUS, arch, "test_data_set_0")
@@ -118,6 +139,10 @@ def measure(build, arch, style, tmp):
         row["pocl"]["adapter"] = "keys or shapes differ from peft's"
     else:
         row["pocl"]["adapter"] = max(float(np.abs(mine[k] - peft[k]).max() / np.abs(peft[k]).max()) for k in peft)
+    if os.path.exists(os.path.join(CORPUS, arch, "buffers.safetensors")):
+        run([train, plan, "--weights", weights, "--data", data, "--steps", "1", "--checkpoint", os.path.join(work, "one.ckpt")])
+        for key, ckpt, ref in [("buffers_step1", "one.ckpt", "buffers_step1.safetensors"), ("buffers", "ten.ckpt", "buffers.safetensors")]:
+            row["pocl"][key] = buffer_error(os.path.join(work, ckpt), os.path.join(CORPUS, arch, ref))
     loads = peft_loads(arch, adapter)
     if loads is not None:
         row["pocl"]["peft_loads"] = loads
@@ -208,6 +233,10 @@ def main():
         print(f"| {r['arch']}/{r['style']} | {cell(ref, 'loss_error')} | {cell(ref, 'grad_error')} | "
               f"{cell(ref, 'trajectory')} | {cell(dev, 'loss_error')} | {cell(dev, 'grad_error')} | "
               f"{cell(dev, 'trajectory')} | {cell(dev, 'adapter')} | {loads_cell(dev)} |")
+    for r in rows:
+        if "buffers" in (r.get("pocl") or {}):
+            print(f"{r['arch']}/{r['style']}: updated buffers against PyTorch's after 1 step "
+                  f"{cell(r['pocl'], 'buffers_step1')}, after 10 steps {cell(r['pocl'], 'buffers')}")
     if out:
         json.dump(rows, open(out, "w"), indent=1)
 
