@@ -102,15 +102,16 @@ Status conv2d(InferContext& c) {
   std::vector<int64_t> dil = c.node.attrInts("dilations", {1, 1});
   std::vector<int64_t> pads = c.node.attrInts("pads", {0, 0, 0, 0});
   std::string autoPad = c.node.attrString("auto_pad", "NOTSET");
-  if (autoPad == "VALID") {
-    pads = {0, 0, 0, 0};
-  } else if (autoPad != "NOTSET") {
-    return c.fail(fmt::format("auto_pad={} is not supported (NOTSET or VALID); give explicit "
-                              "pads",
-                              autoPad));
-  }
   if (strides.size() != 2 || dil.size() != 2 || pads.size() != 4)
     return c.fail("strides and dilations need 2 entries and pads 4");
+  if (autoPad == "VALID") {
+    pads = {0, 0, 0, 0};
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    if (strides[0] < 1 || strides[1] < 1) return c.fail("strides must be positive");
+    pads = ops::samePads({x[2], x[3]}, {w[2], w[3]}, strides, dil, autoPad == "SAME_UPPER");
+  } else if (autoPad != "NOTSET") {
+    return c.fail(fmt::format("auto_pad '{}' is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER", autoPad));
+  }
   if (hasInput(c, 2) && c.in[2].shape != Shape{w[0]})
     return c.fail(fmt::format("bias {} must be [{}]", str(c.in[2].shape), w[0]));
   Shape out = {x[0], w[0], 0, 0};

@@ -6,6 +6,19 @@
 
 namespace fbl::ops {
 
+std::vector<int64_t> samePads(const std::vector<int64_t>& in, const std::vector<int64_t>& kernel,
+                              const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations, bool upper) {
+  const size_t k = in.size();
+  std::vector<int64_t> pads(2 * k, 0);
+  for (size_t i = 0; i < k; ++i) {
+    const int64_t out = (in[i] + strides[i] - 1) / strides[i];
+    const int64_t total = std::max<int64_t>(0, (out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - in[i]);
+    pads[i] = upper ? total / 2 : total - total / 2;
+    pads[i + k] = total - pads[i];
+  }
+  return pads;
+}
+
 Result<std::vector<PoolAxis>> poolGeometry(const ir::Node& n, const ir::Shape& x) {
   if (x.size() < 3) return makeError("X is {}: expected [N, C, d1, ...]", ir::shapeToString(x));
   const size_t k = x.size() - 2;
@@ -45,6 +58,13 @@ Result<std::vector<PoolAxis>> poolGeometry(const ir::Node& n, const ir::Shape& x
       return makeError("pads {} and {} of spatial axis {} reach a whole window ({}): some window would see only padding",
                        a.padBegin, a.padEnd, i, extent);
     const int64_t room = a.in + a.padBegin + a.padEnd - extent;
+    // ceil_mode lets one window start inside the input and run past it (PyTorch and ONNX clip it):
+    // a window wider than the whole padded axis covers all of it.
+    if (room < 0 && ceil && a.padBegin == 0 && a.dilation == 1) {
+      a.out = 1;
+      a.wholeAxis = true;
+      continue;
+    }
     if (room < 0)
       return makeError("spatial axis {} holds {} elements with its padding, fewer than one window ({})", i,
                        a.in + a.padBegin + a.padEnd, extent);

@@ -16,9 +16,17 @@ namespace fbl::ops {
 
 struct PoolAxis {
   int64_t in = 0, kernel = 1, stride = 1, dilation = 1, padBegin = 0, padEnd = 0, out = 0;
+  // ceil_mode with one window wider than the padded axis: that window, clipped, is the axis.
+  bool wholeAxis = false;
   // The elements the windows span, padding included: (out - 1) * stride + (kernel - 1) * dilation + 1.
   int64_t span() const { return (out - 1) * stride + (kernel - 1) * dilation + 1; }
 };
+
+// ONNX's auto_pad SAME_UPPER / SAME_LOWER as explicit pads [begin..., end...] over spatial axes of
+// sizes `in`: out = ceil(in / stride), the padding that needs split evenly, the odd element at the
+// end (UPPER) or the beginning (LOWER).
+std::vector<int64_t> samePads(const std::vector<int64_t>& in, const std::vector<int64_t>& kernel,
+                              const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations, bool upper);
 
 // One entry per spatial axis of `x` (rank >= 3). The error says what is wrong, without the node.
 Result<std::vector<PoolAxis>> poolGeometry(const ir::Node& n, const ir::Shape& x);

@@ -1,6 +1,6 @@
 // decompose-ops:
 //   1. Resize's sampling and the pools' windows are computed first: an unsupported one fails
-//      before anything moves.
+//      before anything moves. A Conv's auto_pad SAME_* becomes explicit pads.
 //   2. Walk the live nodes in order, copying each into a new node list; a Tile, Clip, Resize,
 //      ReduceL2, 1-D Conv, Instance/BatchNormalization or pool is replaced there by its
 //      decomposition, so the list stays topologically ordered.
@@ -318,6 +318,25 @@ Result<std::vector<ir::Node>> decomposePool(ir::Graph& g, const ir::Node& n) {
   const size_t k = axes.size();
   const ir::ValueId out = n.outputs[0];
   std::vector<ir::Node> nodes;
+  // Every axis one clipped window (EfficientNet's AvgPool2d(hidden_dim, ceil_mode=True)): a
+  // global pool, the average over the divisor PyTorch uses (padding counted or not).
+  const auto whole = [](const ops::PoolAxis& a) { return a.wholeAxis; };
+  if (std::any_of(axes.begin(), axes.end(), whole)) {
+    if (!std::all_of(axes.begin(), axes.end(), whole))
+      return makeError("{}: a ceil_mode window wider than some spatial axes but not all is not supported", ir::describeNode(g, n));
+    std::vector<int64_t> spatial;
+    for (size_t d = 2; d < x.shape.size(); ++d) spatial.push_back(static_cast<int64_t>(d));
+    const ir::Shape reduced = g.values[out].shape;
+    ir::ValueId sum = isMax ? out : g.newValue(n.name + "/sum", x.dtype, reduced, true);
+    ir::Node r = derived(n, isMax ? "ReduceMax" : "ReduceSum", isMax ? n.name : n.name + "/sum",
+                         {n.inputs[0], intsConstant(g, n.name + "/axes", spatial)}, sum);
+    r.attrs["keepdims"] = int64_t{1};
+    nodes.push_back(std::move(r));
+    if (isMax) return nodes;
+    const double divisor = ops::averagePoolDivisors(axes, n.attrInt("count_include_pad", 0) != 0)[0];
+    nodes.push_back(derived(n, "Mul", n.name, {sum, g.newConstant(n.name + "/reciprocal_divisor", filled(x.dtype, {}, 1.0 / divisor))}, out));
+    return nodes;
+  }
   ir::ValueId padded = n.inputs[0];
   std::vector<int64_t> pads(2 * k), spatial(k);
   ir::Shape paddedShape = x.shape;
@@ -466,7 +485,20 @@ Result<bool> DecomposeOps::run(ir::Graph& g) {
     if (decomposed(n) && isConv1d(n) && g.values[n.outputs[0]].shape.size() != 3)
       return makeError("{}: the output's shape is not inferred; decompose-ops runs after fold-and-infer",
                        ir::describeNode(g, n));
-  if (std::none_of(g.nodes.begin(), g.nodes.end(), decomposed)) return false;
+  // A Conv's auto_pad SAME_* becomes the explicit pads its kernels and gradient read.
+  bool padded = false;
+  for (ir::Node& n : g.nodes) {
+    const std::string autoPad = n.attrString("auto_pad", "NOTSET");
+    if (n.dead || n.op != "Conv" || (autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER")) continue;
+    const ir::Shape &x = g.values[n.inputs[0]].shape, &w = g.values[n.inputs[1]].shape;
+    const std::vector<int64_t> in(x.begin() + 2, x.end()), kernel(w.begin() + 2, w.end());
+    n.attrs["pads"] = ops::samePads(in, kernel, n.attrInts("strides", std::vector<int64_t>(in.size(), 1)),
+                                    n.attrInts("dilations", std::vector<int64_t>(in.size(), 1)), autoPad == "SAME_UPPER");
+    n.attrs["auto_pad"] = std::string("NOTSET");
+    padded = true;
+    ++rewritten_;
+  }
+  if (std::none_of(g.nodes.begin(), g.nodes.end(), decomposed)) return padded;
   std::vector<ir::Node> nodes;
   nodes.reserve(g.nodes.size());
   for (ir::Node& n : g.nodes) {

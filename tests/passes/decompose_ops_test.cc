@@ -454,6 +454,48 @@ TEST_CASE("BatchNormalization: a buffer two calls share is updated in order, and
   CHECK_THAT(refused.error().message, Catch::Matchers::Contains("more than one value per channel"));
 }
 
+// auto_pad SAME_*: the explicit pads ONNX defines (the odd one at the end for UPPER, at the
+// beginning for LOWER), which the Conv's kernels and gradient rule read.
+TEST_CASE("Conv with auto_pad SAME_UPPER / SAME_LOWER gets explicit pads", "[passes][decompose]") {
+  for (const std::string mode : {"SAME_UPPER", "SAME_LOWER"})
+    DYNAMIC_SECTION(mode) {
+      GraphBuilder t = GraphBuilder::inferring();
+      const ValueId x = t.input("x", DType::F32, {1, 2, 5, 6});
+      const ValueId w = t.randomParam("w", {3, 2, 3, 3});
+      const ValueId y = t.op("Conv", {x, w}, {{"auto_pad", mode}, {"strides", std::vector<int64_t>{2, 2}}});
+      CHECK(t.g.values[y].shape == ir::Shape{1, 3, 3, 3});
+      REQUIRE(passes::DecomposeOps().run(t.g).ok());
+      const ir::Node& conv = t.g.nodes[t.g.values[y].producer];
+      CHECK(conv.attrString("auto_pad", "") == "NOTSET");
+      // Height 5: 3 outputs need 2 pads, one each side; width 6: 3 outputs need 1.
+      CHECK(conv.attrInts("pads") == (mode == "SAME_UPPER" ? std::vector<int64_t>{1, 0, 1, 1} : std::vector<int64_t>{1, 1, 1, 0}));
+    }
+}
+
+// ceil_mode lets a window run past the input; one wider than the whole axis (EfficientNet's
+// AvgPool2d(hidden_dim, ceil_mode=True) on a 1x1 map) is a global pool over the clipped window.
+TEST_CASE("a ceil_mode pool window wider than the input is a global pool", "[passes][decompose]") {
+  for (const std::string op : {"AveragePool", "MaxPool"})
+    DYNAMIC_SECTION(op) {
+      GraphBuilder t = GraphBuilder::inferring();
+      const ValueId x = t.input("x", DType::F32, {2, 3, 2, 3});
+      const ValueId y = t.op(op, {x}, {{"kernel_shape", std::vector<int64_t>{7, 7}}, {"strides", std::vector<int64_t>{7, 7}},
+                                       {"ceil_mode", int64_t{1}}});
+      REQUIRE(t.g.values[y].shape == ir::Shape{2, 3, 1, 1});
+      const Tensor xs = t.randomTensor({2, 3, 2, 3}, -2, 3);
+      REQUIRE(passes::DecomposeOps().run(t.g).ok());
+      const Tensor got = runOne(t.g, y, {{x, xs}});
+      for (int64_t c = 0; c < 6; ++c) {
+        double sum = 0, max = -1e30;
+        for (int64_t k = 0; k < 6; ++k) {
+          sum += xs.at(c * 6 + k);
+          max = std::max<double>(max, xs.at(c * 6 + k));
+        }
+        CHECK(got.at(c) == Approx(op == "MaxPool" ? max : sum / 6).epsilon(1e-6));
+      }
+    }
+}
+
 // Naive pooling of x [N, C, H, W] by explicit window loops, independent of ops/pooling.h.
 struct Pool2d {
   int64_t kh, kw, sh, sw, ph0, pw0, ph1, pw1, dh = 1, dw = 1;

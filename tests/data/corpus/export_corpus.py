@@ -361,6 +361,15 @@ def first_line(e):
     return f"{type(e).__name__}: {text.splitlines()[0][:300] if text else ''}"
 
 
+def reset_initializers(path, values):
+    """Sets the initializers of `path` that `values` names to those values."""
+    mp = onnx.load(path)
+    for init in mp.graph.initializer:
+        if init.name in values:
+            init.CopyFrom(numpy_helper.from_array(values[init.name].numpy(), init.name))
+    onnx.save(mp, path)
+
+
 def export(net, xs, names, style, path):
     if style == "ts":
         torch.onnx.export(net, xs, path, input_names=names, output_names=["loss"], dynamo=False, opset_version=17,
@@ -434,6 +443,8 @@ def run(arch, out, builders=ARCHS):
         try:
             restore_buffers()
             export(net, xs, names, style, path)
+            if style == "ts":  # the trace ran a train-mode forward and exported the buffers it updated
+                reset_initializers(path, {"m." + n: b for n, b in initial_buffers.items()})
             mp = slim(path, style)
             meta["styles"][style] = dict(ok=True, opset=[(o.domain, o.version) for o in mp.opset_import],
                                          nodes=len(mp.graph.node), bytes=os.path.getsize(path),
