@@ -332,10 +332,15 @@ TEST_CASE("Conv output sizes (2-D and 1-D) match a sliding-window count", "[ops]
   CHECK(inferShape("Conv", {f32({2, 3, 32, 32}), f32({64, 3, 8, 8})},
                    {{"strides", std::vector<int64_t>{8, 8}},
                     {"auto_pad", std::string("VALID")}}) == Shape{2, 64, 4, 4});
+  // SAME: ceil(in / stride) outputs, whatever the kernel.
+  CHECK(inferShape("Conv", {f32({1, 1, 5, 6}), f32({1, 1, 3, 3})},
+                   {{"auto_pad", std::string("SAME_UPPER")}, {"strides", std::vector<int64_t>{2, 2}}}) == Shape{1, 1, 3, 3});
+  CHECK(inferShape("Conv", {f32({1, 1, 4, 4}), f32({1, 1, 3, 3})}, {{"auto_pad", std::string("SAME_LOWER")}}) ==
+        Shape{1, 1, 4, 4});
   CHECK_THAT(infer("Conv", {f32({1, 1, 4, 4}), f32({1, 1, 3, 3})},
-                   {{"auto_pad", std::string("SAME_UPPER")}})
+                   {{"auto_pad", std::string("SAME")}})
                  .error,
-             Catch::Contains("auto_pad=SAME_UPPER is not supported"));
+             Catch::Contains("auto_pad 'SAME' is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER"));
   // 1-D (ops/conv_1d.h): [N, C, L] * [M, C / group, K]; mixed ranks are refused.
   CHECK(inferShape("Conv", {f32({1, 3, 4}), f32({1, 3, 3})}) == Shape{1, 1, 2});
   CHECK(inferShape("Conv", {f32({2, 4, 11}), f32({6, 2, 3})},
