@@ -13,6 +13,12 @@
 
 namespace fbl::onnx {
 
+std::string mangle(std::string_view path) {
+  std::string out(path);
+  for (char& c : out) c = c == '.' ? '_' : static_cast<char>(std::tolower(static_cast<uint8_t>(c)));
+  return out;
+}
+
 namespace {
 
 constexpr int kMetadataPropsField = 9;  // NodeProto.metadata_props (ONNX 1.17+)
@@ -37,13 +43,6 @@ std::vector<std::string> parseScopes(const std::string& text) {
 void keep(NodeOrigin& o, const std::string& key, const std::string& value) {
   if (key == kFxNode) o.fxNode = value;
   else if (key == kNameScopes) o.scopes = parseScopes(value);
-}
-
-// How torch.export names a module path inside a placeholder: dots become underscores, lower case.
-std::string mangle(std::string_view path) {
-  std::string out(path);
-  for (char& c : out) c = c == '.' ? '_' : static_cast<char>(std::tolower(static_cast<uint8_t>(c)));
-  return out;
 }
 
 struct FxCall {

@@ -39,6 +39,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compiler/ir/graph.h"
@@ -55,6 +56,10 @@ struct NodeOrigin {
   std::string fxNode;               // pkg.torch.onnx.fx_node, empty when absent
   std::vector<std::string> scopes;  // pkg.torch.onnx.name_scopes, parsed
 };
+
+// How torch.export names a module path inside a placeholder (`%p_<path>`, `%b_<path>`): dots
+// become underscores, lower case.
+std::string mangle(std::string_view path);
 
 // The two metadata entries of a node, read from its unknown fields (or from metadata_props
 // where the protos know it).

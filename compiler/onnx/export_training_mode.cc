@@ -7,13 +7,14 @@
 // separateBatchNormBuffers reads the same arguments: the fourth and fifth name the buffers.
 #include "compiler/onnx/export_training_mode.h"
 
-#include <algorithm>
 #include <map>
 #include <string>
 
 namespace fbl::onnx {
 
 namespace {
+
+constexpr std::string_view kTarget = "target=torch.ops.aten.";
 
 // The top-level arguments of the first `args = (...)` in `s`, trimmed.
 std::vector<std::string> fxArgs(std::string_view s) {
@@ -41,7 +42,6 @@ std::vector<std::string> fxArgs(std::string_view s) {
 }  // namespace
 
 bool fxBatchNormTrains(std::string_view fxNode) {
-  constexpr std::string_view kTarget = "target=torch.ops.aten.";
   const size_t at = fxNode.find(kTarget);
   if (at == std::string_view::npos) return false;
   const std::string_view rest = fxNode.substr(at + kTarget.size());
@@ -82,24 +82,20 @@ Result<int> restoreBatchNormTraining(ir::Graph& g, const std::vector<NodeOrigin>
 }
 
 int separateBatchNormBuffers(ir::Graph& g, const std::vector<NodeOrigin>& origins) {
-  auto mangled = [](std::string name) {  // torch.export's placeholder for a buffer: b_ + dots as _
-    std::replace(name.begin(), name.end(), '.', '_');
-    return "%b_" + name;
-  };
   int separated = 0;
   for (size_t i = 0; i < g.nodes.size() && i < origins.size(); ++i) {
     ir::Node& n = g.nodes[i];
     const NodeOrigin& o = origins[i];
     if (n.op != "BatchNormalization" || n.attrInt("training_mode", 0) == 0 || o.scopes.size() < 2) continue;
     const std::string& module = o.scopes[o.scopes.size() - 2];  // the last scope is the call's own
-    const size_t at = o.fxNode.find("target=torch.ops.aten.");
+    const size_t at = o.fxNode.find(kTarget);
     if (at == std::string::npos) continue;
     const std::vector<std::string> args = fxArgs(std::string_view(o.fxNode).substr(at));
     for (size_t k : {3, 4}) {
       const ir::ValueId in = n.input(k);
       const std::string buffer = module + (k == 3 ? ".running_mean" : ".running_var");
       if (in == ir::kNoValue || g.values[in].kind != ir::ValueKind::Initializer || g.values[in].name == buffer ||
-          args.size() <= k || args[k] != mangled(buffer))
+          args.size() <= k || args[k] != "%b_" + mangle(buffer))
         continue;
       ir::ValueId own = g.findValue(buffer);
       if (own == ir::kNoValue) {

@@ -177,6 +177,17 @@ std::vector<ir::Node> decomposeInstanceNorm(ir::Graph& g, const ir::Node& n) {
   return nodes;
 }
 
+// PyTorch refuses a train-mode BatchNorm with one value per channel: its unbiased variance, the
+// running variance's update, divides by n - 1.
+Status checkBatchNorm(const ir::Graph& g, const ir::Node& n) {
+  const ir::Shape& x = g.values[n.inputs[0]].shape;
+  if (n.attrInt("training_mode", 0) == 0 || x.size() < 2 || x[1] < 1) return Status::success();
+  if (ir::numElements(x) / x[1] <= 1)
+    return makeError("{}: BatchNormalization in training mode needs more than one value per channel, and {} has one "
+                     "(PyTorch refuses it too)", ir::describeNode(g, n), ir::shapeToString(x));
+  return Status::success();
+}
+
 // BatchNormalization(X [N, C, d1..], scale, B, mean, var).
 // Training mode: the batch's statistics over every axis but C, as PyTorch computes them: X with C
 // moved first, LayerNormalization over the rest with a unit scale, C moved back, then the
@@ -293,22 +304,20 @@ std::vector<ir::Node> decomposeBatchNorm(ir::Graph& g, const ir::Node& n) {
   return nodes;
 }
 
+// `op` (a Reduce*) of n's input X [N, C, d..] over the spatial axes d.., kept as 1s, into `out`.
+ir::Node spatialReduce(ir::Graph& g, const ir::Node& n, const std::string& op, const std::string& name, ir::ValueId out) {
+  std::vector<int64_t> spatial;
+  for (size_t d = 2; d < g.values[n.inputs[0]].shape.size(); ++d) spatial.push_back(static_cast<int64_t>(d));
+  ir::Node r = derived(n, op, name, {n.inputs[0], intsConstant(g, name + "/axes", spatial)}, out);
+  r.attrs["keepdims"] = int64_t{1};
+  return r;
+}
+
 // MaxPool / AveragePool over the windows of ops/pooling.h: X padded (-inf for a max, 0 for an
 // average) to cover every window, one strided Slice per kernel tap (the tap's element of every
 // window), then Max of the taps (a tie goes to the first tap, as PyTorch's max pool picks the
 // first) or their sum (Adds) times 1 / divisor per output position. Gradients come from Pad,
 // Slice, Max, Add and Mul.
-// PyTorch refuses a train-mode BatchNorm with one value per channel: its unbiased variance, the
-// running variance's update, divides by n - 1.
-Status checkBatchNorm(const ir::Graph& g, const ir::Node& n) {
-  const ir::Shape& x = g.values[n.inputs[0]].shape;
-  if (n.attrInt("training_mode", 0) == 0 || x.size() < 2 || x[1] < 1) return Status::success();
-  if (ir::numElements(x) / x[1] <= 1)
-    return makeError("{}: BatchNormalization in training mode needs more than one value per channel, and {} has one "
-                     "(PyTorch refuses it too)", ir::describeNode(g, n), ir::shapeToString(x));
-  return Status::success();
-}
-
 Result<std::vector<ir::Node>> decomposePool(ir::Graph& g, const ir::Node& n) {
   const ir::Value x = g.values[n.inputs[0]];
   auto geometry = ops::poolGeometry(n, x.shape);
@@ -324,15 +333,9 @@ Result<std::vector<ir::Node>> decomposePool(ir::Graph& g, const ir::Node& n) {
   if (std::any_of(axes.begin(), axes.end(), whole)) {
     if (!std::all_of(axes.begin(), axes.end(), whole))
       return makeError("{}: a ceil_mode window wider than some spatial axes but not all is not supported", ir::describeNode(g, n));
-    std::vector<int64_t> spatial;
-    for (size_t d = 2; d < x.shape.size(); ++d) spatial.push_back(static_cast<int64_t>(d));
-    const ir::Shape reduced = g.values[out].shape;
-    ir::ValueId sum = isMax ? out : g.newValue(n.name + "/sum", x.dtype, reduced, true);
-    ir::Node r = derived(n, isMax ? "ReduceMax" : "ReduceSum", isMax ? n.name : n.name + "/sum",
-                         {n.inputs[0], intsConstant(g, n.name + "/axes", spatial)}, sum);
-    r.attrs["keepdims"] = int64_t{1};
-    nodes.push_back(std::move(r));
-    if (isMax) return nodes;
+    if (isMax) return std::vector<ir::Node>{spatialReduce(g, n, "ReduceMax", n.name, out)};
+    const ir::ValueId sum = g.newValue(n.name + "/sum", x.dtype, g.values[out].shape, true);
+    nodes.push_back(spatialReduce(g, n, "ReduceSum", n.name + "/sum", sum));
     const double divisor = ops::averagePoolDivisors(axes, n.attrInt("count_include_pad", 0) != 0)[0];
     nodes.push_back(derived(n, "Mul", n.name, {sum, g.newConstant(n.name + "/reciprocal_divisor", filled(x.dtype, {}, 1.0 / divisor))}, out));
     return nodes;
@@ -399,12 +402,7 @@ Result<std::vector<ir::Node>> decomposePool(ir::Graph& g, const ir::Node& n) {
 
 // GlobalAveragePool / GlobalMaxPool: ReduceMean / ReduceMax over the spatial axes, kept as 1s.
 std::vector<ir::Node> decomposeGlobalPool(ir::Graph& g, const ir::Node& n) {
-  std::vector<int64_t> spatial;
-  for (size_t d = 2; d < g.values[n.inputs[0]].shape.size(); ++d) spatial.push_back(static_cast<int64_t>(d));
-  ir::Node r = derived(n, n.op == "GlobalMaxPool" ? "ReduceMax" : "ReduceMean", n.name,
-                       {n.inputs[0], intsConstant(g, n.name + "/axes", spatial)}, n.outputs[0]);
-  r.attrs["keepdims"] = int64_t{1};
-  return {std::move(r)};
+  return {spatialReduce(g, n, n.op == "GlobalMaxPool" ? "ReduceMax" : "ReduceMean", n.name, n.outputs[0])};
 }
 
 // Resize, one sampled axis at a time (ops/resize_sampling.h): nearest is a Gather of the chosen

@@ -69,5 +69,36 @@ TEST_CASE("a training batch norm the exporter's optimizer folded into a Conv is 
   CHECK(onnx::restoreBatchNormTraining(evalFolded.t.g, evalFolded.origins).ok());
 }
 
+// The exporter's optimizer merged two layers' equal starting statistics into one initializer;
+// each layer gets its own buffer back, named after its module (torch.export lower-cases the
+// placeholder, so a module path with capitals must still match), and a node whose fx call names
+// another buffer keeps what it reads.
+TEST_CASE("train-mode BatchNorms that share merged running statistics get their own buffers", "[onnx][export]") {
+  GraphBuilder t;
+  const ir::ValueId x = t.input("x", ir::DType::F32, {2, 3, 4, 4});
+  const ir::ValueId w = t.randomParam("w", {3}), b = t.randomParam("b", {3});
+  const ir::ValueId mean = t.randomParam("Enc.bn1.running_mean", {3}), var = t.randomParam("Enc.bn1.running_var", {3});
+  std::vector<onnx::NodeOrigin> origins;
+  auto call = [](const std::string& placeholder) {
+    return "%bn : = call_function[target=torch.ops.aten._native_batch_norm_legit_functional.default](args = (%x, "
+           "%p_w, %p_b, %b_" + placeholder + "_running_mean, %b_" + placeholder + "_running_var, True, 0.1, 1e-05), kwargs = {})";
+  };
+  const ir::ValueId y1 = t.op("BatchNormalization", {x, w, b, mean, var}, {{"training_mode", int64_t{1}}});
+  origins.push_back({call("enc_bn1"), {"", "Enc", "Enc.bn1", "_native_batch_norm_legit_functional"}});
+  const ir::ValueId y2 = t.op("BatchNormalization", {y1, w, b, mean, var}, {{"training_mode", int64_t{1}}});
+  origins.push_back({call("enc_bn2"), {"", "Enc", "Enc.bn2", "_native_batch_norm_legit_functional"}});
+  t.op("BatchNormalization", {y2, w, b, mean, var}, {{"training_mode", int64_t{1}}});
+  origins.push_back({call("other"), {"", "Enc", "Enc.bn3", "_native_batch_norm_legit_functional"}});
+  CHECK(onnx::separateBatchNormBuffers(t.g, origins) == 2);
+  CHECK(t.g.nodes[0].inputs[3] == mean);
+  CHECK(t.g.nodes[0].inputs[4] == var);
+  const ir::Value& own = t.g.values[t.g.nodes[1].inputs[3]];
+  CHECK(own.name == "Enc.bn2.running_mean");
+  CHECK(own.kind == ir::ValueKind::Initializer);
+  CHECK(own.data == t.g.values[mean].data);
+  CHECK(t.g.values[t.g.nodes[1].inputs[4]].name == "Enc.bn2.running_var");
+  CHECK(t.g.nodes[2].inputs[3] == mean);  // its call names no buffer of its module: left as it is
+}
+
 }  // namespace
 }  // namespace fbl
