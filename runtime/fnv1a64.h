@@ -8,7 +8,9 @@
 
 namespace fbl {
 
-inline uint64_t fnv1a64(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
+inline constexpr uint64_t kFnv1a64Basis = 1469598103934665603ull;  // the offset basis: a hash of nothing
+
+inline uint64_t fnv1a64(const void* data, size_t n, uint64_t h = kFnv1a64Basis) {
   const auto* p = static_cast<const unsigned char*>(data);
   for (size_t i = 0; i < n; ++i) {
     h ^= p[i];

@@ -214,7 +214,7 @@ inline std::map<std::string, uint64_t> tensorDigests(const File& f) {
 // FNV-1a 64 over the digests of `names` (each present in `digests`), in the order given.
 template <typename Names>
 uint64_t digestOf(const std::map<std::string, uint64_t>& digests, const Names& names) {
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = kFnv1a64Basis;
   for (const std::string& n : names) h = fnv1a64U64(digests.at(n), h);
   return h;
 }
@@ -227,7 +227,7 @@ inline std::string digestText(uint64_t h) {
 }
 
 inline std::string fileChecksum(const File& f, const std::map<std::string, uint64_t>& digests) {
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = kFnv1a64Basis;
   for (const auto& [name, d] : digests) h = fnv1a64U64(d, h);
   const unsigned char zero = 0;
   for (const auto& [k, v] : f.metadata) {

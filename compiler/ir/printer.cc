@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/fnv1a64.h"
+
 namespace fbl::ir {
 
 namespace {
@@ -138,15 +140,10 @@ std::string printType(const Value& v) {
 }
 
 std::string tensorHash(const Tensor& t) {
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&](const void* p, size_t n) {
-    const auto* b = static_cast<const unsigned char*>(p);
-    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
-  };
   int32_t dt = static_cast<int32_t>(t.dtype());
-  mix(&dt, sizeof dt);
-  for (int64_t d : t.shape()) mix(&d, sizeof d);
-  mix(t.raw(), t.nbytes());
+  uint64_t h = fnv1a64(&dt, sizeof dt);
+  for (int64_t d : t.shape()) h = fnv1a64(&d, sizeof d, h);
+  h = fnv1a64(t.raw(), t.nbytes(), h);
   return fmt::format("{:016x}", h);
 }
 
