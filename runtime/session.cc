@@ -663,10 +663,16 @@ std::string Session::loadCheckpoint(const std::string& path) {
   return "";
 }
 
+std::string Session::adapterRefusal() const {
+  const planfile::Plan& p = impl_->plan;
+  if (!p.adapterRefusal.empty()) return p.adapterRefusal;
+  if (p.adapterConfig.empty()) return "the plan has no peft adapter to export (none of its trainables is peft's)";
+  return "";
+}
+
 std::string Session::exportAdapter(const std::string& dir) {
   Impl& m = *impl_;
-  if (!m.plan.adapterRefusal.empty()) return "cannot export the adapter: " + m.plan.adapterRefusal;
-  if (m.plan.adapterConfig.empty()) return "the plan has no peft adapter to export (none of its trainables is peft's)";
+  if (auto r = adapterRefusal(); !r.empty()) return "cannot export the adapter: " + r;
   if (auto e = directoryRequired(dir); !e.empty()) return e + " (adapters are exported into an existing directory)";
   safetensors::File f;
   for (const auto* list : {&m.plan.trainables, &m.plan.adapterFrozen})

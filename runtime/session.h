@@ -111,6 +111,9 @@ class Session {
   std::string loadCheckpoint(const std::string& path);
   // peft's adapter_model.safetensors + adapter_config.json into `dir` (which must exist).
   std::string exportAdapter(const std::string& dir);
+  // Why exportAdapter refuses this plan whatever is loaded (its adapter_refusal, or no trainable
+  // of peft's); "" when it can export. A tool asks before training, not after.
+  std::string adapterRefusal() const;
 
  private:
   struct Impl;

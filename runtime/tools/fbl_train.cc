@@ -435,11 +435,8 @@ int run(const Args& a) {
              s->programFromCache() ? ", program from cache" : "");
   if (auto e = s->loadWeights(a.weights); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
   // An adapter the plan cannot write is known now, not after the run.
-  if (!a.exportAdapter.empty() && !s->plan().adapterRefusal.empty())
-    return fmt::print(stderr, "error: --export-adapter: {}\n", s->plan().adapterRefusal), 1;
-  if (!a.exportAdapter.empty() && s->plan().adapterConfig.empty())
-    return fmt::print(stderr, "error: --export-adapter: the plan has no peft adapter to export (none of its "
-                              "trainables is peft's)\n"), 1;
+  if (!a.exportAdapter.empty())
+    if (auto r = s->adapterRefusal(); !r.empty()) return fmt::print(stderr, "error: --export-adapter: {}\n", r), 1;
   // Every sample is read and checked before the first step, so a bad one stops the run before it trains.
   Data data;
   if (auto e = setUpData(a, *s, &data); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;

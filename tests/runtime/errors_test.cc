@@ -128,6 +128,21 @@ TEST_CASE("adapters are exported under peft's names", "[runtime][adapter]") {
   CHECK(j.at("peft_type") == "LORA");
   CHECK(j.at("r") == 8);
   CHECK(j.at("lora_alpha") == 16.0);
+  CHECK(s->adapterRefusal() == "");
+
+  // A plan whose trainables peft cannot load, or that has none of peft's, says why before any
+  // step (fbl-train asks first) and exportAdapter refuses with the same reason.
+  planfile::Plan refused = c.plan;
+  refused.adapterRefusal = "LoRA on parameters is not written in peft's layout";
+  auto r = openPlan(refused, "bert-adapter-refused");
+  REQUIRE(r->loadWeights(c.args.weights) == "");
+  CHECK(r->adapterRefusal() == refused.adapterRefusal);
+  CHECK(r->exportAdapter(dir) == "cannot export the adapter: " + refused.adapterRefusal);
+  planfile::Plan none = c.plan;
+  none.adapterConfig = nlohmann::json::object();
+  auto n = openPlan(none, "bert-adapter-none");
+  CHECK_THAT(n->adapterRefusal(), Catch::Contains("the plan has no peft adapter to export"));
+  CHECK_THAT(n->exportAdapter(dir), Catch::Contains("the plan has no peft adapter to export"));
 }
 
 TEST_CASE("a built program is cached per device and source", "[runtime][cache]") {
