@@ -11,10 +11,11 @@
 
 namespace fbl::rt {
 
-// Every weight and trainable of the plan under its source key, with the plan's dtype and shape,
-// then the file's fbl.checksum where it has one (runtime/safetensors.h). "" or one line naming
-// the file, the tensor and the field. *baseWeights (if given) gets the identity of the
-// plan's frozen weights in this file: the digest of their tensor digests in name order, which a
+// Every tensor the plan fills from the weights file (weights, trainables, updated buffers'
+// starting values: planfile::Tensor::fromWeights) under its source key, with the plan's dtype and
+// shape, then the file's fbl.checksum where it has one (runtime/safetensors.h). "" or one line
+// naming the file, the tensor and the field. *baseWeights (if given) gets the identity of the
+// plan's frozen weights and buffers' starting values in this file: the digest of their tensor digests in name order, which a
 // checkpoint trained on them records (kBaseWeightsKey).
 std::string checkWeights(const planfile::Plan& plan, const safetensors::File& file, const std::string& path,
                          std::string* baseWeights = nullptr);
