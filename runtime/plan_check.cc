@@ -1,5 +1,5 @@
 // Checking a plan's contents, in the order of runtime/plan_check.h:
-//  1. header: alignment, arena size;
+//  1. header: alignment, arena size, pool size and count;
 //  2. tensors: unique names, dtype, shape and bytes agree (a row-major buffer holds exactly its
 //     elements, an R-Tile buffer its whole tiles, a packed one at least them, an image enough
 //     texels), offsets aligned and inside the arena, constants inside the blob;
@@ -37,6 +37,8 @@ using planfile::Tensor;
 
 // Large enough for any plan a phone runs, small enough that sums of two never overflow.
 constexpr int64_t kMaxBytes = int64_t{1} << 46;
+// More pools than a driver would give one context is a corrupt plan, not a small device.
+constexpr int64_t kMaxPools = 1 << 16;
 constexpr int64_t kMaxImageSide = int64_t{1} << 20;
 // Kernels index work-items with 32-bit unsigned integers.
 constexpr uint64_t kMaxWorkItems = uint64_t{1} << 32;
@@ -69,7 +71,7 @@ bool persistent(Role r) {
 
 std::string tensorName(const Plan& p, int32_t t) { return "tensor '" + p.tensors[t].name + "'"; }
 
-// A kernel parameter after the arena, as the kernel's source declares it.
+// A kernel's parameter for one tensor argument, as the kernel's source declares it.
 struct Param {
   bool image = false;
   int64_t elementSize = 0;  // of the pointer the kernel casts its offset to; 0: not found
@@ -106,9 +108,9 @@ void castType(const std::string& cast, std::string* type, bool* constant) {
   }
 }
 
-// Every kernel of the program: its parameters after the arena. The plan builder writes each
-// kernel's parameter list as "__global uchar* fbl_arena, ulong fbl_o0, ..." with image parameters
-// in their places, and casts each offset to a typed pointer in the kernel's first lines.
+// Every kernel of the program: its parameters, one per tensor argument. The plan builder writes
+// each buffer parameter as two, "__global uchar* fbl_pK, ulong fbl_oK", with image parameters in
+// their places, and casts each (pool + offset) to a typed pointer in the kernel's first lines.
 std::map<std::string, std::vector<Param>> kernelParams(const std::string& program) {
   std::map<std::string, std::vector<Param>> out;
   std::vector<size_t> starts;
@@ -133,25 +135,31 @@ std::map<std::string, std::vector<Param>> kernelParams(const std::string& progra
     const size_t bodyEnd = k + 1 < starts.size() ? starts[k + 1] : program.size();
     const std::string body = program.substr(close, bodyEnd - close);
     std::vector<Param> params;
-    size_t pos = open + 1;
-    bool first = true;
-    while (pos <= close) {
+    std::vector<std::string> texts;
+    for (size_t pos = open + 1; pos <= close;) {
       size_t comma = program.find(',', pos);
       if (comma == std::string::npos || comma > close) comma = close;
-      const std::string text = trim(program.substr(pos, comma - pos));
+      texts.push_back(trim(program.substr(pos, comma - pos)));
       pos = comma + 1;
-      if (first) {  // the arena
-        first = false;
-        continue;
-      }
+    }
+    if (texts.size() == 1 && texts[0].empty()) texts.clear();
+    for (size_t i = 0; i < texts.size(); ++i) {
+      const std::string& text = texts[i];
       Param p;
       if (text.find("image2d_t") != std::string::npos) {
         p.image = true;
         p.written = text.find("write_only") != std::string::npos;
       } else {
+        // A buffer parameter is two: its pool, then its offset, used as (pool + offset).
         const size_t at = text.rfind(' ');
-        const std::string var = at == std::string::npos ? text : text.substr(at + 1);
-        const size_t use = body.find("(fbl_arena + " + var + ")");
+        const std::string pool = at == std::string::npos ? text : text.substr(at + 1);
+        std::string offset;
+        if (i + 1 < texts.size()) {
+          const size_t o = texts[i + 1].rfind(' ');
+          offset = o == std::string::npos ? texts[i + 1] : texts[i + 1].substr(o + 1);
+          ++i;
+        }
+        const size_t use = body.find("(" + pool + " + " + offset + ")");
         const size_t castOpen = use == std::string::npos || use == 0 ? std::string::npos : body.rfind('(', use - 1);
         if (castOpen != std::string::npos) {
           std::string type;
@@ -189,6 +197,11 @@ std::string checkTensors(const Plan& p) {
   if (p.alignment < 1 || p.alignment > (1 << 20) || (p.alignment & (p.alignment - 1)) != 0)
     return "alignment " + num(p.alignment) + " is not a power of two up to 1 MiB";
   if (p.arenaBytes < 0 || p.arenaBytes > kMaxBytes) return "arena_bytes " + num(p.arenaBytes) + " is out of range";
+  if (p.poolBytes % p.alignment != 0)
+    return "pool_bytes " + num(p.poolBytes) + " is not a multiple of the alignment " + num(p.alignment);
+  if (p.poolCount() > kMaxPools)
+    return "arena_bytes " + num(p.arenaBytes) + " in pools of " + num(p.poolBytes) + " makes " + num(p.poolCount()) +
+           " pools, more than " + num(kMaxPools);
   for (size_t i = 0; i < p.tensors.size(); ++i) {
     const Tensor& t = p.tensors[i];
     const std::string who = tensorName(p, static_cast<int32_t>(i));

@@ -37,7 +37,9 @@ inline constexpr char kMagic[8] = {'F', 'B', 'L', 'P', 'L', 'A', 'N', '\n'};
 // runtime would ignore it and train with other semantics, so the version says so.
 // 6: Plan::updatedBuffers, state that starts from the weights file and every micro-batch commits
 // (BatchNorm's running statistics); a version-5 runtime would zero it.
-inline constexpr uint32_t kVersion = 6;
+// 7: Plan::poolBytes: the arena is allocated as pools, and every kernel takes a pool and an
+// offset per buffer parameter (a version-6 runtime binds one buffer and offsets).
+inline constexpr uint32_t kVersion = 7;
 
 using ::fbl::fnv1a64;
 
@@ -148,7 +150,11 @@ struct Plan {
   std::string model;
   std::string profile;
   int64_t alignment = 256;
-  int64_t arenaBytes = 0;          // the planned peak: the runtime allocates exactly this
+  // The arena is the plan's address space for buffer tensors: offsets are in it, and its size
+  // is the planned peak. The runtime allocates it as pools of pool_bytes (the last one holds
+  // the rest), each no larger than the device may allocate at once; no tensor straddles two.
+  int64_t arenaBytes = 0;
+  int64_t poolBytes = int64_t{1} << 46;  // the largest arena a plan may have: one pool
   std::vector<Tensor> tensors;
   std::string program;             // OpenCL C 1.2, every kernel of the plan
   std::string buildOptions = "-cl-std=CL1.2";
@@ -194,6 +200,14 @@ struct Plan {
     return b;
   }
 
+  int64_t poolCount() const { return arenaBytes == 0 ? 1 : (arenaBytes + poolBytes - 1) / poolBytes; }
+  // Pool i's bytes: pool_bytes, the last one the rest of the arena (at least 1: OpenCL buffers
+  // cannot be empty).
+  int64_t poolSize(int64_t i) const { return std::max<int64_t>(1, std::min(poolBytes, arenaBytes - i * poolBytes)); }
+  // A buffer tensor's pool, and its offset in it.
+  int64_t poolOf(const Tensor& t) const { return t.offset / poolBytes; }
+  int64_t offsetInPool(const Tensor& t) const { return t.offset % poolBytes; }
+
   int32_t findTensor(const std::string& name) const {
     for (size_t i = 0; i < tensors.size(); ++i)
       if (tensors[i].name == name) return static_cast<int32_t>(i);
@@ -210,6 +224,7 @@ inline nlohmann::json toJson(const Plan& p) {
   j["profile"] = p.profile;
   j["alignment"] = p.alignment;
   j["arena_bytes"] = p.arenaBytes;
+  j["pool_bytes"] = p.poolBytes;
   json ts = json::array();
   for (const Tensor& t : p.tensors) {
     json o{{"name", t.name},       {"dtype", t.dtype},     {"shape", t.shape},
@@ -389,6 +404,7 @@ inline std::string parse(const std::string& bytes, Plan* p) {
     p->profile = j.at("profile").get<std::string>();
     p->alignment = intField(j, "alignment");
     p->arenaBytes = intField(j, "arena_bytes");
+    p->poolBytes = intField(j, "pool_bytes");
     for (const auto& o : j.at("tensors")) {
       Tensor t;
       at = "tensor " + std::to_string(p->tensors.size());
@@ -506,11 +522,16 @@ inline std::string parse(const std::string& bytes, Plan* p) {
   const auto n = static_cast<int32_t>(p->tensors.size());
   auto bad = [n](int32_t i) { return i < -1 || i >= n; };
   const auto transfers = static_cast<int32_t>(p->transfers.size());
+  if (p->poolBytes < 1 || p->arenaBytes < 0)
+    return "plan's pool_bytes " + std::to_string(p->poolBytes) + " or arena_bytes " + std::to_string(p->arenaBytes) + " is out of range";
   for (const Tensor& t : p->tensors) {
     // Written so that no sum can overflow.
     if (t.offset < 0 || t.bytes < 0 || t.offset > p->arenaBytes || t.bytes > p->arenaBytes - t.offset)
       return "plan tensor '" + t.name + "' lies outside the arena (offset " + std::to_string(t.offset) + ", bytes " +
              std::to_string(t.bytes) + ", arena_bytes " + std::to_string(p->arenaBytes) + ")";
+    if (!t.image() && t.bytes > 0 && p->poolOf(t) != (t.offset + t.bytes - 1) / p->poolBytes)
+      return "plan tensor '" + t.name + "' straddles two pools (offset " + std::to_string(t.offset) + ", bytes " +
+             std::to_string(t.bytes) + ", pool_bytes " + std::to_string(p->poolBytes) + ")";
     const auto blobBytes = static_cast<int64_t>(p->blob.size());
     if (t.constOffset >= 0 && (t.constOffset > blobBytes || t.bytes > blobBytes - t.constOffset))
       return "plan constant '" + t.name + "' lies outside the blob (const_offset " + std::to_string(t.constOffset) + ")";

@@ -3,11 +3,12 @@
 //     every size, offset, argument and work size);
 //  2. pick the device, check each launch's work sizes against its limits, create context and
 //     in-order queue, check alignment and allocation limits;
-//  3. allocate one arena of plan.arenaBytes;
+//  3. allocate the arena as plan.poolCount() pools, none larger than the device's largest
+//     allocation (the profile's, which the compiler planned for);
 //  4. build the program (or load it from the cache) and create one kernel object per launch with
-//     its arguments bound: the arena, then each tensor's byte offset in it;
+//     its arguments bound: per buffer tensor its pool and its byte offset there;
 //  5. upload constants from the blob and zero the optimizer state.
-// Image tensors live in the plan's image objects (one per image slot, created beside the arena)
+// Image tensors live in the plan's image objects (one per image slot, created beside the pools)
 // and are bound to their kernel parameters as images. A tensor stored in another layout than
 // row-major (an R-Tile, an image) is written and read through the plan's transfer launches:
 // the host's row-major bytes go to the staging tensor, a pack launch lays them out, and an
@@ -113,7 +114,7 @@ struct Session::Impl {
   DeviceLimits limits;
   cl_context ctx = nullptr;
   cl_command_queue queue = nullptr;
-  cl_mem arena = nullptr;
+  std::vector<cl_mem> pools;        // the arena, plan.poolBytes each
   std::vector<cl_mem> images;      // one per image slot
   cl_program program = nullptr;
   bool fromCache = false;
@@ -142,12 +143,16 @@ struct Session::Impl {
     for (cl_kernel k : transferKernels) clReleaseKernel(k);
     if (program) clReleaseProgram(program);
     for (cl_mem m : images) clReleaseMemObject(m);
-    if (arena) clReleaseMemObject(arena);
+    for (cl_mem m : pools) clReleaseMemObject(m);
     if (queue) clReleaseCommandQueue(queue);
     if (ctx) clReleaseContext(ctx);
   }
 
   std::string where() const { return "plan '" + planPath + "'"; }
+
+  // A buffer tensor's pool, and its offset there.
+  cl_mem poolOf(int32_t t) const { return pools[static_cast<size_t>(plan.poolOf(plan.tensors[t]))]; }
+  size_t offsetOf(int32_t t) const { return static_cast<size_t>(plan.offsetInPool(plan.tensors[t])); }
 
   // The tensor's row-major bytes (`bytes` == planfile::logicalBytes), packed if it has a layout.
   std::string write(int32_t t, const void* data, size_t bytes) {
@@ -155,8 +160,7 @@ struct Session::Impl {
     const planfile::Tensor& pt = plan.tensors[t];
     const int32_t at = pt.pack >= 0 ? plan.staging : t;
     if (pt.pack < 0 && pt.image()) return "tensor '" + pt.name + "' lives in an image the host cannot write";
-    cl_int st = clEnqueueWriteBuffer(queue, arena, CL_TRUE, static_cast<size_t>(plan.tensors[at].offset), bytes, data,
-                                     0, nullptr, nullptr);
+    cl_int st = clEnqueueWriteBuffer(queue, poolOf(at), CL_TRUE, offsetOf(at), bytes, data, 0, nullptr, nullptr);
     if (st != CL_SUCCESS) return clErr(("writing tensor '" + pt.name + "'").c_str(), st);
     if (pt.pack < 0) return "";
     if (auto e = transfer(pt.pack); !e.empty()) return e;
@@ -172,8 +176,7 @@ struct Session::Impl {
     if (pt.unpack >= 0)
       if (auto e = transfer(pt.unpack); !e.empty()) return e;
     const int32_t at = pt.unpack >= 0 ? plan.staging : t;
-    const cl_int st = clEnqueueReadBuffer(queue, arena, CL_TRUE, static_cast<size_t>(plan.tensors[at].offset),
-                                          out->size(), out->data(), 0, nullptr, nullptr);
+    const cl_int st = clEnqueueReadBuffer(queue, poolOf(at), CL_TRUE, offsetOf(at), out->size(), out->data(), 0, nullptr, nullptr);
     return st == CL_SUCCESS ? "" : clErr(("reading tensor '" + pt.name + "'").c_str(), st);
   }
 
@@ -187,21 +190,24 @@ struct Session::Impl {
     return enqueueKernel(transferKernels[i], l, nullptr);
   }
 
-  // The arguments of a launch: the arena, then per tensor its byte offset, or its image object.
+  // The arguments of a launch: per tensor its image object, or its pool and its offset there.
   std::string bind(cl_kernel k, const planfile::Launch& l) {
-    cl_int st = clSetKernelArg(k, 0, sizeof(cl_mem), &arena);
-    for (size_t a = 0; st == CL_SUCCESS && a < l.args.size(); ++a) {
-      const planfile::Tensor& t = plan.tensors[l.args[a]];
-      if (t.image()) {
-        st = clSetKernelArg(k, static_cast<cl_uint>(a + 1), sizeof(cl_mem), &images[t.imageSlot]);
+    cl_uint index = 0;
+    for (size_t a = 0; a < l.args.size(); ++a) {
+      const int32_t t = l.args[a];
+      cl_int st = CL_SUCCESS;
+      if (plan.tensors[t].image()) {
+        st = clSetKernelArg(k, index++, sizeof(cl_mem), &images[plan.tensors[t].imageSlot]);
       } else {
-        const cl_ulong offset = static_cast<cl_ulong>(t.offset);
-        st = clSetKernelArg(k, static_cast<cl_uint>(a + 1), sizeof offset, &offset);
+        const cl_mem pool = poolOf(t);
+        const auto offset = static_cast<cl_ulong>(offsetOf(t));
+        st = clSetKernelArg(k, index++, sizeof(cl_mem), &pool);
+        if (st == CL_SUCCESS) st = clSetKernelArg(k, index++, sizeof offset, &offset);
       }
       if (st != CL_SUCCESS)
         return clErr(("binding argument " + std::to_string(a) + " of " + plan.kernelNames[l.kernel] + " (node '" + l.node + "')").c_str(), st);
     }
-    return st == CL_SUCCESS ? "" : clErr(("binding the arena of " + plan.kernelNames[l.kernel]).c_str(), st);
+    return "";
   }
 
   std::string enqueueKernel(cl_kernel k, const planfile::Launch& l, cl_event* ev) {
@@ -310,12 +316,18 @@ struct Session::Impl {
     if (st != CL_SUCCESS) return clErr("clCreateCommandQueue", st);
     cl_ulong maxAlloc = 0;
     clGetDeviceInfo(dev.id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof maxAlloc, &maxAlloc, nullptr);
-    if (static_cast<cl_ulong>(plan.arenaBytes) > maxAlloc)
-      return where() + ": its arena of " + std::to_string(plan.arenaBytes) + " bytes exceeds the device's largest allocation (" +
-             std::to_string(maxAlloc) + " bytes)";
     // 3. memory
-    arena = clCreateBuffer(ctx, CL_MEM_READ_WRITE, static_cast<size_t>(std::max<int64_t>(plan.arenaBytes, 1)), nullptr, &st);
-    if (st != CL_SUCCESS) return clErr("allocating the arena", st);
+    if (static_cast<cl_ulong>(plan.poolSize(0)) > maxAlloc)
+      return where() + ": its pools of " + std::to_string(plan.poolSize(0)) + " bytes exceed the device's largest allocation (" +
+             std::to_string(maxAlloc) + " bytes; recompile with this device's profile)";
+    for (int64_t i = 0; i < plan.poolCount(); ++i) {
+      pools.push_back(clCreateBuffer(ctx, CL_MEM_READ_WRITE, static_cast<size_t>(plan.poolSize(i)), nullptr, &st));
+      if (st != CL_SUCCESS) {
+        pools.pop_back();
+        return clErr(("allocating pool " + std::to_string(i) + " of " + std::to_string(plan.poolCount()) + " (" +
+                      std::to_string(plan.poolSize(i)) + " bytes)").c_str(), st);
+      }
+    }
     if (!plan.imageSlots.empty()) {
       cl_bool imageSupport = CL_FALSE;
       size_t maxW = 0, maxH = 0;
@@ -548,8 +560,7 @@ std::string Session::trainStep(float* loss) {
   if (auto e = m.runRange(0, optimizer, next, total, /*cancellable=*/true, &stopped); !e.empty()) return e;
   if (stopped) return m.cancel(cancelled);
   float l = 0.0f;
-  cl_int st = clEnqueueReadBuffer(m.queue, m.arena, CL_TRUE, static_cast<size_t>(m.plan.tensors[m.plan.loss].offset),
-                                  sizeof l, &l, 0, nullptr, nullptr);
+  cl_int st = clEnqueueReadBuffer(m.queue, m.poolOf(m.plan.loss), CL_TRUE, m.offsetOf(m.plan.loss), sizeof l, &l, 0, nullptr, nullptr);
   if (st != CL_SUCCESS) return clErr("reading the loss", st);
   if (loss) *loss = l;
   if (!std::isfinite(l)) return "loss is " + std::string(std::isnan(l) ? "NaN" : "infinite") + " at step " + std::to_string(next) + "; trainables were not updated";
@@ -564,8 +575,7 @@ std::string Session::trainStep(float* loss) {
   };
   for (const auto& c : m.plan.commits) {
     if (!update && !everyMicroBatch(c[1])) continue;
-    st = clEnqueueCopyBuffer(m.queue, m.arena, m.arena, static_cast<size_t>(m.plan.tensors[c[0]].offset),
-                             static_cast<size_t>(m.plan.tensors[c[1]].offset),
+    st = clEnqueueCopyBuffer(m.queue, m.poolOf(c[0]), m.poolOf(c[1]), m.offsetOf(c[0]), m.offsetOf(c[1]),
                              static_cast<size_t>(m.plan.tensors[c[1]].bytes), 0, nullptr, nullptr);
     if (st != CL_SUCCESS) return clErr(("committing tensor '" + m.plan.tensors[c[1]].name + "'").c_str(), st);
   }
@@ -597,8 +607,7 @@ std::string Session::evalStep(float* loss) {
   if (auto e = m.runRange(0, forward, m.step + 1, static_cast<int32_t>(forward), /*cancellable=*/true, &stopped); !e.empty()) return e;
   if (stopped) return m.cancel(cancelled);
   float l = 0.0f;
-  const cl_int st = clEnqueueReadBuffer(m.queue, m.arena, CL_TRUE, static_cast<size_t>(m.plan.tensors[m.plan.loss].offset),
-                                        sizeof l, &l, 0, nullptr, nullptr);
+  const cl_int st = clEnqueueReadBuffer(m.queue, m.poolOf(m.plan.loss), CL_TRUE, m.offsetOf(m.plan.loss), sizeof l, &l, 0, nullptr, nullptr);
   if (st != CL_SUCCESS) return clErr("reading the loss", st);
   if (loss) *loss = l;
   return m.collectTimes();

@@ -1,6 +1,7 @@
-// The runtime: opens a plan on an OpenCL device and trains. One arena buffer of exactly the
-// planned peak holds every tensor at its planned offset; one program holds every kernel; each
-// launch has its own kernel object with its arguments (the arena and byte offsets) bound once. C++17, the OpenCL ICD
+// The runtime: opens a plan on an OpenCL device and trains. The arena of exactly the planned
+// peak, allocated as pools no larger than the device allocates at once, holds every buffer
+// tensor at its planned offset; one program holds every kernel; each launch has its own kernel
+// object with its arguments (pools and byte offsets, images) bound once. C++17, the OpenCL ICD
 // loader and the standard library only, so it builds for Android as it is.
 //
 // Every method returning std::string returns "" on success and one line naming the file,

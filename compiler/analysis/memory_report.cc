@@ -24,9 +24,19 @@ MemoryReport memoryReport(const planfile::Plan& plan, const profile::MemoryLimit
   r.arenaBytes = plan.arenaBytes;
   r.imageBytes = plan.imageBytes();
   r.peakBytes = r.arenaBytes + r.imageBytes;
-  r.allocations = (plan.arenaBytes > 0 ? 1 : 0) + static_cast<int64_t>(plan.imageSlots.size());
-  r.largestAllocationBytes = plan.arenaBytes;
-  r.largestAllocation = "the arena";
+  r.pools = plan.arenaBytes > 0 ? plan.poolCount() : 0;
+  r.allocations = r.pools + static_cast<int64_t>(plan.imageSlots.size());
+  r.largestAllocationBytes = plan.arenaBytes > 0 ? plan.poolSize(0) : 0;
+  r.largestAllocation = r.pools > 1 ? fmt::format("pool 0 of {}", r.pools) : "the arena, one pool";
+  // A tensor larger than the profile's largest allocation leaves the arena in one pool: name it.
+  if (limits.maxAllocBytes && r.largestAllocationBytes > *limits.maxAllocBytes) {
+    const planfile::Tensor* big = nullptr;
+    for (const planfile::Tensor& pt : plan.tensors)
+      if (!pt.image() && (!big || pt.bytes > big->bytes)) big = &pt;
+    if (big && big->bytes > *limits.maxAllocBytes)
+      r.largestAllocation += fmt::format(" (tensor '{}' of {} does not fit a pool; splitting a tensor across pools is not supported)",
+                                         big->name, humanBytes(big->bytes));
+  }
   // Each image object's bytes, and the first tensor it holds (tensors share an object only when
   // their lifetimes do not overlap).
   std::vector<int32_t> holder(plan.imageSlots.size(), -1);
@@ -74,6 +84,7 @@ nlohmann::json memoryReportJson(const MemoryReport& r) {
           {"arena_bytes", r.arenaBytes},
           {"image_bytes", r.imageBytes},
           {"allocations", r.allocations},
+          {"pools", r.pools},
           {"largest_allocation_bytes", r.largestAllocationBytes},
           {"largest_allocation", r.largestAllocation},
           {"by_role",

@@ -3,9 +3,9 @@
 // and the first lines of `fblc explain`.
 //
 // memoryReport:
-// 1. Allocations: the arena (one buffer) and each image object; the peak is their sum (every
-//    allocation lives for the whole session), the largest is what CL_DEVICE_MAX_MEM_ALLOC_SIZE
-//    must admit.
+// 1. Allocations: the arena's pools (buffers of at most the profile's max_alloc_bytes) and each
+//    image object; the peak is their sum (every allocation lives for the whole session), the
+//    largest is what CL_DEVICE_MAX_MEM_ALLOC_SIZE must admit.
 // 2. By role: buffer tensors of the persistent roles (frozen weights, trainables, optimizer state,
 //    constants, inputs) by their bytes; images by the role of the tensors they hold; the rest of
 //    the arena is the transient region at its peak (activations kept for the backward pass,
@@ -29,9 +29,10 @@ struct MemoryReport {
   int64_t arenaBytes = 0;
   int64_t imageBytes = 0;
   int64_t peakBytes = 0;
-  int64_t allocations = 0;
+  int64_t allocations = 0;       // pools and image objects
+  int64_t pools = 0;             // the arena's buffers (Plan::poolCount)
   int64_t largestAllocationBytes = 0;
-  std::string largestAllocation;  // "the arena" or "image object N (tensor, ...)"
+  std::string largestAllocation;  // "the arena, one pool", "pool 0 of N" or "image object N (tensor)"
   // The peak by role (2 above).
   int64_t frozenWeightBytes = 0;
   int64_t trainableBytes = 0;

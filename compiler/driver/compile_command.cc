@@ -269,6 +269,7 @@ Result<Compiled> compileModel(const CompileArgs& args) {
   FBL_ASSIGN(p.lowerOpts.storage.images, useImages(args.storage, hw));
   p.lowerOpts.storage.maxImageWidth = hw.image2dMaxWidth;
   p.lowerOpts.storage.maxImageHeight = hw.image2dMaxHeight;
+  p.lowerOpts.storage.maxImageBytes = hw.memory.maxAllocBytes.value_or(0);
   p.lowerOpts.storage.blockW = hw.textureBlock.w;
   p.lowerOpts.storage.blockH = hw.textureBlock.h;
   if (profile.matmul.narrow.kContiguousWeights) p.lowerOpts.narrowWeightSide = profile.matmul.narrow.maxSide;

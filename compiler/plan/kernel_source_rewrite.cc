@@ -1,6 +1,6 @@
 // Rewrites of a generated kernel source before the plan concatenates it with the others:
 //  1. drop the template's leading comment lines;
-//  2. arena parameters: `__global T* x` -> `ulong fbl_oK` and a pointer into fbl_arena;
+//  2. pool parameters: `__global T* x` -> a pool `fbl_pK`, an offset `fbl_oK` and a pointer;
 //  3. {{NAME}} -> the kernel's base name;
 //  4. scope to the kernel: helpers and samplers get the base name as a prefix, macros are
 //     #undef'd after the source.
@@ -88,12 +88,12 @@ std::string helperDefinedAt(SourceCursor c) {
 
 }  // namespace
 
-std::string arenaParams(std::string src) {
+std::string poolParams(std::string src) {
   for (size_t at = 0; (at = src.find("__kernel void ", at)) != std::string::npos; ++at) {
     if (at > 0 && src[at - 1] != '\n') continue;  // a mention in a comment, not a kernel
     const size_t open = src.find('(', at), close = src.find(')', open), body = src.find('{', close);
     FBL_ASSERT(open != std::string::npos && close != std::string::npos && body != std::string::npos);
-    std::string params = "__global uchar* fbl_arena", prologue;
+    std::string params, prologue;
     const std::string list = src.substr(open + 1, close - open - 1);
     size_t k = 0;
     const bool none = list.find_first_not_of(" \n") == std::string::npos;
@@ -103,8 +103,9 @@ std::string arenaParams(std::string src) {
       std::string decl = list.substr(p, comma - p);
       decl.erase(0, decl.find_first_not_of(" \n"));
       p = comma + 1;
+      if (!params.empty()) params += ", ";
       if (decl.find("image2d_t") != std::string::npos) {
-        params += ", " + decl.substr(0, decl.find_last_not_of(" \n") + 1);
+        params += decl.substr(0, decl.find_last_not_of(" \n") + 1);
         continue;
       }
       const size_t star = decl.rfind('*');
@@ -112,8 +113,8 @@ std::string arenaParams(std::string src) {
       const std::string type = decl.substr(0, star + 1);
       std::string name = decl.substr(star + 1);
       name.erase(name.find_last_not_of(" \n") + 1);
-      params += fmt::format(", ulong fbl_o{}", k);
-      prologue += fmt::format("\n  {} {} = ({})(fbl_arena + fbl_o{});", type, name.substr(name.find_first_not_of(' ')), type, k);
+      params += fmt::format("__global uchar* fbl_p{0}, ulong fbl_o{0}", k);
+      prologue += fmt::format("\n  {} {} = ({})(fbl_p{} + fbl_o{});", type, name.substr(name.find_first_not_of(' ')), type, k, k);
     }
     src = src.substr(0, open + 1) + params + src.substr(close, body + 1 - close) + prologue + src.substr(body + 1);
   }
@@ -167,7 +168,7 @@ std::string stripLeadingComments(const std::string& s) {
 
 
 std::string planKernelSource(const std::string& source, const std::string& base) {
-  std::string src = arenaParams(stripLeadingComments(source));
+  std::string src = poolParams(stripLeadingComments(source));
   for (size_t p; (p = src.find("{{NAME}}")) != std::string::npos;) src.replace(p, 8, base);
   return scopeToKernel(std::move(src), base);
 }

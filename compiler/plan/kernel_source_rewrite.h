@@ -7,12 +7,14 @@
 
 namespace fbl::plan {
 
-// Kernels take the arena and one byte offset per tensor instead of one buffer per tensor:
-// every `__global T* name` parameter becomes `ulong fbl_oK` and a pointer into `fbl_arena`.
-// Overlapping sub-buffers (what per-tensor buffers over a reused arena would need) crashed
-// NVIDIA's OpenCL driver when released, and phone drivers restrict them too. Image parameters
-// stay as they are, in their place: the runtime binds the tensor's image object there.
-std::string arenaParams(std::string src);
+// Kernels take a pool and a byte offset per tensor instead of one buffer per tensor: every
+// `__global T* name` parameter becomes `__global uchar* fbl_pK, ulong fbl_oK` and a pointer
+// `name` into the pool. The arena is allocated as pools no larger than the device's largest
+// allocation (Plan::poolBytes), and tensors share pools because their lifetimes do not overlap.
+// Overlapping sub-buffers (one per tensor over a reused pool) crashed NVIDIA's OpenCL driver
+// when released, and phone drivers restrict them too. Image parameters stay as they are, in
+// their place: the runtime binds the tensor's image object there.
+std::string poolParams(std::string src);
 
 // Kernel sources are written to stand alone, but a plan concatenates them into one program:
 // each source's macros are #undef'd after it, and its helper functions and __constant samplers

@@ -43,8 +43,8 @@ struct BatchLimits {
 };
 
 // OpenCL 1.2 promises a kernel 256 bytes of arguments (CL_DEVICE_MAX_PARAMETER_SIZE, embedded
-// profile; 1024 in the full profile): 8 bytes an argument, with the plan's arena pointer first.
-constexpr int64_t kMaxBatchedArgs = 30;
+// profile; 1024 in the full profile): 16 bytes a buffer argument, its pool and its offset.
+constexpr int64_t kMaxBatchedArgs = 16;
 
 // The launch order after batching: each entry holds the launches (indices into `launches`) that
 // run as one launch there, in their original order; an entry of one index is a launch as it was.

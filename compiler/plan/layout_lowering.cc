@@ -343,6 +343,8 @@ class Lowerer {
     }
     auto fitted = image->fitImage(so.maxImageWidth, so.maxImageHeight, alignW, alignH);
     if (!fitted.ok()) return std::optional<layout::Layout>();
+    if (so.maxImageBytes > 0 && fitted->imageWidth() * fitted->imageHeight() * 16 > so.maxImageBytes)
+      return std::optional<layout::Layout>();
     return std::optional<layout::Layout>(*fitted);
   }
 

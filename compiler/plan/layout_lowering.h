@@ -97,6 +97,9 @@ struct StorageOptions {
   // under explicit (Layout::texture). Off: every tensor lives in the arena buffer.
   bool images = false;
   int64_t maxImageWidth = 16384, maxImageHeight = 16384;  // texels; larger grids wrap (imageWrap)
+  // An image is one allocation: one larger than the device allocates at once stays in a
+  // buffer, which the arena's pools hold. 0: no limit.
+  int64_t maxImageBytes = 0;
   int64_t blockW = 1, blockH = 1;  // the texture cache block: bands of wrapped plain images align to it
 };
 

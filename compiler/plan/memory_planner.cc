@@ -4,24 +4,32 @@
 //  3. each takes the lowest aligned offset above the persistent region where it overlaps no
 //     already placed transient tensor whose [first, last] launch interval intersects its own;
 //  4. the peak is the highest end of any slot.
+// With a pool limit, a slot that would straddle a pool boundary moves up to the next pool, in
+// steps 1 and 3 alike: first fit stays first fit, among the offsets a pool can hold.
 // Greedy-by-size is the usual choice (TFLite's arena planner, XLA's heap simulator) and is
 // within a few percent of optimal on transformer graphs.
 #include "compiler/plan/memory_planner.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "compiler/support/int_math.h"
 
 namespace fbl::plan {
 
-ArenaPlacement planMemory(const std::vector<Interval>& tensors, int64_t alignment) {
+namespace {
+
+ArenaPlacement place(const std::vector<Interval>& tensors, int64_t alignment, int64_t pool) {
   ArenaPlacement p;
   p.offsets.assign(tensors.size(), 0);
   auto slot = [&](const Interval& t) { return roundUp(std::max<int64_t>(t.bytes, 1), alignment); };
+  // The lowest offset at or above `at` where `size` bytes lie within one pool.
+  auto inPool = [&](int64_t at, int64_t size) { return at / pool == (at + size - 1) / pool ? at : roundUp(at, pool); };
   int64_t base = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
     if (!tensors[i].persistent) continue;
+    base = inPool(base, slot(tensors[i]));
     p.offsets[i] = base;
     base += slot(tensors[i]);
   }
@@ -44,12 +52,13 @@ ArenaPlacement planMemory(const std::vector<Interval>& tensors, int64_t alignmen
   for (size_t i : order) {
     const Interval& t = tensors[i];
     const int64_t size = slot(t);
-    // The first gap between the busy ranges of live-overlapping tensors that fits.
-    int64_t at = base;
+    // The first gap between the busy ranges of live-overlapping tensors that fits in one pool.
+    // `at` only grows, and every range walked past ends at or below it.
+    int64_t at = inPool(base, size);
     for (const Placed& q : placed) {
       if (q.first > t.last || t.first > q.last) continue;
       if (q.offset >= at + size) break;
-      at = std::max(at, q.end);
+      at = inPool(std::max(at, q.end), size);
     }
     p.offsets[i] = at;
     const Placed mine{at, at + size, t.first, t.last};
@@ -58,6 +67,29 @@ ArenaPlacement planMemory(const std::vector<Interval>& tensors, int64_t alignmen
   }
   p.peakBytes = peak;
   p.persistentBytes = base;
+  return p;
+}
+
+}  // namespace
+
+ArenaPlacement planMemory(const std::vector<Interval>& tensors, int64_t alignment, int64_t maxPoolBytes) {
+  const int64_t limit = maxPoolBytes / alignment * alignment;
+  int64_t tooLarge = -1, largest = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const int64_t slot = roundUp(std::max<int64_t>(tensors[i].bytes, 1), alignment);
+    if (maxPoolBytes > 0 && slot > limit && slot > largest) {
+      tooLarge = static_cast<int64_t>(i);
+      largest = slot;
+    }
+  }
+  if (maxPoolBytes > 0 && tooLarge < 0) {
+    ArenaPlacement p = place(tensors, alignment, limit);
+    p.poolBytes = limit;
+    return p;
+  }
+  ArenaPlacement p = place(tensors, alignment, std::numeric_limits<int64_t>::max() / 2);
+  p.poolBytes = roundUp(std::max<int64_t>(p.peakBytes, 1), alignment);
+  p.tooLarge = tooLarge;
   return p;
 }
 

@@ -1,5 +1,7 @@
 // The memory planner: places every plan tensor in one arena so that tensors whose lifetimes
-// overlap never share bytes, and the arena (the planned peak) stays small.
+// overlap never share bytes, and the arena (the planned peak) stays small. The arena is
+// allocated as pools no larger than the device's largest allocation, so no tensor may straddle
+// a pool boundary.
 #pragma once
 
 #include <cstdint>
@@ -19,10 +21,16 @@ struct ArenaPlacement {
   std::vector<int64_t> offsets;
   int64_t peakBytes = 0;
   int64_t persistentBytes = 0;  // the bottom of the arena, holding the persistent tensors
+  // The pool size the offsets respect: a multiple of the alignment, every slot within one pool.
+  int64_t poolBytes = 0;
+  // The largest tensor whose slot exceeds the pool limit, or -1. When there is one, the arena is
+  // planned as one pool (poolBytes covers it all) and the caller decides whether that may stand.
+  int64_t tooLarge = -1;
 };
 
 // Offsets aligned to `alignment`; a zero-byte tensor still gets its own aligned slot, because
-// OpenCL sub-buffers cannot be empty.
-ArenaPlacement planMemory(const std::vector<Interval>& tensors, int64_t alignment);
+// OpenCL buffers cannot be empty. `maxPoolBytes`: the largest pool (the device's largest
+// allocation), rounded down to the alignment; 0 for no limit.
+ArenaPlacement planMemory(const std::vector<Interval>& tensors, int64_t alignment, int64_t maxPoolBytes = 0);
 
 }  // namespace fbl::plan

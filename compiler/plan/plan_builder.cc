@@ -493,9 +493,12 @@ class Builder {
     if (plan_.staging >= 0) iv[plan_.staging].first = iv[plan_.staging].last = end;
     for (auto& t : iv)
       if (t.first > t.last) t.first = t.last = 0;
-    const ArenaPlacement pl = planMemory(iv, plan_.alignment);
+    // Pools as large as the profile's device allocates at once. A tensor larger than that
+    // leaves the arena in one pool, which compile refuses (memory_report.h names the tensor).
+    const ArenaPlacement pl = planMemory(iv, plan_.alignment, profile_.maxAllocBytes);
     for (size_t i = 0; i < iv.size(); ++i) plan_.tensors[i].offset = plan_.tensors[i].image() ? 0 : pl.offsets[i];
     plan_.arenaBytes = pl.peakBytes;
+    plan_.poolBytes = pl.poolBytes;
     const int64_t imageBytes = planImages(iv);
     if (stats) {
       stats->persistentBytes = pl.persistentBytes;

@@ -8,7 +8,8 @@ namespace fbl::plan {
 std::string printPlan(const planfile::Plan& p) {
   std::string s;
   s += fmt::format("plan {} (format {}, profile {})\n", p.model, planfile::kVersion, p.profile);
-  s += fmt::format("arena {} bytes, alignment {}, blob {} bytes\n", p.arenaBytes, p.alignment, p.blob.size());
+  s += fmt::format("arena {} bytes in {} pool(s) of at most {}, alignment {}, blob {} bytes\n", p.arenaBytes, p.poolCount(),
+                   p.poolBytes, p.alignment, p.blob.size());
   s += fmt::format("inputs t{}  loss t{}  step t{}\n", fmt::join(p.inputs, " t"), p.loss, p.step);
   if (p.loop.enabled()) {
     const planfile::TrainingLoop& l = p.loop;

@@ -8,6 +8,7 @@ Result<Profile> plannerProfile(const profile::HardwareProfile& hw, const std::st
   Profile p;
   p.name = hw.name;
   p.computeUnits = hw.computeUnits;
+  p.maxAllocBytes = hw.memory.maxAllocBytes.value_or(0);
   p.cpu = hw.device.rfind("pthread", 0) == 0 || hw.device.rfind("cpu", 0) == 0;
   const nlohmann::json& cl = hw.extra.value("opencl", nlohmann::json::object());
   if (!cl.is_object()) return makeError("{}: \"opencl\" must be an object", origin);

@@ -19,6 +19,9 @@ struct Profile {
   int64_t workgroupSize = 64;    // work-items per group for 1-D launches
   int64_t bufferAlignment = 512; // sub-buffer offsets: a multiple of every target's base alignment
   int64_t computeUnits = 0;      // 0: unknown (split-K stays off)
+  // The device's largest allocation (profile memory.max_alloc_bytes): the arena's pools are no
+  // larger. 0: unknown, one pool.
+  int64_t maxAllocBytes = 0;
   // A CPU device (PoCL): kernels pick CPU tilings. Profiles name the device as its driver does;
   // PoCL's CPU devices are "pthread-..." or "cpu-...".
   bool cpu = false;

@@ -6,28 +6,28 @@
 
 namespace fbl::plan {
 
-TEST_CASE("arenaParams turns buffer parameters into arena offsets and keeps images in place", "[plan][rewrite]") {
-  CHECK(arenaParams("__kernel void k0_add(__global const float* a, __global float* out) {\n"
-                    "  out[0] = a[0];\n"
-                    "}\n") ==
-        "__kernel void k0_add(__global uchar* fbl_arena, ulong fbl_o0, ulong fbl_o1) {\n"
-        "  __global const float* a = (__global const float*)(fbl_arena + fbl_o0);\n"
-        "  __global float* out = (__global float*)(fbl_arena + fbl_o1);\n"
+TEST_CASE("poolParams turns buffer parameters into a pool and an offset, and keeps images in place", "[plan][rewrite]") {
+  CHECK(poolParams("__kernel void k0_add(__global const float* a, __global float* out) {\n"
+                   "  out[0] = a[0];\n"
+                   "}\n") ==
+        "__kernel void k0_add(__global uchar* fbl_p0, ulong fbl_o0, __global uchar* fbl_p1, ulong fbl_o1) {\n"
+        "  __global const float* a = (__global const float*)(fbl_p0 + fbl_o0);\n"
+        "  __global float* out = (__global float*)(fbl_p1 + fbl_o1);\n"
         "  out[0] = a[0];\n"
         "}\n");
-  // An image keeps its declaration and its argument index; the buffer after it is offset 1 (a
+  // An image keeps its declaration in its place; the buffer after it is parameter 1 (a
   // qualifier after the star stays with the name, out of the cast).
-  CHECK(arenaParams("__kernel void k1_up(__read_only image2d_t src,\n    __global float* restrict dst) {\n}\n") ==
-        "__kernel void k1_up(__global uchar* fbl_arena, __read_only image2d_t src, ulong fbl_o1) {\n"
-        "  __global float* restrict dst = (__global float*)(fbl_arena + fbl_o1);\n}\n");
-  // No parameters: the arena alone. Two kernels in one source: both rewritten.
-  CHECK(arenaParams("__kernel void a() {\n}\n__kernel void b(__global int* x) {\n}\n") ==
-        "__kernel void a(__global uchar* fbl_arena) {\n}\n"
-        "__kernel void b(__global uchar* fbl_arena, ulong fbl_o0) {\n"
-        "  __global int* x = (__global int*)(fbl_arena + fbl_o0);\n}\n");
+  CHECK(poolParams("__kernel void k1_up(__read_only image2d_t src,\n    __global float* restrict dst) {\n}\n") ==
+        "__kernel void k1_up(__read_only image2d_t src, __global uchar* fbl_p1, ulong fbl_o1) {\n"
+        "  __global float* restrict dst = (__global float*)(fbl_p1 + fbl_o1);\n}\n");
+  // No parameters: none. Two kernels in one source: both rewritten.
+  CHECK(poolParams("__kernel void a() {\n}\n__kernel void b(__global int* x) {\n}\n") ==
+        "__kernel void a() {\n}\n"
+        "__kernel void b(__global uchar* fbl_p0, ulong fbl_o0) {\n"
+        "  __global int* x = (__global int*)(fbl_p0 + fbl_o0);\n}\n");
   // A mention that does not start a line (a comment) is not a kernel.
   const std::string comment = "// see __kernel void f(__global float* x) {\n";
-  CHECK(arenaParams(comment) == comment);
+  CHECK(poolParams(comment) == comment);
 }
 
 TEST_CASE("scopeToKernel prefixes helpers and samplers and undefines macros", "[plan][rewrite]") {
@@ -59,7 +59,7 @@ TEST_CASE("stripLeadingComments drops the header comment only", "[plan][rewrite]
   CHECK(stripLeadingComments(" // indented: not a header\n") == " // indented: not a header\n");
 }
 
-TEST_CASE("planKernelSource strips, moves to the arena, names and scopes in that order", "[plan][rewrite]") {
+TEST_CASE("planKernelSource strips, moves to pools, names and scopes in that order", "[plan][rewrite]") {
   CHECK(planKernelSource("// template header\n"
                          "#define W 2\n"
                          "inline float sq(float v) { return v * v; }\n"
@@ -67,8 +67,8 @@ TEST_CASE("planKernelSource strips, moves to the arena, names and scopes in that
                          "k5_sq") ==
         "#define W 2\n"
         "inline float k5_sq_sq(float v) { return v * v; }\n"
-        "__kernel void k5_sq(__global uchar* fbl_arena, ulong fbl_o0) {\n"
-        "  __global float* y = (__global float*)(fbl_arena + fbl_o0); y[0] = k5_sq_sq(W); }\n"
+        "__kernel void k5_sq(__global uchar* fbl_p0, ulong fbl_o0) {\n"
+        "  __global float* y = (__global float*)(fbl_p0 + fbl_o0); y[0] = k5_sq_sq(W); }\n"
         "\n#undef W\n");
 }
 

@@ -29,7 +29,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void trainsLikePyTorch(const std::string& arch, const std::string& style) {
+// The bytes of the plan's largest allocation a tensor needs: its aligned slot, or its image.
+int64_t largestTensorAllocation(const planfile::Plan& p) {
+  int64_t largest = 0;
+  for (const planfile::Tensor& t : p.tensors)
+    largest = std::max(largest, t.image() ? t.imageWidth * t.imageHeight * 16 : (t.bytes + p.alignment - 1) / p.alignment * p.alignment);
+  return largest;
+}
+
+// Memory as a phone gives it: without a limit of its own (the profile's), or with a largest
+// allocation no larger than the model's largest tensor, so that the arena is many pools.
+enum class Pools { Profile, LargestTensor };
+
+void trainsLikePyTorch(const std::string& arch, const std::string& style, Pools pools = Pools::Profile) {
   const std::string dir = std::string(FBL_TEST_DATA_DIR) + "/corpus/" + arch;
   std::ifstream tf(dir + "/trajectory.json");
   REQUIRE(tf.good());
@@ -44,9 +56,26 @@ void trainsLikePyTorch(const std::string& arch, const std::string& style) {
   REQUIRE(traj["betas"][0].get<double>() == Approx(0.9));  // fbl's AdamW defaults
   REQUIRE(traj["betas"][1].get<double>() == Approx(0.999));
   REQUIRE(traj["eps"].get<double>() == Approx(1e-8));
+  if (pools == Pools::LargestTensor) {
+    auto whole = driver::compileModel(a);
+    REQUIRE(whole.ok());
+    REQUIRE(whole->plan.poolCount() == 1);
+    std::ifstream pf(a.profile);
+    auto profile = nlohmann::json::parse(pf);
+    profile["memory"]["max_alloc_bytes"] = largestTensorAllocation(whole->plan);
+    a.profile = tempDir() + "/pocl-cpu-pools-" + arch + ".json";
+    std::ofstream(a.profile) << profile.dump(2);
+  }
   auto c = driver::compileModel(a);
   INFO((c.ok() ? std::string() : c.error().message));
   REQUIRE(c.ok());
+  if (pools == Pools::LargestTensor) {
+    // Every pool holds whole tensors (the loader checks it too), and there are many.
+    CHECK(c->plan.poolCount() >= 4);
+    std::printf("corpus %s/%s: arena of %lld bytes in %lld pools of %lld bytes\n", arch.c_str(), style.c_str(),
+                static_cast<long long>(c->plan.arenaBytes), static_cast<long long>(c->plan.poolCount()),
+                static_cast<long long>(c->plan.poolBytes));
+  }
   REQUIRE(driver::writeWeights(a, c->plan).ok());
   auto s = openPlan(c->plan, "corpus-" + arch);
   REQUIRE(s->loadWeights(a.weights) == "");
@@ -152,6 +181,11 @@ TEST_CASE("the corpus's left-padded Qwen2 batch (optimize=True export) trains on
 // statistics each step (the optimizer merged every layer's equal starting buffers into one
 // initializer; the metadata gives each layer its own again). The stem's MaxPool becomes
 // strided Slices and a Max whose ties go to the first element, as PyTorch's do.
+TEST_CASE("the corpus's left-padded Qwen2 batch trains like PyTorch with its arena in pools no larger than its largest tensor",
+          "[runtime][hf-corpus][pools]") {
+  trainsLikePyTorch("qwen2_left", "opt", Pools::LargestTensor);
+}
+
 TEST_CASE("the corpus's ResNet (BatchNorm in train mode, MaxPool, optimize=True) trains on PoCL like PyTorch and peft",
           "[runtime][hf-corpus]") {
   trainsLikePyTorch("resnet", "opt");
