@@ -142,6 +142,8 @@ int main(int argc, char** argv) {
     step->add_option("--steps", sb.steps, "Training steps (the first is timed apart)")->default_val(10);
     step->add_option("--device", sb.device, "OpenCL device index (default: first GPU, else first device)");
     step->add_option("--disable-pass", sb.disabledPasses, "Switch a pass off in every run (fuse-attention, fusion, ...)");
+    step->add_option("--recompute", sb.recompute,
+                     "Recompute this many forward segments in the backward pass of every run (-1: all)");
     step->add_option("--seed", sb.seed, "Seed of the synthetic inputs and of missing weights")->default_val(0);
     step->add_option("--json", sb.json, "Write the JSON report here ('-': stdout)");
     step->add_option("--svg", sb.svg, "Write an SVG bar chart of the phases here");

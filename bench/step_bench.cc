@@ -117,6 +117,7 @@ int runStepBench(const StepBenchOptions& o) {
                         !o.storages.empty()});
   }
   if (o.steps < 1) return fmt::print(stderr, "error: --steps must be at least 1\n"), 2;
+  for (RunOptions& r : runs) r.recompute = o.recompute;
   auto g = onnx::loadModel(o.model);
   if (!g.ok()) return fmt::print(stderr, "error: {}\n", g.error().message), 1;
 

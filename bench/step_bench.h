@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,8 @@ struct StepBenchOptions {
   bool ablation = false;
   // Passes switched off in every run (--disable-pass: fuse-attention, fusion, a layout pass).
   std::vector<std::string> disabledPasses;
+  // Forward segments the backward pass recomputes in every run (--recompute; -1: all).
+  std::optional<int64_t> recompute;
 };
 
 struct AblationVariant {

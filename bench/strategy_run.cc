@@ -238,8 +238,10 @@ std::string runStrategy(const RunOptions& o, const ir::Graph& g, StrategyRun* r)
   ca.strategy = o.strategy;
   ca.storage = o.storage;
   ca.disabledPasses = o.disabledPasses;
+  ca.recomputeSegments = o.recompute;
   auto c = driver::compileModel(ca);
   if (!c.ok()) return c.error().message;
+  r->recomputedSegments = c->recompute.segments;
   r->compileS = c->seconds;
   staticFigures(c->plan, r);
   const std::string planPath = tmp.make("plan.fbp");
@@ -329,6 +331,7 @@ nlohmann::json toJson(const StrategyRun& r) {
   }
   if (!r.variant.empty()) j["variant"] = r.variant;
   if (!r.disabledPasses.empty()) j["disabled_passes"] = r.disabledPasses;
+  if (r.recomputedSegments > 0) j["recomputed_segments"] = r.recomputedSegments;
   if (r.randomWeights) j["weights_note"] = r.weightsNote;
   return j;
 }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@ struct RunOptions {
   std::string storage = "auto";             // driver::CompileArgs::storage
   bool labelStorage = false;                // name runs "<strategy>/<storage>" (several storages asked)
   bool unprofiled = true;                   // also time the steps in a session without launch profiling
+  std::optional<int64_t> recompute;         // driver::CompileArgs::recomputeSegments
 };
 
 struct StrategyRun {
@@ -40,6 +42,7 @@ struct StrategyRun {
   std::string storage;                      // "buffer" or "image": what the plan used
   bool labelStorage = false;                // RunOptions::labelStorage
   int64_t imageTensors = 0, imageBytes = 0; // from the plan
+  int64_t recomputedSegments = 0;           // forward segments the backward recomputes
   double compileS = 0, firstStepS = 0, stepS = 0, samplesPerS = 0;
   // The median wall time of the same steps in a second session without launch profiling, as an
   // app runs them (NVIDIA's driver serialises profiled launches); 0 when not measured.

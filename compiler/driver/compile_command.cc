@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <iterator>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -143,9 +145,26 @@ class Differentiate {
   LoweringOptions& lowering_;
 };
 
+// Recomputation as a pass on the joint graph (autodiff/recompute.h): `count` segments, -1 all,
+// 0 none (the pass does not run).
+class Recompute {
+ public:
+  static constexpr std::string_view name() { return "recompute"; }
+  Result<bool> run(ir::Graph& g) {
+    candidates = static_cast<int64_t>(autodiff::recomputeSegments(g).size());
+    if (count == 0) return false;
+    summary = autodiff::recompute(g, count);
+    return summary.segments > 0;
+  }
+  int64_t count = 0;
+  int64_t candidates = 0;
+  autodiff::RecomputeSummary summary;
+};
+
 // Every pass of `fblc compile`, in order, over one graph that autodiff turns from the forward
 // into the joint graph: load (fold-and-infer, decompose-ops, drop-noops, dead-code), fuse-attention (fblayout
-// only), autodiff, the layout pipeline (layout_pipeline.h), the lowering (layout_lowering.h).
+// only), autodiff, recompute (autodiff/recompute.h), the layout pipeline (layout_pipeline.h), the
+// lowering (layout_lowering.h).
 struct CompilePipeline {
   CompilePipeline(strategy::Strategy strategy, const profile::HardwareProfile& hw, const autodiff::TrainingOptions& to)
       : autodiff(to, mustExist, lowerOpts), layout(assignment, hw), lowering(assignment, mustExist, lowerOpts) {
@@ -157,6 +176,7 @@ struct CompilePipeline {
     load.addTo(pm);
     pm.add(fuseAttention);
     pm.add(autodiff, passes::PassSpec::required("the plan trains: every later pass works on the joint graph"));
+    pm.add(recompute);
     layout.addTo(pm);
     lowering.addTo(pm);
   }
@@ -170,6 +190,7 @@ struct CompilePipeline {
   std::vector<ir::ValueId> mustExist;
   LoweringOptions lowerOpts;
   Differentiate autodiff;
+  Recompute recompute;
   passes::LayoutAssignment assignment;
   passes::LayoutPasses layout;
   LoweringPasses lowering;
@@ -251,9 +272,8 @@ static Status checkForRuntime(const CompileArgs& args, const Plan& plan) {
   return Status::success();
 }
 
-Result<Compiled> compileModel(const CompileArgs& args) {
-  const auto start = std::chrono::steady_clock::now();
-  FBL_ASSIGN(profile::HardwareProfile hw, profile::loadProfile(args.profile));
+// The whole pipeline once, recomputing `recompute` segments (Recompute::count).
+static Result<Compiled> compileWith(const CompileArgs& args, const profile::HardwareProfile& hw, int64_t recompute) {
   FBL_ASSIGN(Profile profile, plannerProfile(hw, args.profile));
   onnx::LoadOptions lo;
   lo.shapeOverrides = args.shapes;
@@ -265,6 +285,7 @@ Result<Compiled> compileModel(const CompileArgs& args) {
   FBL_ASSIGN(to.optimizer, autodiff::optimizerOptions(args));
   FBL_ASSIGN(strategy::Strategy strategy, strategy::parseStrategy(args.strategy));
   CompilePipeline p(strategy, hw, to);
+  p.recompute.count = recompute;
   p.autodiff.adapterOpts.loraAlpha = args.loraAlpha;
   FBL_ASSIGN(p.lowerOpts.storage.images, useImages(args.storage, hw));
   p.lowerOpts.storage.maxImageWidth = hw.image2dMaxWidth;
@@ -323,6 +344,76 @@ Result<Compiled> compileModel(const CompileArgs& args) {
   }
   FBL_TRY(checkForRuntime(args, c.plan));
   c.memory = analysis::memoryReport(c.plan, hw.memory);
+  c.recompute = p.recompute.summary;
+  c.recomputeCandidates = p.recompute.candidates;
+  return c;
+}
+
+Result<int64_t> memoryBudgetBytes(const std::string& budget, const profile::HardwareProfile& hw) {
+  if (budget.empty()) return int64_t{0};
+  if (budget == "auto") {
+    if (!hw.memory.appBudgetBytes)
+      return makeError("--memory-budget auto: profile '{}' gives no memory.app_budget_bytes; give the budget in bytes", hw.name);
+    return *hw.memory.appBudgetBytes;
+  }
+  // Bytes, or a number with a decimal (kB, MB, GB) or binary (KiB, MiB, GiB) unit.
+  static const std::pair<const char*, double> units[] = {{"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0},
+                                                         {"kB", 1e3},     {"MB", 1e6},        {"GB", 1e9}};
+  double scale = 1;
+  std::string number = budget;
+  for (const auto& [unit, factor] : units) {
+    const std::string u(unit);
+    if (number.size() > u.size() && number.compare(number.size() - u.size(), u.size(), u) == 0) {
+      number.resize(number.size() - u.size());
+      scale = factor;
+      break;
+    }
+  }
+  char* end = nullptr;
+  const double value = std::strtod(number.c_str(), &end);
+  if (number.empty() || end != number.c_str() + number.size() || !(value > 0) || value * scale > 9e18)
+    return makeError("--memory-budget '{}' is not a positive number of bytes (e.g. 5500000000, 5.5GB, 4GiB) or auto", budget);
+  return static_cast<int64_t>(value * scale);
+}
+
+Result<Compiled> compileModel(const CompileArgs& args) {
+  const auto start = std::chrono::steady_clock::now();
+  FBL_ASSIGN(profile::HardwareProfile hw, profile::loadProfile(args.profile));
+  FBL_ASSIGN(const int64_t budget, memoryBudgetBytes(args.memoryBudget, hw));
+  FBL_ASSIGN(Compiled c, compileWith(args, hw, args.recomputeSegments.value_or(0)));
+  if (budget > 0 && !args.recomputeSegments && c.memory.peakBytes > budget) {
+    // Whole segments, the largest first: all of them must fit, then as few as fit (the peak
+    // falls with each segment, so the search halves the count).
+    FBL_ASSIGN(Compiled all, compileWith(args, hw, -1));
+    if (all.memory.peakBytes > budget) {
+      const analysis::MemoryReport& m = all.memory;
+      const std::pair<const char*, int64_t> roles[] = {{"frozen weights", m.frozenWeightBytes},
+                                                       {"the transient peak", m.transientBytes},
+                                                       {"trainables and optimizer state", m.trainableBytes + m.optimizerStateBytes},
+                                                       {"inputs and constants", m.inputBytes + m.constantBytes}};
+      const auto* top = std::max_element(std::begin(roles), std::end(roles),
+                                         [](const auto& a, const auto& b) { return a.second < b.second; });
+      return makeError("{}: --memory-budget {} ({} bytes) cannot be met: with all {} segments recomputed the peak is {}, "
+                       "{} over; {} dominate with {} (frozen weights {}, transient peak {})",
+                       args.model, analysis::humanBytes(budget), budget, all.recompute.segments,
+                       analysis::humanBytes(m.peakBytes), analysis::humanBytes(m.peakBytes - budget), top->first,
+                       analysis::humanBytes(top->second), analysis::humanBytes(m.frozenWeightBytes),
+                       analysis::humanBytes(m.transientBytes));
+    }
+    int64_t lo = 1, hi = all.recompute.segments;
+    c = std::move(all);
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      FBL_ASSIGN(Compiled fewer, compileWith(args, hw, mid));
+      if (fewer.memory.peakBytes <= budget) {
+        hi = mid;
+        c = std::move(fewer);
+      } else {
+        lo = mid + 1;
+      }
+    }
+  }
+  c.memoryBudget = budget;
   if (c.memory.fitsMaxAlloc == false && !args.allowOverLimit) {
     const std::string& source = hw.provenance.at("memory.max_alloc_bytes");
     return makeError("{}: the plan's largest allocation, {} ({} bytes), exceeds the max_alloc_bytes of {}, {} bytes "
@@ -421,6 +512,10 @@ int runCompile(const CompileArgs& args) {
              args.output, c->stats.kernels, c->stats.launches, c->plan.arenaBytes, c->stats.persistentBytes,
              c->plan.imageSlots.size(), c->plan.imageBytes(), c->seconds, weightsNote);
   fmt::print("{}\n", analysis::memorySummaryLine(c->memory, c->plan.profile));
+  if (c->recompute.segments > 0 || c->memoryBudget > 0)
+    fmt::print("recompute: {} of {} forward segments ({} nodes cloned, {} no longer kept){}\n", c->recompute.segments,
+               c->recomputeCandidates, c->recompute.clonedNodes, analysis::humanBytes(c->recompute.savedBytes),
+               c->memoryBudget > 0 ? fmt::format(", for --memory-budget {}", analysis::humanBytes(c->memoryBudget)) : "");
   if (!args.report.empty()) {
     nlohmann::json r{{"model", args.model},
                      {"profile", c->plan.profile},
@@ -430,6 +525,12 @@ int runCompile(const CompileArgs& args) {
                      {"tensors", c->plan.tensors.size()},
                      {"peak_bytes", c->memory.peakBytes},
                      {"memory", analysis::memoryReportJson(c->memory)},
+                     {"recompute",
+                      {{"memory_budget_bytes", c->memoryBudget > 0 ? nlohmann::json(c->memoryBudget) : nlohmann::json(nullptr)},
+                       {"segments", c->recompute.segments},
+                       {"candidate_segments", c->recomputeCandidates},
+                       {"cloned_nodes", c->recompute.clonedNodes},
+                       {"saved_bytes", c->recompute.savedBytes}}},
                      {"persistent_bytes", c->stats.persistentBytes},
                      {"transient_bytes", c->stats.transientBytes},
                      {"plan_bytes", bytes.size()},

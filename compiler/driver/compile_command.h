@@ -1,6 +1,6 @@
 // The compiler's driver, `fblc compile`: ONNX training-forward graph -> plan file (+ base weights
 // as safetensors, + optional report). It imports the model, runs every pass in one PassManager
-// (load, fuse-attention, autodiff, the layout pipeline, the lowering: compilePassNames()) and
+// (load, fuse-attention, autodiff, recompute, the layout pipeline, the lowering: compilePassNames()) and
 // builds the plan; it owns no logic of its own. Benches, fbl-train and tests call it too. compiler/tools/fblc.cc only parses the command line.
 #pragma once
 
@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/analysis/memory_report.h"
+#include "compiler/autodiff/recompute.h"
 #include "compiler/autodiff/training_graph.h"
 #include "compiler/ir/tensor.h"
 #include "compiler/passes/pass_manager.h"
@@ -54,6 +55,12 @@ struct CompileArgs : autodiff::TrainingFlags {
   // whose external data is not shipped): otherwise weights that cannot be written fail the
   // compile, so a plan is never left without the weights it was asked for.
   bool noWeights = false;
+  // The peak (every pool and image) the plan may have: bytes, or "auto" for the profile's
+  // memory.app_budget_bytes; empty: no budget. Over it, the backward pass recomputes forward
+  // segments (autodiff/recompute.h), the largest first, as few as fit.
+  std::string memoryBudget;
+  // Recompute this many segments whatever the budget (-1: all); for tests and measurements.
+  std::optional<int64_t> recomputeSegments;
 };
 
 struct Compiled {
@@ -71,6 +78,11 @@ struct Compiled {
   // fuse-attention (fblayout): attention blocks replaced by fbl.Attention, and its summary line.
   int64_t attentionFused = 0;
   std::string attentionSummary;
+  // What the backward pass recomputes (--memory-budget), and the budget it was chosen for (0:
+  // none).
+  autodiff::RecomputeSummary recompute;
+  int64_t recomputeCandidates = 0;  // the segments it could have recomputed
+  int64_t memoryBudget = 0;
 };
 
 // The passes compileModel runs, in order: the names --dump-after and --disable-pass take
@@ -82,6 +94,9 @@ Result<std::vector<std::string>> trainableGlobs(const CompileArgs& args);
 // --storage resolved against the profile: true for image storage; an error for an unknown
 // value, or images on a device without them.
 Result<bool> useImages(const std::string& storage, const profile::HardwareProfile& hw);
+// --memory-budget in bytes: "" is 0 (none), "auto" the profile's app_budget_bytes, else bytes
+// with an optional kB/MB/GB or KiB/MiB/GiB unit; an error for anything else.
+Result<int64_t> memoryBudgetBytes(const std::string& budget, const profile::HardwareProfile& hw);
 // Everything but the files: load, differentiate, build the plan.
 Result<Compiled> compileModel(const CompileArgs& args);
 // The initializers the plan names (external data included), as the safetensors file

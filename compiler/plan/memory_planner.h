@@ -20,7 +20,9 @@ struct Interval {
 struct ArenaPlacement {
   std::vector<int64_t> offsets;
   int64_t peakBytes = 0;
-  int64_t persistentBytes = 0;  // the bottom of the arena, holding the persistent tensors
+  // The persistent tensors' slots: the bottom of the arena, unless a pooled arena came out
+  // smaller with them placed among the others (memory_planner.cc).
+  int64_t persistentBytes = 0;
   // The pool size the offsets respect: a multiple of the alignment, every slot within one pool.
   int64_t poolBytes = 0;
   // The largest tensor whose slot exceeds the pool limit, or -1. When there is one, the arena is

@@ -154,6 +154,13 @@ void addCompile(CLI::App& app, int& rc) {
                   "Where tensors live: buffer (the arena), image (image2d where kernels take them) or auto "
                   "(images where the profile says reads go through a texture cache)")
       ->check(CLI::IsMember({"buffer", "image", "auto"}));
+  cmd->add_option("--memory-budget", args.memoryBudget,
+                  "The most memory the plan may use (every pool and image): bytes (5500000000, 5.5GB, 4GiB) or auto "
+                  "(the profile's memory.app_budget_bytes). Over it, the backward pass recomputes forward segments, "
+                  "as few as fit; a budget no plan meets is refused");
+  cmd->add_option("--recompute", args.recomputeSegments,
+                  "Recompute this many forward segments in the backward pass (the largest first; -1: all), "
+                  "whatever the budget");
   cmd->add_flag("--allow-over-limit", args.allowOverLimit,
                 "Write a plan whose largest allocation exceeds the profile's max_alloc_bytes (for analysis only)");
   cmd->callback([&rc] { runWithShapes(shapes, args.shapes, rc, [] { return fbl::driver::runCompile(args); }); });

@@ -18,7 +18,7 @@ driver::CompileArgs llamaTiny() {
 
 const std::vector<std::string> kPasses = {
     "fold-and-infer",     "decompose-ops", "drop-noops", "dead-code",           "fuse-attention",          "autodiff",
-    "classify-operators", "assign-rtile", "tile-index-elimination", "global-layout-selection", "layout-assignment",
+    "recompute",          "classify-operators", "assign-rtile", "tile-index-elimination", "global-layout-selection", "layout-assignment",
     "lower-layouts",      "low-rank-terms", "fusion",     "assign-storage"};
 
 std::vector<std::string> ranPasses(const driver::Compiled& c) {
@@ -44,7 +44,7 @@ TEST_CASE("compile: every stage after the import is a pass of one pipeline", "[d
   INFO((reuse.ok() ? "" : reuse.error().message));
   REQUIRE(reuse.ok());
   CHECK(ranPasses(*reuse) == std::vector<std::string>{"fold-and-infer", "decompose-ops", "drop-noops", "dead-code", "autodiff",
-                                                      "classify-operators", "layout-assignment", "lower-layouts",
+                                                      "recompute", "classify-operators", "layout-assignment", "lower-layouts",
                                                       "low-rank-terms", "fusion", "assign-storage"});
 }
 
@@ -69,7 +69,7 @@ TEST_CASE("compile: a required pass refuses --disable-pass and says why", "[driv
   REQUIRE_FALSE(typo.ok());
   CHECK(typo.error().message ==
         "--disable-pass fold-and-infr: no such pass (passes: fold-and-infer, decompose-ops, drop-noops, dead-code, fuse-attention, "
-        "autodiff, classify-operators, assign-rtile, tile-index-elimination, global-layout-selection, "
+        "autodiff, recompute, classify-operators, assign-rtile, tile-index-elimination, global-layout-selection, "
         "layout-assignment, lower-layouts, low-rank-terms, fusion, assign-storage)");
 }
 

@@ -76,8 +76,22 @@ TEST_CASE("a slot that would straddle a pool moves up to the next one", "[plan][
   const ArenaPlacement p = planMemory({{768, 0, 9, true}, {512, 0, 9, true}, {512, 0, 9, false}}, 256, 1024 + 100);
   CHECK(p.poolBytes == 1024);
   CHECK(p.offsets == std::vector<int64_t>{0, 1024, 1536});
-  CHECK(p.persistentBytes == 1536);
+  CHECK(p.persistentBytes == 768 + 512);  // their slots; the gap below the second pool is not theirs
   CHECK(p.peakBytes == 2048);
+}
+
+TEST_CASE("a pooled arena places persistent tensors among the others where that is smaller", "[plan][memory]") {
+  // Pools of 1024: a 256-byte weight, a 1024-byte staging tensor alive only after the step
+  // (launch 2), a 512-byte activation. Persistent first, the staging tensor cannot share the
+  // weight's pool and takes a pool of its own (2048 bytes); among the others, it takes the first
+  // pool whole, the weight the second, and the activation the staging tensor's bytes.
+  const std::vector<Interval> t = {{256, 0, 2, true}, {1024, 2, 2, false}, {512, 0, 1, false}};
+  const ArenaPlacement p = planMemory(t, 256, 1024);
+  CHECK(p.peakBytes == 1280);
+  CHECK(p.offsets == std::vector<int64_t>{1024, 0, 0});
+  CHECK(p.persistentBytes == 256);
+  // Without a limit, persistent tensors stay at the bottom.
+  CHECK(planMemory(t, 256).offsets == std::vector<int64_t>{0, 256, 256});
 }
 
 TEST_CASE("a tensor larger than a pool leaves the arena in one pool and is named", "[plan][memory]") {

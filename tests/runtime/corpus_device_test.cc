@@ -37,11 +37,15 @@ int64_t largestTensorAllocation(const planfile::Plan& p) {
   return largest;
 }
 
-// Memory as a phone gives it: without a limit of its own (the profile's), or with a largest
-// allocation no larger than the model's largest tensor, so that the arena is many pools.
-enum class Pools { Profile, LargestTensor };
+// How the plan uses memory: as the profile gives it; with a largest allocation no larger than
+// the model's largest tensor, so that the arena is many pools; or with every forward segment
+// recomputed in the backward pass.
+enum class Memory { Profile, SmallPools, Recompute };
 
-void trainsLikePyTorch(const std::string& arch, const std::string& style, Pools pools = Pools::Profile) {
+// Trains the export 10 steps on PoCL against PyTorch and peft; returns the first step's
+// gradients by trainable.
+std::map<std::string, ir::Tensor> trainsLikePyTorch(const std::string& arch, const std::string& style,
+                                                    Memory memory = Memory::Profile) {
   const std::string dir = std::string(FBL_TEST_DATA_DIR) + "/corpus/" + arch;
   std::ifstream tf(dir + "/trajectory.json");
   REQUIRE(tf.good());
@@ -56,7 +60,8 @@ void trainsLikePyTorch(const std::string& arch, const std::string& style, Pools 
   REQUIRE(traj["betas"][0].get<double>() == Approx(0.9));  // fbl's AdamW defaults
   REQUIRE(traj["betas"][1].get<double>() == Approx(0.999));
   REQUIRE(traj["eps"].get<double>() == Approx(1e-8));
-  if (pools == Pools::LargestTensor) {
+  if (memory == Memory::Recompute) a.recomputeSegments = -1;
+  if (memory == Memory::SmallPools) {
     auto whole = driver::compileModel(a);
     REQUIRE(whole.ok());
     REQUIRE(whole->plan.poolCount() == 1);
@@ -69,7 +74,13 @@ void trainsLikePyTorch(const std::string& arch, const std::string& style, Pools 
   auto c = driver::compileModel(a);
   INFO((c.ok() ? std::string() : c.error().message));
   REQUIRE(c.ok());
-  if (pools == Pools::LargestTensor) {
+  if (memory == Memory::Recompute) {
+    CHECK(c->recompute.segments > 0);
+    std::printf("corpus %s/%s: %lld forward segments recomputed (%lld nodes), arena of %lld bytes\n", arch.c_str(),
+                style.c_str(), static_cast<long long>(c->recompute.segments),
+                static_cast<long long>(c->recompute.clonedNodes), static_cast<long long>(c->plan.arenaBytes));
+  }
+  if (memory == Memory::SmallPools) {
     // Every pool holds whole tensors (the loader checks it too), and there are many.
     CHECK(c->plan.poolCount() >= 4);
     std::printf("corpus %s/%s: arena of %lld bytes in %lld pools of %lld bytes\n", arch.c_str(), style.c_str(),
@@ -92,6 +103,7 @@ void trainsLikePyTorch(const std::string& arch, const std::string& style, Pools 
   }
   const auto losses = traj["losses"].get<std::vector<double>>();
   double worstLoss = 0, worstGrad = 0, worstEval = 0;
+  std::map<std::string, ir::Tensor> firstGradients;
   for (size_t k = 0; k < losses.size(); ++k) {
     float eval = 0, loss = 0;
     REQUIRE(s->evalStep(&eval) == "");
@@ -110,6 +122,7 @@ void trainsLikePyTorch(const std::string& arch, const std::string& style, Pools 
       ir::Tensor g(ir::DType::F32, c->plan.tensors[t.grad].shape);
       REQUIRE(bytes.size() == g.nbytes());
       std::memcpy(g.raw(), bytes.data(), bytes.size());
+      firstGradients.emplace(name, g);
       const double err = relativeToMaxAbs(g, torch.at(name));
       CHECK(err <= 1e-4);
       worstGrad = std::max(worstGrad, err);
@@ -162,6 +175,7 @@ void trainsLikePyTorch(const std::string& arch, const std::string& style, Pools 
               "(evaluation steps %.1e), adapters %.1e of max-abs (%.1e where the first gradient is rounding "
               "noise), updated buffers %.1e\n",
               arch.c_str(), style.c_str(), worstGrad, worstLoss, worstEval, worstAdapter, worstUnresolved, worstBuffer);
+  return firstGradients;
 }
 
 TEST_CASE("the corpus's T5 (optimize=True export) trains on PoCL like PyTorch and peft", "[runtime][hf-corpus]") {
@@ -183,7 +197,25 @@ TEST_CASE("the corpus's left-padded Qwen2 batch (optimize=True export) trains on
 // strided Slices and a Max whose ties go to the first element, as PyTorch's do.
 TEST_CASE("the corpus's left-padded Qwen2 batch trains like PyTorch with its arena in pools no larger than its largest tensor",
           "[runtime][hf-corpus][pools]") {
-  trainsLikePyTorch("qwen2_left", "opt", Pools::LargestTensor);
+  trainsLikePyTorch("qwen2_left", "opt", Memory::SmallPools);
+}
+
+TEST_CASE("the corpus's rsLoRA Llama trains like PyTorch with every forward segment recomputed, to the same gradients",
+          "[runtime][hf-corpus][recompute]") {
+  const auto kept = trainsLikePyTorch("llama_rslora", "opt");
+  const auto recomputed = trainsLikePyTorch("llama_rslora", "opt", Memory::Recompute);
+  REQUIRE(kept.size() == recomputed.size());
+  double worst = 0;
+  int64_t differing = 0;
+  for (const auto& [name, g] : kept) {
+    const ir::Tensor& r = recomputed.at(name);
+    REQUIRE(r.nbytes() == g.nbytes());
+    differing += std::memcmp(r.raw(), g.raw(), g.nbytes()) != 0;
+    worst = std::max(worst, relativeToMaxAbs(r, g));
+  }
+  std::printf("corpus llama_rslora/opt: %lld of %zu gradients differ with recomputation, worst %.1e of max-abs\n",
+              static_cast<long long>(differing), kept.size(), worst);
+  CHECK(worst <= 1e-6);
 }
 
 TEST_CASE("the corpus's ResNet (BatchNorm in train mode, MaxPool, optimize=True) trains on PoCL like PyTorch and peft",
