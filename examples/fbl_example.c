@@ -1,13 +1,14 @@
 /* fbl-example: what an app does with the runtime, in C over runtime/include/fbl/fbl_runtime.h
  * alone. It links libfbl_runtime and nothing else of fbl (no compiler, no protobuf, no LLVM).
  *
- *   fbl-example PLAN WEIGHTS OUT_DIR [--steps N] [--input NAME] [--seq N] [--vocab N]
+ *   fbl-example PLAN WEIGHTS OUT_DIR [--steps N] [--input NAME] [--vocab N]
  *               [--device N] [--cache-dir DIR]
  *
  * 1. Opens PLAN (written on a desktop by `fblc compile`) and loads WEIGHTS (the safetensors file
  *    `fblc compile` writes beside it).
- * 2. Writes one batch of token ids (a fixed sequence in [0, vocab)) to the plan's input, the way
- *    an app hands the output of its tokenizer.
+ * 2. Lists the plan's inputs (fbl_input_info) and writes one batch of token ids (a fixed
+ *    sequence in [0, vocab)) to the input named NAME (default: the first), in the shape the plan
+ *    gives it, the way an app hands the output of its tokenizer.
  * 3. Evaluates it (fbl_eval_step: forward only), trains N steps on it, evaluates it again.
  * 4. Saves a checkpoint to OUT_DIR/checkpoint.safetensors, loads it back, and exports the LoRA
  *    adapter (peft's adapter_model.safetensors + adapter_config.json) into OUT_DIR, which must exist.
@@ -24,7 +25,7 @@
 #include "runtime/include/fbl/fbl_runtime.h"
 
 static const char* kUsage =
-    "usage: fbl-example PLAN WEIGHTS OUT_DIR [--steps N] [--input NAME] [--seq N] [--vocab N]\n"
+    "usage: fbl-example PLAN WEIGHTS OUT_DIR [--steps N] [--input NAME] [--vocab N]\n"
     "                   [--device N] [--cache-dir DIR]\n";
 
 typedef struct Args {
@@ -33,7 +34,7 @@ typedef struct Args {
   const char* out;
   const char* input;
   const char* cacheDir;
-  long steps, seq, vocab, device;
+  long steps, vocab, device;
 } Args;
 
 /* A whole decimal number in [lo, hi], else 0. */
@@ -63,8 +64,6 @@ static int parseArgs(int argc, char** argv, Args* a) {
     if (k[0] == '-' && !v) return usageError("missing the value of", k);
     if (!strcmp(k, "--steps")) {
       if (!parseLong(v, 0, 1000000, &a->steps)) return usageError("--steps needs a number in [0, 1000000], not", v);
-    } else if (!strcmp(k, "--seq")) {
-      if (!parseLong(v, 1, 1 << 20, &a->seq)) return usageError("--seq needs a number in [1, 1048576], not", v);
     } else if (!strcmp(k, "--vocab")) {
       if (!parseLong(v, 1, 1L << 30, &a->vocab)) return usageError("--vocab needs a number in [1, 2^30], not", v);
     } else if (!strcmp(k, "--device")) {
@@ -123,15 +122,47 @@ static int run(const Args* a) {
   }
   fprintf(stderr, "opened %s and loaded %s in %.1f s\n", a->plan, a->weights, seconds() - start);
 
-  /* The batch: [1, seq] token ids. An app writes its tokenizer's output here. */
-  tokens = (int64_t*)malloc((size_t)a->seq * sizeof(int64_t));
-  if (!tokens) {
-    fprintf(stderr, "error: out of memory for %ld tokens\n", a->seq);
+  /* What the plan reads: an app that did not compile it learns names, dtypes and shapes here. */
+  size_t inputs = 0;
+  if (fbl_input_count(s, &inputs) != FBL_OK) {
+    fail();
     goto done;
   }
-  for (long i = 0; i < a->seq; ++i) tokens[i] = (int64_t)((i * 37 + 11) % a->vocab);
-  const int64_t shape[2] = {1, a->seq};
-  if (fbl_write_input(s, a->input, "i64", shape, 2, tokens, (size_t)a->seq * sizeof(int64_t)) != FBL_OK) {
+  const char* input = a->input;
+  for (size_t i = 0; i < inputs; ++i) {
+    const char *name = NULL, *dtype = NULL;
+    const int64_t* dims = NULL;
+    size_t rank = 0;
+    if (fbl_input_info(s, i, &name, &dtype, &dims, &rank) != FBL_OK) {
+      fail();
+      goto done;
+    }
+    fprintf(stderr, "input %s %s[", name, dtype);
+    for (size_t d = 0; d < rank; ++d) fprintf(stderr, "%s%lld", d ? ", " : "", (long long)dims[d]);
+    fprintf(stderr, "]\n");
+    if (!input) input = name;
+  }
+  if (!input) {
+    fprintf(stderr, "error: the plan reads no input\n");
+    goto done;
+  }
+
+  /* The batch: token ids in the input's shape. An app writes its tokenizer's output here. */
+  const int64_t* shape = NULL;
+  size_t rank = 0;
+  if (fbl_tensor_info(s, input, NULL, &shape, &rank) != FBL_OK) {
+    fail();
+    goto done;
+  }
+  size_t count = 1;
+  for (size_t d = 0; d < rank; ++d) count *= (size_t)shape[d];
+  tokens = (int64_t*)malloc((count ? count : 1) * sizeof(int64_t));
+  if (!tokens) {
+    fprintf(stderr, "error: out of memory for %zu tokens\n", count);
+    goto done;
+  }
+  for (size_t i = 0; i < count; ++i) tokens[i] = (int64_t)((i * 37 + 11) % (size_t)a->vocab);
+  if (fbl_write_input(s, input, "i64", shape, rank, tokens, count * sizeof(int64_t)) != FBL_OK) {
     fail();
     goto done;
   }
@@ -193,7 +224,7 @@ done:
 }
 
 int main(int argc, char** argv) {
-  Args a = {NULL, NULL, NULL, "input_0", NULL, 5, 16, 256, -1};
+  Args a = {NULL, NULL, NULL, NULL, NULL, 5, 256, -1};
   const int e = parseArgs(argc, argv, &a);
   if (e) return e;
   return run(&a);

@@ -154,6 +154,22 @@ std::string outOfRange(const char* arg, int64_t value, const std::string& range)
   return std::string(arg) + " is " + std::to_string(value) + ", outside " + range;
 }
 
+// A plan tensor's description into the caller's pointers, any of which may be NULL.
+void describe(const fbl::planfile::Tensor& t, const char** dtype, const int64_t** shape, size_t* rank) {
+  if (dtype) *dtype = t.dtype.c_str();
+  if (shape) *shape = t.shape.data();
+  if (rank) *rank = t.shape.size();
+}
+
+// The plan of session `s` to body(call, plan): no hold, since nothing changes a plan after fbl_open.
+template <class Body>
+int withPlan(const char* fn, const fbl_session* s, Body&& body) noexcept {
+  return api(fn, [&](const Call& c) {
+    if (!s) return c.null("s");
+    return body(c, s->s->plan());
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -272,6 +288,63 @@ int fbl_cancel(fbl_session* s) {
 
 int64_t fbl_step(const fbl_session* s) {
   return getter("fbl_step", s, int64_t{-1}, [](const fbl::rt::Session& session) { return session.step(); });
+}
+
+int fbl_input_count(const fbl_session* s, size_t* count) {
+  return withPlan("fbl_input_count", s, [&](const Call& c, const fbl::planfile::Plan& p) {
+    if (!count) return c.null("count");
+    *count = p.inputs.size();
+    return FBL_OK;
+  });
+}
+
+int fbl_input_info(const fbl_session* s, size_t index, const char** name, const char** dtype, const int64_t** shape,
+                   size_t* rank) {
+  return withPlan("fbl_input_info", s, [&](const Call& c, const fbl::planfile::Plan& p) {
+    if (index >= p.inputs.size())
+      return c.fail("index is " + std::to_string(index) + ", outside the plan's " + std::to_string(p.inputs.size()) + " inputs");
+    const fbl::planfile::Tensor& t = p.tensors[p.inputs[index]];
+    if (name) *name = t.name.c_str();
+    describe(t, dtype, shape, rank);
+    return FBL_OK;
+  });
+}
+
+int fbl_trainable_count(const fbl_session* s, size_t* count) {
+  return withPlan("fbl_trainable_count", s, [&](const Call& c, const fbl::planfile::Plan& p) {
+    if (!count) return c.null("count");
+    *count = p.trainables.size();
+    return FBL_OK;
+  });
+}
+
+int fbl_trainable_name(const fbl_session* s, size_t index, const char** name) {
+  return withPlan("fbl_trainable_name", s, [&](const Call& c, const fbl::planfile::Plan& p) {
+    if (index >= p.trainables.size())
+      return c.fail("index is " + std::to_string(index) + ", outside the plan's " + std::to_string(p.trainables.size()) +
+                    " trainables");
+    if (!name) return c.null("name");
+    *name = p.tensors[p.trainables[index].param].name.c_str();
+    return FBL_OK;
+  });
+}
+
+int fbl_tensor_info(const fbl_session* s, const char* name, const char** dtype, const int64_t** shape, size_t* rank) {
+  return withPlan("fbl_tensor_info", s, [&](const Call& c, const fbl::planfile::Plan& p) {
+    if (!name) return c.null("name");
+    const int32_t t = p.findTensor(name);
+    if (t < 0) return c.fail(std::string("the plan has no tensor '") + name + "'");
+    describe(p.tensors[t], dtype, shape, rank);
+    return FBL_OK;
+  });
+}
+
+int fbl_loss_name(const fbl_session* s, const char** loss_name) {
+  return withPlan("fbl_loss_name", s, [&](const Call& c, const fbl::planfile::Plan& p) {
+    if (!loss_name) return c.null("loss_name");
+    *loss_name = p.loss >= 0 ? p.tensors[p.loss].name.c_str() : "";
+    return FBL_OK;
+  });
 }
 
 int32_t fbl_accumulated(const fbl_session* s) {

@@ -142,6 +142,12 @@ TEST_CASE("C API: a NULL session is refused by every function that takes one", "
       {"fbl_load_checkpoint", [] { return fbl_load_checkpoint(nullptr, "x"); }},
       {"fbl_export_adapter", [] { return fbl_export_adapter(nullptr, "."); }},
       {"fbl_dataset_write_sample", [] { return fbl_dataset_write_sample(nullptr, nullptr, 0); }},
+      {"fbl_input_count", [] { size_t n = 0; return fbl_input_count(nullptr, &n); }},
+      {"fbl_input_info", [] { return fbl_input_info(nullptr, 0, nullptr, nullptr, nullptr, nullptr); }},
+      {"fbl_trainable_count", [] { size_t n = 0; return fbl_trainable_count(nullptr, &n); }},
+      {"fbl_trainable_name", [] { const char* n = nullptr; return fbl_trainable_name(nullptr, 0, &n); }},
+      {"fbl_tensor_info", [] { return fbl_tensor_info(nullptr, "x", nullptr, nullptr, nullptr); }},
+      {"fbl_loss_name", [] { const char* n = nullptr; return fbl_loss_name(nullptr, &n); }},
   };
   for (const auto& [fn, call] : calls) refused(call(), fn, "s must not be NULL");
 
@@ -159,6 +165,56 @@ TEST_CASE("C API: a NULL session is refused by every function that takes one", "
   refused(FBL_ERROR, "fbl_dataset_size", "d must not be NULL");
   fbl_close(nullptr);
   fbl_dataset_close(nullptr);
+}
+
+TEST_CASE("C API: a session describes its plan's inputs, trainables and loss", "[runtime][c_api]") {
+  fbl_session* s = open();
+  size_t inputs = 0, trainables = 0;
+  REQUIRE(fbl_input_count(s, &inputs) == FBL_OK);
+  REQUIRE(inputs == plan().inputs.size());
+  REQUIRE(inputs > 0);
+  for (size_t i = 0; i < inputs; ++i) {
+    const planfile::Tensor& want = plan().tensors[plan().inputs[i]];
+    const char *name = nullptr, *dtype = nullptr;
+    const int64_t* shape = nullptr;
+    size_t rank = 0;
+    REQUIRE(fbl_input_info(s, i, &name, &dtype, &shape, &rank) == FBL_OK);
+    CHECK(std::string(name) == want.name);
+    CHECK(std::string(dtype) == want.dtype);
+    CHECK(std::vector<int64_t>(shape, shape + rank) == want.shape);
+    // The description is what fbl_write_input takes.
+    const std::vector<int64_t> v = tokens(plan().inputs[i], 0);
+    INFO(fbl_last_error());
+    CHECK(fbl_write_input(s, name, dtype, shape, rank, v.data(), v.size() * 8) == FBL_OK);
+  }
+  CHECK(fbl_input_info(s, 0, nullptr, nullptr, nullptr, nullptr) == FBL_OK);  // every out pointer optional
+  refused(fbl_input_info(s, inputs, nullptr, nullptr, nullptr, nullptr), "fbl_input_info",
+          "index is " + std::to_string(inputs) + ", outside the plan's " + std::to_string(inputs) + " inputs");
+  REQUIRE(fbl_trainable_count(s, &trainables) == FBL_OK);
+  REQUIRE(trainables == plan().trainables.size());
+  for (size_t i = 0; i < trainables; ++i) {
+    const char* name = nullptr;
+    REQUIRE(fbl_trainable_name(s, i, &name) == FBL_OK);
+    CHECK(std::string(name) == plan().tensors[plan().trainables[i].param].name);
+    const int64_t* shape = nullptr;
+    size_t rank = 0;
+    REQUIRE(fbl_tensor_info(s, name, nullptr, &shape, &rank) == FBL_OK);
+    CHECK(std::vector<int64_t>(shape, shape + rank) == plan().tensors[plan().trainables[i].param].shape);
+  }
+  refused(fbl_trainable_name(s, trainables, nullptr), "fbl_trainable_name", "outside the plan's");
+  const char* loss = nullptr;
+  REQUIRE(fbl_loss_name(s, &loss) == FBL_OK);
+  CHECK(std::string(loss) == plan().tensors[plan().loss].name);
+  const char* dtype = nullptr;
+  size_t rank = 7;
+  REQUIRE(fbl_tensor_info(s, loss, &dtype, nullptr, &rank) == FBL_OK);
+  CHECK(std::string(dtype) == "f32");
+  CHECK(rank == plan().tensors[plan().loss].shape.size());
+  refused(fbl_tensor_info(s, "no such tensor", nullptr, nullptr, nullptr), "fbl_tensor_info", "the plan has no tensor 'no such tensor'");
+  refused(fbl_tensor_info(s, nullptr, nullptr, nullptr, nullptr), "fbl_tensor_info", "name must not be NULL");
+  refused(fbl_input_count(s, nullptr), "fbl_input_count", "count must not be NULL");
+  refused(fbl_loss_name(s, nullptr), "fbl_loss_name", "loss_name must not be NULL");
+  fbl_close(s);
 }
 
 TEST_CASE("C API: NULL strings and buffers are refused, naming the argument", "[runtime][c_api]") {

@@ -98,6 +98,24 @@ int fbl_cancel(fbl_session* s);
 /* Optimizer steps done; -1 for a NULL s. */
 int64_t fbl_step(const fbl_session* s);
 
+/* What the plan holds, for an app that did not compile it. These read the plan only: they need
+ * no hold, may be called from the progress callback, and hand out strings and shapes that the
+ * session owns, valid until fbl_close. Any of the out pointers may be NULL.
+ * The plan's run-time inputs (what fbl_write_input takes), in the order the model declares them. */
+int fbl_input_count(const fbl_session* s, size_t* count);
+/* Input `index` (0 <= index < fbl_input_count): its name, dtype ("i64", "f32", ...) and shape. */
+int fbl_input_info(const fbl_session* s, size_t index, const char** name, const char** dtype, const int64_t** shape,
+                   size_t* rank);
+/* The trainable parameters (what checkpoints save and fbl_read_tensor reads after a step), in
+ * the plan's order: their count, and each one's name. */
+int fbl_trainable_count(const fbl_session* s, size_t* count);
+int fbl_trainable_name(const fbl_session* s, size_t index, const char** name);
+/* Any tensor of the plan by name (an input, a trainable, the loss): its dtype and shape, row-major
+ * as fbl_read_tensor and fbl_write_tensor take it. *loss_name (fbl_loss_name) is the loss's name,
+ * "" for a plan without one. */
+int fbl_tensor_info(const fbl_session* s, const char* name, const char** dtype, const int64_t** shape, size_t* rank);
+int fbl_loss_name(const fbl_session* s, const char** loss_name);
+
 /* The training loop (docs/runtime.md, "The training loop"): what `fblc compile` set with
  * --grad-accum, --clip-grad-norm and --lr-schedule.
  * With --grad-accum K, fbl_train_step takes one micro-batch: it returns that micro-batch's loss and

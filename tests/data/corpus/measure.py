@@ -3,7 +3,7 @@
     $HOME/venv-export/bin/python tests/data/corpus/measure.py BUILD_DIR [OUT.json] [ARCH/STYLE,...]
 
 For every export in tests/data/corpus, or in FBL_CORPUS (a folder export_heldout.py wrote), or the
-listed ones, with the binaries of BUILD_DIR:
+listed ones, with the binaries of BUILD_DIR (FBL_COMPILE_FLAGS: more flags for step 3's compile):
   1. `fblc run-ref --dump`: the first step's loss and worst gradient error against PyTorch;
   2. `fblc run-ref --steps 10` with the trajectory's AdamW settings: worst relative loss difference;
   3. `fblc compile` for PoCL (profiles/pocl-cpu.json), then `fbl-train --steps 10 --dump-grads
@@ -39,6 +39,8 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 # Another folder of the same layout (export_heldout.py's) with FBL_CORPUS=DIR.
 CORPUS = os.path.abspath(os.environ.get("FBL_CORPUS", HERE))
 STYLES = ["noopt", "opt", "ts"]
+# More `fblc compile` flags for step 3, e.g. FBL_COMPILE_FLAGS="--recompute -1".
+COMPILE_FLAGS = os.environ.get("FBL_COMPILE_FLAGS", "").split()
 
 
 def tensor(path):
@@ -117,7 +119,8 @@ def measure(build, arch, style, tmp):
         row["ref"]["trajectory"] = worst_relative(losses, traj["losses"])
 
     plan = os.path.join(work, "model.fbp")
-    rc, out = run([fblc, "compile", model, "--profile", os.path.join(ROOT, "profiles", "pocl-cpu.json"), "-o", plan] + opt)
+    rc, out = run([fblc, "compile", model, "--profile", os.path.join(ROOT, "profiles", "pocl-cpu.json"), "-o", plan]
+                  + opt + COMPILE_FLAGS)
     if rc != 0:
         row["pocl"] = dict(error=error_line(out))
         return row
