@@ -6,9 +6,11 @@
  *
  * 1. Opens PLAN (written on a desktop by `fblc compile`) and loads WEIGHTS (the safetensors file
  *    `fblc compile` writes beside it).
- * 2. Lists the plan's inputs (fbl_input_info) and writes one batch of token ids (a fixed
- *    sequence in [0, vocab)) to the input named NAME (default: the first), in the shape the plan
- *    gives it, the way an app hands the output of its tokenizer.
+ * 2. Prints the plan's memory, lists its inputs (fbl_input_info, fbl_input_bounds) and writes
+ *    one batch to every one of them in the shape the plan gives: token ids (a fixed sequence in
+ *    the values the plan accepts, the one named NAME, default the first, capped at --vocab),
+ *    ones for an unbounded integer input (a mask), 0.5 for a float input. An app hands its
+ *    tokenizer's output here.
  * 3. Evaluates it (fbl_eval_step: forward only), trains N steps on it, evaluates it again.
  * 4. Saves a checkpoint to OUT_DIR/checkpoint.safetensors, loads it back, and exports the LoRA
  *    adapter (peft's adapter_model.safetensors + adapter_config.json) into OUT_DIR, which must exist.
@@ -109,12 +111,51 @@ static int fail(void) {
   return 1;
 }
 
+/* Input `index`, described by the plan, filled the way an app would: token ids (a fixed sequence)
+ * where the plan bounds the values (an embedding's rows, a loss's classes; --vocab caps the
+ * input named by --input, default the first), ones for other integers (a mask that attends to
+ * everything), a small constant for floats (pixels, features). */
+static int writeInput(fbl_session* s, size_t index, const Args* a) {
+  const char *name = NULL, *dtype = NULL;
+  const int64_t* shape = NULL;
+  size_t rank = 0;
+  int bounded = 0;
+  int64_t lo = 0, hi = 0;
+  if (fbl_input_info(s, index, &name, &dtype, &shape, &rank) != FBL_OK) return fail();
+  if (fbl_input_bounds(s, index, &bounded, &lo, &hi) != FBL_OK) return fail();
+  size_t count = 1;
+  for (size_t d = 0; d < rank; ++d) count *= (size_t)shape[d];
+  fprintf(stderr, "input %s %s[", name, dtype);
+  for (size_t d = 0; d < rank; ++d) fprintf(stderr, "%s%lld", d ? ", " : "", (long long)shape[d]);
+  if (bounded) fprintf(stderr, "] in [%lld, %lld)\n", (long long)lo, (long long)hi);
+  else fprintf(stderr, "]\n");
+  const int tokens = a->input ? !strcmp(a->input, name) : index == 0;
+  if (lo < 0) lo = 0; /* a Gather also takes negative indices; token ids are not */
+  if (tokens && bounded && a->vocab > 0 && lo + a->vocab < hi) hi = lo + a->vocab;
+  const int isFloat = !strcmp(dtype, "f32");
+  if (!isFloat && strcmp(dtype, "i64")) {
+    fprintf(stderr, "error: input %s is %s; this example writes i64 and f32 inputs\n", name, dtype);
+    return 1;
+  }
+  void* data = malloc((count ? count : 1) * 8);
+  if (!data) {
+    fprintf(stderr, "error: out of memory for input %s\n", name);
+    return 1;
+  }
+  for (size_t i = 0; i < count; ++i) {
+    if (isFloat) ((float*)data)[i] = 0.5f;
+    else ((int64_t*)data)[i] = bounded && hi > lo ? lo + (int64_t)((i * 37 + 11) % (size_t)(hi - lo)) : 1;
+  }
+  const int rc = fbl_write_input(s, name, dtype, shape, rank, data, count * (isFloat ? 4 : 8));
+  free(data);
+  return rc == FBL_OK ? FBL_OK : fail();
+}
+
 static int run(const Args* a) {
   const double start = seconds();
   fbl_session* s = NULL;
   if (fbl_open(a->plan, (int)a->device, a->cacheDir, &s) != FBL_OK) return fail();
   int rc = 1;
-  int64_t* tokens = NULL;
   char path[4096];
   if (fbl_load_weights(s, a->weights) != FBL_OK) {
     fail();
@@ -122,49 +163,22 @@ static int run(const Args* a) {
   }
   fprintf(stderr, "opened %s and loaded %s in %.1f s\n", a->plan, a->weights, seconds() - start);
 
-  /* What the plan reads: an app that did not compile it learns names, dtypes and shapes here. */
+  /* What the plan reads: an app that did not compile it learns names, dtypes, shapes and the
+   * values each input accepts here. */
+  int64_t peak = 0, largest = 0, allocations = 0;
+  if (fbl_plan_memory(s, &peak, &largest, &allocations) != FBL_OK) {
+    fail();
+    goto done;
+  }
+  fprintf(stderr, "plan memory: %.1f MB in %lld allocations, the largest %.1f MB\n", (double)peak / 1e6,
+          (long long)allocations, (double)largest / 1e6);
   size_t inputs = 0;
   if (fbl_input_count(s, &inputs) != FBL_OK) {
     fail();
     goto done;
   }
-  const char* input = a->input;
   for (size_t i = 0; i < inputs; ++i) {
-    const char *name = NULL, *dtype = NULL;
-    const int64_t* dims = NULL;
-    size_t rank = 0;
-    if (fbl_input_info(s, i, &name, &dtype, &dims, &rank) != FBL_OK) {
-      fail();
-      goto done;
-    }
-    fprintf(stderr, "input %s %s[", name, dtype);
-    for (size_t d = 0; d < rank; ++d) fprintf(stderr, "%s%lld", d ? ", " : "", (long long)dims[d]);
-    fprintf(stderr, "]\n");
-    if (!input) input = name;
-  }
-  if (!input) {
-    fprintf(stderr, "error: the plan reads no input\n");
-    goto done;
-  }
-
-  /* The batch: token ids in the input's shape. An app writes its tokenizer's output here. */
-  const int64_t* shape = NULL;
-  size_t rank = 0;
-  if (fbl_tensor_info(s, input, NULL, &shape, &rank) != FBL_OK) {
-    fail();
-    goto done;
-  }
-  size_t count = 1;
-  for (size_t d = 0; d < rank; ++d) count *= (size_t)shape[d];
-  tokens = (int64_t*)malloc((count ? count : 1) * sizeof(int64_t));
-  if (!tokens) {
-    fprintf(stderr, "error: out of memory for %zu tokens\n", count);
-    goto done;
-  }
-  for (size_t i = 0; i < count; ++i) tokens[i] = (int64_t)((i * 37 + 11) % (size_t)a->vocab);
-  if (fbl_write_input(s, input, "i64", shape, rank, tokens, count * sizeof(int64_t)) != FBL_OK) {
-    fail();
-    goto done;
+    if (writeInput(s, i, a) != FBL_OK) goto done;
   }
 
   float before = 0.0f, after = 0.0f, loss = 0.0f;
@@ -218,7 +232,6 @@ static int run(const Args* a) {
   printf("eval loss %.6f -> %.6f\n", before, after);
   rc = 0;
 done:
-  free(tokens);
   fbl_close(s);
   return rc;
 }

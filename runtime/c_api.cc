@@ -6,6 +6,7 @@
 //  3. a call that changes a session or uses its queue holds the session (`withSession`) while it
 //     runs: a second such call meanwhile, from the step's own progress callback or from another
 //     thread, is refused, because the step in flight owns the queue, the arena and the callback.
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -306,6 +307,36 @@ int fbl_input_info(const fbl_session* s, size_t index, const char** name, const 
     const fbl::planfile::Tensor& t = p.tensors[p.inputs[index]];
     if (name) *name = t.name.c_str();
     describe(t, dtype, shape, rank);
+    return FBL_OK;
+  });
+}
+
+int fbl_input_bounds(const fbl_session* s, size_t index, int* bounded, int64_t* lo, int64_t* hi) {
+  return withPlan("fbl_input_bounds", s, [&](const Call& c, const fbl::planfile::Plan& p) {
+    if (index >= p.inputs.size())
+      return c.fail("index is " + std::to_string(index) + ", outside the plan's " + std::to_string(p.inputs.size()) + " inputs");
+    bool any = false;
+    int64_t from = 0, to = 0;
+    for (const fbl::planfile::InputCheck& check : p.inputChecks) {
+      if (check.input != p.inputs[index]) continue;
+      from = any ? std::max(from, check.lo) : check.lo;
+      to = any ? std::min(to, check.hi) : check.hi;
+      any = true;
+    }
+    if (bounded) *bounded = any ? 1 : 0;
+    if (lo) *lo = from;
+    if (hi) *hi = to;
+    return FBL_OK;
+  });
+}
+
+int fbl_plan_memory(const fbl_session* s, int64_t* peak_bytes, int64_t* largest_allocation_bytes, int64_t* allocations) {
+  return withPlan("fbl_plan_memory", s, [&](const Call&, const fbl::planfile::Plan& p) {
+    int64_t largest = p.poolSize(0);
+    for (const auto& slot : p.imageSlots) largest = std::max(largest, slot[0] * slot[1] * 16);
+    if (peak_bytes) *peak_bytes = p.arenaBytes + p.imageBytes();
+    if (largest_allocation_bytes) *largest_allocation_bytes = largest;
+    if (allocations) *allocations = p.poolCount() + static_cast<int64_t>(p.imageSlots.size());
     return FBL_OK;
   });
 }

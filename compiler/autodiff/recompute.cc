@@ -126,8 +126,11 @@ RecomputeSummary recompute(ir::Graph& g, int64_t count) {
   std::sort(order.begin(), order.end());
   RecomputeSummary summary;
   std::map<ir::NodeId, std::vector<ir::Node>> before;  // clones to place before each backward node
-  std::map<ir::ValueId, ir::ValueId> cloneOf;
   for (size_t k : order) {
+    // This segment's clones only: a value of another segment (one kept because it is read
+    // across a quarter of the forward) is read as the forward computed it, since that segment's
+    // clones may run later.
+    std::map<ir::ValueId, ir::ValueId> cloneOf;
     RecomputeSegment& s = c.segments[k];
     const std::vector<ir::ValueId>& saved = c.saved[k];
     const int64_t lo = c.position[s.first], hi = c.position[s.last];

@@ -20,19 +20,25 @@ using testing::GraphBuilder;
 
 const std::vector<int64_t> kT{1, 0};
 
-// 16 token ids embedded to [16, 32], then through `layers` blocks h = h + relu(h W^T + h A^T B^T * 2), then a cross-entropy
-// over 32 classes; the mask-like `bias` depends on no weight and is read by every block.
+// 16 token ids embedded to [16, 32], then through `layers` blocks h = h + relu(h W^T + h A^T B^T * 2 + bias),
+// then a cross-entropy over 32 classes.
 GraphBuilder residualStack(int layers) {
   GraphBuilder t = GraphBuilder::inferring();
   // The stream starts as an activation: token ids through an embedding table.
   ValueId h = t.op("Gather", {t.randomParam("m.embed.weight", {32, 32}), t.input("ids", ir::DType::I64, {16})});
-  ValueId bias = t.op("Mul", {t.input("mask", ir::DType::F32, {16, 32}), t.scalar(-1.0f)});
+  ValueId mask = t.input("mask", ir::DType::F32, {16, 32});
+  ValueId bias = ir::kNoValue;
   for (int l = 0; l < layers; ++l) {
+    // An activation the first block computes and every block reads (an input through a weight,
+    // as DeBERTa's mask is): long-lived, so kept; the first block's clones compute it again for
+    // themselves, and the other blocks' clones read it as the forward computed it.
+
     const std::string p = "m.layers." + std::to_string(l) + ".fc.";
     ValueId w = t.randomParam(p + "base_layer.weight", {32, 32});
     ValueId a = t.randomParam(p + "lora_A.default.weight", {4, 32});
     ValueId b = t.randomParam(p + "lora_B.default.weight", {32, 4});
     ValueId base = t.op("MatMul", {h, t.op("Transpose", {w}, {{"perm", kT}})});
+    if (l == 0) bias = t.op("Mul", {mask, t.randomParam("m.mask_scale", {32})});
     ValueId low = t.op("MatMul", {t.op("MatMul", {h, t.op("Transpose", {a}, {{"perm", kT}})}), t.op("Transpose", {b}, {{"perm", kT}})});
     ValueId y = t.op("Relu", {t.op("Add", {t.op("Add", {base, t.op("Mul", {low, t.scalar(2.0f)})}), bias})});
     h = t.op("Add", {h, y});

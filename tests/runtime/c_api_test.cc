@@ -148,6 +148,8 @@ TEST_CASE("C API: a NULL session is refused by every function that takes one", "
       {"fbl_trainable_name", [] { const char* n = nullptr; return fbl_trainable_name(nullptr, 0, &n); }},
       {"fbl_tensor_info", [] { return fbl_tensor_info(nullptr, "x", nullptr, nullptr, nullptr); }},
       {"fbl_loss_name", [] { const char* n = nullptr; return fbl_loss_name(nullptr, &n); }},
+      {"fbl_input_bounds", [] { return fbl_input_bounds(nullptr, 0, nullptr, nullptr, nullptr); }},
+      {"fbl_plan_memory", [] { return fbl_plan_memory(nullptr, nullptr, nullptr, nullptr); }},
   };
   for (const auto& [fn, call] : calls) refused(call(), fn, "s must not be NULL");
 
@@ -188,6 +190,28 @@ TEST_CASE("C API: a session describes its plan's inputs, trainables and loss", "
     CHECK(fbl_write_input(s, name, dtype, shape, rank, v.data(), v.size() * 8) == FBL_OK);
   }
   CHECK(fbl_input_info(s, 0, nullptr, nullptr, nullptr, nullptr) == FBL_OK);  // every out pointer optional
+  // The bounds are the plan's checks, intersected: llama-tiny's token ids index the embedding.
+  for (size_t i = 0; i < inputs; ++i) {
+    int bounded = -1;
+    int64_t lo = 1, hi = -1;
+    REQUIRE(fbl_input_bounds(s, i, &bounded, &lo, &hi) == FBL_OK);
+    bool any = false;
+    for (const planfile::InputCheck& c : plan().inputChecks) {
+      if (c.input != plan().inputs[i]) continue;
+      CHECK(lo >= c.lo);
+      CHECK(hi <= c.hi);
+      any = true;
+    }
+    CHECK(bounded == (any ? 1 : 0));
+    if (any) CHECK(lo < hi);
+  }
+  refused(fbl_input_bounds(s, inputs, nullptr, nullptr, nullptr), "fbl_input_bounds", "outside the plan's");
+  int64_t peak = 0, largest = 0, allocations = 0;
+  REQUIRE(fbl_plan_memory(s, &peak, &largest, &allocations) == FBL_OK);
+  CHECK(peak == plan().arenaBytes + plan().imageBytes());
+  CHECK(largest >= plan().poolSize(0));
+  CHECK(largest <= peak);
+  CHECK(allocations == plan().poolCount() + static_cast<int64_t>(plan().imageSlots.size()));
   refused(fbl_input_info(s, inputs, nullptr, nullptr, nullptr, nullptr), "fbl_input_info",
           "index is " + std::to_string(inputs) + ", outside the plan's " + std::to_string(inputs) + " inputs");
   REQUIRE(fbl_trainable_count(s, &trainables) == FBL_OK);

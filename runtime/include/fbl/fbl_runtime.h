@@ -106,6 +106,15 @@ int fbl_input_count(const fbl_session* s, size_t* count);
 /* Input `index` (0 <= index < fbl_input_count): its name, dtype ("i64", "f32", ...) and shape. */
 int fbl_input_info(const fbl_session* s, size_t index, const char** name, const char** dtype, const int64_t** shape,
                    size_t* rank);
+/* The values input `index` accepts, as the plan checks them (docs/runtime.md, "Inputs"): *bounded
+ * is 1 when every element must lie in [*lo, *hi) (a Gather's table rows, a loss's classes; a
+ * label may also be the loss's ignore_index, which this does not give), 0 when the plan checks
+ * no bounds (a mask, a float input: then only NaN and infinity are refused). */
+int fbl_input_bounds(const fbl_session* s, size_t index, int* bounded, int64_t* lo, int64_t* hi);
+/* What the plan allocates on the device: *peak_bytes every pool and image together (the
+ * session holds them all from fbl_open to fbl_close), *largest_allocation_bytes the largest one
+ * (what CL_DEVICE_MAX_MEM_ALLOC_SIZE must admit), *allocations their count. */
+int fbl_plan_memory(const fbl_session* s, int64_t* peak_bytes, int64_t* largest_allocation_bytes, int64_t* allocations);
 /* The trainable parameters (what checkpoints save and fbl_read_tensor reads after a step), in
  * the plan's order: their count, and each one's name. */
 int fbl_trainable_count(const fbl_session* s, size_t* count);
