@@ -24,6 +24,7 @@ import time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+import torch.utils.checkpoint
 
 
 class LoraLinear(nn.Module):
@@ -102,9 +103,10 @@ class Layer(nn.Module):
 
 
 class Llama(nn.Module):
-    def __init__(self, c, layers, r, alpha):
+    def __init__(self, c, layers, r, alpha, checkpoint=False):
         super().__init__()
         self.c = c
+        self.checkpoint = checkpoint
         self.embed = nn.Parameter(torch.randn(c["vocab"], c["hidden"]) * 0.02, requires_grad=False)
         self.layers = nn.ModuleList(Layer(c, r, alpha) for _ in range(layers))
         self.norm = RmsNorm(c["hidden"], c["eps"], c.get("gemma", False))
@@ -121,7 +123,10 @@ class Llama(nn.Module):
         if c.get("gemma"):
             x = x * math.sqrt(c["hidden"])
         for layer in self.layers:
-            x = layer(x, cos, sin, mask)
+            if self.checkpoint:  # per-layer activation checkpointing, as HF's gradient_checkpointing
+                x = torch.utils.checkpoint.checkpoint(layer, x, cos, sin, mask, use_reentrant=False)
+            else:
+                x = layer(x, cos, sin, mask)
         logits = F.linear(self.norm(x), self.embed)  # tied lm_head, as all three configs
         if c.get("final_softcap"):
             logits = torch.tanh(logits / c["final_softcap"]) * c["final_softcap"]
@@ -148,6 +153,7 @@ def main():
     ap.add_argument("--rank", type=int, default=8)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--checkpoint", action="store_true", help="recompute each layer in the backward pass")
     a = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -155,7 +161,7 @@ def main():
     dev = "cuda"
     cfg = CONFIGS[a.model]
     layers = a.layers or cfg["layers"]
-    model = Llama(cfg, layers, a.rank, 2 * a.rank).to(dev)
+    model = Llama(cfg, layers, a.rank, 2 * a.rank, a.checkpoint).to(dev)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=1e-3, weight_decay=0.0)
     ids = torch.randint(0, cfg["vocab"], (a.batch, a.seq), device=dev)
@@ -172,6 +178,7 @@ def main():
             times.append(time.perf_counter() - t0)
     print(json.dumps({"model": a.model + " (plain torch, LoRA q,k,v,o,gate,up,down)", "layers": layers,
                       "seq": a.seq, "batch": a.batch, "lora_rank": a.rank, "dtype": "float32, TF32 off",
+                      "checkpoint": a.checkpoint,
                       "torch": torch.__version__, "device": torch.cuda.get_device_name(0),
                       "trainable_params": sum(p.numel() for p in params),
                       "step_ms_median": 1e3 * statistics.median(times), "step_ms_min": 1e3 * min(times),
