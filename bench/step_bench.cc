@@ -9,6 +9,7 @@
 #include "bench/step_bench.h"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -125,8 +126,15 @@ int runStepBench(const StepBenchOptions& o) {
   std::vector<std::string> requested;
   for (size_t i = 0; i < runs.size(); ++i) {
     requested.push_back(runs[i].variant.empty() ? runs[i].strategy : runs[i].variant);
+    // Progress on stderr: a run compiles, builds its kernels (the first time, minutes on a large
+    // model) and steps before the table can be printed.
+    const auto started = std::chrono::steady_clock::now();
+    fmt::print(stderr, "[{}/{}] {} {}: compiling, building kernels, {} steps...\n", i + 1, runs.size(),
+               o.ablation ? "variant" : "strategy", requested[i], o.steps);
     if (auto e = runStrategy(runs[i], g.value(), &results[i]); !e.empty())
       return fmt::print(stderr, "error: {} {}: {}\n", o.ablation ? "variant" : "strategy", requested[i], e), 1;
+    fmt::print(stderr, "[{}/{}] {}: done in {:.1f} s\n", i + 1, runs.size(), requested[i],
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   }
   bool identical = false;
   const std::string note = planComparison(results, &identical);
