@@ -49,6 +49,18 @@ TEST_CASE("plans of another version or corrupted are refused", "[runtime][errors
   CHECK_THAT(openError(""), Catch::Contains("not an fbl plan"));
 }
 
+TEST_CASE("pools larger than the device allocates at once are refused before anything is allocated",
+          "[runtime][errors][pools]") {
+  // As a plan compiled for a profile whose max_alloc_bytes is larger than this device's: 1 TiB
+  // pools, where PoCL allocates a few GiB at once.
+  Compiled c = compileBert();
+  c.plan.arenaBytes = c.plan.poolBytes = int64_t{1} << 40;
+  const std::string err = openError(planfile::serialize(c.plan));
+  CHECK_THAT(err, Catch::Contains("its pools of 1099511627776 bytes exceed the device's largest allocation") &&
+                      Catch::Contains("recompile with this device's profile"));
+  CHECK(err.find('\n') == std::string::npos);
+}
+
 TEST_CASE("a missing weight or a shape mismatch names the tensor", "[runtime][errors]") {
   const Compiled c = compileBert();
   auto s = openPlan(c.plan, "bert-err");
