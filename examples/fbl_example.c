@@ -11,7 +11,8 @@
  *    the values the plan accepts, the one named NAME, default the first, capped at --vocab),
  *    ones for an unbounded integer input (a mask), 0.5 for a float input. An app hands its
  *    tokenizer's output here.
- * 3. Evaluates it (fbl_eval_step: forward only), trains N steps on it, evaluates it again.
+ * 3. Evaluates it (fbl_eval_step: forward only), trains N steps on it, evaluates it again, and
+ *    prints the model's outputs where the plan keeps them (fblc compile --outputs).
  * 4. Saves a checkpoint to OUT_DIR/checkpoint.safetensors, loads it back, and exports the LoRA
  *    adapter (peft's adapter_model.safetensors + adapter_config.json) into OUT_DIR, which must exist.
  *
@@ -210,6 +211,32 @@ static int run(const Args* a) {
   if (fbl_eval_step(s, &after) != FBL_OK) {
     fail();
     goto done;
+  }
+  /* A plan compiled with `fblc compile --outputs` keeps the model's outputs (the logits): the
+   * evaluation just left this batch's there. */
+  size_t outputs = 0;
+  if (fbl_output_count(s, &outputs) != FBL_OK) {
+    fail();
+    goto done;
+  }
+  for (size_t i = 0; i < outputs; ++i) {
+    const char* name = NULL;
+    const int64_t* shape = NULL;
+    size_t rank = 0, count = 1;
+    if (fbl_output_name(s, i, &name) != FBL_OK || fbl_tensor_info(s, name, NULL, &shape, &rank) != FBL_OK) {
+      fail();
+      goto done;
+    }
+    for (size_t d = 0; d < rank; ++d) count *= (size_t)shape[d];
+    float* values = (float*)malloc((count ? count : 1) * sizeof(float));
+    if (!values || fbl_read_tensor(s, name, values, count * sizeof(float)) != FBL_OK) {
+      free(values);
+      if (values) fail();
+      else fprintf(stderr, "error: out of memory for output %s\n", name);
+      goto done;
+    }
+    printf("output %s: %zu values, the first %.6f\n", name, count, count ? values[0] : 0.0f);
+    free(values);
   }
 
   snprintf(path, sizeof path, "%s/checkpoint.safetensors", a->out);

@@ -370,6 +370,25 @@ int fbl_tensor_info(const fbl_session* s, const char* name, const char** dtype, 
   });
 }
 
+int fbl_output_count(const fbl_session* s, size_t* count) {
+  return withPlan("fbl_output_count", s, [&](const Call& c, const fbl::planfile::Plan& p) {
+    if (!count) return c.null("count");
+    *count = p.outputs.size();
+    return FBL_OK;
+  });
+}
+
+int fbl_output_name(const fbl_session* s, size_t index, const char** name) {
+  return withPlan("fbl_output_name", s, [&](const Call& c, const fbl::planfile::Plan& p) {
+    if (index >= p.outputs.size())
+      return c.fail("index is " + std::to_string(index) + ", outside the plan's " + std::to_string(p.outputs.size()) +
+                    " outputs (compile with --outputs to keep them)");
+    if (!name) return c.null("name");
+    *name = p.tensors[p.outputs[index]].name.c_str();
+    return FBL_OK;
+  });
+}
+
 int fbl_loss_name(const fbl_session* s, const char** loss_name) {
   return withPlan("fbl_loss_name", s, [&](const Call& c, const fbl::planfile::Plan& p) {
     if (!loss_name) return c.null("loss_name");

@@ -180,6 +180,10 @@ struct Plan {
   // `source`, committed after every micro-batch (not only optimizer steps) and saved in
   // checkpoints. Written only when non-empty.
   std::vector<int32_t> updatedBuffers;
+  // The model's outputs before its loss (`fblc compile --outputs`: the logits or hidden states
+  // the loss reads), row-major buffers whose bytes survive the step: an evaluation step leaves
+  // them for the host to read. Written only when non-empty.
+  std::vector<int32_t> outputs;
   nlohmann::json optimizer = nlohmann::json::object();
   TrainingLoop loop;               // written only when enabled(): default plans are unchanged
   nlohmann::json adapterConfig = nlohmann::json::object();  // peft's adapter_config.json
@@ -298,6 +302,7 @@ inline nlohmann::json toJson(const Plan& p) {
   j["trainables"] = std::move(tr);
   j["state"] = p.state;
   if (!p.updatedBuffers.empty()) j["updated_buffers"] = p.updatedBuffers;
+  if (!p.outputs.empty()) j["outputs"] = p.outputs;
   j["optimizer"] = p.optimizer;
   if (p.loop.enabled())
     j["training_loop"] = {{"grad_accum", p.loop.gradAccum},   {"clip_grad_norm", p.loop.clipGradNorm},
@@ -487,6 +492,10 @@ inline std::string parse(const std::string& bytes, Plan* p) {
                                o.at("adapter_key").get<std::string>()});
     p->state = indexList(j, "state");
     if (j.contains("updated_buffers")) p->updatedBuffers = indexList(j, "updated_buffers");
+    if (j.contains("outputs")) {
+      at = "outputs";
+      p->outputs = indexList(j, "outputs");
+    }
     p->optimizer = j.at("optimizer");
     if (j.contains("training_loop")) {
       at = "training_loop";
@@ -585,6 +594,9 @@ inline std::string parse(const std::string& bytes, Plan* p) {
     if (s < 0 || s >= n) return "plan's state names " + std::to_string(s) + ", not a tensor";
   for (int32_t b : p->updatedBuffers)
     if (b < 0 || b >= n) return "plan's updated_buffers name " + std::to_string(b) + ", not a tensor";
+  for (int32_t o : p->outputs)
+    if (o < 0 || o >= n || p->tensors[o].image() || p->tensors[o].layout != "row_major")
+      return "plan's outputs name " + std::to_string(o) + ", not a row-major buffer tensor";
   return "";
 }
 

@@ -106,6 +106,27 @@ Result<bool> useImages(const std::string& storage, const profile::HardwareProfil
   return true;
 }
 
+Result<std::vector<ir::ValueId>> modelOutputs(const ir::Graph& g) {
+  static const std::set<std::string> movement = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Slice",
+                                                 "Identity", "Transpose", "Cast"};
+  std::vector<ir::ValueId> out;
+  for (const ir::Node& n : g.nodes) {
+    if (n.dead || n.phase != ir::Phase::Forward || n.op != "SoftmaxCrossEntropyLoss") continue;
+    ir::ValueId v = n.inputs[0];
+    // Back through the reshape to [tokens, classes] and a causal LM's shift to what computed it.
+    for (ir::NodeId p = g.values[v].producer; p != ir::kNoNode && movement.count(g.nodes[p].op) && !g.nodes[p].inputs.empty();
+         p = g.values[v].producer)
+      v = g.nodes[p].inputs[0];
+    if (g.values[v].producer == ir::kNoNode)
+      return makeError("--outputs: the scores of loss node '{}' are not computed by the model", n.name);
+    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  }
+  if (out.empty())
+    return makeError("--outputs: the model's loss is not a cross-entropy (SoftmaxCrossEntropyLoss), whose scores "
+                     "would be its outputs");
+  return out;
+}
+
 namespace {
 
 // What the runtime writes and reads from the host, and what the optimizer updates in place.
@@ -131,6 +152,10 @@ class Differentiate {
     for (const auto& t : tg.trainables) names.push_back(tg.graph.values[t.param].name);
     FBL_ASSIGN(adapter, plan::peftAdapter(g, names, adapterOpts));
     mustExist_ = valuesThatMustExist(tg);
+    if (keepOutputs) {
+      FBL_ASSIGN(outputs, modelOutputs(tg.graph));
+      mustExist_.insert(mustExist_.end(), outputs.begin(), outputs.end());
+    }
     hostValuesOf(tg, lowering_);
     g = std::move(tg.graph);  // the pipeline's graph; compileModel puts it back
     return true;
@@ -138,6 +163,8 @@ class Differentiate {
   autodiff::TrainingGraph tg;
   plan::PeftAdapterOptions adapterOpts;
   plan::PeftAdapter adapter;
+  bool keepOutputs = false;           // --outputs
+  std::vector<ir::ValueId> outputs;   // modelOutputs(), when kept
 
  private:
   const autodiff::TrainingOptions& opts_;
@@ -286,6 +313,7 @@ static Result<Compiled> compileWith(const CompileArgs& args, const profile::Hard
   FBL_ASSIGN(strategy::Strategy strategy, strategy::parseStrategy(args.strategy));
   CompilePipeline p(strategy, hw, to);
   p.recompute.count = recompute;
+  p.autodiff.keepOutputs = args.keepOutputs;
   p.autodiff.adapterOpts.loraAlpha = args.loraAlpha;
   FBL_ASSIGN(p.lowerOpts.storage.images, useImages(args.storage, hw));
   p.lowerOpts.storage.maxImageWidth = hw.image2dMaxWidth;
@@ -325,6 +353,7 @@ static Result<Compiled> compileWith(const CompileArgs& args, const profile::Hard
   in.adapterConfig = p.autodiff.adapter.config;
   in.adapterRefusal = p.autodiff.adapter.refusal;
   in.adapterFrozen = p.autodiff.adapter.frozen;
+  in.outputs = p.autodiff.outputs;
   in.lowering = &lowering;
   FBL_ASSIGN(c.plan, buildPlan(in, profile, &c.stats));
   c.plan.explain = analysis::explainSection(tg.graph, assignment);  // for `fblc explain`

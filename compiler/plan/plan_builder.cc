@@ -181,6 +181,10 @@ class Builder {
     }
     for (ir::ValueId b : in_.buffers) plan_.updatedBuffers.push_back(tensorOf(b));
     for (ir::ValueId v : in_.keep) keep.insert(tensorOf(v));
+    for (ir::ValueId v : in_.outputs) {
+      plan_.outputs.push_back(tensorOf(v));
+      keep.insert(plan_.outputs.back());
+    }
     FBL_TRY(addTransfers(target));
     plan_.adapterConfig = in_.adapterConfig;
     plan_.adapterRefusal = in_.adapterRefusal;

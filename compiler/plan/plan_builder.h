@@ -29,6 +29,8 @@ struct PlanInputs {
   std::vector<ir::ValueId> buffers;  // autodiff::TrainingGraph::buffers
   // Values whose bytes must survive the step (beyond loss, grads and updated values).
   std::vector<ir::ValueId> keep;
+  // The model's outputs before its loss, kept and listed in the plan (Plan::outputs).
+  std::vector<ir::ValueId> outputs;
   std::string model;
   // peft's adapter_config.json (peft_adapter.h); empty: the plan has no adapter to export.
   nlohmann::json adapterConfig = nlohmann::json::object();

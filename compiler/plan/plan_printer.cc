@@ -45,6 +45,7 @@ std::string printPlan(const planfile::Plan& p) {
     s += fmt::format("  t{} grad t{} adapter '{}'\n", t.param, t.grad, t.adapterKey);
   s += fmt::format("state: t{}\n", fmt::join(p.state, " t"));
   if (!p.updatedBuffers.empty()) s += fmt::format("updated buffers: t{}\n", fmt::join(p.updatedBuffers, " t"));
+  if (!p.outputs.empty()) s += fmt::format("outputs: t{}\n", fmt::join(p.outputs, " t"));
   s += "commits:";
   for (const auto& c : p.commits) s += fmt::format(" t{}->t{}", c[0], c[1]);
   s += "\n\nlaunches:\n";

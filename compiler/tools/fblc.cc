@@ -158,6 +158,9 @@ void addCompile(CLI::App& app, int& rc) {
                   "The most memory the plan may use (every pool and image): bytes (5500000000, 5.5GB, 4GiB) or auto "
                   "(the profile's memory.app_budget_bytes). Over it, the backward pass recomputes forward segments, "
                   "as few as fit; a budget no plan meets is refused");
+  cmd->add_flag("--outputs", args.keepOutputs,
+                "Keep the model's outputs before its loss (the logits the cross-entropy reads) for the host to read "
+                "after a step or an evaluation (fbl_output_name, fbl_read_tensor)");
   cmd->add_option("--recompute", args.recomputeSegments,
                   "Recompute this many forward segments in the backward pass (the largest first; -1: all), "
                   "whatever the budget");

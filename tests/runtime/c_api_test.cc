@@ -150,6 +150,8 @@ TEST_CASE("C API: a NULL session is refused by every function that takes one", "
       {"fbl_loss_name", [] { const char* n = nullptr; return fbl_loss_name(nullptr, &n); }},
       {"fbl_input_bounds", [] { return fbl_input_bounds(nullptr, 0, nullptr, nullptr, nullptr); }},
       {"fbl_plan_memory", [] { return fbl_plan_memory(nullptr, nullptr, nullptr, nullptr); }},
+      {"fbl_output_count", [] { size_t n = 0; return fbl_output_count(nullptr, &n); }},
+      {"fbl_output_name", [] { const char* n = nullptr; return fbl_output_name(nullptr, 0, &n); }},
   };
   for (const auto& [fn, call] : calls) refused(call(), fn, "s must not be NULL");
 
@@ -238,6 +240,11 @@ TEST_CASE("C API: a session describes its plan's inputs, trainables and loss", "
   refused(fbl_tensor_info(s, nullptr, nullptr, nullptr, nullptr), "fbl_tensor_info", "name must not be NULL");
   refused(fbl_input_count(s, nullptr), "fbl_input_count", "count must not be NULL");
   refused(fbl_loss_name(s, nullptr), "fbl_loss_name", "loss_name must not be NULL");
+  // Compiled without --outputs: none (tests/runtime/outputs_test.cc reads them from a plan with).
+  size_t outputs = 7;
+  REQUIRE(fbl_output_count(s, &outputs) == FBL_OK);
+  CHECK(outputs == plan().outputs.size());
+  refused(fbl_output_name(s, outputs, nullptr), "fbl_output_name", "compile with --outputs");
   fbl_close(s);
 }
 

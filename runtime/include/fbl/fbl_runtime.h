@@ -124,6 +124,12 @@ int fbl_trainable_name(const fbl_session* s, size_t index, const char** name);
  * "" for a plan without one. */
 int fbl_tensor_info(const fbl_session* s, const char* name, const char** dtype, const int64_t** shape, size_t* rank);
 int fbl_loss_name(const fbl_session* s, const char** loss_name);
+/* The model's outputs before its loss (the logits its cross-entropy reads), for a plan compiled
+ * with `fblc compile --outputs`; none otherwise. After fbl_eval_step or fbl_train_step they hold
+ * that batch's outputs (computed with the trainables the step started from): read them with
+ * fbl_read_tensor by this name, fbl_tensor_info giving their dtype and shape. */
+int fbl_output_count(const fbl_session* s, size_t* count);
+int fbl_output_name(const fbl_session* s, size_t index, const char** name);
 
 /* The training loop (docs/runtime.md, "The training loop"): what `fblc compile` set with
  * --grad-accum, --clip-grad-norm and --lr-schedule.

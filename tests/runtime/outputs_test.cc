@@ -1,0 +1,93 @@
+// The model's outputs (fblc compile --outputs): the logits a tiny model's cross-entropy reads are
+// kept, listed in the plan, and after an evaluation step on PoCL hold what the reference executor
+// computes for the same batch, before and after a training step changed the adapters.
+#include <cstring>
+
+#include "compiler/driver/compile_command.h"
+#include "compiler/onnx/load_model.h"
+#include "compiler/onnx/tensor_proto.h"
+#include "compiler/ref/executor.h"
+#include "tests/runtime/runtime_test_util.h"
+
+namespace fbl::testing {
+namespace {
+
+struct Model {
+  std::string name;
+  int inputs;
+};
+
+void outputsMatchTheReference(const Model& m) {
+  driver::CompileArgs a;
+  a.model = std::string(FBL_TEST_DATA_DIR) + "/" + m.name + "/model.onnx";
+  a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
+  a.output = tempDir() + "/" + m.name + "-outputs.fbp";
+  a.weights = tempDir() + "/" + m.name + "-outputs.safetensors";
+  a.keepOutputs = true;
+  auto c = driver::compileModel(a);
+  INFO((c.ok() ? std::string() : c.error().message));
+  REQUIRE(c.ok());
+  REQUIRE(driver::writeWeights(a, c->plan).ok());
+  const planfile::Plan& p = c->plan;
+  REQUIRE(p.outputs.size() == 1);
+  const planfile::Tensor& out = p.tensors[p.outputs[0]];
+  CHECK(out.layout == "row_major");
+  CHECK_FALSE(out.image());
+
+  // The reference: the forward graph as imported, the same batch, the plan's trainables.
+  auto g = onnx::loadModel(a.model);
+  REQUIRE(g.ok());
+  const ir::ValueId logits = g->findValue(out.name);
+  REQUIRE(logits != ir::kNoValue);
+  CHECK(g->values[logits].shape == out.shape);
+  ref::Executor exec(*g);
+  std::map<ir::ValueId, ir::Tensor> feeds;
+  auto s = openPlan(p, m.name + "-outputs");
+  REQUIRE(s->loadWeights(a.weights) == "");
+  REQUIRE(static_cast<int>(p.inputs.size()) == m.inputs);
+  for (int i = 0; i < m.inputs; ++i) {
+    auto t = onnx::readTensorProtoFile(std::string(FBL_TEST_DATA_DIR) + "/" + m.name + "/test_data_set_0/input_" +
+                                       std::to_string(i) + ".pb");
+    REQUIRE(t.ok());
+    REQUIRE(s->writeTensor(p.tensors[p.inputs[i]].name, t->tensor.raw(), t->tensor.nbytes()) == "");
+    feeds.emplace(g->inputs[static_cast<size_t>(i)], t->tensor);
+  }
+  for (int step = 0; step < 2; ++step) {
+    INFO("after " << step << " training steps");
+    float loss = 0;
+    REQUIRE(s->evalStep(&loss) == "");
+    std::vector<unsigned char> bytes;
+    REQUIRE(s->readTensor(p.outputs[0], &bytes) == "");
+    ir::Tensor mine(ir::DType::F32, out.shape);
+    REQUIRE(bytes.size() == mine.nbytes());
+    std::memcpy(mine.raw(), bytes.data(), bytes.size());
+    for (const planfile::Trainable& t : p.trainables) {
+      std::vector<unsigned char> w;
+      REQUIRE(s->readTensor(t.param, &w) == "");
+      ir::Tensor param(ir::DType::F32, p.tensors[t.param].shape);
+      std::memcpy(param.raw(), w.data(), w.size());
+      REQUIRE(exec.setValue(g->findValue(p.tensors[t.param].name), param).ok());
+    }
+    auto want = exec.run(feeds, {logits});
+    REQUIRE(want.ok());
+    const double err = relativeToMaxAbs(mine, want->at(0));
+    std::printf("%s: outputs '%s' after %d steps within %.1e of the reference executor's (of max-abs)\n",
+                m.name.c_str(), out.name.c_str(), step, err);
+    CHECK(err <= 1e-5);
+    REQUIRE(s->trainStep(&loss) == "");
+  }
+}
+
+TEST_CASE("fblc compile --outputs keeps the logits, and an evaluation step leaves them as the reference computes them",
+          "[runtime][outputs]") {
+  outputsMatchTheReference({"llama-tiny", 1});
+  outputsMatchTheReference({"bert-tiny", 2});
+}
+
+TEST_CASE("--outputs needs a cross-entropy loss to find the outputs", "[runtime][outputs]") {
+  ir::Graph g;
+  CHECK_THAT(driver::modelOutputs(g).error().message, Catch::Contains("not a cross-entropy"));
+}
+
+}  // namespace
+}  // namespace fbl::testing
