@@ -84,7 +84,7 @@ TEST_CASE("fblc compile --outputs keeps the logits, and an evaluation step leave
   outputsMatchTheReference({"bert-tiny", 2});
 }
 
-TEST_CASE("--outputs needs a cross-entropy loss to find the outputs", "[runtime][outputs]") {
+TEST_CASE("the model's outputs are found from a cross-entropy loss, and no other", "[runtime][outputs]") {
   ir::Graph g;
   CHECK_THAT(driver::modelOutputs(g).error().message, Catch::Contains("not a cross-entropy"));
 }
