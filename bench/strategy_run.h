@@ -32,7 +32,7 @@ struct RunOptions {
   std::string storage = "auto";             // driver::CompileArgs::storage
   bool labelStorage = false;                // name runs "<strategy>/<storage>" (several storages asked)
   bool unprofiled = true;                   // also time the steps in a session without launch profiling
-  std::optional<int64_t> recompute;         // driver::CompileArgs::recomputeSegments
+  std::optional<int64_t> recompute = std::nullopt;  // driver::CompileArgs::recomputeSegments
 };
 
 struct StrategyRun {

@@ -162,6 +162,28 @@ void describe(const fbl::planfile::Tensor& t, const char** dtype, const int64_t*
   if (rank) *rank = t.shape.size();
 }
 
+// The refusal of an index past the end of a plan list of `size` entries ("inputs", ...).
+std::string indexOutside(size_t index, size_t size, const std::string& what) {
+  return outOfRange("index", static_cast<int64_t>(index), "the plan's " + std::to_string(size) + " " + what);
+}
+
+// A list's length into *count.
+int countInto(const Call& c, size_t size, size_t* count) {
+  if (!count) return c.null("count");
+  *count = size;
+  return FBL_OK;
+}
+
+// *name of the tensor at `index` of a plan list of `size` entries (tensorAt(i) is its tensor).
+template <class TensorAt>
+int nameAt(const Call& c, const fbl::planfile::Plan& p, size_t index, size_t size, const std::string& what,
+           TensorAt tensorAt, const char** name) {
+  if (index >= size) return c.fail(indexOutside(index, size, what));
+  if (!name) return c.null("name");
+  *name = p.tensors[tensorAt(index)].name.c_str();
+  return FBL_OK;
+}
+
 // The plan of session `s` to body(call, plan): no hold, since nothing changes a plan after fbl_open.
 template <class Body>
 int withPlan(const char* fn, const fbl_session* s, Body&& body) noexcept {
@@ -292,18 +314,14 @@ int64_t fbl_step(const fbl_session* s) {
 }
 
 int fbl_input_count(const fbl_session* s, size_t* count) {
-  return withPlan("fbl_input_count", s, [&](const Call& c, const fbl::planfile::Plan& p) {
-    if (!count) return c.null("count");
-    *count = p.inputs.size();
-    return FBL_OK;
-  });
+  return withPlan("fbl_input_count", s,
+                  [&](const Call& c, const fbl::planfile::Plan& p) { return countInto(c, p.inputs.size(), count); });
 }
 
 int fbl_input_info(const fbl_session* s, size_t index, const char** name, const char** dtype, const int64_t** shape,
                    size_t* rank) {
   return withPlan("fbl_input_info", s, [&](const Call& c, const fbl::planfile::Plan& p) {
-    if (index >= p.inputs.size())
-      return c.fail("index is " + std::to_string(index) + ", outside the plan's " + std::to_string(p.inputs.size()) + " inputs");
+    if (index >= p.inputs.size()) return c.fail(indexOutside(index, p.inputs.size(), "inputs"));
     const fbl::planfile::Tensor& t = p.tensors[p.inputs[index]];
     if (name) *name = t.name.c_str();
     describe(t, dtype, shape, rank);
@@ -313,8 +331,7 @@ int fbl_input_info(const fbl_session* s, size_t index, const char** name, const 
 
 int fbl_input_bounds(const fbl_session* s, size_t index, int* bounded, int64_t* lo, int64_t* hi) {
   return withPlan("fbl_input_bounds", s, [&](const Call& c, const fbl::planfile::Plan& p) {
-    if (index >= p.inputs.size())
-      return c.fail("index is " + std::to_string(index) + ", outside the plan's " + std::to_string(p.inputs.size()) + " inputs");
+    if (index >= p.inputs.size()) return c.fail(indexOutside(index, p.inputs.size(), "inputs"));
     bool any = false;
     int64_t from = 0, to = 0;
     for (const fbl::planfile::InputCheck& check : p.inputChecks) {
@@ -333,7 +350,7 @@ int fbl_input_bounds(const fbl_session* s, size_t index, int* bounded, int64_t* 
 int fbl_plan_memory(const fbl_session* s, int64_t* peak_bytes, int64_t* largest_allocation_bytes, int64_t* allocations) {
   return withPlan("fbl_plan_memory", s, [&](const Call&, const fbl::planfile::Plan& p) {
     int64_t largest = p.poolSize(0);
-    for (const auto& slot : p.imageSlots) largest = std::max(largest, slot[0] * slot[1] * 16);
+    for (size_t slot = 0; slot < p.imageSlots.size(); ++slot) largest = std::max(largest, p.imageSlotBytes(slot));
     if (peak_bytes) *peak_bytes = p.arenaBytes + p.imageBytes();
     if (largest_allocation_bytes) *largest_allocation_bytes = largest;
     if (allocations) *allocations = p.poolCount() + static_cast<int64_t>(p.imageSlots.size());
@@ -342,21 +359,13 @@ int fbl_plan_memory(const fbl_session* s, int64_t* peak_bytes, int64_t* largest_
 }
 
 int fbl_trainable_count(const fbl_session* s, size_t* count) {
-  return withPlan("fbl_trainable_count", s, [&](const Call& c, const fbl::planfile::Plan& p) {
-    if (!count) return c.null("count");
-    *count = p.trainables.size();
-    return FBL_OK;
-  });
+  return withPlan("fbl_trainable_count", s,
+                  [&](const Call& c, const fbl::planfile::Plan& p) { return countInto(c, p.trainables.size(), count); });
 }
 
 int fbl_trainable_name(const fbl_session* s, size_t index, const char** name) {
   return withPlan("fbl_trainable_name", s, [&](const Call& c, const fbl::planfile::Plan& p) {
-    if (index >= p.trainables.size())
-      return c.fail("index is " + std::to_string(index) + ", outside the plan's " + std::to_string(p.trainables.size()) +
-                    " trainables");
-    if (!name) return c.null("name");
-    *name = p.tensors[p.trainables[index].param].name.c_str();
-    return FBL_OK;
+    return nameAt(c, p, index, p.trainables.size(), "trainables", [&](size_t i) { return p.trainables[i].param; }, name);
   });
 }
 
@@ -371,21 +380,14 @@ int fbl_tensor_info(const fbl_session* s, const char* name, const char** dtype, 
 }
 
 int fbl_output_count(const fbl_session* s, size_t* count) {
-  return withPlan("fbl_output_count", s, [&](const Call& c, const fbl::planfile::Plan& p) {
-    if (!count) return c.null("count");
-    *count = p.outputs.size();
-    return FBL_OK;
-  });
+  return withPlan("fbl_output_count", s,
+                  [&](const Call& c, const fbl::planfile::Plan& p) { return countInto(c, p.outputs.size(), count); });
 }
 
 int fbl_output_name(const fbl_session* s, size_t index, const char** name) {
   return withPlan("fbl_output_name", s, [&](const Call& c, const fbl::planfile::Plan& p) {
-    if (index >= p.outputs.size())
-      return c.fail("index is " + std::to_string(index) + ", outside the plan's " + std::to_string(p.outputs.size()) +
-                    " outputs (compile with --outputs to keep them)");
-    if (!name) return c.null("name");
-    *name = p.tensors[p.outputs[index]].name.c_str();
-    return FBL_OK;
+    return nameAt(c, p, index, p.outputs.size(), "outputs (compile with --outputs to keep them)",
+                  [&](size_t i) { return p.outputs[i]; }, name);
   });
 }
 

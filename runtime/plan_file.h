@@ -200,9 +200,10 @@ struct Plan {
   // Bytes of the plan's image objects (RGBA/FLOAT, 16 per texel), beside the arena.
   int64_t imageBytes() const {
     int64_t b = 0;
-    for (const auto& s : imageSlots) b += s[0] * s[1] * 16;
+    for (size_t s = 0; s < imageSlots.size(); ++s) b += imageSlotBytes(s);
     return b;
   }
+  int64_t imageSlotBytes(size_t s) const { return imageSlots[s][0] * imageSlots[s][1] * 16; }
 
   int64_t poolCount() const { return arenaBytes == 0 ? 1 : (arenaBytes + poolBytes - 1) / poolBytes; }
   // Pool i's bytes: pool_bytes, the last one the rest of the arena (at least 1: OpenCL buffers

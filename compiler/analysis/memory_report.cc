@@ -62,7 +62,7 @@ MemoryReport memoryReport(const planfile::Plan& plan, const profile::MemoryLimit
     if (!pt.image() && add(pt.role, pt.bytes)) persistentInArena += pt.bytes;
   r.transientBytes = std::max<int64_t>(0, r.arenaBytes - persistentInArena);
   for (size_t s = 0; s < plan.imageSlots.size(); ++s) {
-    const int64_t bytes = plan.imageSlots[s][0] * plan.imageSlots[s][1] * 16;
+    const int64_t bytes = plan.imageSlotBytes(s);
     const Role role = holder[s] >= 0 ? plan.tensors[holder[s]].role : Role::Intermediate;
     if (!add(role, bytes)) r.transientBytes += bytes;
     if (bytes > r.largestAllocationBytes) {

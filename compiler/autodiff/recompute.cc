@@ -125,6 +125,7 @@ RecomputeSummary recompute(ir::Graph& g, int64_t count) {
   if (count >= 0 && static_cast<size_t>(count) < order.size()) order.resize(static_cast<size_t>(count));
   std::sort(order.begin(), order.end());
   RecomputeSummary summary;
+  summary.candidates = static_cast<int64_t>(c.segments.size());
   std::map<ir::NodeId, std::vector<ir::Node>> before;  // clones to place before each backward node
   for (size_t k : order) {
     // This segment's clones only: a value of another segment (one kept because it is read
@@ -162,7 +163,12 @@ RecomputeSummary recompute(ir::Graph& g, int64_t count) {
       n.phase = ir::Phase::Backward;
       for (ir::ValueId& in : n.inputs) {
         auto it = cloneOf.find(in);
-        if (it != cloneOf.end()) in = it->second;
+        if (it != cloneOf.end()) {
+          in = it->second;
+        } else if (in != ir::kNoValue && g.values[in].kind != ir::ValueKind::Constant) {
+          // A forward value a backward node now reads: a reuse edge (autodiff.cc, markReuse).
+          g.values[in].reusedByBackward = true;
+        }
       }
       for (ir::ValueId& out : n.outputs) {
         if (out == ir::kNoValue) continue;
@@ -173,12 +179,14 @@ RecomputeSummary recompute(ir::Graph& g, int64_t count) {
       }
       clones.push_back(std::move(n));
     }
-    // The backward reads the clones.
-    for (ir::ValueId v : saved)
+    // The backward reads the clones, and no longer the forward's values.
+    for (ir::ValueId v : saved) {
       for (ir::NodeId r : c.consumers[v])
         if (!isForward(g, r))
           for (ir::ValueId& in : g.nodes[r].inputs)
             if (in == v) in = cloneOf.at(v);
+      g.values[v].reusedByBackward = false;
+    }
     s.nodes = static_cast<int64_t>(needed.size());
     ++summary.segments;
     summary.clonedNodes += s.nodes;
@@ -198,16 +206,6 @@ RecomputeSummary recompute(ir::Graph& g, int64_t count) {
   for (ir::NodeId id = 0; id < static_cast<ir::NodeId>(g.nodes.size()); ++id)
     for (ir::ValueId out : g.nodes[id].outputs)
       if (out != ir::kNoValue) g.values[out].producer = id;
-  // The reuse edges (autodiff.cc, markReuse): forward values and initializers the backward reads.
-  for (ir::Value& v : g.values) v.reusedByBackward = false;
-  for (const ir::Node& n : g.nodes) {
-    if (n.phase != ir::Phase::Backward || n.dead) continue;
-    for (ir::ValueId v : n.inputs) {
-      if (v == ir::kNoValue || g.values[v].kind == ir::ValueKind::Constant) continue;
-      const ir::NodeId p = g.values[v].producer;
-      if (p == ir::kNoNode || g.nodes[p].phase == ir::Phase::Forward) g.values[v].reusedByBackward = true;
-    }
-  }
   return summary;
 }
 

@@ -40,13 +40,15 @@ struct RecomputeSegment {
 std::vector<RecomputeSegment> recomputeSegments(const ir::Graph& g);
 
 struct RecomputeSummary {
+  int64_t candidates = 0;   // the segments it could have recomputed (recomputeSegments)
   int64_t segments = 0;     // recomputed
   int64_t clonedNodes = 0;
   int64_t savedBytes = 0;   // no longer kept from the forward pass
 };
 
 // Recomputes the `count` segments with the most saved bytes (ties: the earlier one); all of
-// them when count < 0. The graph's nodes stay in topological order.
+// them when count < 0. The graph's nodes stay in topological order, and Value::reusedByBackward
+// follows the backward's new reads.
 RecomputeSummary recompute(ir::Graph& g, int64_t count);
 
 }  // namespace fbl::autodiff

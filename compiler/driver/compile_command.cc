@@ -178,13 +178,14 @@ class Recompute {
  public:
   static constexpr std::string_view name() { return "recompute"; }
   Result<bool> run(ir::Graph& g) {
-    candidates = static_cast<int64_t>(autodiff::recomputeSegments(g).size());
-    if (count == 0) return false;
+    if (count == 0) {
+      summary.candidates = static_cast<int64_t>(autodiff::recomputeSegments(g).size());
+      return false;
+    }
     summary = autodiff::recompute(g, count);
     return summary.segments > 0;
   }
   int64_t count = 0;
-  int64_t candidates = 0;
   autodiff::RecomputeSummary summary;
 };
 
@@ -374,7 +375,6 @@ static Result<Compiled> compileWith(const CompileArgs& args, const profile::Hard
   FBL_TRY(checkForRuntime(args, c.plan));
   c.memory = analysis::memoryReport(c.plan, hw.memory);
   c.recompute = p.recompute.summary;
-  c.recomputeCandidates = p.recompute.candidates;
   return c;
 }
 
@@ -543,7 +543,7 @@ int runCompile(const CompileArgs& args) {
   fmt::print("{}\n", analysis::memorySummaryLine(c->memory, c->plan.profile));
   if (c->recompute.segments > 0 || c->memoryBudget > 0)
     fmt::print("recompute: {} of {} forward segments ({} nodes cloned, {} no longer kept){}\n", c->recompute.segments,
-               c->recomputeCandidates, c->recompute.clonedNodes, analysis::humanBytes(c->recompute.savedBytes),
+               c->recompute.candidates, c->recompute.clonedNodes, analysis::humanBytes(c->recompute.savedBytes),
                c->memoryBudget > 0 ? fmt::format(", for --memory-budget {}", analysis::humanBytes(c->memoryBudget)) : "");
   if (!args.report.empty()) {
     nlohmann::json r{{"model", args.model},
@@ -557,7 +557,7 @@ int runCompile(const CompileArgs& args) {
                      {"recompute",
                       {{"memory_budget_bytes", c->memoryBudget > 0 ? nlohmann::json(c->memoryBudget) : nlohmann::json(nullptr)},
                        {"segments", c->recompute.segments},
-                       {"candidate_segments", c->recomputeCandidates},
+                       {"candidate_segments", c->recompute.candidates},
                        {"cloned_nodes", c->recompute.clonedNodes},
                        {"saved_bytes", c->recompute.savedBytes}}},
                      {"persistent_bytes", c->stats.persistentBytes},

@@ -83,7 +83,6 @@ struct Compiled {
   // What the backward pass recomputes (--memory-budget), and the budget it was chosen for (0:
   // none).
   autodiff::RecomputeSummary recompute;
-  int64_t recomputeCandidates = 0;  // the segments it could have recomputed
   int64_t memoryBudget = 0;
 };
 

@@ -536,9 +536,7 @@ class Builder {
       busyUntil[slot] = iv[t].persistent ? std::numeric_limits<int64_t>::max() : iv[t].last;
       pt.imageSlot = slot;
     }
-    int64_t bytes = 0;
-    for (const auto& s : plan_.imageSlots) bytes += s[0] * s[1] * 16;
-    return bytes;
+    return plan_.imageBytes();
   }
 
   const PlanInputs& in_;

@@ -33,7 +33,7 @@ namespace fs = std::filesystem;
 int64_t largestTensorAllocation(const planfile::Plan& p) {
   int64_t largest = 0;
   for (const planfile::Tensor& t : p.tensors)
-    largest = std::max(largest, t.image() ? t.imageWidth * t.imageHeight * 16 : (t.bytes + p.alignment - 1) / p.alignment * p.alignment);
+    largest = std::max(largest, t.image() ? planfile::argumentBytes(t) : (t.bytes + p.alignment - 1) / p.alignment * p.alignment);
   return largest;
 }
 
