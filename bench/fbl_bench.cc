@@ -144,6 +144,9 @@ int main(int argc, char** argv) {
     step->add_option("--disable-pass", sb.disabledPasses, "Switch a pass off in every run (fuse-attention, fusion, ...)");
     step->add_option("--recompute", sb.recompute,
                      "Recompute this many forward segments in the backward pass of every run (-1: all)");
+    step->add_option("--staging-bytes", sb.stagingBytes,
+                     "Bound of the staging tensor weights are packed through (fblc compile --staging-bytes)")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
     step->add_option("--seed", sb.seed, "Seed of the synthetic inputs and of missing weights")->default_val(0);
     step->add_option("--json", sb.json, "Write the JSON report here ('-': stdout)");
     step->add_option("--svg", sb.svg, "Write an SVG bar chart of the phases here");

@@ -118,7 +118,10 @@ int runStepBench(const StepBenchOptions& o) {
                         !o.storages.empty()});
   }
   if (o.steps < 1) return fmt::print(stderr, "error: --steps must be at least 1\n"), 2;
-  for (RunOptions& r : runs) r.recompute = o.recompute;
+  for (RunOptions& r : runs) {
+    r.recompute = o.recompute;
+    r.stagingBytes = o.stagingBytes;
+  }
   auto g = onnx::loadModel(o.model);
   if (!g.ok()) return fmt::print(stderr, "error: {}\n", g.error().message), 1;
 
@@ -174,6 +177,7 @@ int runStepBench(const StepBenchOptions& o) {
                  samePlanAs(results, i));
     fmt::print("\n");
     if (m.randomWeights) fmt::print("  (random weights: {})\n", m.weightsNote);
+    fmt::print("  weights loaded in {:.1f} ms through a staging tensor of {} bytes\n", m.loadWeightsS * 1e3, m.stagingBytes);
   }
   if (o.ablation)
     fmt::print("step x, device x: speed-up over reuse (its step wall time, its summed launch device time, over "

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "compiler/plan/plan_builder.h"
+
 namespace fbl::bench {
 
 struct StepBenchOptions {
@@ -32,6 +34,8 @@ struct StepBenchOptions {
   std::vector<std::string> disabledPasses;
   // Forward segments the backward pass recomputes in every run (--recompute; -1: all).
   std::optional<int64_t> recompute;
+  // The staging tensor's bound in every run (--staging-bytes; driver::CompileArgs::stagingBytes).
+  int64_t stagingBytes = plan::kStagingBytes;
 };
 
 struct AblationVariant {

@@ -239,6 +239,7 @@ std::string runStrategy(const RunOptions& o, const ir::Graph& g, StrategyRun* r)
   ca.storage = o.storage;
   ca.disabledPasses = o.disabledPasses;
   ca.recomputeSegments = o.recompute;
+  ca.stagingBytes = o.stagingBytes;
   auto c = driver::compileModel(ca);
   if (!c.ok()) return c.error().message;
   r->recomputedSegments = c->recompute.segments;
@@ -259,9 +260,12 @@ std::string runStrategy(const RunOptions& o, const ir::Graph& g, StrategyRun* r)
     r->weightsNote = st.error().message;
     if (auto e = randomWeights(s->plan(), o.seed, ca.weights); !e.empty()) return e;
   }
+  const auto loadStart = Clock::now();
   if (auto e = s->loadWeights(ca.weights); !e.empty()) return e;
+  r->loadWeightsS = secondsSince(loadStart);
 
   const planfile::Plan& p = s->plan();
+  r->stagingBytes = p.staging >= 0 ? p.tensors[p.staging].bytes : 0;
   const int64_t batch = p.inputs.empty() || p.tensors[p.inputs[0]].shape.empty() ? 1 : p.tensors[p.inputs[0]].shape[0];
   std::vector<double> stepTimes;
   for (int k = 0; k < o.steps; ++k) {
@@ -291,6 +295,8 @@ std::string runStrategy(const RunOptions& o, const ir::Graph& g, StrategyRun* r)
 nlohmann::json toJson(const StrategyRun& r) {
   nlohmann::json j{{"strategy", r.strategy},
                    {"compile_s", r.compileS},
+                   {"load_weights_s", r.loadWeightsS},
+                   {"staging_bytes", r.stagingBytes},
                    {"first_step_s", r.firstStepS},
                    {"step_s", r.stepS},
                    {"unprofiled_step_s", r.unprofiledStepS},

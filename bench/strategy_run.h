@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/ir/graph.h"
+#include "compiler/plan/plan_builder.h"
 
 namespace fbl::bench {
 
@@ -33,6 +34,7 @@ struct RunOptions {
   bool labelStorage = false;                // name runs "<strategy>/<storage>" (several storages asked)
   bool unprofiled = true;                   // also time the steps in a session without launch profiling
   std::optional<int64_t> recompute = std::nullopt;  // driver::CompileArgs::recomputeSegments
+  int64_t stagingBytes = plan::kStagingBytes;       // driver::CompileArgs::stagingBytes
 };
 
 struct StrategyRun {
@@ -44,6 +46,10 @@ struct StrategyRun {
   int64_t imageTensors = 0, imageBytes = 0; // from the plan
   int64_t recomputedSegments = 0;           // forward segments the backward recomputes
   double compileS = 0, firstStepS = 0, stepS = 0, samplesPerS = 0;
+  // Session::loadWeights: reading the safetensors file and packing every weight through the
+  // staging tensor (stagingBytes, the plan's staging tensor's bytes).
+  double loadWeightsS = 0;
+  int64_t stagingBytes = 0;
   // The median wall time of the same steps in a second session without launch profiling, as an
   // app runs them (NVIDIA's driver serialises profiled launches); 0 when not measured.
   double unprofiledStepS = 0;

@@ -234,18 +234,26 @@ std::string checkTensors(const Plan& p) {
     // The runtime zeroes a counter's bytes at load: they must be i32 counts in the arena.
     if (t.role == Role::Counter && (t.image() || t.dtype != "i32" || t.pack >= 0 || t.unpack >= 0))
       return who + ": a counter must be an i32 buffer the runtime fills itself";
+    const auto self = static_cast<int32_t>(i);
     if (t.pack >= 0) {
       const Launch& x = p.transfers[t.pack];
-      if (x.phase != "pack" || x.args.size() != 2 || x.args[0] != p.staging || x.args[1] != static_cast<int32_t>(i))
+      if (x.phase != "pack" || x.args != std::vector<int32_t>{p.staging, self, p.transferFirstRow})
         return who + ": pack " + num(t.pack) + " is not a pack transfer from the staging tensor into it";
     }
     if (t.unpack >= 0) {
       const Launch& x = p.transfers[t.unpack];
-      if (x.phase != "unpack" || x.args.size() != 2 || x.args[0] != static_cast<int32_t>(i) || x.args[1] != p.staging)
+      if (x.phase != "unpack" || x.args != std::vector<int32_t>{self, p.staging, p.transferFirstRow})
         return who + ": unpack " + num(t.unpack) + " is not an unpack transfer from it into the staging tensor";
     }
-    if (packed && p.tensors[p.staging].bytes < logical)
-      return who + ": the staging tensor's " + num(p.tensors[p.staging].bytes) + " bytes cannot hold its " + num(logical);
+    if (packed) {
+      // A chunk is transferRows whole rows of the tensor viewed as a matrix of its last dimension.
+      const int64_t cols = t.shape.empty() ? 1 : t.shape.back(), rows = planfile::transferRows(t.shape);
+      if (t.transferRows < 1 || t.transferRows > std::max<int64_t>(1, rows))
+        return who + ": transfer_rows " + num(t.transferRows) + " is outside [1, " + num(rows) + "]";
+      const int64_t chunkBytes = t.transferRows * cols * planfile::elementSize(t.dtype);
+      if (p.tensors[p.staging].bytes < chunkBytes)
+        return who + ": the staging tensor's " + num(p.tensors[p.staging].bytes) + " bytes cannot hold its chunk of " + num(chunkBytes);
+    }
   }
   return "";
 }
@@ -255,6 +263,11 @@ std::string checkRuntimeTensors(const Plan& p) {
     const Tensor& s = p.tensors[p.staging];
     if (s.image() || s.pack >= 0 || s.unpack >= 0 || persistent(s.role))
       return tensorName(p, p.staging) + ": the staging tensor must be a transient row-major buffer";
+  }
+  if (p.transferFirstRow >= 0) {
+    const Tensor& r = p.tensors[p.transferFirstRow];
+    if (r.image() || r.pack >= 0 || r.unpack >= 0 || persistent(r.role) || r.dtype != "i64" || r.bytes < 8)
+      return tensorName(p, p.transferFirstRow) + ": the transfer's first row must be a transient i64 buffer";
   }
   if (p.loss >= 0) {
     const Tensor& l = p.tensors[p.loss];
@@ -477,7 +490,7 @@ std::string checkLaunches(const Plan& p) {
 }
 
 // 5. Lifetimes in launch indices; persistent tensors span [0, end], kept ones end at `end`,
-// the staging tensor lives at `end` (between steps).
+// the staging and first-row tensors live at `end` (between steps).
 std::string checkOverlaps(const Plan& p) {
   const auto n = static_cast<int32_t>(p.tensors.size());
   const auto end = static_cast<int64_t>(p.launches.size());
@@ -500,8 +513,10 @@ std::string checkOverlaps(const Plan& p) {
   keep(p.loss);
   for (const planfile::Trainable& tr : p.trainables) keep(tr.grad);
   for (const auto& c : p.commits) keep(c[0]);
-  keep(p.staging);
-  if (p.staging >= 0) first[p.staging] = end;
+  for (int32_t t : {p.staging, p.transferFirstRow}) {
+    keep(t);
+    if (t >= 0) first[t] = end;
+  }
   std::vector<int32_t> live;
   for (int32_t t = 0; t < n; ++t)
     if (!p.tensors[t].image() && p.tensors[t].bytes > 0 && first[t] >= 0) live.push_back(t);

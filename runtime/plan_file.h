@@ -39,7 +39,9 @@ inline constexpr char kMagic[8] = {'F', 'B', 'L', 'P', 'L', 'A', 'N', '\n'};
 // (BatchNorm's running statistics); a version-5 runtime would zero it.
 // 7: Plan::poolBytes: the arena is allocated as pools, and every kernel takes a pool and an
 // offset per buffer parameter (a version-6 runtime binds one buffer and offsets).
-inline constexpr uint32_t kVersion = 7;
+// 8: chunked transfers (Tensor::transferRows, Plan::transferFirstRow): the staging tensor holds
+// a chunk of rows, and each transfer takes the chunk's first row as a third argument.
+inline constexpr uint32_t kVersion = 8;
 
 using ::fbl::fnv1a64;
 
@@ -74,6 +76,9 @@ struct Tensor {
   // row-major: the Plan::transfers launches that pack it from row-major bytes in the staging
   // tensor and unpack it there. -1: its bytes are row-major, copied as they are.
   int32_t pack = -1, unpack = -1;
+  // With a pack or unpack: the rows (all dims but the last folded) one transfer launch moves
+  // through the staging tensor; the runtime runs it once per chunk of that many rows.
+  int64_t transferRows = 0;
 
   bool image() const { return storage == "image"; }
   // Filled from the weights file by `source`: weights, trainables and updated buffers (state
@@ -97,6 +102,14 @@ inline int64_t logicalBytes(const Tensor& t) {
   int64_t n = elementSize(t.dtype);
   for (int64_t d : t.shape) n *= d;
   return n;
+}
+
+// The rows a transfer moves a tensor in (Tensor::transferRows): a matrix of its last
+// dimension's columns, the other dimensions folded into rows (1 for a scalar).
+inline int64_t transferRows(const std::vector<int64_t>& shape) {
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < shape.size(); ++d) rows *= shape[d];
+  return rows;
 }
 
 struct Launch {
@@ -164,9 +177,11 @@ struct Plan {
   std::vector<KernelWork> kernelWork;
   std::vector<Launch> launches;
   // Launches the runtime runs outside steps (phase "pack" or "unpack"), named by Tensor::pack
-  // and Tensor::unpack; their arguments are [staging, tensor] and [tensor, staging].
+  // and Tensor::unpack; their arguments are [staging, tensor, first row] and [tensor, staging,
+  // first row].
   std::vector<Launch> transfers;
   int32_t staging = -1;            // the row-major tensor transfers go through; -1: none
+  int32_t transferFirstRow = -1;   // i64 [1]: the chunk's first row, written before each transfer
   std::vector<std::array<int64_t, 2>> imageSlots;  // the plan's image objects: width, height (texels)
   std::vector<std::array<int32_t, 2>> commits;  // copy [src, dst] after a step (updated -> param)
   std::vector<int32_t> inputs;     // the graph's run-time inputs in order (input_N), step excluded
@@ -243,6 +258,7 @@ inline nlohmann::json toJson(const Plan& p) {
     }
     if (t.pack >= 0) o["pack"] = t.pack;
     if (t.unpack >= 0) o["unpack"] = t.unpack;
+    if (t.pack >= 0 || t.unpack >= 0) o["transfer_rows"] = t.transferRows;
     ts.push_back(std::move(o));
   }
   j["tensors"] = std::move(ts);
@@ -284,6 +300,7 @@ inline nlohmann::json toJson(const Plan& p) {
   j["launches"] = launches(p.launches);
   j["transfers"] = launches(p.transfers);
   j["staging"] = p.staging;
+  j["transfer_first_row"] = p.transferFirstRow;
   j["image_slots"] = p.imageSlots;
   j["commits"] = p.commits;
   j["inputs"] = p.inputs;
@@ -435,6 +452,7 @@ inline std::string parse(const std::string& bytes, Plan* p) {
       }
       t.pack = o.contains("pack") ? indexField(o, "pack") : -1;
       t.unpack = o.contains("unpack") ? indexField(o, "unpack") : -1;
+      if (t.pack >= 0 || t.unpack >= 0) t.transferRows = o.at("transfer_rows").get<int64_t>();
       p->tensors.push_back(std::move(t));
     }
     p->program = j.at("program").get<std::string>();
@@ -463,6 +481,7 @@ inline std::string parse(const std::string& bytes, Plan* p) {
     readLaunches(j.at("transfers"), &p->transfers, "transfer");
     at = "the plan's tensor lists";
     p->staging = indexField(j, "staging");
+    p->transferFirstRow = indexField(j, "transfer_first_row");
     for (const auto& slot : j.at("image_slots")) {
       const std::vector<int64_t> extent = intListValue(slot, "image_slots");
       if (extent.size() != 2) return "plan is malformed: an image slot is not [width, height]";
@@ -553,13 +572,16 @@ inline std::string parse(const std::string& bytes, Plan* p) {
       return "plan tensor '" + t.name + "': image_slot " + std::to_string(t.imageSlot) + " and image [" + std::to_string(t.imageWidth) + ", " +
              std::to_string(t.imageHeight) + "] do not name an f32 image slot of that extent";
     if (t.pack < -1 || t.pack >= transfers || t.unpack < -1 || t.unpack >= transfers ||
-        ((t.pack >= 0 || t.unpack >= 0) && (p->staging < 0 || p->staging >= n)))
+        ((t.pack >= 0 || t.unpack >= 0) &&
+         (p->staging < 0 || p->staging >= n || p->transferFirstRow < 0 || p->transferFirstRow >= n)))
       return "plan tensor '" + t.name + "': pack " + std::to_string(t.pack) + " or unpack " + std::to_string(t.unpack) +
-             " is not a transfer, or there is no staging tensor";
+             " is not a transfer, or there is no staging tensor or first-row tensor";
     if (t.image() && t.pack < 0 && t.role != Role::Intermediate)
       return "plan tensor '" + t.name + "' is an image the runtime cannot fill";
   }
-  if (p->staging >= n || p->staging < -1) return "plan's staging " + std::to_string(p->staging) + " is not a tensor";
+  if (bad(p->staging) || bad(p->transferFirstRow))
+    return "plan's staging " + std::to_string(p->staging) + " or transfer_first_row " + std::to_string(p->transferFirstRow) +
+           " is not a tensor";
   for (const auto& slot : p->imageSlots)
     if (slot[0] <= 0 || slot[1] <= 0) return "plan has an image of no extent";
   for (const auto* list : {&p->launches, &p->transfers})

@@ -158,14 +158,17 @@ struct Session::Impl {
   std::string write(int32_t t, const void* data, size_t bytes) {
     if (bytes == 0) return "";
     const planfile::Tensor& pt = plan.tensors[t];
-    const int32_t at = pt.pack >= 0 ? plan.staging : t;
     if (pt.pack < 0 && pt.image()) return "tensor '" + pt.name + "' lives in an image the host cannot write";
-    cl_int st = clEnqueueWriteBuffer(queue, poolOf(at), CL_TRUE, offsetOf(at), bytes, data, 0, nullptr, nullptr);
-    if (st != CL_SUCCESS) return clErr(("writing tensor '" + pt.name + "'").c_str(), st);
-    if (pt.pack < 0) return "";
-    if (auto e = transfer(pt.pack); !e.empty()) return e;
-    st = clFinish(queue);
-    return st == CL_SUCCESS ? "" : clErr(("packing tensor '" + pt.name + "'").c_str(), st);
+    if (pt.pack < 0) {
+      const cl_int st = clEnqueueWriteBuffer(queue, poolOf(t), CL_TRUE, offsetOf(t), bytes, data, 0, nullptr, nullptr);
+      return st == CL_SUCCESS ? "" : clErr(("writing tensor '" + pt.name + "'").c_str(), st);
+    }
+    const auto* host = static_cast<const unsigned char*>(data);
+    return forEachChunk(pt, bytes, [&](size_t at, size_t n) {
+      const cl_int st = clEnqueueWriteBuffer(queue, poolOf(plan.staging), CL_TRUE, offsetOf(plan.staging), n, host + at, 0, nullptr, nullptr);
+      if (st != CL_SUCCESS) return clErr(("writing tensor '" + pt.name + "'").c_str(), st);
+      return transfer(pt.pack);
+    });
   }
 
   std::string read(int32_t t, std::vector<unsigned char>* out) {
@@ -173,11 +176,34 @@ struct Session::Impl {
     out->resize(static_cast<size_t>(pt.unpack >= 0 ? planfile::logicalBytes(pt) : pt.bytes));
     if (out->empty()) return "";
     if (pt.unpack < 0 && pt.image()) return "tensor '" + pt.name + "' lives in an image the host cannot read";
-    if (pt.unpack >= 0)
+    if (pt.unpack < 0) {
+      const cl_int st = clEnqueueReadBuffer(queue, poolOf(t), CL_TRUE, offsetOf(t), out->size(), out->data(), 0, nullptr, nullptr);
+      return st == CL_SUCCESS ? "" : clErr(("reading tensor '" + pt.name + "'").c_str(), st);
+    }
+    return forEachChunk(pt, out->size(), [&](size_t at, size_t n) {
       if (auto e = transfer(pt.unpack); !e.empty()) return e;
-    const int32_t at = pt.unpack >= 0 ? plan.staging : t;
-    const cl_int st = clEnqueueReadBuffer(queue, poolOf(at), CL_TRUE, offsetOf(at), out->size(), out->data(), 0, nullptr, nullptr);
-    return st == CL_SUCCESS ? "" : clErr(("reading tensor '" + pt.name + "'").c_str(), st);
+      const cl_int st = clEnqueueReadBuffer(queue, poolOf(plan.staging), CL_TRUE, offsetOf(plan.staging), n, out->data() + at, 0, nullptr, nullptr);
+      return st == CL_SUCCESS ? "" : clErr(("reading tensor '" + pt.name + "'").c_str(), st);
+    });
+  }
+
+  // Runs `move(host offset, bytes)` once per chunk of Tensor::transferRows rows of a packed
+  // tensor's `bytes` row-major bytes, with the chunk's first row written for its transfer launch.
+  // The queue is in order, so a chunk's launch is done before the next chunk overwrites the
+  // staging tensor; the last clFinish makes the packed tensor whole before anyone uses it.
+  template <typename Move>
+  std::string forEachChunk(const planfile::Tensor& pt, size_t bytes, Move move) {
+    const auto rows = static_cast<size_t>(planfile::transferRows(pt.shape));
+    const size_t rowBytes = bytes / rows, chunk = static_cast<size_t>(pt.transferRows);
+    for (size_t first = 0; first < rows; first += chunk) {
+      const auto firstRow = static_cast<cl_long>(first);
+      cl_int st = clEnqueueWriteBuffer(queue, poolOf(plan.transferFirstRow), CL_TRUE, offsetOf(plan.transferFirstRow),
+                                       sizeof firstRow, &firstRow, 0, nullptr, nullptr);
+      if (st != CL_SUCCESS) return clErr(("moving tensor '" + pt.name + "'").c_str(), st);
+      if (auto e = move(first * rowBytes, std::min(chunk, rows - first) * rowBytes); !e.empty()) return e;
+    }
+    const cl_int st = clFinish(queue);
+    return st == CL_SUCCESS ? "" : clErr(("moving tensor '" + pt.name + "'").c_str(), st);
   }
 
   std::string fill(int32_t t, unsigned char value) {

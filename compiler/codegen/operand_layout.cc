@@ -120,29 +120,44 @@ Result<NodeCode> emitLayoutCopy(const ir::Graph& g, const OperandLayout& src, ir
   return code;
 }
 
+int64_t transferRows(const ir::Shape& shape) {
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < shape.size(); ++d) rows *= shape[d];
+  return rows;
+}
+
 Result<LaunchSpec> emitTransfer(const std::string& tensor, const layout::Layout& stored, ir::DType dtype, bool unpack,
-                                const Target& target) {
+                                int64_t chunkRows, const Target& target) {
   const ir::Shape& shape = stored.shape();
-  const layout::Layout rowMajor = layout::Layout::rowMajor(shape);
-  const std::vector<ArgRef> args = {val(0), val(1)};
+  const int64_t rows = transferRows(shape), cols = shape.empty() ? 1 : shape.back();
+  if (chunkRows < 1 || chunkRows > std::max<int64_t>(1, rows))
+    return makeError("transfer of {}: {} rows per chunk for {} rows", tensor, chunkRows, rows);
+  const std::vector<ArgRef> args = {val(0), val(1), val(2)};
+  const std::string_view tag = unpack ? "unpack" : "pack";
   if (stored.storage() == layout::Storage::Buffer) {
-    FBL_ASSIGN(LaunchSpec copy, unpack ? layoutCopy(tensor, stored, std::nullopt, dtype, rowMajor, target)
-                                       : layoutCopy(tensor, rowMajor, std::nullopt, dtype, stored, target));
-    copy.args = args;
-    copy.tag = unpack ? "unpack" : "pack";
-    return copy;
+    // Element i of the chunk is element j = first_row * cols + i of the tensor: row-major in the
+    // staging buffer, through the layout in the tensor.
+    const std::string_view t = clType(dtype);
+    if (t.empty()) return makeError("transfer of {}: dtype {} has no kernel type", tensor, ir::dtypeName(dtype));
+    FBL_ASSIGN(std::string offsets,
+               emitLayoutOffsets(shape, "j", {{unpack ? "o0" : "o_out", stored, std::nullopt}}));
+    const int64_t total = ir::numElements(shape), chunk = chunkRows * cols;
+    const std::string index = fmt::format("  const uint j = (uint)first_row[0] * {}u + i;\n  if (j >= {}u) return;\n{}",
+                                          cols, total, offsets);
+    LaunchSpec l = launch("elementwise",
+                          {{"PARAMS", fmt::format("__global const {0}* in0, __global {0}* out, __global const long* first_row", t)},
+                           {"N", std::to_string(chunk)}, {"INDEX", index}, {"BODY", ""},
+                           {"VALUE", unpack ? "in0[o0]" : "in0[i]"}, {"OUT_AT", unpack ? "i" : "o_out"}},
+                          tag, args, grid1(chunk, target), {target.workgroup});
+    return l;
   }
   if (dtype != ir::DType::F32 || shape.empty())
     return makeError("transfer of {}: images hold float tensors of rank 1 or more", tensor);
-  // The conversion template works on matrices: batch dims fold into rows.
-  const ir::Shape matrix{ir::numElements(shape) / shape.back(), shape.back()};
-  FBL_ASSIGN(layout::Layout image, stored.reshape(matrix));
-  const layout::Layout plain = layout::Layout::rowMajor(matrix);
-  const auto wg = target.tuning.convertWorkgroup;
-  auto kernel = unpack ? emitRTileConvert("{{NAME}}", image, false, plain, wg)
-                       : emitRTileConvert("{{NAME}}", plain, false, image, wg);
+  // The transfer template works on matrices: batch dims fold into rows.
+  FBL_ASSIGN(layout::Layout image, stored.reshape({rows, cols}));
+  auto kernel = emitRTileTransfer("{{NAME}}", image, unpack, chunkRows, target.tuning.convertWorkgroup);
   if (!kernel.ok()) return makeError("transfer of {}: {}", tensor, kernel.error().message);
-  LaunchSpec l{kernel->source, "", unpack ? "unpack" : "pack", args, {}, {}, {}};
+  LaunchSpec l{kernel->source, "", std::string(tag), args, {}, {}, {}};
   for (size_t x : kernel->global) l.global.push_back(static_cast<int64_t>(x));
   for (size_t x : kernel->local) l.local.push_back(static_cast<int64_t>(x));
   return l;

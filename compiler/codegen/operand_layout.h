@@ -96,11 +96,17 @@ Result<NodeCode> emitNode(const ir::Graph& g, const ir::Node& n, const Target& t
 Result<NodeCode> emitLayoutCopy(const ir::Graph& g, const OperandLayout& src, ir::DType dtype,
                                 const layout::Layout& dst, const Target& target);
 
-// The runtime's transfer of a tensor stored as `stored` (plan Tensor::pack / unpack): pack copies
-// its row-major bytes from a staging buffer into the layout, unpack copies them back out. Args:
-// val(0) is the staging buffer, val(1) the tensor (pack) or the other way round (unpack); the
-// plan builder binds them. Images are written whole texels at a time (rtile_convert.cl).
+// The rows of a tensor as transfers see it: a matrix of its last dimension's columns, the others
+// folded into rows (1 for a scalar).
+int64_t transferRows(const ir::Shape& shape);
+
+// The runtime's transfer of a tensor stored as `stored` (plan Tensor::pack / unpack), `chunkRows`
+// rows of transferRows at a time: pack copies a chunk's row-major bytes from a staging buffer into
+// the layout, unpack copies them back out. Args: val(0) is the staging buffer, val(1) the tensor
+// (pack) or the other way round (unpack), val(2) an i64 holding the chunk's first row, which the
+// runtime writes before each launch; the plan builder binds them. Images are written whole texels
+// at a time (rtile_transfer.cl).
 Result<LaunchSpec> emitTransfer(const std::string& tensor, const layout::Layout& stored, ir::DType dtype,
-                                bool unpack, const Target& target);
+                                bool unpack, int64_t chunkRows, const Target& target);
 
 }  // namespace fbl::codegen

@@ -570,4 +570,30 @@ Result<RTileKernel> emitRTileConvert(const std::string& name, const Layout& src,
   return kernel;
 }
 
+Result<RTileKernel> emitRTileTransfer(const std::string& name, const Layout& image, bool unpack, int64_t chunkRows,
+                                      std::array<int64_t, 2> wg) {
+  FBL_TRY(check2D(image, "image"));
+  const int64_t rows = rowsOf(image), cols = colsOf(image);
+  if (chunkRows < 1 || chunkRows > rows)
+    return makeError("rtile transfer {}: {} rows per chunk for {} rows", name, chunkRows, rows);
+  if (wg[0] < 1 || wg[1] < 1) return makeError("rtile transfer {}: work-group {}x{} is empty", name, wg[0], wg[1]);
+  const Layout staging = Layout::rowMajor({chunkRows, cols});
+  const Layout& src = unpack ? image : staging;
+  const Layout& dst = unpack ? staging : image;
+  FBL_ASSIGN(std::string load, layoutAccess("loadS", src, false));
+  FBL_ASSIGN(std::string store, layoutAccess("storeOut", dst, true));
+  std::map<std::string, std::string> v = {
+      {"ROWS", std::to_string(rows)}, {"COLS", std::to_string(cols)}, {"CHUNK", std::to_string(chunkRows)},
+      {"PACK", unpack ? "0" : "1"}, {"ACCESS", prelude({&src, &dst}) + load + store},
+      {"PARAMS", layoutParam(src, "src", false) + ", " + layoutParam(dst, "dst", true)}};
+  RTileKernel kernel;
+  kernel.name = name;
+  kernel.source = fill(kernelTemplate("rtile_transfer"), v, name);
+  kernel.args = {"src", "dst", "first_row"};
+  kernel.local = {static_cast<size_t>(wg[0]), static_cast<size_t>(wg[1])};
+  kernel.global = {static_cast<size_t>((cols + 4 * wg[0] - 1) / (4 * wg[0]) * wg[0]),
+                   static_cast<size_t>((chunkRows + 4 * wg[1] - 1) / (4 * wg[1]) * wg[1])};
+  return kernel;
+}
+
 }  // namespace fbl::codegen

@@ -123,6 +123,13 @@ Result<RTileKernel> emitRTileSplitKSum(const std::string& name, int64_t m, int64
                                        const layout::Layout& out, const MatmulEpilogue* epilogue = nullptr,
                                        int64_t workgroup = kSplitKSumWorkgroup, ColumnRange cols = {});
 
+// The runtime's transfer of an image tensor `image` (2-D) between its row-major bytes and the
+// image, `chunkRows` rows at a time (rtile_transfer.cl): pack reads a row-major [chunkRows, cols]
+// staging buffer into rows [first, first + chunkRows) of the image, unpack the other way round;
+// `first` is read from an i64 the runtime writes before each launch. Args: src, dst, first row.
+Result<RTileKernel> emitRTileTransfer(const std::string& name, const layout::Layout& image, bool unpack,
+                                      int64_t chunkRows, std::array<int64_t, 2> workgroup);
+
 // dst = src (transpose: dst = src^T), any layout to any layout, a 4x4 element block per
 // work-item, in work-groups of `workgroup` (x along columns). Args: src, dst.
 Result<RTileKernel> emitRTileConvert(const std::string& name, const layout::Layout& src, bool transpose,

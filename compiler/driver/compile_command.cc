@@ -356,6 +356,7 @@ static Result<Compiled> compileWith(const CompileArgs& args, const profile::Hard
   in.adapterFrozen = p.autodiff.adapter.frozen;
   in.outputs = p.autodiff.outputs;
   in.lowering = &lowering;
+  in.stagingBytes = args.stagingBytes;
   FBL_ASSIGN(c.plan, buildPlan(in, profile, &c.stats));
   c.plan.explain = analysis::explainSection(tg.graph, assignment);  // for `fblc explain`
   for (const auto& [v, why] : lowering.storageWhy) c.plan.explain["storage_why"][tg.graph.values[v].name] = why;

@@ -63,6 +63,9 @@ struct CompileArgs : autodiff::TrainingFlags {
   std::optional<int64_t> recomputeSegments;
   // Keep the model's outputs before its loss (modelOutputs) for the host to read after a step.
   bool keepOutputs = false;
+  // The most bytes of the staging tensor the runtime moves host tensors through (less where the
+  // profile's largest allocation is smaller); larger tensors move in chunks of rows.
+  int64_t stagingBytes = plan::kStagingBytes;
 };
 
 struct Compiled {

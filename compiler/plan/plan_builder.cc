@@ -323,27 +323,42 @@ class Builder {
   }
 
   // Pack and unpack launches for every host tensor stored in another layout, through one
-  // row-major staging tensor as large as the largest of them.
+  // row-major staging tensor of at most PlanInputs::stagingBytes (less where a pool is smaller): a tensor
+  // larger than that moves a chunk of whole rows at a time, its first row in a one-element
+  // tensor the runtime writes before each launch.
   Status addTransfers(const codegen::Target& target) {
     if (packed_.empty()) return Status::success();
-    int64_t largest = 0;
-    for (const auto& [t, l] : packed_) largest = std::max(largest, planfile::logicalBytes(plan_.tensors[t]));
-    plan_.staging = addTensor("fbl.staging", ir::DType::U8, {largest}, Role::Scratch);
+    const int64_t bound = std::max<int64_t>(1, in_.stagingBytes);
+    const int64_t budget = profile_.maxAllocBytes > 0 ? std::min(bound, profile_.maxAllocBytes) : bound;
+    int64_t staging = 0;
+    for (const auto& [t, l] : packed_) {
+      planfile::Tensor& pt = plan_.tensors[t];
+      const int64_t rows = codegen::transferRows(pt.shape);
+      const int64_t rowBytes = planfile::logicalBytes(pt) / std::max<int64_t>(1, rows);
+      // Whole blocks of 4 rows (an image work-item's) unless the tensor fits at once.
+      int64_t chunk = budget / std::max<int64_t>(1, rowBytes);
+      if (chunk < rows) chunk = std::max<int64_t>(4, chunk / 4 * 4);
+      pt.transferRows = std::max<int64_t>(1, std::min(chunk, rows));
+      staging = std::max(staging, pt.transferRows * rowBytes);
+    }
+    plan_.staging = addTensor("fbl.staging", ir::DType::U8, {staging}, Role::Scratch);
+    plan_.transferFirstRow = addTensor("fbl.transfer_first_row", ir::DType::I64, {1}, Role::Scratch);
     for (const auto& [t, l] : packed_) {
       planfile::Tensor& pt = plan_.tensors[t];
       const std::optional<ir::DType> dt = ir::dtypeFromName(pt.dtype);
       FBL_ASSERT(dt.has_value());
       for (const bool unpack : {false, true}) {
-        FBL_ASSIGN(codegen::LaunchSpec spec, codegen::emitTransfer(pt.name, l, *dt, unpack, target));
+        FBL_ASSIGN(codegen::LaunchSpec spec, codegen::emitTransfer(pt.name, l, *dt, unpack, pt.transferRows, target));
         planfile::Launch pl;
         pl.phase = unpack ? "unpack" : "pack";
         pl.kernel = kernelFor(spec);
-        pl.args = unpack ? std::vector<int32_t>{t, plan_.staging} : std::vector<int32_t>{plan_.staging, t};
+        pl.args = unpack ? std::vector<int32_t>{t, plan_.staging, plan_.transferFirstRow}
+                         : std::vector<int32_t>{plan_.staging, t, plan_.transferFirstRow};
         pl.global = spec.global;
         pl.local = spec.local;
         pl.node = pt.name + (unpack ? "/unpack" : "/pack");
         pl.kind = "conversion";
-        (unpack ? plan_.tensors[t].unpack : plan_.tensors[t].pack) = static_cast<int32_t>(plan_.transfers.size());
+        (unpack ? pt.unpack : pt.pack) = static_cast<int32_t>(plan_.transfers.size());
         plan_.transfers.push_back(std::move(pl));
       }
     }
@@ -494,7 +509,8 @@ class Builder {
       }
     for (int32_t k : keep) iv[k].last = end;
     // Transfers run between steps, when only persistent and kept tensors hold bytes.
-    if (plan_.staging >= 0) iv[plan_.staging].first = iv[plan_.staging].last = end;
+    for (int32_t t : {plan_.staging, plan_.transferFirstRow})
+      if (t >= 0) iv[t].first = iv[t].last = end;
     for (auto& t : iv)
       if (t.first > t.last) t.first = t.last = 0;
     // Pools as large as the profile's device allocates at once. A tensor larger than that

@@ -16,6 +16,11 @@ namespace fbl::plan {
 
 using planfile::Plan;
 
+// The staging tensor's bound: the host's row-major bytes of a packed tensor (weights, trainables,
+// optimizer state) pass through it in chunks this large at most, so loading, checkpoints and
+// adapter export never need a second copy of the largest weight.
+inline constexpr int64_t kStagingBytes = int64_t{16} << 20;
+
 struct PlanInputs {
   const ir::Graph* graph = nullptr;
   ir::ValueId loss = ir::kNoValue;
@@ -32,6 +37,7 @@ struct PlanInputs {
   // The model's outputs before its loss, kept and listed in the plan (Plan::outputs).
   std::vector<ir::ValueId> outputs;
   std::string model;
+  int64_t stagingBytes = kStagingBytes;  // the staging tensor's bound (addTransfers)
   // peft's adapter_config.json (peft_adapter.h); empty: the plan has no adapter to export.
   nlohmann::json adapterConfig = nlohmann::json::object();
   std::string adapterRefusal;  // plan::PeftAdapter::refusal

@@ -55,11 +55,14 @@ std::string printPlan(const planfile::Plan& p) {
     if (!l.local.empty()) s += fmt::format(" local [{}]", fmt::join(l.local, ","));
     s += fmt::format("  # {}\n", l.node);
   }
-  if (!p.transfers.empty()) s += fmt::format("\ntransfers (through t{}):\n", p.staging);
+  if (!p.transfers.empty())
+    s += fmt::format("\ntransfers (through t{}, the chunk's first row in t{}):\n", p.staging, p.transferFirstRow);
   for (size_t i = 0; i < p.transfers.size(); ++i) {
     const planfile::Launch& l = p.transfers[i];
-    s += fmt::format("  x{} {} {}(t{}) global [{}] local [{}]  # {}\n", i, l.phase, p.kernelNames[l.kernel],
-                     fmt::join(l.args, ", t"), fmt::join(l.global, ","), fmt::join(l.local, ","), l.node);
+    const planfile::Tensor& t = p.tensors[l.args[l.phase == "pack" ? 1 : 0]];
+    s += fmt::format("  x{} {} {}(t{}) global [{}] local [{}] rows {} of {}  # {}\n", i, l.phase, p.kernelNames[l.kernel],
+                     fmt::join(l.args, ", t"), fmt::join(l.global, ","), fmt::join(l.local, ","), t.transferRows,
+                     planfile::transferRows(t.shape), l.node);
   }
   s += fmt::format("\nadapter_config: {}\n", p.adapterConfig.dump());
   for (const planfile::Trainable& t : p.adapterFrozen) s += fmt::format("adapter frozen t{} '{}'\n", t.param, t.adapterKey);

@@ -164,6 +164,10 @@ void addCompile(CLI::App& app, int& rc) {
   cmd->add_option("--recompute", args.recomputeSegments,
                   "Recompute this many forward segments in the backward pass (the largest first; -1: all), "
                   "whatever the budget");
+  cmd->add_option("--staging-bytes", args.stagingBytes,
+                  "The most bytes the runtime moves host tensors (weights, checkpoints, adapters) through at once; "
+                  "larger tensors move in chunks of rows")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   cmd->add_flag("--allow-over-limit", args.allowOverLimit,
                 "Write a plan whose largest allocation exceeds the profile's max_alloc_bytes (for analysis only)");
   cmd->callback([&rc] { runWithShapes(shapes, args.shapes, rc, [] { return fbl::driver::runCompile(args); }); });

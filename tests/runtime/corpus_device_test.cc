@@ -38,8 +38,9 @@ int64_t largestTensorAllocation(const planfile::Plan& p) {
 }
 
 // How the plan uses memory: as the profile gives it; with a largest allocation no larger than
-// the model's largest tensor, so that the arena is many pools; or with every forward segment
-// recomputed in the backward pass.
+// the model's largest tensor, so that the arena is many pools, and a staging tensor of 1 KiB, so
+// that weights load and adapters leave in chunks; or with every forward segment recomputed in the
+// backward pass.
 enum class Memory { Profile, SmallPools, Recompute };
 
 // Trains the export 10 steps on PoCL against PyTorch and peft; returns the first step's
@@ -70,6 +71,7 @@ std::map<std::string, ir::Tensor> trainsLikePyTorch(const std::string& arch, con
     profile["memory"]["max_alloc_bytes"] = largestTensorAllocation(whole->plan);
     a.profile = tempDir() + "/pocl-cpu-pools-" + arch + ".json";
     std::ofstream(a.profile) << profile.dump(2);
+    a.stagingBytes = 1024;
   }
   auto c = driver::compileModel(a);
   INFO((c.ok() ? std::string() : c.error().message));

@@ -207,9 +207,12 @@ std::string outOfBounds(const planfile::Plan& base, const planfile::Plan& m) {
   if (m.loss >= 0 && !inside(m.tensors[m.loss].offset, 4)) return "the loss lies outside the arena";
   if (m.step >= 0 && !inside(m.tensors[m.step].offset, 8)) return "the step lies outside the arena";
   for (const auto& t : m.tensors) {
-    if (t.pack >= 0 || t.unpack >= 0)
-      if (!inside(m.tensors[m.staging].offset, planfile::logicalBytes(t)) || m.tensors[m.staging].bytes < planfile::logicalBytes(t))
-        return "the staging tensor cannot hold '" + t.name + "'";
+    if (t.pack >= 0 || t.unpack >= 0) {
+      const int64_t chunk = t.transferRows * (t.shape.empty() ? 1 : t.shape.back()) * planfile::elementSize(t.dtype);
+      if (!inside(m.tensors[m.staging].offset, chunk) || m.tensors[m.staging].bytes < chunk)
+        return "the staging tensor cannot hold a chunk of '" + t.name + "'";
+      if (!inside(m.tensors[m.transferFirstRow].offset, 8)) return "the transfer's first row lies outside the arena";
+    }
     if (!t.image() && !inside(t.offset, t.bytes)) return "tensor '" + t.name + "' lies outside the arena";
     if (t.constOffset >= 0 && t.constOffset + t.bytes > static_cast<int64_t>(m.blob.size())) return "constant '" + t.name + "' lies outside the blob";
   }

@@ -1,7 +1,8 @@
 // Tensors stored in other layouts than row-major (layout_lowering.h, step 4) on PoCL:
 //  - every host tensor a plan packs (weights, trainables, optimizer state in an R-Tile buffer, an
 //    R-Tile image, MNN's image or TFLite's texture) round-trips bit-exactly through
-//    writeTensor/readTensor, i.e. through the plan's pack and unpack launches;
+//    writeTensor/readTensor, i.e. through the plan's pack and unpack launches, whole or in
+//    chunks of rows through a staging tensor smaller than the tensor;
 //  - a checkpoint written by one plan loads into a plan of another strategy and storage, and the
 //    exported adapters of both then agree byte for byte (bytes leave the device row-major).
 // Loss and gradients under every strategy and storage are strategies_test.cc's.
@@ -22,7 +23,8 @@ struct Compiled {
   std::string weights;
 };
 
-Compiled compileLlamaTiny(const std::string& strategy, const std::string& storage) {
+Compiled compileLlamaTiny(const std::string& strategy, const std::string& storage,
+                          int64_t stagingBytes = plan::kStagingBytes) {
   driver::CompileArgs a;
   a.model = std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/model.onnx";
   a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
@@ -30,6 +32,7 @@ Compiled compileLlamaTiny(const std::string& strategy, const std::string& storag
   a.weights = tempDir() + "/storage-llama-tiny.safetensors";
   a.strategy = strategy;
   a.storage = storage;
+  a.stagingBytes = stagingBytes;
   auto c = driver::compileModel(a);
   INFO((c.ok() ? std::string() : c.error().message));
   REQUIRE(c.ok());
@@ -48,18 +51,24 @@ TEST_CASE("packed host tensors round-trip bit-exactly in every layout and storag
   const std::pair<const char*, const char*> configs[] = {
       {"fblayout", "buffer"}, {"fblayout", "image"}, {"reuse", "image"}, {"explicit", "image"}};
   std::mt19937 rng(7);
-  for (const auto& [strategy, storage] : configs) {
-    INFO(strategy << " / " << storage);
-    Compiled c = compileLlamaTiny(strategy, storage);
+  // 3100 bytes: chunks of 4 to 92 rows for llama-tiny, some tensors ending in a shorter one.
+  for (const auto& [strategy, storage] : configs)
+    for (const int64_t staging : {plan::kStagingBytes, int64_t{3100}}) {
+    INFO(strategy << " / " << storage << ", staging bound " << staging);
+    Compiled c = compileLlamaTiny(strategy, storage, staging);
     auto s = openPlan(c.plan, std::string("storage-") + strategy + "-" + storage);
-    int packed = 0, images = 0;
+    int packed = 0, images = 0, chunked = 0, partial = 0;  // partial: a last chunk of fewer rows
+    int64_t fourRows = 0;  // a chunk's least: 4 rows of the widest packed tensor
     for (size_t t = 0; t < c.plan.tensors.size(); ++t) {
       const planfile::Tensor& pt = c.plan.tensors[t];
       images += pt.image();
       if (pt.pack < 0) continue;
-      INFO(pt.name << " stored " << pt.layout << " in " << pt.storage);
+      INFO(pt.name << " stored " << pt.layout << " in " << pt.storage << ", " << pt.transferRows << " rows a transfer");
       REQUIRE(pt.unpack >= 0);
       ++packed;
+      chunked += pt.transferRows < planfile::transferRows(pt.shape);
+      partial += planfile::transferRows(pt.shape) % pt.transferRows != 0;
+      fourRows = std::max(fourRows, 4 * pt.shape.back() * planfile::elementSize(pt.dtype));
       // Arbitrary bit patterns that are finite floats: every bit must survive.
       std::vector<uint32_t> words(static_cast<size_t>(planfile::logicalBytes(pt) / 4));
       for (uint32_t& w : words) w = (rng() & 0x3fffffffu) | ((rng() & 1u) << 31);
@@ -69,14 +78,17 @@ TEST_CASE("packed host tensors round-trip bit-exactly in every layout and storag
       REQUIRE(back.size() == words.size() * 4);
       CHECK(std::memcmp(back.data(), words.data(), back.size()) == 0);
     }
-    std::printf("%s/%s: %d host tensors packed, %d image tensors\n", strategy, storage, packed, images);
+    std::printf("%s/%s, staging of %lld bytes: %d host tensors packed (%d in chunks, %d ending in a shorter one), %d image tensors\n",
+                strategy, storage, static_cast<long long>(c.plan.tensors[c.plan.staging].bytes), packed, chunked, partial, images);
     if (std::string(strategy) == "fblayout") CHECK(packed > 0);
     if (std::string(storage) == "image") CHECK(images > 0);
+    if (packed > 0) CHECK(c.plan.tensors[c.plan.staging].bytes <= std::max(staging, fourRows));
+    if (staging < 4096) CHECK((chunked > 0 && partial > 0));
   }
 }
 
 TEST_CASE("a checkpoint moves between plans of other strategies and storages", "[runtime][storage]") {
-  Compiled from = compileLlamaTiny("fblayout", "image");
+  Compiled from = compileLlamaTiny("fblayout", "image", 3100);
   Compiled to = compileLlamaTiny("reuse", "buffer");
   auto a = openPlan(from.plan, "checkpoint-from");
   REQUIRE(a->loadWeights(from.weights) == "");
