@@ -367,16 +367,35 @@ class Builder {
 
   // Optimizer updates are elementwise (each work-item reads p[i], m[i], v[i] before writing
   // them), so they write the parameter and its state in place when nothing later reads the old
-  // values: no second copy of the trainables and no commit copies.
+  // values: no second copy of the trainables and no commit copies. The cross-entropy's gradient
+  // writes over its scores the same way (a work-group reads its row whole, for the log-sum-exp,
+  // before any work-item writes it): the logits and their gradient, [tokens x vocab] each, are
+  // then one tensor.
   void updateInPlace(const ir::Node& n) {
     std::vector<std::pair<size_t, size_t>> pairs;  // (output, input)
+    const bool scores = n.op == "fbl.SoftmaxCrossEntropyLossGrad";
     if (n.op == "fbl.AdamW") pairs = {{0, 0}, {1, 2}, {2, 3}};
     else if (n.op == "fbl.SGD") pairs = {{0, 0}, {1, 2}};
+    else if (scores) pairs = {{0, 1}};
     for (const auto& [o, i] : pairs) {
       if (o >= n.outputs.size() || i >= n.inputs.size() || n.outputs[o] == ir::kNoValue) continue;
       if (readLater(n, n.inputs[i])) continue;
+      if (scores && !transientRowMajor(n.inputs[i], n.outputs[o])) continue;
       root_[n.outputs[o]] = root_[n.inputs[i]];
     }
+  }
+
+  // `over` may take `v`'s tensor: `v` is computed by a node, the plan keeps neither it nor
+  // anything sharing its tensor, and both are row-major buffers of the same bytes.
+  bool transientRowMajor(ir::ValueId v, ir::ValueId over) const {
+    const ir::Value& x = g_.values[root_[v]];
+    if (x.producer == ir::kNoNode || x.kind != ir::ValueKind::Intermediate) return false;
+    for (const auto* list : {&in_.keep, &in_.outputs, &g_.outputs})
+      for (ir::ValueId k : *list)
+        if (k != ir::kNoValue && root_[k] == root_[v]) return false;
+    if (in_.lowering && (in_.lowering->storage.count(root_[v]) || in_.lowering->storage.count(over))) return false;
+    return ir::numElements(x.shape) * ir::dtypeSize(x.dtype) ==
+           ir::numElements(g_.values[over].shape) * ir::dtypeSize(g_.values[over].dtype);
   }
 
   bool readLater(const ir::Node& n, ir::ValueId v) const {

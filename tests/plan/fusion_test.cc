@@ -82,10 +82,16 @@ TEST_CASE("low-rank terms: LoRA's B products and dt A products run inside the ba
   CHECK(n >= 14 + 2);
   CHECK(n <= 28);
   // Each term is one launch fewer (its product's, with any scale fused into it) and one M x N
-  // value fewer; the memory plan never grows.
+  // value fewer. (The arena itself is first-fit, which is not monotone: one tensor fewer may
+  // move the others by a slot either way.)
   CHECK(static_cast<int64_t>(none.plan.launches.size() - terms.plan.launches.size()) == n);
   CHECK(static_cast<int64_t>(none.plan.tensors.size() - terms.plan.tensors.size()) == n);
-  CHECK(terms.plan.arenaBytes <= none.plan.arenaBytes);
+  auto allBytes = [](const planfile::Plan& p) {
+    int64_t b = 0;
+    for (const planfile::Tensor& t : p.tensors) b += t.bytes;
+    return b;
+  };
+  CHECK(allBytes(terms.plan) < allBytes(none.plan));
   CHECK(none.lowering.lowRankTerms == 0);
   // They ride on fusion's epilogues: without fusion they are withdrawn.
   CHECK(noFusion.lowering.lowRankTerms == 0);

@@ -1,6 +1,8 @@
 // The model's outputs (fblc compile --outputs): the logits a tiny model's cross-entropy reads are
 // kept, listed in the plan, and after an evaluation step on PoCL hold what the reference executor
-// computes for the same batch, before and after a training step changed the adapters.
+// computes for the same batch, before and after a training step changed the adapters; after a
+// training step they hold that step's forward logits (the cross-entropy's gradient, which
+// otherwise writes over them, leaves kept logits alone).
 #include <cstring>
 
 #include "compiler/driver/compile_command.h"
@@ -75,13 +77,38 @@ void outputsMatchTheReference(const Model& m) {
                 m.name.c_str(), out.name.c_str(), step, err);
     CHECK(err <= 1e-5);
     REQUIRE(s->trainStep(&loss) == "");
+    REQUIRE(s->readTensor(p.outputs[0], &bytes) == "");
+    std::memcpy(mine.raw(), bytes.data(), bytes.size());
+    CHECK(relativeToMaxAbs(mine, want->at(0)) <= 1e-5);
   }
+}
+
+// The launch of the cross-entropy's gradient: [dloss, scores, labels, dscores].
+const planfile::Launch& sceGradLaunch(const planfile::Plan& p) {
+  for (const planfile::Launch& l : p.launches)
+    if (l.node.find("fbl.SoftmaxCrossEntropyLossGrad") != std::string::npos) return l;
+  FAIL("no launch of fbl.SoftmaxCrossEntropyLossGrad");
+  return p.launches.front();
 }
 
 TEST_CASE("fblc compile --outputs keeps the logits, and an evaluation step leaves them as the reference computes them",
           "[runtime][outputs]") {
   outputsMatchTheReference({"llama-tiny", 1});
   outputsMatchTheReference({"bert-tiny", 2});
+}
+
+TEST_CASE("the cross-entropy's gradient writes over the logits, unless the plan keeps them", "[runtime][outputs]") {
+  for (const bool keep : {false, true}) {
+    driver::CompileArgs a;
+    a.model = std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/model.onnx";
+    a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
+    a.keepOutputs = keep;
+    auto c = driver::compileModel(a);
+    REQUIRE(c.ok());
+    const planfile::Launch& l = sceGradLaunch(c->plan);
+    REQUIRE(l.args.size() == 4);
+    CHECK((l.args[1] == l.args[3]) == !keep);
+  }
 }
 
 TEST_CASE("the model's outputs are found from a cross-entropy loss, and no other", "[runtime][outputs]") {
