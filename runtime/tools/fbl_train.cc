@@ -3,8 +3,8 @@
 //   fbl-train PLAN [--weights WEIGHTS.safetensors] [--data PATH] [--eval-data PATH]
 //             [--steps N | --epochs E] [--seed S] [--eval-split F | --eval-samples M] [--eval-every K]
 //             [--checkpoint-every K] [--checkpoint PATH] [--resume | --resume-if-exists] [--dump-grads OUT]
-//             [--export-adapter DIR] [--lr X] [--metrics FILE.jsonl] [--device N] [--cache-dir DIR]
-//             [--list-devices]
+//             [--export-adapter DIR] [--lr X] [--metrics FILE.jsonl] [--loss-curve FILE.svg] [--device N]
+//             [--cache-dir DIR] [--list-devices]
 //
 // It is a desktop tool over the runtime library: the weights are the .safetensors `fblc compile`
 // wrote beside the plan, synthetic inputs (no --data) are drawn within the plan's input_checks
@@ -26,6 +26,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -33,9 +35,11 @@
 
 #include "runtime/dataset.h"
 #include "runtime/dataset_position.h"
+#include "runtime/safetensors.h"
 #include "runtime/sample_order.h"
 #include "runtime/session.h"
 #include "runtime/synthetic_inputs.h"
+#include "runtime/tools/loss_curve.h"
 #include "runtime/tools/tensor_proto_io.h"
 #include "runtime/tools/train_data.h"
 
@@ -46,6 +50,7 @@ namespace fs = std::filesystem;
 struct Args {
   std::string plan, weights, data, evalData, checkpoint, dumpGrads, exportAdapter, cacheDir;
   std::string metrics;  // --metrics FILE.jsonl: a JSON line per optimizer step and per evaluation
+  std::string lossCurve;  // --loss-curve FILE.svg: the run's losses drawn at its end
   int steps = -1;  // -1: not given (50, unless --epochs)
   int epochs = 0;
   std::optional<uint64_t> seed;
@@ -67,8 +72,8 @@ const char* kUsage =
     "usage: fbl-train PLAN [--weights WEIGHTS.safetensors] [--data PATH] [--eval-data PATH]\n"
     "                 [--steps N | --epochs E] [--seed S] [--eval-split F | --eval-samples M] [--eval-every K]\n"
     "                 [--checkpoint-every K] [--checkpoint PATH] [--resume | --resume-if-exists] [--dump-grads OUT]\n"
-    "                 [--export-adapter DIR] [--lr X] [--metrics FILE.jsonl] [--device N] [--cache-dir DIR]\n"
-    "                 [--list-devices]\n"
+    "                 [--export-adapter DIR] [--lr X] [--metrics FILE.jsonl] [--loss-curve FILE.svg] [--device N]\n"
+    "                 [--cache-dir DIR] [--list-devices]\n"
     "--weights: what `fblc compile` wrote beside the plan (default: PLAN with .safetensors).\n"
     "PATH: FILE.safetensors, FILE.npy, a folder of INPUT.npy, or TensorProtos (DIR/input_K.pb,\n"
     "DIR/test_data_set_*/input_K.pb); see docs/runtime.md, \"Datasets\".\n";
@@ -144,20 +149,28 @@ std::string checkOutputs(const Args& a) {
     if (auto e = checkWritableDir(a.exportAdapter, "--export-adapter", a.exportAdapter); !e.empty()) return e;
   if (!a.dumpGrads.empty())
     if (auto e = checkWritableDir(fs::path(a.dumpGrads) / "grads", "--dump-grads", a.dumpGrads); !e.empty()) return e;
-  if (!a.metrics.empty()) {
-    if (fs::is_directory(a.metrics, ec)) return fmt::format("--metrics '{}' is a folder, not a file", a.metrics);
-    fs::path folder = fs::path(a.metrics).parent_path();
-    if (auto e = checkWritableDir(folder.empty() ? fs::path(".") : folder, "--metrics", a.metrics); !e.empty()) return e;
+  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--metrics", a.metrics}, {"--loss-curve", a.lossCurve}}) {
+    if (path.empty()) continue;
+    if (fs::is_directory(path, ec)) return fmt::format("{} '{}' is a folder, not a file", flag, path);
+    fs::path folder = fs::path(path).parent_path();
+    if (auto e = checkWritableDir(folder.empty() ? fs::path(".") : folder, flag, path); !e.empty()) return e;
   }
   return "";
 }
 
 // --metrics: one JSON object a line, flushed as written, so a run killed midway keeps its curve;
-// a resumed run appends to it.
+// a resumed run appends to it. The losses are also kept for --loss-curve: a resumed run's from
+// the start, read back from the file it appends to.
 class MetricsLog {
  public:
   std::string open(const std::string& path, bool append) {
     if (path.empty()) return "";
+    if (append) {
+      std::ifstream in(path, std::ios::binary);
+      std::stringstream earlier;
+      earlier << in.rdbuf();
+      fbl::train::readMetricsPoints(earlier.str(), &train_, &eval_);
+    }
     f_ = std::fopen(path.c_str(), append ? "ab" : "wb");
     if (!f_) return fmt::format("--metrics '{}': cannot open it for writing: {}", path, std::strerror(errno));
     return "";
@@ -166,10 +179,12 @@ class MetricsLog {
     if (f_) std::fclose(f_);
   }
   void step(int64_t step, float loss, double lr, double samplesPerSec) {
+    train_.push_back({step, loss});
     if (f_) write(fmt::format(R"({{"step": {}, "loss": {:.9g}, "lr": {:.9g}, "samples_per_s": {:.4g}}})", step, loss, lr,
                               samplesPerSec));
   }
   void eval(int64_t step, double loss) {
+    eval_.push_back({step, loss});
     if (f_) write(fmt::format(R"({{"step": {}, "eval_loss": {:.9g}}})", step, loss));
   }
 
@@ -179,6 +194,17 @@ class MetricsLog {
     std::fflush(f_);
   }
   std::FILE* f_ = nullptr;
+
+ public:
+  // --loss-curve: written whole at the end of a run (atomically: an earlier curve is replaced
+  // only by a complete one).
+  std::string writeCurve(const std::string& path, const std::string& title) const {
+    if (path.empty()) return "";
+    return fbl::safetensors::writeFileAtomic(path, fbl::train::lossCurveSvg(train_, eval_, title), "--loss-curve");
+  }
+
+ private:
+  std::vector<fbl::train::LossPoint> train_, eval_;
 };
 
 // A path as a POSIX shell reads it back: quoted unless it is plain.
@@ -217,6 +243,7 @@ std::string parseArgs(int argc, char** argv, Args* a) {
     else if (k == "--dump-grads") ok = value(&a->dumpGrads);
     else if (k == "--export-adapter") ok = value(&a->exportAdapter);
     else if (k == "--metrics") ok = value(&a->metrics);
+    else if (k == "--loss-curve") ok = value(&a->lossCurve);
     else if (k == "--device") ok = number(&a->device);
     else if (k == "--lr") {
       char* end = nullptr;
@@ -559,6 +586,11 @@ int run(const Args& a) {
   // evaluation sample, averaged; nothing is updated.
   if (data.evalSet && evaluatedAt != s->step())
     if (auto e = printEvalLoss(*s, data, metrics); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+  if (!a.lossCurve.empty()) {
+    if (auto e = metrics.writeCurve(a.lossCurve, fs::path(a.plan).filename().string()); !e.empty())
+      return fmt::print(stderr, "error: {}\n", e), 1;
+    fmt::print("loss curve: {}\n", a.lossCurve);
+  }
   if (!a.exportAdapter.empty()) {
     std::error_code ec;
     fs::create_directories(a.exportAdapter, ec);

@@ -319,8 +319,8 @@ TEST_CASE("fbl-train: --lr sets a scheduled plan's learning rate, and is refused
 }
 
 // --metrics writes a JSON line per optimizer step (the loss printed, the lr it used) and per
-// evaluation; a resumed run appends.
-TEST_CASE("fbl-train: --metrics logs every step and evaluation as JSON lines", "[runtime][train-files]") {
+// evaluation; a resumed run appends, and its --loss-curve draws the whole run.
+TEST_CASE("fbl-train: --metrics logs every step and evaluation as JSON lines, --loss-curve draws them", "[runtime][train-files]") {
   driver::Compiled compiled;
   const driver::CompileArgs a = compiledLlamaTiny("llama-metrics", &compiled);
   const std::string cache = " --cache-dir " + tempDir() + "/cache";
@@ -329,7 +329,9 @@ TEST_CASE("fbl-train: --metrics logs every step and evaluation as JSON lines", "
   const Run run = fblTrain(a.output + " --steps 3 --seed 2 --metrics " + log + ckpt + cache, "metrics");
   INFO(run.log);
   REQUIRE(run.status == 0);
-  const Run more = fblTrain(a.output + " --steps 4 --seed 2 --resume --metrics " + log + ckpt + cache, "metrics-resumed");
+  const std::string curve = tempDir() + "/metrics/run.svg";
+  const Run more = fblTrain(a.output + " --steps 4 --seed 2 --resume --metrics " + log + " --loss-curve " + curve + ckpt + cache,
+                            "metrics-resumed");
   INFO(more.log);
   REQUIRE(more.status == 0);
   std::vector<nlohmann::json> lines;
@@ -345,9 +347,19 @@ TEST_CASE("fbl-train: --metrics logs every step and evaluation as JSON lines", "
     CHECK(lines[i]["lr"].get<double>() == Approx(1e-3));
     CHECK(lines[i]["samples_per_s"].get<double>() > 0);
   }
+  std::ifstream svgIn(curve);
+  REQUIRE(svgIn.good());
+  const std::string svg((std::istreambuf_iterator<char>(svgIn)), std::istreambuf_iterator<char>());
+  CHECK_THAT(svg, Catch::Contains("4 training steps"));
+  for (size_t i = 0; i < 4; ++i)
+    CHECK_THAT(svg, Catch::Contains(fmt::format("<title>step {} loss {:.6g}</title>", i + 1, lines[i]["loss"].get<double>())));
+  CHECK_THAT(more.log, Catch::Contains("loss curve: " + curve));
   const Run folder = fblTrain(a.output + " --steps 1 --metrics " + tempDir() + cache, "metrics-folder");
   CHECK(folder.status == 1);
   CHECK_THAT(folder.log, Catch::Contains("--metrics '" + tempDir() + "' is a folder"));
+  const Run curveFolder = fblTrain(a.output + " --steps 1 --loss-curve " + tempDir() + cache, "curve-folder");
+  CHECK(curveFolder.status == 1);
+  CHECK_THAT(curveFolder.log, Catch::Contains("--loss-curve '" + tempDir() + "' is a folder"));
 }
 
 // --resume goes on from a checkpoint that must exist: a mistyped path is one line and exit 1, not a
