@@ -196,7 +196,11 @@ void addRunRef(CLI::App& app, int& rc) {
   static std::vector<std::string> shapes;
   auto* cmd = app.add_subcommand("run-ref", "Train on the CPU reference executor (the semantics every kernel is checked against)");
   cmd->add_option("model", args.model, "ONNX model file")->required();
-  cmd->add_option("--data", args.dataDir, "Folder of input_N.pb (test_data_set_0 form)")->required();
+  cmd->add_option("--data", args.dataDir,
+                  "A dataset as fbl-train reads it: FILE.safetensors, FILE.npy, a folder of INPUT.npy, of input_N.pb, or of "
+                  "test_data_set_*/input_N.pb folders; step k trains on fbl-train's k-th batch")
+      ->required();
+  cmd->add_option("--seed", args.seed, "Shuffle the samples per epoch as fbl-train --seed does (default: file order)");
   cmd->add_option("--steps", args.steps, "Training steps; each step's loss is printed")->default_val(1);
   cmd->add_option("--dump", args.dumpDir, "Write the first step's loss.pb and grads/<name>.pb here");
   addShapeOption(cmd, shapes);

@@ -9,6 +9,7 @@
 #include "compiler/onnx/external_data.h"
 #include "compiler/onnx/load_model.h"
 #include "compiler/onnx/tensor_proto.h"
+#include "compiler/train/ref_dataset.h"
 
 namespace fbl::train {
 
@@ -110,7 +111,6 @@ Result<ir::Tensor> RefTrainer::current(ir::ValueId v) {
 
 namespace {
 
-using Feeds = std::map<ir::ValueId, ir::Tensor>;
 
 Status dump(const std::string& dir, const autodiff::TrainingGraph& tg, const StepResult& r) {
   std::error_code ec;
@@ -139,11 +139,11 @@ Status run(const RunRefArgs& args) {
   load.shapeOverrides = args.shapes;
   FBL_ASSIGN(ir::Graph forward, onnx::loadModel(args.model, load));
   FBL_TRY(onnx::requireInitializerData(forward));  // external data: read at import, or say what is missing
-  FBL_ASSIGN(Feeds batch, loadInputs(forward, args.dataDir));
+  FBL_ASSIGN(RefDataset data, RefDataset::load(forward, args.dataDir, args.seed));
   FBL_ASSIGN(autodiff::TrainingGraph tg, autodiff::buildTrainingGraph(forward, opts));
   auto trainer = RefTrainer::create(std::move(tg), opts.optimizer);
   for (int s = 1; s <= args.steps; ++s) {
-    FBL_ASSIGN(StepResult r, trainer->step(batch));
+    FBL_ASSIGN(StepResult r, trainer->step(data.batchAt(s - 1)));
     fmt::print("step {} loss {:.6f}\n", s, r.loss);
     std::fflush(stdout);
     if (s == 1 && !args.dumpDir.empty()) FBL_TRY(dump(args.dumpDir, trainer->training(), r));

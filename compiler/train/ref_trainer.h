@@ -8,6 +8,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,8 @@ namespace fbl::train {
 // The optimizer and training loop: autodiff::TrainingFlags, as `fblc compile` takes them.
 struct RunRefArgs : autodiff::TrainingFlags {
   std::string model;
-  std::string dataDir;   // input_N.pb files, N counting the graph's inputs (test_data_set_0 form)
+  std::string dataDir;   // a dataset in any form fbl-train reads (ref_dataset.h)
+  std::optional<uint64_t> seed;  // the samples' order, as fbl-train --seed; none: file order
   int steps = 1;
   std::string dumpDir;   // empty: no dump; else OUT/loss.pb and OUT/grads/<initializer>.pb
   std::vector<std::string> trainable;  // empty: what peft trains (autodiff::peftTrainableGlobs)
