@@ -75,4 +75,23 @@ std::vector<InputBound> inputBounds(const ir::Graph& g, ir::ValueId input) {
   return out;
 }
 
+std::vector<planfile::InputCheck> inputChecks(const ir::Graph& g, ir::ValueId v, int32_t tensor) {
+  std::vector<planfile::InputCheck> out;
+  const ir::DType dt = g.values[v].dtype;
+  if (ir::isFloat(dt) || dt == ir::DType::Bool) return out;
+  for (const InputBound& b : inputBounds(g, v)) {
+    planfile::InputCheck c;
+    c.input = tensor;
+    c.kind = b.kind == InputBound::Kind::Index ? "index" : "label";
+    c.lo = b.lo;
+    c.hi = b.hi;
+    c.hasIgnore = b.ignoreIndex.has_value();
+    c.ignoreIndex = b.ignoreIndex.value_or(0);
+    c.node = b.node;
+    c.table = b.table;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 }  // namespace fbl::analysis

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "compiler/ir/graph.h"
+#include "runtime/plan_file.h"
 
 namespace fbl::analysis {
 
@@ -43,5 +44,9 @@ struct InputBound {
 // The bounds of `input` in graph order of their consumers, without duplicates; empty for an
 // input no index or label consumer reaches (or whose consumers have unknown shapes).
 std::vector<InputBound> inputBounds(const ir::Graph& g, ir::ValueId input);
+
+// The runtime's checks of input `v` (plan tensor `tensor`): one per bound, none for float and
+// bool inputs. The plan builder writes them into plans; run-ref checks its datasets with them.
+std::vector<planfile::InputCheck> inputChecks(const ir::Graph& g, ir::ValueId v, int32_t tensor);
 
 }  // namespace fbl::analysis

@@ -306,20 +306,7 @@ class Builder {
 
   // What the runtime checks of integer input `v` before any launch (analysis/input_bounds.h).
   void addInputChecks(ir::ValueId v) {
-    const ir::DType dt = g_.values[v].dtype;
-    if (ir::isFloat(dt) || dt == ir::DType::Bool) return;
-    for (const analysis::InputBound& b : analysis::inputBounds(g_, v)) {
-      planfile::InputCheck c;
-      c.input = plan_.inputs.back();
-      c.kind = b.kind == analysis::InputBound::Kind::Index ? "index" : "label";
-      c.lo = b.lo;
-      c.hi = b.hi;
-      c.hasIgnore = b.ignoreIndex.has_value();
-      c.ignoreIndex = b.ignoreIndex.value_or(0);
-      c.node = b.node;
-      c.table = b.table;
-      plan_.inputChecks.push_back(std::move(c));
-    }
+    for (planfile::InputCheck& c : analysis::inputChecks(g_, v, plan_.inputs.back())) plan_.inputChecks.push_back(std::move(c));
   }
 
   // Pack and unpack launches for every host tensor stored in another layout, through one

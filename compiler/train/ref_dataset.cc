@@ -30,19 +30,7 @@ Result<planfile::Plan> inputsAsPlan(const ir::Graph& g) {
     t.bytes = ir::numElements(x.shape) * static_cast<int64_t>(ir::dtypeSize(x.dtype));
     p.inputs.push_back(static_cast<int32_t>(p.tensors.size()));
     p.tensors.push_back(std::move(t));
-    if (ir::isFloat(x.dtype) || x.dtype == ir::DType::Bool) continue;
-    for (const analysis::InputBound& b : analysis::inputBounds(g, v)) {
-      planfile::InputCheck c;
-      c.input = p.inputs.back();
-      c.kind = b.kind == analysis::InputBound::Kind::Index ? "index" : "label";
-      c.lo = b.lo;
-      c.hi = b.hi;
-      c.hasIgnore = b.ignoreIndex.has_value();
-      c.ignoreIndex = b.ignoreIndex.value_or(0);
-      c.node = b.node;
-      c.table = b.table;
-      p.inputChecks.push_back(std::move(c));
-    }
+    for (planfile::InputCheck& c : analysis::inputChecks(g, v, p.inputs.back())) p.inputChecks.push_back(std::move(c));
   }
   return p;
 }
