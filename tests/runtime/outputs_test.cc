@@ -2,7 +2,9 @@
 // kept, listed in the plan, and after an evaluation step on PoCL hold what the reference executor
 // computes for the same batch, before and after a training step changed the adapters; after a
 // training step they hold that step's forward logits (the cross-entropy's gradient, which
-// otherwise writes over them, leaves kept logits alone).
+// otherwise writes over them, leaves kept logits alone). On corpus exports of every head (causal
+// LMs with tied and untied heads and left padding, a masked LM, a seq2seq, sequence and image
+// classifiers) they are PyTorch's logits.
 #include <cstring>
 
 #include "compiler/driver/compile_command.h"
@@ -95,6 +97,49 @@ TEST_CASE("fblc compile --outputs keeps the logits, and an evaluation step leave
           "[runtime][outputs]") {
   outputsMatchTheReference({"llama-tiny", 1});
   outputsMatchTheReference({"bert-tiny", 2});
+}
+
+TEST_CASE("fblc compile --outputs keeps PyTorch's logits on corpus exports of every head", "[runtime][outputs][hf-corpus]") {
+  const std::pair<const char*, const char*> exports[] = {{"llama_rslora", "opt"}, {"qwen2_left", "opt"}, {"gpt2", "opt"},
+                                                         {"bert_left", "opt"},    {"t5", "opt"},         {"bert_seqcls", "opt"},
+                                                         {"deit", "opt"}};
+  for (const auto& [arch, style] : exports) {
+    INFO(arch << "/" << style);
+    const std::string dir = std::string(FBL_TEST_DATA_DIR) + "/corpus/" + arch;
+    driver::CompileArgs a;
+    a.model = dir + "/" + style + "/model.onnx";
+    a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
+    a.output = tempDir() + "/" + arch + "-logits.fbp";
+    a.weights = tempDir() + "/" + arch + "-logits.safetensors";
+    a.keepOutputs = true;
+    auto c = driver::compileModel(a);
+    INFO((c.ok() ? std::string() : c.error().message));
+    REQUIRE(c.ok());
+    REQUIRE(driver::writeWeights(a, c->plan).ok());
+    const planfile::Plan& p = c->plan;
+    REQUIRE(p.outputs.size() == 1);
+    auto s = openPlan(p, std::string(arch) + "-logits");
+    REQUIRE(s->loadWeights(a.weights) == "");
+    for (size_t i = 0; i < p.inputs.size(); ++i) {
+      auto t = onnx::readTensorProtoFile(dir + "/test_data_set_0/input_" + std::to_string(i) + ".pb");
+      REQUIRE(t.ok());
+      REQUIRE(s->writeTensor(p.tensors[p.inputs[i]].name, t->tensor.raw(), t->tensor.nbytes()) == "");
+    }
+    float loss = 0;
+    REQUIRE(s->evalStep(&loss) == "");
+    std::vector<unsigned char> bytes;
+    REQUIRE(s->readTensor(p.outputs[0], &bytes) == "");
+    auto torch = onnx::readTensorProtoFile(dir + "/logits.pb");
+    REQUIRE(torch.ok());
+    // The plan keeps the value the loss reads, before any reshape: the same elements.
+    REQUIRE(bytes.size() == torch->tensor.nbytes());
+    ir::Tensor mine(ir::DType::F32, torch->tensor.shape());
+    std::memcpy(mine.raw(), bytes.data(), bytes.size());
+    const double err = relativeToMaxAbs(mine, torch->tensor);
+    std::printf("corpus %s/%s: --outputs '%s' %s within %.1e of PyTorch's logits (of max-abs)\n", arch, style,
+                p.tensors[p.outputs[0]].name.c_str(), ir::shapeToString(torch->tensor.shape()).c_str(), err);
+    CHECK(err <= 1e-5);
+  }
 }
 
 TEST_CASE("the cross-entropy's gradient writes over the logits, unless the plan keeps them", "[runtime][outputs]") {

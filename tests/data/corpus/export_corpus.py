@@ -379,7 +379,8 @@ def export(net, xs, names, style, path):
                           external_data=False, optimize=(style == "opt"))
 
 
-def run(arch, out, builders=ARCHS):
+def build(arch, builders=ARCHS):
+    """The peft model of `arch` in train mode and its inputs, from seed 0: the same weights every call."""
     torch.manual_seed(0)
     cls, cfg, targets, keys, xs, styles, notes, *more = builders[arch]()
     peft_args = more[0] if more else {}
@@ -395,6 +396,11 @@ def run(arch, out, builders=ARCHS):
         described = dict(r=8, alpha=16, dropout=0.0, init_lora_weights=False, target_modules=targets, **peft_args)
     m = get_peft_model(base, tuner)
     m.train()
+    return m, cls, cfg, keys, xs, styles, notes, described
+
+
+def run(arch, out, builders=ARCHS):
+    m, cls, cfg, keys, xs, styles, notes, described = build(arch, builders)
     net = WithLoss(m, keys)
     d = os.path.join(out, arch)
     os.makedirs(d, exist_ok=True)
