@@ -204,11 +204,4 @@ const GradRule* findGradRule(std::string_view op) {
   return it == t.end() ? nullptr : &it->second;
 }
 
-std::vector<std::string_view> differentiableOps() {
-  std::vector<std::string_view> ops;
-  for (const auto& [op, rule] : ruleTable()) ops.push_back(op);
-  std::sort(ops.begin(), ops.end());
-  return ops;
-}
-
 }  // namespace fbl::autodiff

@@ -104,7 +104,6 @@ struct GradRule {
 
 // nullptr when the op has no gradient rule.
 const GradRule* findGradRule(std::string_view op);
-std::vector<std::string_view> differentiableOps();
 
 // The per-area rows of the table.
 std::vector<GradRule> mathGradRules();   // grad_rules_math.cc: arithmetic, MatMul, Gemm, Conv

@@ -107,16 +107,6 @@ void Graph::compact() {
       if (o != kNoValue) values[o].producer = i;
 }
 
-void Graph::replaceAllUses(ValueId from, ValueId to) {
-  for (auto& n : nodes)
-    for (auto& v : n.inputs)
-      if (v == from) v = to;
-  for (auto& v : outputs)
-    if (v == from) v = to;
-  for (auto& u : stateUpdates)
-    if (u.updated == from) u.updated = to;
-}
-
 std::vector<bool> Graph::liveValues() const {
   std::vector<bool> live(values.size(), false);
   for (ValueId v : inputs) live[v] = true;

@@ -115,8 +115,6 @@ struct Graph {
   std::vector<std::vector<NodeId>> consumers() const;
   // Drops dead nodes; values keep their ids; producers are renumbered.
   void compact();
-  // Replaces every use of `from` (node inputs and graph outputs) by `to`.
-  void replaceAllUses(ValueId from, ValueId to);
   // Values reachable from live nodes or graph inputs/outputs.
   std::vector<bool> liveValues() const;
   size_t liveNodeCount() const;

@@ -79,19 +79,6 @@ const char* interOrderName(InterOrder o) {
   return o == InterOrder::kColsAlongX ? "cols-along-x" : "rows-along-x";
 }
 
-const char* constraintName(Constraint c) {
-  switch (c) {
-    case Constraint::kNone: return "ok";
-    case Constraint::kC1Isa: return "C1-isa";
-    case Constraint::kC1Wave: return "C1-wave";
-    case Constraint::kC2Cache: return "C2-cache";
-    case Constraint::kC2Align: return "C2-align";
-    case Constraint::kC3Padding: return "C3-padding";
-    case Constraint::kImageLimits: return "image2d-limits";
-  }
-  return "?";
-}
-
 int64_t RTileLayout::tilesR() const { return ceilDiv(extent.rows, tile.tileH); }
 int64_t RTileLayout::tilesC() const { return ceilDiv(extent.cols, tile.tileW); }
 

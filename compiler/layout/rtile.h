@@ -37,7 +37,6 @@ enum class InterOrder {
 const char* interOrderName(InterOrder o);
 
 enum class Constraint { kNone, kC1Isa, kC1Wave, kC2Cache, kC2Align, kC3Padding, kImageLimits };
-const char* constraintName(Constraint c);  // "C1-isa", "C1-wave", "C2-cache", ...
 
 struct CandidateVerdict {
   int64_t tileH = 0, tileW = 0;

@@ -8,10 +8,6 @@
 
 namespace fbl::layout {
 
-const char* reductionDirName(ReductionDir d) {
-  return d == ReductionDir::kAlongRow ? "along-row" : "along-column";
-}
-
 const char* intraMappingName(IntraMapping m) {
   return m == IntraMapping::kRowStrips ? "row-strips" : "blocked";
 }

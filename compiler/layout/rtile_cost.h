@@ -44,7 +44,6 @@ enum class ReductionDir {
   kAlongRow,     // sums over the column index (e.g. Y = X W reads X along rows)
   kAlongColumn,  // sums over the row index (e.g. dW = X^T dY reads X along columns)
 };
-const char* reductionDirName(ReductionDir d);
 
 struct ReductionUse {
   ReductionDir dir = ReductionDir::kAlongRow;

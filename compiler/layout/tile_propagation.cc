@@ -15,15 +15,6 @@ const char* tileCheckName(TileCheck c) {
   return "?";
 }
 
-const char* decisionName(TilePlan::Decision d) {
-  switch (d) {
-    case TilePlan::Decision::Propagate: return "propagate";
-    case TilePlan::Decision::Reconfigure: return "reconfigure";
-    case TilePlan::Decision::Convert: return "convert";
-  }
-  return "?";
-}
-
 namespace {
 
 std::vector<Expr> termsOf(const Expr& e) {

@@ -62,7 +62,6 @@ struct TilePlan {
   TileCheckResult result;  // of that tile; of the preferred one when converting
   std::vector<std::string> log;  // "32x64: boundary-preservation: ...", one per attempt
 };
-const char* decisionName(TilePlan::Decision d);
 
 TilePlan planTilePropagation(const Shape& producer, std::span<const MovementOp> chain, TileConfig preferred,
                              std::span<const TileConfig> alternatives);
