@@ -6,11 +6,11 @@
  *
  * 1. Opens PLAN (written on a desktop by `fblc compile`) and loads WEIGHTS (the safetensors file
  *    `fblc compile` writes beside it).
- * 2. Prints the plan's memory, lists its inputs (fbl_input_info, fbl_input_bounds) and writes
- *    one batch to every one of them in the shape the plan gives: token ids (a fixed sequence in
- *    the values the plan accepts, the one named NAME, default the first, capped at --vocab),
- *    ones for an unbounded integer input (a mask), 0.5 for a float input. An app hands its
- *    tokenizer's output here.
+ * 2. Prints the plan's memory, lists its inputs (fbl_input_info, fbl_input_role,
+ *    fbl_input_bounds) and writes one batch to every one of them in the shape the plan gives:
+ *    token ids (a fixed sequence in the values the plan accepts, the one named NAME, default the
+ *    first, capped at --vocab), ones for an unbounded integer input (a mask), 0.5 for a float
+ *    input. An app hands its tokenizer's output here.
  * 3. Evaluates it (fbl_eval_step: forward only), trains N steps on it, evaluates it again, and
  *    prints the model's outputs where the plan keeps them (fblc compile --outputs).
  * 4. Saves a checkpoint to OUT_DIR/checkpoint.safetensors, loads it back, and exports the LoRA
@@ -117,16 +117,17 @@ static int fail(void) {
  * input named by --input, default the first), ones for other integers (a mask that attends to
  * everything), a small constant for floats (pixels, features). */
 static int writeInput(fbl_session* s, size_t index, const Args* a) {
-  const char *name = NULL, *dtype = NULL;
+  const char *name = NULL, *dtype = NULL, *role = NULL;
   const int64_t* shape = NULL;
   size_t rank = 0;
   int bounded = 0;
   int64_t lo = 0, hi = 0;
   if (fbl_input_info(s, index, &name, &dtype, &shape, &rank) != FBL_OK) return fail();
   if (fbl_input_bounds(s, index, &bounded, &lo, &hi) != FBL_OK) return fail();
+  if (fbl_input_role(s, index, &role) != FBL_OK) return fail();
   size_t count = 1;
   for (size_t d = 0; d < rank; ++d) count *= (size_t)shape[d];
-  fprintf(stderr, "input %s %s[", name, dtype);
+  fprintf(stderr, "input %s (%s) %s[", name, role, dtype);
   for (size_t d = 0; d < rank; ++d) fprintf(stderr, "%s%lld", d ? ", " : "", (long long)shape[d]);
   if (bounded) fprintf(stderr, "] in [%lld, %lld)\n", (long long)lo, (long long)hi);
   else fprintf(stderr, "]\n");

@@ -347,6 +347,17 @@ int fbl_input_bounds(const fbl_session* s, size_t index, int* bounded, int64_t* 
   });
 }
 
+int fbl_input_role(const fbl_session* s, size_t index, const char** role) {
+  return withPlan("fbl_input_role", s, [&](const Call& c, const fbl::planfile::Plan& p) {
+    if (index >= p.inputs.size()) return c.fail(indexOutside(index, p.inputs.size(), "inputs"));
+    bool indices = false, labels = false;
+    for (const fbl::planfile::InputCheck& check : p.inputChecks)
+      if (check.input == p.inputs[index]) (check.kind == "label" ? labels : indices) = true;
+    if (role) *role = indices && labels ? "tokens+labels" : indices ? "tokens" : labels ? "labels" : "values";
+    return FBL_OK;
+  });
+}
+
 int fbl_plan_memory(const fbl_session* s, int64_t* peak_bytes, int64_t* largest_allocation_bytes, int64_t* allocations) {
   return withPlan("fbl_plan_memory", s, [&](const Call&, const fbl::planfile::Plan& p) {
     int64_t largest = p.poolSize(0);

@@ -149,6 +149,7 @@ TEST_CASE("C API: a NULL session is refused by every function that takes one", "
       {"fbl_tensor_info", [] { return fbl_tensor_info(nullptr, "x", nullptr, nullptr, nullptr); }},
       {"fbl_loss_name", [] { const char* n = nullptr; return fbl_loss_name(nullptr, &n); }},
       {"fbl_input_bounds", [] { return fbl_input_bounds(nullptr, 0, nullptr, nullptr, nullptr); }},
+      {"fbl_input_role", [] { const char* r = nullptr; return fbl_input_role(nullptr, 0, &r); }},
       {"fbl_plan_memory", [] { return fbl_plan_memory(nullptr, nullptr, nullptr, nullptr); }},
       {"fbl_output_count", [] { size_t n = 0; return fbl_output_count(nullptr, &n); }},
       {"fbl_output_name", [] { const char* n = nullptr; return fbl_output_name(nullptr, 0, &n); }},
@@ -208,6 +209,13 @@ TEST_CASE("C API: a session describes its plan's inputs, trainables and loss", "
     if (any) CHECK(lo < hi);
   }
   refused(fbl_input_bounds(s, inputs, nullptr, nullptr, nullptr), "fbl_input_bounds", "outside the plan's");
+  // llama-tiny's one input: ids into the embedding that the loss also reads, shifted, as labels.
+  const char* role = nullptr;
+  REQUIRE(inputs == 1);
+  REQUIRE(fbl_input_role(s, 0, &role) == FBL_OK);
+  CHECK(std::string(role) == "tokens+labels");
+  CHECK(fbl_input_role(s, 0, nullptr) == FBL_OK);
+  refused(fbl_input_role(s, inputs, &role), "fbl_input_role", "outside the plan's");
   int64_t peak = 0, largest = 0, allocations = 0;
   REQUIRE(fbl_plan_memory(s, &peak, &largest, &allocations) == FBL_OK);
   CHECK(peak == plan().arenaBytes + plan().imageBytes());

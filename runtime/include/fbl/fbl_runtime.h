@@ -111,6 +111,10 @@ int fbl_input_info(const fbl_session* s, size_t index, const char** name, const 
  * label may also be the loss's ignore_index, which this does not give), 0 when the plan checks
  * no bounds (a mask, a float input: then only NaN and infinity are refused). */
 int fbl_input_bounds(const fbl_session* s, size_t index, int* bounded, int64_t* lo, int64_t* hi);
+/* What input `index` is to the model, from how the plan reads it: "tokens" (ids into an
+ * embedding or another table), "labels" (a loss's targets), "tokens+labels" (both: a causal LM
+ * whose input ids are also its labels) or "values" (anything else: a mask, pixels, features). */
+int fbl_input_role(const fbl_session* s, size_t index, const char** role);
 /* What the plan allocates on the device: *peak_bytes every pool and image together (the
  * session holds them all from fbl_open to fbl_close), *largest_allocation_bytes the largest one
  * (what CL_DEVICE_MAX_MEM_ALLOC_SIZE must admit), *allocations their count. */
