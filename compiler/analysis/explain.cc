@@ -332,8 +332,12 @@ int runExplain(const ExplainArgs& args) {
     }
     limits = hw->memory;
     judgedBy = hw->name;
+    r->peakGflops = hw->peakGflops.value_or(0.0);
+    r->bandwidthGBs = hw->bandwidthGBs.value_or(0.0);
   }
-  r->memory = memorySummaryLine(memoryReport(plan, limits), judgedBy);
+  const MemoryReport memory = memoryReport(plan, limits);
+  r->memory = memorySummaryLine(memory, judgedBy);
+  r->memoryFits = memory.fitsMaxAlloc.value_or(true) && memory.fitsGlobal.value_or(true) && memory.fitsBudget.value_or(true);
   fmt::print("{}", formatExplain(*r));
   if (!args.html.empty()) {
     std::ofstream out(args.html, std::ios::binary | std::ios::trunc);

@@ -57,6 +57,9 @@ struct ExplainReport {
   nlohmann::json chains;      // FTD-D chains and their chosen tiles
   std::vector<std::string> notes;
   std::string memory;  // analysis::memorySummaryLine: the peak, the largest allocation, whether they fit
+  bool memoryFits = true;  // the plan within the profile's limits (or none known)
+  // From --profile: the roofline that models each launch's time on the page (0: not given).
+  double peakGflops = 0, bandwidthGBs = 0;
   std::vector<ExplainTensor> tensors;
   std::vector<ExplainNode> nodes;  // graph order (topological)
   std::vector<ExplainLaunch> launches;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `fblc explain` end to end: compile llama-tiny, print the explanation, write the HTML page and
 # render it in headless Chromium. The page's script must have run (it writes
-# <div id="fbl-rendered" data-nodes="N"> and one SVG rect per node, N as the text output says)
-# and its screenshot must not be blank. Bad plans give one line naming the file and exit 1.
+# <div id="fbl-rendered" data-nodes="N"> and one SVG rect and label per node, N as the text
+# output says, and the at-a-glance cards) and its screenshot must not be blank. Bad plans give one line naming the file and exit 1.
 # Chromium is required, not optional: scripts/dev.sh installs chromium-headless-shell.
 # Args: BUILD_DIR SOURCE_DIR.
 set -euo pipefail
@@ -39,6 +39,13 @@ grep -q "id=\"fbl-rendered\" data-nodes=\"$nodes\"" "$work/dom.html" ||
   fail "the page's script did not finish (no fbl-rendered marker with $nodes nodes)"
 rects=$(grep -o '<rect ' "$work/dom.html" | wc -l)
 [ "$rects" -eq "$nodes" ] || fail "the page drew $rects nodes, expected $nodes"
+# At a glance: the memory verdict, the phases and the costliest launches; every box labelled.
+grep -Eq 'class="(ok|bad)">(fits|does not fit)</span>' "$work/dom.html" || fail "no memory verdict at the top"
+grep -q '<td>backward</td>' "$work/dom.html" || fail "no per-phase summary"
+grep -q 'Costliest launches</h3><table>' "$work/dom.html" || fail "no costliest launches"
+labels=$(grep -o '<text ' "$work/dom.html" | wc -l)
+[ "$labels" -ge "$nodes" ] || fail "the page labelled $labels of $nodes nodes"
+[ "$(grep -o 'class="filter"' "$work/dom.html" | wc -l)" -eq 3 ] || fail "the three tables have no search boxes"
 launches=$(sed -n 's/^launches (\([0-9]*\)).*/\1/p' "$work/explain.txt")
 rows=$(grep -o '<tr>' "$work/dom.html" | wc -l)
 [ "$rows" -gt "$launches" ] || fail "the tables have $rows rows, fewer than the $launches launches"
