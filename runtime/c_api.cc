@@ -347,6 +347,18 @@ int fbl_input_bounds(const fbl_session* s, size_t index, int* bounded, int64_t* 
   });
 }
 
+int fbl_input_ignore_index(const fbl_session* s, size_t index, int* has, int64_t* value) {
+  return withPlan("fbl_input_ignore_index", s, [&](const Call& c, const fbl::planfile::Plan& p) {
+    if (index >= p.inputs.size()) return c.fail(indexOutside(index, p.inputs.size(), "inputs"));
+    const fbl::planfile::InputCheck* found = nullptr;
+    for (const fbl::planfile::InputCheck& check : p.inputChecks)
+      if (check.input == p.inputs[index] && check.kind == "label" && check.hasIgnore) found = &check;
+    if (has) *has = found ? 1 : 0;
+    if (value) *value = found ? found->ignoreIndex : 0;
+    return FBL_OK;
+  });
+}
+
 int fbl_input_role(const fbl_session* s, size_t index, const char** role) {
   return withPlan("fbl_input_role", s, [&](const Call& c, const fbl::planfile::Plan& p) {
     if (index >= p.inputs.size()) return c.fail(indexOutside(index, p.inputs.size(), "inputs"));

@@ -150,6 +150,7 @@ TEST_CASE("C API: a NULL session is refused by every function that takes one", "
       {"fbl_loss_name", [] { const char* n = nullptr; return fbl_loss_name(nullptr, &n); }},
       {"fbl_input_bounds", [] { return fbl_input_bounds(nullptr, 0, nullptr, nullptr, nullptr); }},
       {"fbl_input_role", [] { const char* r = nullptr; return fbl_input_role(nullptr, 0, &r); }},
+      {"fbl_input_ignore_index", [] { return fbl_input_ignore_index(nullptr, 0, nullptr, nullptr); }},
       {"fbl_plan_memory", [] { return fbl_plan_memory(nullptr, nullptr, nullptr, nullptr); }},
       {"fbl_output_count", [] { size_t n = 0; return fbl_output_count(nullptr, &n); }},
       {"fbl_output_name", [] { const char* n = nullptr; return fbl_output_name(nullptr, 0, &n); }},
@@ -216,6 +217,14 @@ TEST_CASE("C API: a session describes its plan's inputs, trainables and loss", "
   CHECK(std::string(role) == "tokens+labels");
   CHECK(fbl_input_role(s, 0, nullptr) == FBL_OK);
   refused(fbl_input_role(s, inputs, &role), "fbl_input_role", "outside the plan's");
+  // Its loss ignores -100, PyTorch's default, where labels are padding.
+  int has = -1;
+  int64_t ignore = 0;
+  REQUIRE(fbl_input_ignore_index(s, 0, &has, &ignore) == FBL_OK);
+  CHECK(has == 1);
+  CHECK(ignore == -100);
+  CHECK(fbl_input_ignore_index(s, 0, nullptr, nullptr) == FBL_OK);
+  refused(fbl_input_ignore_index(s, inputs, &has, &ignore), "fbl_input_ignore_index", "outside the plan's");
   int64_t peak = 0, largest = 0, allocations = 0;
   REQUIRE(fbl_plan_memory(s, &peak, &largest, &allocations) == FBL_OK);
   CHECK(peak == plan().arenaBytes + plan().imageBytes());

@@ -108,9 +108,13 @@ int fbl_input_info(const fbl_session* s, size_t index, const char** name, const 
                    size_t* rank);
 /* The values input `index` accepts, as the plan checks them (docs/runtime.md, "Inputs"): *bounded
  * is 1 when every element must lie in [*lo, *hi) (a Gather's table rows, a loss's classes; a
- * label may also be the loss's ignore_index, which this does not give), 0 when the plan checks
+ * label may also be the loss's ignore_index, fbl_input_ignore_index), 0 when the plan checks
  * no bounds (a mask, a float input: then only NaN and infinity are refused). */
 int fbl_input_bounds(const fbl_session* s, size_t index, int* bounded, int64_t* lo, int64_t* hi);
+/* The value a label input may hold outside its bounds, for positions the loss ignores (padding:
+ * -100 in PyTorch's losses): *has is 1 and *value that value when the plan's loss accepts one
+ * for input `index`, else *has is 0. */
+int fbl_input_ignore_index(const fbl_session* s, size_t index, int* has, int64_t* value);
 /* What input `index` is to the model, from how the plan reads it: "tokens" (ids into an
  * embedding or another table), "labels" (a loss's targets), "tokens+labels" (both: a causal LM
  * whose input ids are also its labels) or "values" (anything else: a mask, pixels, features). */
