@@ -362,7 +362,8 @@ std::string setUpData(const Args& a, const fbl::rt::Session& s, Data* d) {
   d->fromFile = !a.data.empty();
   if (!d->fromFile) {
     d->synthetic = fbl::rt::syntheticInputs(plan);
-    fmt::print(stderr, "data: synthetic inputs (seed {})\n", a.seed.value_or(0));
+    // --steps 0 trains nothing (an evaluation or export of a checkpoint): no data to announce.
+    if (a.steps != 0) fmt::print(stderr, "data: synthetic inputs (seed {})\n", a.seed.value_or(0));
   } else {
     if (auto e = fbl::train::loadDataset(a.data, plan, &d->train); !e.empty()) return e;
     const int64_t n = d->train.size();
