@@ -167,13 +167,14 @@ static int run(const Args* a) {
 
   /* What the plan reads: an app that did not compile it learns names, dtypes, shapes and the
    * values each input accepts here. */
-  int64_t peak = 0, largest = 0, allocations = 0;
-  if (fbl_plan_memory(s, &peak, &largest, &allocations) != FBL_OK) {
+  int64_t peak = 0, largest = 0, allocations = 0, device = 0, deviceLargest = 0;
+  if (fbl_plan_memory(s, &peak, &largest, &allocations) != FBL_OK ||
+      fbl_device_memory(s, &device, &deviceLargest) != FBL_OK) {
     fail();
     goto done;
   }
-  fprintf(stderr, "plan memory: %.1f MB in %lld allocations, the largest %.1f MB\n", (double)peak / 1e6,
-          (long long)allocations, (double)largest / 1e6);
+  fprintf(stderr, "plan memory: %.1f MB in %lld allocations, the largest %.1f MB (the device: %.1f MB, at most %.1f MB at once)\n",
+          (double)peak / 1e6, (long long)allocations, (double)largest / 1e6, (double)device / 1e6, (double)deviceLargest / 1e6);
   size_t inputs = 0;
   if (fbl_input_count(s, &inputs) != FBL_OK) {
     fail();

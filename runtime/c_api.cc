@@ -381,6 +381,16 @@ int fbl_plan_memory(const fbl_session* s, int64_t* peak_bytes, int64_t* largest_
   });
 }
 
+int fbl_device_memory(const fbl_session* s, int64_t* global_bytes, int64_t* max_alloc_bytes) {
+  return api("fbl_device_memory", [&](const Call& c) {
+    if (!s) return c.null("s");
+    const fbl::rt::DeviceLimits& l = s->s->deviceLimits();
+    if (global_bytes) *global_bytes = static_cast<int64_t>(l.globalBytes);
+    if (max_alloc_bytes) *max_alloc_bytes = static_cast<int64_t>(l.maxAllocBytes);
+    return FBL_OK;
+  });
+}
+
 int fbl_trainable_count(const fbl_session* s, size_t* count) {
   return withPlan("fbl_trainable_count", s,
                   [&](const Call& c, const fbl::planfile::Plan& p) { return countInto(c, p.trainables.size(), count); });

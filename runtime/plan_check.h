@@ -26,6 +26,8 @@ struct DeviceLimits {
   std::array<uint64_t, 3> maxItemSizes{1, 1, 1};  // CL_DEVICE_MAX_WORK_ITEM_SIZES
   uint64_t maxGroupSize = 1;                    // CL_DEVICE_MAX_WORK_GROUP_SIZE
   uint32_t addressBits = 32;                    // CL_DEVICE_ADDRESS_BITS
+  uint64_t maxAllocBytes = 0;                   // CL_DEVICE_MAX_MEM_ALLOC_SIZE
+  uint64_t globalBytes = 0;                     // CL_DEVICE_GLOBAL_MEM_SIZE
 };
 
 // Every check that needs no device. "" or one line naming the launch or tensor and the field.

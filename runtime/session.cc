@@ -74,6 +74,12 @@ DeviceLimits limitsOf(cl_device_id d) {
   cl_uint bits = 32;
   clGetDeviceInfo(d, CL_DEVICE_ADDRESS_BITS, sizeof bits, &bits, nullptr);
   l.addressBits = bits;
+  cl_ulong bytes = 0;
+  clGetDeviceInfo(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof bytes, &bytes, nullptr);
+  l.maxAllocBytes = bytes;
+  bytes = 0;
+  clGetDeviceInfo(d, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof bytes, &bytes, nullptr);
+  l.globalBytes = bytes;
   return l;
 }
 
@@ -340,8 +346,7 @@ struct Session::Impl {
     profiling = opts.profileLaunches;
     queue = clCreateCommandQueue(ctx, dev.id, profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &st);
     if (st != CL_SUCCESS) return clErr("clCreateCommandQueue", st);
-    cl_ulong maxAlloc = 0;
-    clGetDeviceInfo(dev.id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof maxAlloc, &maxAlloc, nullptr);
+    const cl_ulong maxAlloc = limits.maxAllocBytes;
     // 3. memory
     if (static_cast<cl_ulong>(plan.poolSize(0)) > maxAlloc)
       return where() + ": its pools of " + std::to_string(plan.poolSize(0)) + " bytes exceed the device's largest allocation (" +

@@ -152,6 +152,7 @@ TEST_CASE("C API: a NULL session is refused by every function that takes one", "
       {"fbl_input_role", [] { const char* r = nullptr; return fbl_input_role(nullptr, 0, &r); }},
       {"fbl_input_ignore_index", [] { return fbl_input_ignore_index(nullptr, 0, nullptr, nullptr); }},
       {"fbl_plan_memory", [] { return fbl_plan_memory(nullptr, nullptr, nullptr, nullptr); }},
+      {"fbl_device_memory", [] { return fbl_device_memory(nullptr, nullptr, nullptr); }},
       {"fbl_output_count", [] { size_t n = 0; return fbl_output_count(nullptr, &n); }},
       {"fbl_output_name", [] { const char* n = nullptr; return fbl_output_name(nullptr, 0, &n); }},
   };
@@ -230,6 +231,13 @@ TEST_CASE("C API: a session describes its plan's inputs, trainables and loss", "
   CHECK(peak == plan().arenaBytes + plan().imageBytes());
   CHECK(largest >= plan().poolSize(0));
   CHECK(largest <= peak);
+  // The device holds the plan: its largest allocation admits the pools, its memory the peak.
+  int64_t global = 0, maxAlloc = 0;
+  REQUIRE(fbl_device_memory(s, &global, &maxAlloc) == FBL_OK);
+  CHECK(maxAlloc >= plan().poolSize(0));
+  CHECK(global >= peak);
+  CHECK(maxAlloc <= global);
+  CHECK(fbl_device_memory(s, nullptr, nullptr) == FBL_OK);
   CHECK(allocations == plan().poolCount() + static_cast<int64_t>(plan().imageSlots.size()));
   refused(fbl_input_info(s, inputs, nullptr, nullptr, nullptr, nullptr), "fbl_input_info",
           "index is " + std::to_string(inputs) + ", outside the plan's " + std::to_string(inputs) + " inputs");

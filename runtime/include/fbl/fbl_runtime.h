@@ -123,6 +123,10 @@ int fbl_input_role(const fbl_session* s, size_t index, const char** role);
  * session holds them all from fbl_open to fbl_close), *largest_allocation_bytes the largest one
  * (what CL_DEVICE_MAX_MEM_ALLOC_SIZE must admit), *allocations their count. */
 int fbl_plan_memory(const fbl_session* s, int64_t* peak_bytes, int64_t* largest_allocation_bytes, int64_t* allocations);
+/* The limits of the device the session runs on, as its driver reports them: *global_bytes its
+ * memory (CL_DEVICE_GLOBAL_MEM_SIZE) and *max_alloc_bytes its largest single allocation
+ * (CL_DEVICE_MAX_MEM_ALLOC_SIZE), against which fbl_plan_memory's figures can be shown. */
+int fbl_device_memory(const fbl_session* s, int64_t* global_bytes, int64_t* max_alloc_bytes);
 /* The trainable parameters (what checkpoints save and fbl_read_tensor reads after a step), in
  * the plan's order: their count, and each one's name. */
 int fbl_trainable_count(const fbl_session* s, size_t* count);
