@@ -1,4 +1,3 @@
-#include <chrono>
 
 #include "tests/ref/ref_test_util.h"
 
@@ -65,15 +64,20 @@ TEST_CASE("MatMul matches a triple loop, with batch broadcasting and 1-D operand
   CHECK(r.error().message.find("MatMul_0") != std::string::npos);
 }
 
-TEST_CASE("MatMul is fast enough for training-size products", "[ref]") {
+// A training-size product (the blocked loop, not a toy's): sampled entries against a dot product
+// in double. Its speed is the benchmarks' to measure.
+TEST_CASE("MatMul of a training-size product matches a double-precision dot product", "[ref]") {
   std::mt19937 rng(32);
   Tensor a = randomF32({256, 512}, rng), b = randomF32({512, 512}, rng);
-  auto t0 = std::chrono::steady_clock::now();
   Tensor y = mustRun("MatMul", {&a, &b})[0];
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  // 67 M multiply-adds; a naive j-strided loop takes several times longer.
-  CHECK(ms < 1500);
-  CHECK(y.shape() == Shape{256, 512});
+  REQUIRE(y.shape() == Shape{256, 512});
+  std::uniform_int_distribution<int64_t> row(0, 255), col(0, 511);
+  for (int k = 0; k < 64; ++k) {
+    const int64_t i = row(rng), j = col(rng);
+    double acc = 0;
+    for (int64_t p = 0; p < 512; ++p) acc += a.at(i * 512 + p) * b.at(p * 512 + j);
+    REQUIRE(y.at(i * 512 + j) == Approx(acc).epsilon(1e-5).margin(1e-5));
+  }
 }
 
 TEST_CASE("Gemm: transA/transB, alpha, beta and broadcast C", "[ref]") {
