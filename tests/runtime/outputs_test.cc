@@ -21,19 +21,27 @@ struct Model {
   int inputs;
 };
 
-void outputsMatchTheReference(const Model& m) {
-  driver::CompileArgs a;
-  a.model = std::string(FBL_TEST_DATA_DIR) + "/" + m.name + "/model.onnx";
-  a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
-  a.output = tempDir() + "/" + m.name + "-outputs.fbp";
-  a.weights = tempDir() + "/" + m.name + "-outputs.safetensors";
-  a.keepOutputs = true;
-  auto c = driver::compileModel(a);
+// MODEL compiled for PoCL with --outputs into tempDir()/NAME.fbp, its weights beside it; the plan
+// keeps one output.
+driver::Compiled compiledWithOutputs(const std::string& model, const std::string& name, driver::CompileArgs* a) {
+  a->model = model;
+  a->profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
+  a->output = tempDir() + "/" + name + ".fbp";
+  a->weights = tempDir() + "/" + name + ".safetensors";
+  a->keepOutputs = true;
+  auto c = driver::compileModel(*a);
   INFO((c.ok() ? std::string() : c.error().message));
   REQUIRE(c.ok());
-  REQUIRE(driver::writeWeights(a, c->plan).ok());
-  const planfile::Plan& p = c->plan;
-  REQUIRE(p.outputs.size() == 1);
+  REQUIRE(driver::writeWeights(*a, c->plan).ok());
+  REQUIRE(c->plan.outputs.size() == 1);
+  return std::move(*c);
+}
+
+void outputsMatchTheReference(const Model& m) {
+  driver::CompileArgs a;
+  const driver::Compiled c =
+      compiledWithOutputs(std::string(FBL_TEST_DATA_DIR) + "/" + m.name + "/model.onnx", m.name + "-outputs", &a);
+  const planfile::Plan& p = c.plan;
   const planfile::Tensor& out = p.tensors[p.outputs[0]];
   CHECK(out.layout == "row_major");
   CHECK_FALSE(out.image());
@@ -107,17 +115,8 @@ TEST_CASE("fblc compile --outputs keeps PyTorch's logits on corpus exports of ev
     INFO(arch << "/" << style);
     const std::string dir = std::string(FBL_TEST_DATA_DIR) + "/corpus/" + arch;
     driver::CompileArgs a;
-    a.model = dir + "/" + style + "/model.onnx";
-    a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
-    a.output = tempDir() + "/" + arch + "-logits.fbp";
-    a.weights = tempDir() + "/" + arch + "-logits.safetensors";
-    a.keepOutputs = true;
-    auto c = driver::compileModel(a);
-    INFO((c.ok() ? std::string() : c.error().message));
-    REQUIRE(c.ok());
-    REQUIRE(driver::writeWeights(a, c->plan).ok());
-    const planfile::Plan& p = c->plan;
-    REQUIRE(p.outputs.size() == 1);
+    const driver::Compiled c = compiledWithOutputs(dir + "/" + style + "/model.onnx", std::string(arch) + "-logits", &a);
+    const planfile::Plan& p = c.plan;
     auto s = openPlan(p, std::string(arch) + "-logits");
     REQUIRE(s->loadWeights(a.weights) == "");
     for (size_t i = 0; i < p.inputs.size(); ++i) {
