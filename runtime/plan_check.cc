@@ -247,10 +247,10 @@ std::string checkTensors(const Plan& p) {
     }
     if (packed) {
       // A chunk is transferRows whole rows of the tensor viewed as a matrix of its last dimension.
-      const int64_t cols = t.shape.empty() ? 1 : t.shape.back(), rows = planfile::transferRows(t.shape);
+      const int64_t rows = planfile::transferRows(t.shape);
       if (t.transferRows < 1 || t.transferRows > std::max<int64_t>(1, rows))
         return who + ": transfer_rows " + num(t.transferRows) + " is outside [1, " + num(rows) + "]";
-      const int64_t chunkBytes = t.transferRows * cols * planfile::elementSize(t.dtype);
+      const int64_t chunkBytes = t.transferRows * planfile::transferRowBytes(t.shape, t.dtype);
       if (p.tensors[p.staging].bytes < chunkBytes)
         return who + ": the staging tensor's " + num(p.tensors[p.staging].bytes) + " bytes cannot hold its chunk of " + num(chunkBytes);
     }

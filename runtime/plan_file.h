@@ -111,6 +111,10 @@ inline int64_t transferRows(const std::vector<int64_t>& shape) {
   for (size_t d = 0; d + 1 < shape.size(); ++d) rows *= shape[d];
   return rows;
 }
+// The row-major bytes of one such row: a chunk of Tensor::transferRows rows is that many times it.
+inline int64_t transferRowBytes(const std::vector<int64_t>& shape, const std::string& dtype) {
+  return (shape.empty() ? 1 : shape.back()) * elementSize(dtype);
+}
 
 struct Launch {
   std::string phase;               // "forward", "backward", "optimizer"

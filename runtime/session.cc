@@ -200,7 +200,8 @@ struct Session::Impl {
   template <typename Move>
   std::string forEachChunk(const planfile::Tensor& pt, size_t bytes, Move move) {
     const auto rows = static_cast<size_t>(planfile::transferRows(pt.shape));
-    const size_t rowBytes = bytes / rows, chunk = static_cast<size_t>(pt.transferRows);
+    const auto rowBytes = static_cast<size_t>(planfile::transferRowBytes(pt.shape, pt.dtype));
+    const auto chunk = static_cast<size_t>(pt.transferRows);
     for (size_t first = 0; first < rows; first += chunk) {
       const auto firstRow = static_cast<cl_long>(first);
       cl_int st = clEnqueueWriteBuffer(queue, poolOf(plan.transferFirstRow), CL_TRUE, offsetOf(plan.transferFirstRow),

@@ -120,16 +120,11 @@ Result<NodeCode> emitLayoutCopy(const ir::Graph& g, const OperandLayout& src, ir
   return code;
 }
 
-int64_t transferRows(const ir::Shape& shape) {
-  int64_t rows = 1;
-  for (size_t d = 0; d + 1 < shape.size(); ++d) rows *= shape[d];
-  return rows;
-}
-
 Result<LaunchSpec> emitTransfer(const std::string& tensor, const layout::Layout& stored, ir::DType dtype, bool unpack,
                                 int64_t chunkRows, const Target& target) {
   const ir::Shape& shape = stored.shape();
-  const int64_t rows = transferRows(shape), cols = shape.empty() ? 1 : shape.back();
+  // A matrix of the last dimension's columns: the other dimensions fold into its rows.
+  const int64_t cols = shape.empty() ? 1 : shape.back(), rows = ir::numElements(shape) / std::max<int64_t>(1, cols);
   if (chunkRows < 1 || chunkRows > std::max<int64_t>(1, rows))
     return makeError("transfer of {}: {} rows per chunk for {} rows", tensor, chunkRows, rows);
   const std::vector<ArgRef> args = {val(0), val(1), val(2)};

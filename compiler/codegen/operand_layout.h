@@ -96,12 +96,9 @@ Result<NodeCode> emitNode(const ir::Graph& g, const ir::Node& n, const Target& t
 Result<NodeCode> emitLayoutCopy(const ir::Graph& g, const OperandLayout& src, ir::DType dtype,
                                 const layout::Layout& dst, const Target& target);
 
-// The rows of a tensor as transfers see it: a matrix of its last dimension's columns, the others
-// folded into rows (1 for a scalar).
-int64_t transferRows(const ir::Shape& shape);
-
 // The runtime's transfer of a tensor stored as `stored` (plan Tensor::pack / unpack), `chunkRows`
-// rows of transferRows at a time: pack copies a chunk's row-major bytes from a staging buffer into
+// rows at a time (the tensor a matrix of its last dimension's columns, the others folded into
+// rows, as planfile::transferRows counts them): pack copies a chunk's row-major bytes from a staging buffer into
 // the layout, unpack copies them back out. Args: val(0) is the staging buffer, val(1) the tensor
 // (pack) or the other way round (unpack), val(2) an i64 holding the chunk's first row, which the
 // runtime writes before each launch; the plan builder binds them. Images are written whole texels

@@ -320,8 +320,8 @@ class Builder {
     int64_t staging = 0;
     for (const auto& [t, l] : packed_) {
       planfile::Tensor& pt = plan_.tensors[t];
-      const int64_t rows = codegen::transferRows(pt.shape);
-      const int64_t rowBytes = planfile::logicalBytes(pt) / std::max<int64_t>(1, rows);
+      const int64_t rows = planfile::transferRows(pt.shape);
+      const int64_t rowBytes = planfile::transferRowBytes(pt.shape, pt.dtype);
       // Whole blocks of 4 rows (an image work-item's) unless the tensor fits at once.
       int64_t chunk = budget / std::max<int64_t>(1, rowBytes);
       if (chunk < rows) chunk = std::max<int64_t>(4, chunk / 4 * 4);

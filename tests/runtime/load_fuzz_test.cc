@@ -208,7 +208,7 @@ std::string outOfBounds(const planfile::Plan& base, const planfile::Plan& m) {
   if (m.step >= 0 && !inside(m.tensors[m.step].offset, 8)) return "the step lies outside the arena";
   for (const auto& t : m.tensors) {
     if (t.pack >= 0 || t.unpack >= 0) {
-      const int64_t chunk = t.transferRows * (t.shape.empty() ? 1 : t.shape.back()) * planfile::elementSize(t.dtype);
+      const int64_t chunk = t.transferRows * planfile::transferRowBytes(t.shape, t.dtype);
       if (!inside(m.tensors[m.staging].offset, chunk) || m.tensors[m.staging].bytes < chunk)
         return "the staging tensor cannot hold a chunk of '" + t.name + "'";
       if (!inside(m.tensors[m.transferFirstRow].offset, 8)) return "the transfer's first row lies outside the arena";
