@@ -184,12 +184,32 @@ int nameAt(const Call& c, const fbl::planfile::Plan& p, size_t index, size_t siz
   return FBL_OK;
 }
 
-// The plan of session `s` to body(call, plan): no hold, since nothing changes a plan after fbl_open.
+// Session `s` to body(call, session) for what fbl_open fixed (its plan, its device): no hold,
+// since nothing changes them after it.
 template <class Body>
-int withPlan(const char* fn, const fbl_session* s, Body&& body) noexcept {
+int withSession(const char* fn, const fbl_session* s, Body&& body) noexcept {
   return api(fn, [&](const Call& c) {
     if (!s) return c.null("s");
-    return body(c, s->s->plan());
+    return body(c, *s->s);
+  });
+}
+
+// The plan of session `s` to body(call, plan).
+template <class Body>
+int withPlan(const char* fn, const fbl_session* s, Body&& body) noexcept {
+  return withSession(fn, s, [&](const Call& c, const fbl::rt::Session& session) { return body(c, session.plan()); });
+}
+
+// Input `index` of the plan of session `s` to body(call, plan, checks): its plan tensor's checks
+// (Plan::inputChecks), in the plan's order; an index past the inputs is refused.
+template <class Body>
+int withInput(const char* fn, const fbl_session* s, size_t index, Body&& body) noexcept {
+  return withPlan(fn, s, [&](const Call& c, const fbl::planfile::Plan& p) {
+    if (index >= p.inputs.size()) return c.fail(indexOutside(index, p.inputs.size(), "inputs"));
+    std::vector<const fbl::planfile::InputCheck*> checks;
+    for (const fbl::planfile::InputCheck& check : p.inputChecks)
+      if (check.input == p.inputs[index]) checks.push_back(&check);
+    return body(c, p, checks);
   });
 }
 
@@ -320,8 +340,7 @@ int fbl_input_count(const fbl_session* s, size_t* count) {
 
 int fbl_input_info(const fbl_session* s, size_t index, const char** name, const char** dtype, const int64_t** shape,
                    size_t* rank) {
-  return withPlan("fbl_input_info", s, [&](const Call& c, const fbl::planfile::Plan& p) {
-    if (index >= p.inputs.size()) return c.fail(indexOutside(index, p.inputs.size(), "inputs"));
+  return withInput("fbl_input_info", s, index, [&](const Call&, const fbl::planfile::Plan& p, const auto&) {
     const fbl::planfile::Tensor& t = p.tensors[p.inputs[index]];
     if (name) *name = t.name.c_str();
     describe(t, dtype, shape, rank);
@@ -330,17 +349,13 @@ int fbl_input_info(const fbl_session* s, size_t index, const char** name, const 
 }
 
 int fbl_input_bounds(const fbl_session* s, size_t index, int* bounded, int64_t* lo, int64_t* hi) {
-  return withPlan("fbl_input_bounds", s, [&](const Call& c, const fbl::planfile::Plan& p) {
-    if (index >= p.inputs.size()) return c.fail(indexOutside(index, p.inputs.size(), "inputs"));
-    bool any = false;
+  return withInput("fbl_input_bounds", s, index, [&](const Call&, const fbl::planfile::Plan&, const auto& checks) {
     int64_t from = 0, to = 0;
-    for (const fbl::planfile::InputCheck& check : p.inputChecks) {
-      if (check.input != p.inputs[index]) continue;
-      from = any ? std::max(from, check.lo) : check.lo;
-      to = any ? std::min(to, check.hi) : check.hi;
-      any = true;
+    for (size_t k = 0; k < checks.size(); ++k) {
+      from = k ? std::max(from, checks[k]->lo) : checks[k]->lo;
+      to = k ? std::min(to, checks[k]->hi) : checks[k]->hi;
     }
-    if (bounded) *bounded = any ? 1 : 0;
+    if (bounded) *bounded = checks.empty() ? 0 : 1;
     if (lo) *lo = from;
     if (hi) *hi = to;
     return FBL_OK;
@@ -348,11 +363,10 @@ int fbl_input_bounds(const fbl_session* s, size_t index, int* bounded, int64_t* 
 }
 
 int fbl_input_ignore_index(const fbl_session* s, size_t index, int* has, int64_t* value) {
-  return withPlan("fbl_input_ignore_index", s, [&](const Call& c, const fbl::planfile::Plan& p) {
-    if (index >= p.inputs.size()) return c.fail(indexOutside(index, p.inputs.size(), "inputs"));
+  return withInput("fbl_input_ignore_index", s, index, [&](const Call&, const fbl::planfile::Plan&, const auto& checks) {
     const fbl::planfile::InputCheck* found = nullptr;
-    for (const fbl::planfile::InputCheck& check : p.inputChecks)
-      if (check.input == p.inputs[index] && check.kind == "label" && check.hasIgnore) found = &check;
+    for (const fbl::planfile::InputCheck* check : checks)
+      if (check->kind == "label" && check->hasIgnore) found = check;
     if (has) *has = found ? 1 : 0;
     if (value) *value = found ? found->ignoreIndex : 0;
     return FBL_OK;
@@ -360,11 +374,9 @@ int fbl_input_ignore_index(const fbl_session* s, size_t index, int* has, int64_t
 }
 
 int fbl_input_role(const fbl_session* s, size_t index, const char** role) {
-  return withPlan("fbl_input_role", s, [&](const Call& c, const fbl::planfile::Plan& p) {
-    if (index >= p.inputs.size()) return c.fail(indexOutside(index, p.inputs.size(), "inputs"));
+  return withInput("fbl_input_role", s, index, [&](const Call&, const fbl::planfile::Plan&, const auto& checks) {
     bool indices = false, labels = false;
-    for (const fbl::planfile::InputCheck& check : p.inputChecks)
-      if (check.input == p.inputs[index]) (check.kind == "label" ? labels : indices) = true;
+    for (const fbl::planfile::InputCheck* check : checks) (check->kind == "label" ? labels : indices) = true;
     if (role) *role = indices && labels ? "tokens+labels" : indices ? "tokens" : labels ? "labels" : "values";
     return FBL_OK;
   });
@@ -382,9 +394,8 @@ int fbl_plan_memory(const fbl_session* s, int64_t* peak_bytes, int64_t* largest_
 }
 
 int fbl_device_memory(const fbl_session* s, int64_t* global_bytes, int64_t* max_alloc_bytes) {
-  return api("fbl_device_memory", [&](const Call& c) {
-    if (!s) return c.null("s");
-    const fbl::rt::DeviceLimits& l = s->s->deviceLimits();
+  return withSession("fbl_device_memory", s, [&](const Call&, const fbl::rt::Session& session) {
+    const fbl::rt::DeviceLimits& l = session.deviceLimits();
     if (global_bytes) *global_bytes = static_cast<int64_t>(l.globalBytes);
     if (max_alloc_bytes) *max_alloc_bytes = static_cast<int64_t>(l.maxAllocBytes);
     return FBL_OK;
