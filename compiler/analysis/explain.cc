@@ -337,7 +337,7 @@ int runExplain(const ExplainArgs& args) {
   }
   const MemoryReport memory = memoryReport(plan, limits);
   r->memory = memorySummaryLine(memory, judgedBy);
-  r->memoryFits = memory.fitsMaxAlloc.value_or(true) && memory.fitsGlobal.value_or(true) && memory.fitsBudget.value_or(true);
+  r->memoryFits = memory.fits();
   fmt::print("{}", formatExplain(*r));
   if (!args.html.empty()) {
     std::ofstream out(args.html, std::ios::binary | std::ios::trunc);

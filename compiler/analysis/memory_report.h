@@ -42,6 +42,8 @@ struct MemoryReport {
   int64_t transientBytes = 0;
   profile::MemoryLimits limits;
   std::optional<bool> fitsMaxAlloc, fitsBudget, fitsGlobal;
+  // Every limit the profile gives holds (true when it gives none).
+  bool fits() const { return fitsMaxAlloc.value_or(true) && fitsBudget.value_or(true) && fitsGlobal.value_or(true); }
 };
 
 MemoryReport memoryReport(const planfile::Plan& plan, const profile::MemoryLimits& limits);

@@ -55,8 +55,8 @@ Status appendTensorProtos(const ir::Graph& g, const fs::path& dir, std::vector<r
 
 }  // namespace
 
-RefDataset::RefDataset(const ir::Graph& g, rt::Dataset data, planfile::Plan plan, std::optional<uint64_t> seed)
-    : g_(&g), data_(std::move(data)), plan_(std::move(plan)), order_(data_.size(), 0, seed) {}
+RefDataset::RefDataset(const ir::Graph& g, rt::Dataset data, std::optional<uint64_t> seed)
+    : g_(&g), data_(std::move(data)), order_(data_.size(), 0, seed) {}
 
 Result<RefDataset> RefDataset::load(const ir::Graph& g, const std::string& path, std::optional<uint64_t> seed) {
   std::error_code ec;
@@ -79,7 +79,7 @@ Result<RefDataset> RefDataset::load(const ir::Graph& g, const std::string& path,
     if (auto e = rt::Dataset::fromTensors(std::move(tensors), plan, &data); !e.empty()) return makeError("--data: {}", e);
   }
   if (auto e = data.checkValues(plan); !e.empty()) return makeError("--data: {}", e);
-  return RefDataset(g, std::move(data), std::move(plan), seed);
+  return RefDataset(g, std::move(data), seed);
 }
 
 std::map<ir::ValueId, ir::Tensor> RefDataset::batchAt(int64_t position) {

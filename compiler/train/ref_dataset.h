@@ -30,10 +30,9 @@ class RefDataset {
   std::map<ir::ValueId, ir::Tensor> batchAt(int64_t position);
 
  private:
-  RefDataset(const ir::Graph& g, rt::Dataset data, planfile::Plan plan, std::optional<uint64_t> seed);
+  RefDataset(const ir::Graph& g, rt::Dataset data, std::optional<uint64_t> seed);
   const ir::Graph* g_;
   rt::Dataset data_;
-  planfile::Plan plan_;  // the graph's inputs as a plan describes them, for rt::Dataset
   rt::SampleOrder order_;
 };
 
