@@ -190,6 +190,25 @@ bool rtileBytesMatch(const Tensor& t) {
   return t.bytes == outer * up(rows, a) * up(cols, b) || t.bytes == outer * up(rows, b) * up(cols, a);
 }
 
+// A frozen weight stored narrower (Tensor::encoding): an f32 matrix in a buffer, its groups
+// dividing their axis, its bytes exactly the encoded layout's.
+std::string checkEncoded(const Plan& p, const Tensor& t, const std::string& who, bool packed) {
+  const int bits = planfile::encodingBits(t.encoding);
+  if (bits == 0) return who + ": encoding '" + t.encoding + "' is not fp16, int8 or int4";
+  if (t.role != Role::Weight || t.image() || packed || t.dtype != "f32" || t.shape.size() != 2 || t.shape[0] < 1 ||
+      t.shape[1] < 1)
+    return who + ": only a frozen f32 matrix in a buffer is stored " + t.encoding + " (is a " + planfile::roleName(t.role) +
+           " " + t.dtype + shapeText(t.shape) + ", " + t.storage + ")";
+  if (bits == 16 ? t.groupSize != 0 : t.groupSize < 1 || t.shape[t.groupAxis] % t.groupSize != 0)
+    return who + ": group " + num(t.groupSize) + " along axis " + num(t.groupAxis) + " does not fit " + t.encoding +
+           shapeText(t.shape);
+  const int64_t want = planfile::encodedBytes(bits, t.groupSize, t.shape[0], t.shape[1]);
+  if (t.bytes != want) return who + ": bytes " + num(t.bytes) + " are not its " + t.encoding + " encoding's " + num(want);
+  if (t.offset % p.alignment != 0)
+    return who + ": offset " + num(t.offset) + " is not a multiple of the alignment " + num(p.alignment);
+  return "";
+}
+
 std::string checkTensors(const Plan& p) {
   std::map<std::string, size_t> names;
   for (size_t i = 0; i < p.tensors.size(); ++i)
@@ -209,7 +228,9 @@ std::string checkTensors(const Plan& p) {
     const int64_t logical = checkedLogicalBytes(t);
     if (logical < 0) return who + ": shape " + shapeText(t.shape) + " has a negative or too large dimension";
     const bool packed = t.pack >= 0 || t.unpack >= 0;
-    if (t.image()) {
+    if (!t.encoding.empty()) {
+      if (auto e = checkEncoded(p, t, who, packed); !e.empty()) return e;
+    } else if (t.image()) {
       if (t.offset != 0 || t.bytes != 0) return who + ": an image tensor has offset and bytes 0, not " + num(t.offset) + " and " + num(t.bytes);
       if (t.imageWidth <= 0 || t.imageHeight <= 0 || t.imageWidth > kMaxImageSide || t.imageHeight > kMaxImageSide)
         return who + ": image extent " + num(t.imageWidth) + " x " + num(t.imageHeight) + " is out of range";
@@ -387,8 +408,10 @@ std::string checkLaunch(const Plan& p, size_t index, bool transfer,
     const std::string arg = "argument " + num(static_cast<int64_t>(a)) + " (" + tensorName(p, l.args[a]) + ")";
     if (params[a].image != t.image())
       return who + ": " + arg + " is " + (t.image() ? "an image" : "a buffer") + " but the kernel's parameter is " + (params[a].image ? "an image" : "a buffer");
-    // The staging tensor holds raw bytes (u8) of whatever it carries.
-    if (params[a].elementSize > 0 && !t.image() && l.args[a] != p.staging && params[a].elementSize != planfile::elementSize(t.dtype))
+    // The staging tensor holds raw bytes (u8) of whatever it carries, an encoded weight its
+    // encoding's bytes.
+    const int64_t element = t.encoding.empty() ? planfile::elementSize(t.dtype) : 1;
+    if (params[a].elementSize > 0 && !t.image() && l.args[a] != p.staging && params[a].elementSize != element)
       return who + ": " + arg + " is " + t.dtype + " but the kernel reads elements of " + num(params[a].elementSize) + " bytes";
     if (!transfer && params[a].written && (t.role == Role::Weight || t.role == Role::Constant || t.role == Role::Input))
       return who + ": " + arg + " has role " + planfile::roleName(t.role) + ", which no step may write";

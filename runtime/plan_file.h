@@ -41,7 +41,9 @@ inline constexpr char kMagic[8] = {'F', 'B', 'L', 'P', 'L', 'A', 'N', '\n'};
 // offset per buffer parameter (a version-6 runtime binds one buffer and offsets).
 // 8: chunked transfers (Tensor::transferRows, Plan::transferFirstRow): the staging tensor holds
 // a chunk of rows, and each transfer takes the chunk's first row as a third argument.
-inline constexpr uint32_t kVersion = 8;
+// 9: frozen weights stored narrower (Tensor::encoding): kernels dequantize them, and the weights
+// file holds the encoded bytes.
+inline constexpr uint32_t kVersion = 9;
 
 using ::fbl::fnv1a64;
 
@@ -79,6 +81,13 @@ struct Tensor {
   // With a pack or unpack: the rows (all dims but the last folded) one transfer launch moves
   // through the staging tensor; the runtime runs it once per chunk of that many rows.
   int64_t transferRows = 0;
+  // A frozen weight stored narrower than its f32 values (`fblc compile --base-weights`): "fp16",
+  // or "int8" / "int4", signed integers each times the fp16 scale of its group of `groupSize`
+  // elements along `groupAxis` of the [rows x cols] matrix; encodedBytes() lays the bytes out.
+  // Empty: the bytes are `dtype` elements. The weights file holds the encoded bytes as they are.
+  std::string encoding;
+  int64_t groupSize = 0;
+  int32_t groupAxis = 1;
 
   bool image() const { return storage == "image"; }
   // Filled from the weights file by `source`: weights, trainables and updated buffers (state
@@ -95,6 +104,21 @@ inline int64_t elementSize(const std::string& dtype) {
   if (dtype == "f16" || dtype == "bf16" || dtype == "i16" || dtype == "u16") return 2;
   return 1;
 }
+// The bits of an encoding (Tensor::encoding): 16, 8 or 4; 0 for none or an unknown one.
+inline int encodingBits(const std::string& encoding) {
+  return encoding == "fp16" ? 16 : encoding == "int8" ? 8 : encoding == "int4" ? 4 : 0;
+}
+// An encoded [rows x cols] matrix, row-major: the elements (`bits` each, two 4-bit elements a
+// byte, the even one in the low nibble), then from the next 16-byte boundary one fp16 scale per
+// group (8 and 4 bits), the scales in the row-major order of the [rows/g x cols] or
+// [rows x cols/g] grid of groups; the whole padded to 16 bytes. The byte offset of the scales:
+inline int64_t encodedScalesOffset(int bits, int64_t rows, int64_t cols) {
+  return (rows * cols * bits / 8 + (bits == 4 ? (rows * cols) % 2 : 0) + 15) / 16 * 16;
+}
+inline int64_t encodedBytes(int bits, int64_t group, int64_t rows, int64_t cols) {
+  const int64_t scales = bits == 8 || bits == 4 ? rows * cols / group : 0;
+  return (encodedScalesOffset(bits, rows, cols) + 2 * scales + 15) / 16 * 16;
+}
 // What a launch declares of an argument (Launch::argBytes): a buffer's bytes in the arena, an
 // image's texels (16 bytes each).
 inline int64_t argumentBytes(const Tensor& t) { return t.image() ? t.imageWidth * t.imageHeight * 16 : t.bytes; }
@@ -103,6 +127,9 @@ inline int64_t logicalBytes(const Tensor& t) {
   for (int64_t d : t.shape) n *= d;
   return n;
 }
+
+// What the host writes and reads of a tensor: its encoded bytes, or its row-major elements.
+inline int64_t hostBytes(const Tensor& t) { return t.encoding.empty() ? logicalBytes(t) : t.bytes; }
 
 // The rows a transfer moves a tensor in (Tensor::transferRows): a matrix of its last
 // dimension's columns, the other dimensions folded into rows (1 for a scalar).
@@ -263,6 +290,10 @@ inline nlohmann::json toJson(const Plan& p) {
     if (t.pack >= 0) o["pack"] = t.pack;
     if (t.unpack >= 0) o["unpack"] = t.unpack;
     if (t.pack >= 0 || t.unpack >= 0) o["transfer_rows"] = t.transferRows;
+    if (!t.encoding.empty()) {
+      o["encoding"] = t.encoding;
+      if (t.groupSize > 0) o["group"] = {t.groupSize, t.groupAxis};
+    }
     ts.push_back(std::move(o));
   }
   j["tensors"] = std::move(ts);
@@ -457,6 +488,14 @@ inline std::string parse(const std::string& bytes, Plan* p) {
       t.pack = o.contains("pack") ? indexField(o, "pack") : -1;
       t.unpack = o.contains("unpack") ? indexField(o, "unpack") : -1;
       if (t.pack >= 0 || t.unpack >= 0) t.transferRows = o.at("transfer_rows").get<int64_t>();
+      if (o.contains("encoding")) t.encoding = o.at("encoding").get<std::string>();
+      if (o.contains("group")) {
+        const std::vector<int64_t> group = intList(o, "group");
+        if (group.size() != 2 || group[1] < 0 || group[1] > 1)
+          return "plan tensor '" + t.name + "' has a group that is not [size, axis 0 or 1]";
+        t.groupSize = group[0];
+        t.groupAxis = static_cast<int32_t>(group[1]);
+      }
       p->tensors.push_back(std::move(t));
     }
     p->program = j.at("program").get<std::string>();

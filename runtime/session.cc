@@ -160,7 +160,7 @@ struct Session::Impl {
   cl_mem poolOf(int32_t t) const { return pools[static_cast<size_t>(plan.poolOf(plan.tensors[t]))]; }
   size_t offsetOf(int32_t t) const { return static_cast<size_t>(plan.offsetInPool(plan.tensors[t])); }
 
-  // The tensor's row-major bytes (`bytes` == planfile::logicalBytes), packed if it has a layout.
+  // The tensor's row-major bytes (`bytes` == planfile::hostBytes), packed if it has a layout.
   std::string write(int32_t t, const void* data, size_t bytes) {
     if (bytes == 0) return "";
     const planfile::Tensor& pt = plan.tensors[t];
@@ -179,6 +179,8 @@ struct Session::Impl {
 
   std::string read(int32_t t, std::vector<unsigned char>* out) {
     const planfile::Tensor& pt = plan.tensors[t];
+    if (!pt.encoding.empty())
+      return "tensor '" + pt.name + "' is stored " + pt.encoding + "; its values are in the weights file";
     out->resize(static_cast<size_t>(pt.unpack >= 0 ? planfile::logicalBytes(pt) : pt.bytes));
     if (out->empty()) return "";
     if (pt.unpack < 0 && pt.image()) return "tensor '" + pt.name + "' lives in an image the host cannot read";

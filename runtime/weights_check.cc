@@ -18,6 +18,13 @@ std::string matches(const planfile::Plan& plan, int32_t t, const safetensors::Fi
   auto it = file.tensors.find(key);
   if (it == file.tensors.end()) return where + " has no tensor '" + key + "' that the plan needs";
   const safetensors::Entry& e = it->second;
+  if (!pt.encoding.empty()) {
+    // The encoded bytes as the plan lays them out (planfile::encodedBytes), one U8 vector.
+    if (e.dtype != "U8" || e.shape != std::vector<int64_t>{pt.bytes} || static_cast<int64_t>(e.data.size()) != pt.bytes)
+      return where + ": tensor '" + key + "' is " + e.dtype + shapeText(e.shape) + " but the plan stores it " +
+             pt.encoding + ", U8[" + std::to_string(pt.bytes) + "] (compile the weights with the plan)";
+    return "";
+  }
   const std::string want = safetensors::fromFblDType(pt.dtype);
   if (e.dtype != want || e.shape != pt.shape)
     return where + ": tensor '" + key + "' is " + e.dtype + shapeText(e.shape) + " but the plan expects " + want + shapeText(pt.shape);

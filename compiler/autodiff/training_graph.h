@@ -29,6 +29,10 @@ struct OptimizerOptions {
   std::string lrSchedule;      // "": lr baked into the kernels; constant | linear | cosine: an lr input
   int64_t warmupSteps = 0;
   int64_t totalSteps = 0;
+  // The frozen base's storage (compiler/quant/base_weights.h): fp32, fp16, int8 or int4, with an
+  // fp16 scale per this many elements (int8, int4).
+  std::string baseWeights = "fp32";
+  int64_t baseWeightsGroup = 32;
 };
 
 // The optimizer and training-loop settings as `fblc compile` and `fblc run-ref` take them on the
@@ -44,6 +48,10 @@ struct TrainingFlags {
   std::string lrSchedule;    // "" (the lr baked in), constant, linear or cosine
   int64_t warmupSteps = 0;
   int64_t totalSteps = 0;
+  // The frozen base's storage (compiler/quant/base_weights.h): fp32, fp16, int8 or int4, with an
+  // fp16 scale per this many elements (int8, int4).
+  std::string baseWeights = "fp32";
+  int64_t baseWeightsGroup = 32;
 };
 
 // The flags as optimizer options; an error naming --optimizer when it is neither adamw nor sgd

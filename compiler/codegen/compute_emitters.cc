@@ -315,6 +315,10 @@ Result<NodeCode> emitGather(const ir::Graph& g, const ir::Node& n, const Target&
                        "  out[{}] = lane_ == 0u ? texel_.x : lane_ == 1u ? texel_.y : lane_ == 2u ? texel_.z : texel_.w;",
                        call("gather_data_xy", dataCoords), call("gather_data_lane", dataCoords), outAt);
     helpers = "__constant sampler_t kGatherSmp = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_NONE | CLK_FILTER_NEAREST;\n" + helpers;
+  } else if (!dataL.encoding().plain()) {
+    // An embedding table stored narrower (compiler/quant/base_weights.h): dequantized here.
+    helpers += encodedElementFunction("gather_deq", dataL.encoding());
+    body = fmt::format("  out[{}] = gather_deq(data, {});", outAt, call("gather_data", dataCoords));
   } else {
     body = fmt::format("  out[{}] = data[{}];", outAt, call("gather_data", dataCoords));
   }
@@ -323,7 +327,9 @@ Result<NodeCode> emitGather(const ir::Graph& g, const ir::Node& n, const Target&
   const int64_t count = ir::numElements(out.shape);
   NodeCode c;
   c.launches.push_back(launch("gather_layout",
-                              {{"DATA", image ? "__read_only image2d_t data" : fmt::format("__global const {}* data", ty)},
+                              {{"DATA", image ? "__read_only image2d_t data"
+                                       : dataL.encoding().plain() ? fmt::format("__global const {}* data", ty)
+                                                                  : std::string("__global const uchar* data")},
                                {"T", ty}, {"TI", std::string(clType(idx.dtype))}, {"N", str(count)},
                                {"HELPERS", helpers}, {"INDEX", index}, {"BODY", body}},
                               "gather", {val(layouts && layouts->inputs[0] ? layouts->inputs[0]->value : n.inputs[0]),

@@ -47,6 +47,13 @@ bool readsImageTexels(const ir::Graph& g, const ir::Node& n, int slot, const lay
 
 Result<NodeCode> emitNode(const ir::Graph& g, const ir::Node& n, const Target& target, const NodeLayouts& layouts) {
   if (layouts.trivial()) return emitNode(g, n, target);
+  // Encoded buffers (a frozen weight stored narrower) are dequantized by products and gathers.
+  const bool product = (n.op == "MatMul" || n.op == "Gemm") && usesTiledMatmul(g, n);
+  for (size_t slot = 0; slot < layouts.inputs.size(); ++slot)
+    if (layouts.inputs[slot] && !layouts.inputs[slot]->layout.encoding().plain() &&
+        !((product && slot < 2) || (n.op == "Gather" && slot == 0)))
+      return makeError("{}: input {} is stored {}, which only products and gathers read", ir::describeNode(g, n), slot,
+                       layouts.inputs[slot]->layout.encoding().str());
   if (!layouts.epilogue.empty() && !((n.op == "MatMul" || n.op == "Gemm") && usesTiledMatmul(g, n)))
     return makeError("{}: only the tiled MatMul runs fused elementwise steps", ir::describeNode(g, n));
   if (!layouts.inlined.empty()) {
@@ -105,6 +112,9 @@ Result<LaunchSpec> layoutCopy(const std::string& what, const layout::Layout& fro
 Result<NodeCode> emitLayoutCopy(const ir::Graph& g, const OperandLayout& src, ir::DType dtype,
                                 const layout::Layout& dst, const Target& target) {
   const std::string& what = g.values[src.value].name;
+  if (!src.layout.encoding().plain() || !dst.encoding().plain())
+    return makeError("copy of {}: it is stored {}, which only products and gathers read", what,
+                     src.layout.encoding().plain() ? dst.encoding().str() : src.layout.encoding().str());
   layout::Layout from = src.layout;
   if (src.transposed) {
     if (from.shape().size() < 2) return makeError("layout copy of {}: a transposed read needs a matrix", what);
@@ -122,6 +132,8 @@ Result<NodeCode> emitLayoutCopy(const ir::Graph& g, const OperandLayout& src, ir
 
 Result<LaunchSpec> emitTransfer(const std::string& tensor, const layout::Layout& stored, ir::DType dtype, bool unpack,
                                 int64_t chunkRows, const Target& target) {
+  if (!stored.encoding().plain())
+    return makeError("transfer of {}: an encoded tensor ({}) is written as it is, not packed", tensor, stored.encoding().str());
   const ir::Shape& shape = stored.shape();
   // A matrix of the last dimension's columns: the other dimensions fold into its rows.
   const int64_t cols = shape.empty() ? 1 : shape.back(), rows = ir::numElements(shape) / std::max<int64_t>(1, cols);

@@ -19,6 +19,7 @@
 #include "compiler/codegen/index_code.h"
 #include "compiler/codegen/templates.h"
 #include "compiler/layout/simplify.h"
+#include "runtime/plan_file.h"
 
 namespace fbl::codegen {
 
@@ -78,7 +79,21 @@ std::string epilogueCode(const MatmulEpilogue* epi) {
 std::string layoutParam(const Layout& l, const std::string& name, bool write) {
   if (l.storage() == Storage::Image2D)
     return fmt::format("{} image2d_t {}", write ? "__write_only" : "__read_only", name);
+  if (!l.encoding().plain()) return fmt::format("__global const uchar* restrict {}", name);
   return fmt::format("__global {}float* restrict {}", write ? "" : "const ", name);
+}
+
+std::string encodedElementFunction(const std::string& fn, const layout::Encoding& e) {
+  const int64_t n = e.rows * e.cols;
+  std::string s = fmt::format("inline float {}(__global const uchar* p, uint e) {{\n  e = min(e, {}u);\n", fn, n - 1);
+  if (e.bits == 16) return s + "  return vload_half(e, (__global const half*)p);\n}\n";
+  const std::string scale =
+      e.axis == 1 ? fmt::format("e / {}u * {}u + e % {}u / {}u", e.cols, e.cols / e.group, e.cols, e.group)
+                  : fmt::format("e / {}u * {}u + e % {}u", e.cols * e.group, e.cols, e.cols);
+  s += fmt::format("  const float s = vload_half({}, (__global const half*)(p + {}u));\n", scale,
+                   planfile::encodedScalesOffset(e.bits, e.rows, e.cols));
+  if (e.bits == 8) return s + "  return s * (float)((__global const char*)p)[e];\n}\n";
+  return s + "  return s * (float)((int)((p[e >> 1] >> ((e & 1u) << 2)) & 15u) - 8);\n}\n";
 }
 
 namespace {
@@ -175,6 +190,22 @@ Result<std::string> accessFunctions(const std::string& fn, const Layout& l, bool
   auto at = [&](int lane) {
     return fmt::format("{}_off({}{})", fn, batched ? "b, i0, i1" : "i0, i1", lane ? fmt::format(" + {}u", lane) : "");
   };
+  if (!l.encoding().plain()) {
+    // A frozen weight stored narrower: each lane dequantized on its own (lanes past the last
+    // column read the last element, which MASKED_B zeroes).
+    if (write) return makeError("rtile access {}: an encoded buffer ({}) is never written", fn, l.encoding().str());
+    s += encodedElementFunction(fn + "_el", l.encoding());
+    const bool contiguous = texelContiguous(outs[0], colVar, cols);
+    s += fmt::format("inline float4 {}({}, {}) {{\n", fn, param, idx);
+    if (contiguous) {
+      s += fmt::format("  const uint e = {}_off({});\n  return (float4)({}_el(p, e), {}_el(p, e + 1u), {}_el(p, e + 2u), "
+                       "{}_el(p, e + 3u));\n}}\n", fn, call, fn, fn, fn, fn);
+      return s;
+    }
+    s += fmt::format("  return (float4)({}_el(p, {})", fn, at(0));
+    for (int k = 1; k < 4; ++k) s += fmt::format(",\n      i1 + {}u < {}u ? {}_el(p, {}) : 0.0f", k, cols, fn, at(k));
+    return s + ");\n}\n";
+  }
   if (texelContiguous(outs[0], colVar, cols)) {
     if (write)
       return s + fmt::format("inline void {}({}, {}, float4 v) {{ vstore4(v, 0, p + {}_off({})); }}\n", fn, param,

@@ -147,5 +147,8 @@ bool texelsContiguous(const layout::Layout& l);
 
 // The kernel parameter declaring an operand of layout `l` ("__read_only image2d_t x", ...).
 std::string layoutParam(const layout::Layout& l, const std::string& name, bool write);
+// `inline float <fn>(__global const uchar* p, uint e)`: element e (row-major over the matrix)
+// of a buffer encoded as `e` (layout::Encoding), dequantized to f32.
+std::string encodedElementFunction(const std::string& fn, const layout::Encoding& e);
 
 }  // namespace fbl::codegen

@@ -22,6 +22,7 @@
 #include "compiler/plan/layout_lowering.h"
 #include "compiler/plan/peft_adapter.h"
 #include "compiler/profile/profile.h"
+#include "compiler/quant/base_weights.h"
 #include "compiler/strategy/strategy.h"
 #include "runtime/plan_check.h"
 #include "runtime/safetensors.h"
@@ -146,7 +147,10 @@ class Differentiate {
   static constexpr std::string_view name() { return "autodiff"; }
   Result<bool> run(ir::Graph& g) {
     FBL_TRY(onnx::checkStaticShapes(g));
+    // The frozen base's encodings are chosen on the forward graph, as run-ref chooses them.
+    FBL_ASSIGN(encodings, quant::encodingsFor(g, opts_.trainableGlobs, baseWeights, &encodingsSkipped));
     FBL_ASSIGN(tg, autodiff::buildTrainingGraph(g, opts_));
+    for (const auto& [name, e] : encodings) lowering_.encodings[tg.graph.findValue(name)] = e;
     // peft's adapter is read off the forward graph: lora_B's scaling is a forward Mul.
     std::vector<std::string> names;
     for (const auto& t : tg.trainables) names.push_back(tg.graph.values[t.param].name);
@@ -165,6 +169,9 @@ class Differentiate {
   plan::PeftAdapter adapter;
   bool keepOutputs = false;           // --outputs
   std::vector<ir::ValueId> outputs;   // modelOutputs(), when kept
+  quant::BaseWeights baseWeights;     // --base-weights
+  std::map<std::string, layout::Encoding> encodings;   // by initializer name
+  std::map<std::string, std::string> encodingsSkipped;  // frozen matrices left fp32, and why
 
  private:
   const autodiff::TrainingOptions& opts_;
@@ -291,6 +298,31 @@ static nlohmann::json storageReport(const autodiff::TrainingGraph& tg, const Pla
           {"peak_bytes", plan.arenaBytes + plan.imageBytes()}};
 }
 
+// The report's storage.base_weights: what --base-weights stored narrower, and what it left f32.
+static nlohmann::json baseWeightsReport(const std::string& option, const std::map<std::string, layout::Encoding>& encodings,
+                                        const std::map<std::string, std::string>& skipped, const Plan& plan) {
+  int64_t encoded = 0, encodedBytes = 0, decodedBytes = 0;
+  nlohmann::json storedF32 = nlohmann::json::object();
+  const nlohmann::json why = plan.explain.is_object() ? plan.explain.value("storage_why", nlohmann::json::object())
+                                                      : nlohmann::json::object();
+  for (const planfile::Tensor& t : plan.tensors) {
+    if (t.source.empty() || !encodings.count(t.source)) continue;
+    if (!t.encoding.empty()) {
+      ++encoded;
+      encodedBytes += t.bytes;
+      decodedBytes += planfile::logicalBytes(t);
+    } else {
+      storedF32[t.source] = why.value(t.name, std::string());
+    }
+  }
+  return {{"option", option},
+          {"encoded", encoded},
+          {"encoded_bytes", encodedBytes},
+          {"f32_bytes_of_those", decodedBytes},
+          {"decoded_but_stored_f32", storedF32},
+          {"left_f32", skipped}};
+}
+
 // The runtime's own checks (runtime/plan_check.h) on the plan as it will read it: a plan it would
 // refuse is refused here (a gradient whose shape is not its trainable's among them).
 static Status checkForRuntime(const CompileArgs& args, const Plan& plan) {
@@ -316,6 +348,7 @@ static Result<Compiled> compileWith(const CompileArgs& args, const profile::Hard
   p.recompute.count = recompute;
   p.autodiff.keepOutputs = args.keepOutputs;
   p.autodiff.adapterOpts.loraAlpha = args.loraAlpha;
+  FBL_ASSIGN(p.autodiff.baseWeights, quant::parseBaseWeights(args.baseWeights, args.baseWeightsGroup));
   FBL_ASSIGN(p.lowerOpts.storage.images, useImages(args.storage, hw));
   p.lowerOpts.storage.maxImageWidth = hw.image2dMaxWidth;
   p.lowerOpts.storage.maxImageHeight = hw.image2dMaxHeight;
@@ -361,6 +394,10 @@ static Result<Compiled> compileWith(const CompileArgs& args, const profile::Hard
   c.plan.explain = analysis::explainSection(tg.graph, assignment);  // for `fblc explain`
   for (const auto& [v, why] : lowering.storageWhy) c.plan.explain["storage_why"][tg.graph.values[v].name] = why;
   c.storage = storageReport(tg, c.plan, c.stats);
+  c.storage["base_weights"] = baseWeightsReport(args.baseWeights, p.autodiff.encodings, p.autodiff.encodingsSkipped, c.plan);
+  // What the weights file holds for each encoded initializer (collectWeights), and what explain shows.
+  for (const auto& [name, e] : p.autodiff.encodings)
+    c.plan.explain["base_weights"][name] = {{"bits", e.bits}, {"group", e.group}, {"axis", e.axis}};
   c.plan.optimizer["kind"] = args.optimizer;
   c.plan.optimizer["lr"] = args.lr;
   c.plan.optimizer["weight_decay"] = args.weightDecay;
@@ -464,6 +501,16 @@ Result<safetensors::File> collectWeights(const CompileArgs& args, const Plan& pl
   lo.simplify = false;
   lo.shapeOverrides = args.shapes;
   FBL_ASSIGN(ir::Graph g, onnx::loadModel(args.model, lo));
+  std::map<std::string, layout::Encoding> encodings;
+  if (plan.explain.is_object() && plan.explain.contains("base_weights"))
+    for (const auto& [name, e] : plan.explain["base_weights"].items()) {
+      const int bits = e.at("bits").get<int>();
+      const ir::ValueId v = g.findValue(name);
+      if (v == ir::kNoValue || g.values[v].shape.size() != 2)
+        return makeError("{}: base weight '{}' is not a matrix of the model", args.model, name);
+      encodings[name] = layout::Encoding{bits, e.at("group").get<int64_t>(), e.at("axis").get<int>(),
+                                         g.values[v].shape[0], g.values[v].shape[1]};
+    }
   safetensors::File f;
   for (const planfile::Tensor& t : plan.tensors) {
     if (t.source.empty()) continue;
@@ -482,6 +529,21 @@ Result<safetensors::File> collectWeights(const CompileArgs& args, const Plan& pl
     e.shape = data.shape();
     const auto* p = reinterpret_cast<const unsigned char*>(data.raw());
     e.data.assign(p, p + data.nbytes());
+    // --base-weights: the encoded bytes, or the values they decode to where the plan keeps f32.
+    if (auto enc = encodings.find(t.source); enc != encodings.end()) {
+      if (data.dtype() != ir::DType::F32) return makeError("{}: initializer '{}' is not f32", args.model, t.source);
+      FBL_ASSIGN(std::vector<uint8_t> bytes,
+                 quant::encode(t.source, {data.data<float>(), static_cast<size_t>(data.numel())}, enc->second));
+      if (!t.encoding.empty()) {
+        e.dtype = "U8";
+        e.shape = {static_cast<int64_t>(bytes.size())};
+        e.data.assign(bytes.begin(), bytes.end());
+      } else {
+        const std::vector<float> decoded = quant::decode(bytes, enc->second);
+        e.data.assign(reinterpret_cast<const unsigned char*>(decoded.data()),
+                      reinterpret_cast<const unsigned char*>(decoded.data() + decoded.size()));
+      }
+    }
     f.tensors[t.source] = std::move(e);
   }
   f.metadata["format"] = "pt";

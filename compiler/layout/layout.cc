@@ -42,6 +42,22 @@ Layout Layout::rowMajor(const Shape& shape) {
   return Layout(Storage::Buffer, IndexMap(shape, {flatten(v, shape, 0, shape.size())}, {ir::numElements(shape)}));
 }
 
+std::string Encoding::str() const {
+  if (bits == 32) return "f32";
+  if (bits == 16) return "fp16";
+  return "int" + std::to_string(bits) + " g" + std::to_string(group) + (axis == 0 ? " along rows" : " along cols");
+}
+
+Result<Layout> Layout::encodedMatrix(const Encoding& e) {
+  const bool bitsOk = e.bits == 16 || e.scaled();
+  if (!bitsOk || e.rows < 1 || e.cols < 1 || (e.axis != 0 && e.axis != 1) ||
+      (e.scaled() && (e.group < 1 || (e.axis == 0 ? e.rows : e.cols) % e.group != 0)))
+    return makeError("layout: encoding {} does not fit a {}x{} matrix", e.str(), e.rows, e.cols);
+  Layout l = rowMajor({e.rows, e.cols});
+  l.encoding_ = e;
+  return l;
+}
+
 Result<Layout> Layout::permuted(const Shape& shape, const std::vector<int64_t>& perm) {
   FBL_ASSIGN(Shape phys, outputShape(shape, MovementOp::permute(perm)));
   std::vector<Expr> v = IndexMap::vars(shape), pv;
@@ -160,7 +176,7 @@ int64_t Layout::imageHeight() const { FBL_ASSERT(storage_ == Storage::Image2D); 
 
 Result<Layout> Layout::compose(const IndexMap& view) const {
   FBL_ASSIGN(IndexMap m, layout::compose(map_, view));
-  return Layout(storage_, m.simplified());
+  return Layout(storage_, m.simplified(), encoding_);
 }
 
 Result<Layout> Layout::transposeLastTwo() const {
@@ -185,7 +201,9 @@ Result<Layout> Layout::apply(std::span<const MovementOp> chain) const {
 std::string Layout::str() const {
   const auto& o = map_.outputs();
   std::string head = ir::shapeToString(shape()) + " -> ";
-  if (storage_ == Storage::Buffer) return head + "buffer[" + std::to_string(bufferSize()) + "]: " + o[0].str();
+  if (storage_ == Storage::Buffer)
+    return head + "buffer[" + std::to_string(bufferSize()) + (encoding_.plain() ? "" : " " + encoding_.str()) +
+           "]: " + o[0].str();
   return head + "image " + std::to_string(imageWidth()) + "x" + std::to_string(imageHeight()) + ": x = " +
          o[0].str() + ", y = " + o[1].str() + ", lane = " + o[2].str();
 }

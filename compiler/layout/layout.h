@@ -39,6 +39,24 @@ namespace fbl::layout {
 
 enum class Storage { Buffer, Image2D };
 
+// How a buffer's bytes hold its float elements. Plain: one f32 each. A frozen weight may be
+// stored narrower (`fblc compile --base-weights`, compiler/quant/base_weights.h): fp16, or
+// signed 8- or 4-bit integers times an fp16 scale per `group` consecutive elements along `axis`
+// of the stored [rows x cols] matrix, the scales after the integers (planfile::encodedBytes).
+// Readers dequantize in registers; the offsets a layout's map gives count elements, not bytes.
+struct Encoding {
+  int bits = 32;       // 32 plain f32, 16 fp16, 8 or 4 integers with scales
+  int64_t group = 0;   // elements per scale (8 and 4 bits)
+  int axis = 1;        // the matrix axis a group runs along
+  int64_t rows = 0, cols = 0;
+  bool plain() const { return bits == 32; }
+  bool scaled() const { return bits == 8 || bits == 4; }
+  std::string str() const;  // "f32", "fp16", "int4 g32 along cols"
+  friend bool operator==(const Encoding& a, const Encoding& b) {
+    return a.bits == b.bits && a.group == b.group && a.axis == b.axis && a.rows == b.rows && a.cols == b.cols;
+  }
+};
+
 constexpr int64_t kLanes = 4;  // RGBA
 
 struct TileSpec {
@@ -86,6 +104,10 @@ class Layout {
   Result<Layout> fitImage(int64_t maxW, int64_t maxH, int64_t alignW, int64_t alignH) const;
 
   Storage storage() const { return storage_; }
+  // A row-major buffer of a matrix whose bytes hold `e` (e.rows x e.cols is the shape); every
+  // layout composed from it keeps the encoding.
+  static Result<Layout> encodedMatrix(const Encoding& e);
+  const Encoding& encoding() const { return encoding_; }
   const Shape& shape() const { return map_.domain(); }
   const IndexMap& map() const { return map_; }
   // Physical extents: Buffer {elements}; Image2D {width, height, 4}.
@@ -108,13 +130,16 @@ class Layout {
   // Physical location -> logical index, where the map is a bijection onto its image.
   Result<IndexMap> inverse() const { return map_.inverse(); }
 
-  friend bool operator==(const Layout& a, const Layout& b) { return a.storage_ == b.storage_ && a.map_ == b.map_; }
+  friend bool operator==(const Layout& a, const Layout& b) {
+    return a.storage_ == b.storage_ && a.map_ == b.map_ && a.encoding_ == b.encoding_;
+  }
   std::string str() const;
 
  private:
-  Layout(Storage s, IndexMap m) : storage_(s), map_(std::move(m)) {}
+  Layout(Storage s, IndexMap m, Encoding e = {}) : storage_(s), map_(std::move(m)), encoding_(e) {}
   Storage storage_ = Storage::Buffer;
   IndexMap map_;
+  Encoding encoding_;
 };
 
 }  // namespace fbl::layout

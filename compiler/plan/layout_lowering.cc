@@ -229,6 +229,14 @@ class Lowerer {
                                                  const std::vector<bool>& updatedInPlace,
                                                  const LoweringOptions& options) {
     const ir::Value& val = g_.values[v];
+    if (auto enc = options.encodings.find(v); enc != options.encodings.end()) {
+      const std::string why = encodedUnreadable(reads);
+      if (why.empty()) {
+        FBL_ASSIGN(layout::Layout l, layout::Layout::encodedMatrix(enc->second));
+        return std::optional<StorageChoice>(StorageChoice{std::move(l), enc->second.str()});
+      }
+      out.storageWhy[v] = fmt::format("{} values stored f32: {}", enc->second.str(), why);
+    }
     const passes::RTileEntry* entry = nullptr;
     bool transpose = false;  // a narrow weight stored transposed (narrowWeightReadAlongK)
     if (a_.strategy == Strategy::kFBLayout) {
@@ -273,6 +281,18 @@ class Lowerer {
     auto tiled = layout::Layout::rtile(val.shape, entry->spec(), layout::Storage::Buffer);
     if (!tiled.ok()) return demote(tiled.error().message);
     return std::optional<StorageChoice>(StorageChoice{*tiled, "rtile " + entry->spec().str()});
+  }
+
+  // Why some kernel cannot read an encoded weight ("" when every one dequantizes it): products
+  // (either operand) and gathers (the table) do, copies and other kernels do not.
+  std::string encodedUnreadable(const std::vector<ValueRead>& reads) const {
+    for (const ValueRead& r : reads) {
+      if (r.slot < 0) return "a copy reads it";
+      const ir::Node& n = g_.nodes[r.node];
+      const bool product = isMatmul(n) && codegen::usesTiledMatmul(g_, n) && r.slot < 2;
+      if (!product && !(n.op == "Gather" && r.slot == 0)) return fmt::format("read by {}", ir::describeNode(g_, n));
+    }
+    return "";
   }
 
   // Is `v` a narrow weight that a product walks along its columns: a float matrix at most

@@ -118,6 +118,10 @@ struct LoweringOptions {
   // as x A^T walks lora_A; its optimizer state is stored like it. 0: never
   // (codegen::NarrowOptions::kContiguousWeights gives the profile's max_side).
   int64_t narrowWeightSide = 0;
+  // Frozen weights stored narrower (compiler/quant/base_weights.h): a row-major buffer of the
+  // encoded bytes where every kernel that reads the weight dequantizes (products, gathers);
+  // otherwise f32 (the values are the decoded ones either way), with the reason in storageWhy.
+  std::map<ir::ValueId, layout::Encoding> encodings;
 };
 
 struct LayoutLowering {

@@ -454,6 +454,14 @@ class Builder {
           t.bytes = 0;
           t.imageWidth = st->second.imageWidth();
           t.imageHeight = st->second.imageHeight();
+        } else if (const layout::Encoding& e = st->second.encoding(); !e.plain()) {
+          // A frozen weight stored narrower: the weights file holds these bytes as they are.
+          t.encoding = e.bits == 16 ? "fp16" : fmt::format("int{}", e.bits);
+          t.groupSize = e.group;
+          t.groupAxis = e.axis;
+          t.bytes = planfile::encodedBytes(e.bits, e.group, e.rows, e.cols);
+          tensorOfRoot_[r] = id;
+          return id;
         } else {
           t.bytes = st->second.bufferSize() * static_cast<int64_t>(ir::dtypeSize(val.dtype));
         }

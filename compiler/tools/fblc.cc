@@ -81,6 +81,11 @@ void addTrainingOptions(CLI::App* cmd, std::vector<std::string>& trainable, fbl:
   cmd->add_option("--warmup-steps", args.warmupSteps, "Optimizer steps of linear warmup from 0 (with --lr-schedule)")
       ->default_val(0);
   cmd->add_option("--total-steps", args.totalSteps, "Optimizer steps at which linear and cosine reach 0")->default_val(0);
+  cmd->add_option("--base-weights", args.baseWeights,
+                  "Frozen weights that products and embeddings read: fp32, fp16, int8 or int4 (docs/precision.md)")
+      ->default_val("fp32");
+  cmd->add_option("--base-weights-group", args.baseWeightsGroup, "Elements per fp16 scale of int8 and int4 weights")
+      ->default_val(32);
 }
 
 // The layout pipeline's switches (docs/layout-pipeline.md): shared by inspect and compile.

@@ -9,6 +9,7 @@
 #include "compiler/onnx/external_data.h"
 #include "compiler/onnx/load_model.h"
 #include "compiler/onnx/tensor_proto.h"
+#include "compiler/quant/base_weights.h"
 #include "compiler/train/ref_dataset.h"
 
 namespace fbl::train {
@@ -21,6 +22,13 @@ Result<autodiff::TrainingOptions> trainingOptions(const RunRefArgs& args) {
   if (opts.trainableGlobs.empty()) opts.trainableGlobs = autodiff::peftTrainableGlobs();
   FBL_ASSIGN(opts.optimizer, autodiff::optimizerOptions(args));
   return opts;
+}
+
+Status applyBaseWeights(ir::Graph& forward, const autodiff::TrainingFlags& flags,
+                        const std::vector<std::string>& trainableGlobs) {
+  FBL_ASSIGN(const quant::BaseWeights base, quant::parseBaseWeights(flags.baseWeights, flags.baseWeightsGroup));
+  FBL_ASSIGN(const auto encodings, quant::encodingsFor(forward, trainableGlobs, base));
+  return quant::applyToData(forward, encodings);
 }
 
 Result<std::map<ir::ValueId, ir::Tensor>> loadInputs(const ir::Graph& g, const std::string& dir) {
@@ -140,6 +148,7 @@ Status run(const RunRefArgs& args) {
   FBL_ASSIGN(ir::Graph forward, onnx::loadModel(args.model, load));
   FBL_TRY(onnx::requireInitializerData(forward));  // external data: read at import, or say what is missing
   FBL_ASSIGN(RefDataset data, RefDataset::load(forward, args.dataDir, args.seed));
+  FBL_TRY(applyBaseWeights(forward, args, opts.trainableGlobs));
   FBL_ASSIGN(autodiff::TrainingGraph tg, autodiff::buildTrainingGraph(forward, opts));
   auto trainer = RefTrainer::create(std::move(tg), opts.optimizer);
   for (int s = 1; s <= args.steps; ++s) {

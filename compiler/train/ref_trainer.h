@@ -39,6 +39,12 @@ struct RunRefArgs : autodiff::TrainingFlags {
 // Returns the process exit code (0 ok, 1 error).
 int runRefCommand(const RunRefArgs& args);
 
+// --base-weights (and --base-weights-group) of `flags`: the frozen weights a plan would store
+// narrower take the values it decodes, chosen as `fblc compile` chooses them on the forward
+// graph (compiler/quant/base_weights.h); `trainableGlobs` say what is not frozen.
+Status applyBaseWeights(ir::Graph& forward, const autodiff::TrainingFlags& flags,
+                        const std::vector<std::string>& trainableGlobs);
+
 // The command's options as training options ("adamw"/"sgd" checked here).
 Result<autodiff::TrainingOptions> trainingOptions(const RunRefArgs& args);
 

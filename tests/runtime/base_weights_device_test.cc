@@ -1,0 +1,142 @@
+// Frozen base weights stored fp16, int8 and int4 (compiler/quant/base_weights.h) on PoCL. The
+// plan's kernels dequantize them in the forward and backward products and in the embedding
+// gather, so a step must give the reference executor's loss and gradients at the same decoded
+// weights (what `fblc run-ref --base-weights` computes), to the tolerance of an fp32 plan.
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "compiler/autodiff/training_graph.h"
+#include "compiler/driver/compile_command.h"
+#include "compiler/onnx/load_model.h"
+#include "compiler/onnx/tensor_proto.h"
+#include "compiler/train/ref_trainer.h"
+#include "tests/runtime/runtime_test_util.h"
+
+namespace fbl::testing {
+namespace {
+
+constexpr int kSteps = 3;
+
+struct Trained {
+  std::vector<float> losses;
+  std::map<std::string, ir::Tensor> grads;  // the first step's, by trainable
+};
+
+std::string corpusDir(const std::string& arch) { return std::string(FBL_TEST_DATA_DIR) + "/corpus/" + arch; }
+
+// kSteps on PoCL from a plan compiled with `baseWeights`; also checks the plan stores every
+// chosen weight encoded, in less memory than f32 would take.
+Trained onDevice(const std::string& arch, const std::string& style, const std::string& baseWeights) {
+  driver::CompileArgs a;
+  a.model = corpusDir(arch) + "/" + style + "/model.onnx";
+  a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
+  a.output = tempDir() + "/base-" + arch + "-" + baseWeights + ".fbp";
+  a.weights = tempDir() + "/base-" + arch + "-" + baseWeights + ".safetensors";
+  a.baseWeights = baseWeights;
+  auto c = driver::compileModel(a);
+  INFO((c.ok() ? std::string() : c.error().message));
+  REQUIRE(c.ok());
+  const nlohmann::json& report = c->storage["base_weights"];
+  CHECK(report["encoded"].get<int64_t>() > 0);
+  CHECK(report["decoded_but_stored_f32"].empty());
+  int64_t encoded = 0;
+  for (const planfile::Tensor& t : c->plan.tensors)
+    if (!t.encoding.empty()) {
+      CHECK(t.encoding == baseWeights);
+      CHECK(t.bytes < planfile::logicalBytes(t));
+      ++encoded;
+    }
+  CHECK(encoded == report["encoded"].get<int64_t>());
+  REQUIRE(driver::writeWeights(a, c->plan).ok());
+  auto s = openPlan(c->plan, "base-" + arch + "-" + baseWeights);
+  REQUIRE(s->loadWeights(a.weights) == "");
+  for (size_t i = 0; i < c->plan.inputs.size(); ++i) {
+    auto t = onnx::readTensorProtoFile(corpusDir(arch) + "/test_data_set_0/input_" + std::to_string(i) + ".pb");
+    REQUIRE(t.ok());
+    REQUIRE(s->writeTensor(c->plan.tensors[c->plan.inputs[i]].name, t->tensor.raw(), t->tensor.nbytes()) == "");
+  }
+  // An encoded weight is not read back as f32: its values are in the weights file.
+  for (const planfile::Tensor& t : c->plan.tensors)
+    if (!t.encoding.empty()) {
+      std::vector<unsigned char> bytes;
+      CHECK(s->readTensor(t.name, &bytes).find("is stored " + baseWeights) != std::string::npos);
+      break;
+    }
+  Trained out;
+  for (int k = 0; k < kSteps; ++k) {
+    float loss = 0;
+    REQUIRE(s->trainStep(&loss) == "");
+    out.losses.push_back(loss);
+    if (k > 0) continue;
+    for (const planfile::Trainable& t : c->plan.trainables) {
+      std::vector<unsigned char> bytes;
+      REQUIRE(s->readTensor(t.grad, &bytes) == "");
+      ir::Tensor g(ir::DType::F32, c->plan.tensors[t.grad].shape);
+      REQUIRE(bytes.size() == g.nbytes());
+      std::memcpy(g.raw(), bytes.data(), bytes.size());
+      out.grads.emplace(c->plan.tensors[t.param].name, std::move(g));
+    }
+  }
+  return out;
+}
+
+// kSteps of the reference executor at the weights `baseWeights` decodes to.
+Trained onReference(const std::string& arch, const std::string& style, const std::string& baseWeights) {
+  auto forward = onnx::loadModel(corpusDir(arch) + "/" + style + "/model.onnx");
+  REQUIRE(forward.ok());
+  autodiff::TrainingFlags flags;
+  flags.baseWeights = baseWeights;
+  autodiff::TrainingOptions opts;
+  REQUIRE(train::applyBaseWeights(*forward, flags, opts.trainableGlobs).ok());
+  auto batch = train::loadInputs(*forward, corpusDir(arch) + "/test_data_set_0");
+  REQUIRE(batch.ok());
+  auto tg = autodiff::buildTrainingGraph(*forward, opts);
+  REQUIRE(tg.ok());
+  auto ref = train::RefTrainer::create(std::move(*tg), opts.optimizer);
+  Trained out;
+  for (int k = 0; k < kSteps; ++k) {
+    auto r = ref->step(*batch);
+    REQUIRE(r.ok());
+    out.losses.push_back(r->loss);
+    if (k > 0) continue;
+    for (size_t i = 0; i < r->grads.size(); ++i)
+      out.grads.emplace(ref->training().graph.values[ref->training().trainables[i].param].name, r->grads[i]);
+  }
+  return out;
+}
+
+void trainsLikeReference(const std::string& arch, const std::string& style, const std::string& baseWeights) {
+  INFO(arch << "/" << style << " --base-weights " << baseWeights);
+  const Trained device = onDevice(arch, style, baseWeights), ref = onReference(arch, style, baseWeights);
+  double worstLoss = 0, worstGrad = 0;
+  for (int k = 0; k < kSteps; ++k)
+    worstLoss = std::max<double>(worstLoss, std::abs(device.losses[k] - ref.losses[k]) / std::abs(ref.losses[k]));
+  REQUIRE(device.grads.size() == ref.grads.size());
+  for (const auto& [name, g] : ref.grads) {
+    INFO("gradient of " << name);
+    REQUIRE(device.grads.count(name) == 1);
+    worstGrad = std::max(worstGrad, relativeToMaxAbs(device.grads.at(name), g));
+  }
+  CHECK(worstLoss <= 1e-5);
+  CHECK(worstGrad <= 1e-4);
+  std::printf("base weights %s, corpus %s/%s on PoCL: %d steps, worst relative loss difference %.1e, worst gradient "
+              "error %.1e (against run-ref at the same weights)\n",
+              baseWeights.c_str(), arch.c_str(), style.c_str(), kSteps, worstLoss, worstGrad);
+}
+
+}  // namespace
+
+TEST_CASE("a Llama with its base stored fp16, int8 and int4 trains on PoCL like the reference at those weights",
+          "[runtime][base-weights]") {
+  for (const char* bw : {"fp16", "int8", "int4"}) trainsLikeReference("llama_rslora", "opt", bw);
+}
+
+TEST_CASE("a tied-head GPT-2, a BERT classifier and a ViT with an int4 base train on PoCL like the reference",
+          "[runtime][base-weights]") {
+  trainsLikeReference("gpt2", "opt", "int4");
+  trainsLikeReference("bert_seqcls", "opt", "int4");
+  trainsLikeReference("deit", "opt", "int4");
+}
+
+}  // namespace fbl::testing
