@@ -147,6 +147,9 @@ int main(int argc, char** argv) {
     step->add_option("--staging-bytes", sb.stagingBytes,
                      "Bound of the staging tensor weights are packed through (fblc compile --staging-bytes)")
         ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+    step->add_option("--base-weights", sb.baseWeights,
+                     "fp32, fp16, int8 or int4 (repeatable: each run with each; fblc compile --base-weights)")
+        ->check(CLI::IsMember({"fp32", "fp16", "int8", "int4"}));
     step->add_option("--seed", sb.seed, "Seed of the synthetic inputs and of missing weights")->default_val(0);
     step->add_option("--json", sb.json, "Write the JSON report here ('-': stdout)");
     step->add_option("--svg", sb.svg, "Write an SVG bar chart of the phases here");

@@ -28,7 +28,8 @@ namespace fs = std::filesystem;
 
 std::string label(const StrategyRun& m) {
   const std::string& name = m.variant.empty() ? m.strategy : m.variant;
-  return m.labelStorage ? name + "/" + m.storage : name;
+  const std::string withStorage = m.labelStorage ? name + "/" + m.storage : name;
+  return m.labelBaseWeights ? withStorage + "/" + m.baseWeights : withStorage;
 }
 
 // The earlier run with the same plan digest, or "".
@@ -121,6 +122,16 @@ int runStepBench(const StepBenchOptions& o) {
   for (RunOptions& r : runs) {
     r.recompute = o.recompute;
     r.stagingBytes = o.stagingBytes;
+  }
+  if (!o.baseWeights.empty()) {
+    std::vector<RunOptions> each;
+    for (const RunOptions& r : runs)
+      for (const std::string& b : o.baseWeights) {
+        each.push_back(r);
+        each.back().baseWeights = b;
+        each.back().labelBaseWeights = true;
+      }
+    runs = std::move(each);
   }
   auto g = onnx::loadModel(o.model);
   if (!g.ok()) return fmt::print(stderr, "error: {}\n", g.error().message), 1;

@@ -36,6 +36,9 @@ struct StepBenchOptions {
   std::optional<int64_t> recompute;
   // The staging tensor's bound in every run (--staging-bytes; driver::CompileArgs::stagingBytes).
   int64_t stagingBytes = plan::kStagingBytes;
+  // fp32 | fp16 | int8 | int4 (driver::CompileArgs::baseWeights), each run per strategy and
+  // storage; empty: fp32. Given, results are named "<strategy>/<base weights>".
+  std::vector<std::string> baseWeights;
 };
 
 struct AblationVariant {

@@ -36,6 +36,7 @@
 #include <fmt/format.h>
 
 #include "compiler/driver/compile_command.h"
+#include "compiler/quant/base_weights.h"
 #include "compiler/strategy/strategy.h"
 #include "compiler/zoo/synthetic_inputs.h"
 #include "runtime/plan_file.h"
@@ -111,6 +112,15 @@ std::string randomWeights(const planfile::Plan& p, uint64_t seed, const std::str
     if (t.dtype == "f32") {
       auto* x = reinterpret_cast<float*>(e.data.data());
       for (size_t i = 0; i < e.data.size() / sizeof(float); ++i) x[i] = u(rng);
+    }
+    if (!t.encoding.empty()) {
+      // A base weight stored narrower: the random values encoded as the plan stores them.
+      const layout::Encoding enc{planfile::encodingBits(t.encoding), t.groupSize, t.groupAxis, t.shape[0], t.shape[1]};
+      auto bytes = quant::encode(t.source, {reinterpret_cast<const float*>(e.data.data()), e.data.size() / sizeof(float)}, enc);
+      if (!bytes.ok()) return bytes.error().message;
+      e.dtype = "U8";
+      e.shape = {static_cast<int64_t>(bytes->size())};
+      e.data.assign(bytes->begin(), bytes->end());
     }
     f.tensors[t.source] = std::move(e);
   }
@@ -231,6 +241,8 @@ std::string runStrategy(const RunOptions& o, const ir::Graph& g, StrategyRun* r)
   r->variant = o.variant;
   r->disabledPasses = o.disabledPasses;
   r->labelStorage = o.labelStorage;
+  r->baseWeights = o.baseWeights;
+  r->labelBaseWeights = o.labelBaseWeights;
   driver::CompileArgs ca;
   ca.model = o.model;
   ca.profile = o.profile;
@@ -240,6 +252,7 @@ std::string runStrategy(const RunOptions& o, const ir::Graph& g, StrategyRun* r)
   ca.disabledPasses = o.disabledPasses;
   ca.recomputeSegments = o.recompute;
   ca.stagingBytes = o.stagingBytes;
+  ca.baseWeights = o.baseWeights;
   auto c = driver::compileModel(ca);
   if (!c.ok()) return c.error().message;
   r->recomputedSegments = c->recompute.segments;
@@ -297,6 +310,7 @@ nlohmann::json toJson(const StrategyRun& r) {
                    {"compile_s", r.compileS},
                    {"load_weights_s", r.loadWeightsS},
                    {"staging_bytes", r.stagingBytes},
+                   {"base_weights", r.baseWeights},
                    {"first_step_s", r.firstStepS},
                    {"step_s", r.stepS},
                    {"unprofiled_step_s", r.unprofiledStepS},

@@ -35,6 +35,8 @@ struct RunOptions {
   bool unprofiled = true;                   // also time the steps in a session without launch profiling
   std::optional<int64_t> recompute = std::nullopt;  // driver::CompileArgs::recomputeSegments
   int64_t stagingBytes = plan::kStagingBytes;       // driver::CompileArgs::stagingBytes
+  std::string baseWeights = "fp32";                 // driver::CompileArgs::baseWeights
+  bool labelBaseWeights = false;                    // name runs ".../<base weights>" (several asked)
 };
 
 struct StrategyRun {
@@ -43,6 +45,8 @@ struct StrategyRun {
   std::vector<std::string> disabledPasses;  // RunOptions::disabledPasses
   std::string storage;                      // "buffer" or "image": what the plan used
   bool labelStorage = false;                // RunOptions::labelStorage
+  std::string baseWeights;                  // RunOptions::baseWeights
+  bool labelBaseWeights = false;            // RunOptions::labelBaseWeights
   int64_t imageTensors = 0, imageBytes = 0; // from the plan
   int64_t recomputedSegments = 0;           // forward segments the backward recomputes
   double compileS = 0, firstStepS = 0, stepS = 0, samplesPerS = 0;

@@ -9,7 +9,9 @@ RMSNorm, lm_head, cross-entropy on the ids shifted left. --model picks the zoo c
 llama3.2-1b, qwen2.5-1.5b (q/k/v bias) or gemma2-2b (GeGLU, sandwich norms with 1 + w scales,
 embeddings scaled by sqrt(hidden), attention softcap 50 applied before the mask, final logit
 softcap 30, query_pre_attn_scalar 256), as compiler/zoo/zoo.cc builds them. Base weights are frozen random values;
-only the LoRA factors train, with AdamW. TF32 is off (fp32 like the OpenCL kernels).
+only the LoRA factors train, with AdamW. TF32 is off (fp32 like the OpenCL kernels). --bf16 stores
+the frozen weights in bfloat16 and runs under bf16 autocast (the LoRA factors and AdamW stay
+fp32); --sdpa computes attention with F.scaled_dot_product_attention (causal, no softcap).
 
 Prints one JSON object: median milliseconds per step (forward + loss + backward + AdamW) over
 --steps timed steps after --warmup, and the configuration. Nothing here is used at build or test
@@ -75,6 +77,8 @@ class Layer(nn.Module):
         self.up = LoraLinear(h, c["ffn"], r, alpha)
         self.down = LoraLinear(c["ffn"], h, r, alpha)
 
+    sdpa = False
+
     def forward(self, x, cos, sin, mask):
         c = self.c
         b, s, _ = x.shape
@@ -87,11 +91,15 @@ class Layer(nn.Module):
         k = k * cos + rotate_half(k) * sin
         k = k.repeat_interleave(nh // nkv, dim=1)
         v = v.repeat_interleave(nh // nkv, dim=1)
-        scores = q @ k.transpose(-1, -2) / math.sqrt(c.get("query_scalar", d))
-        if c.get("attn_softcap"):
-            scores = torch.tanh(scores / c["attn_softcap"]) * c["attn_softcap"]
-        scores = scores + mask
-        a = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, s, nh * d)
+        if self.sdpa:
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1 / math.sqrt(c.get("query_scalar", d)))
+        else:
+            scores = q @ k.transpose(-1, -2) / math.sqrt(c.get("query_scalar", d))
+            if c.get("attn_softcap"):
+                scores = torch.tanh(scores / c["attn_softcap"]) * c["attn_softcap"]
+            scores = scores + mask
+            a = scores.softmax(-1) @ v
+        a = a.transpose(1, 2).reshape(b, s, nh * d)
         a = self.o(a)
         if c.get("gemma"):
             x = x + self.post_attn(a)
@@ -154,7 +162,12 @@ def main():
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--checkpoint", action="store_true", help="recompute each layer in the backward pass")
+    ap.add_argument("--bf16", action="store_true", help="frozen weights in bfloat16, bf16 autocast")
+    ap.add_argument("--sdpa", action="store_true", help="attention by F.scaled_dot_product_attention")
     a = ap.parse_args()
+    if a.sdpa and CONFIGS[a.model].get("attn_softcap"):
+        ap.error("--sdpa has no attention softcap: not for " + a.model)
+    Layer.sdpa = a.sdpa
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(0)
@@ -162,6 +175,10 @@ def main():
     cfg = CONFIGS[a.model]
     layers = a.layers or cfg["layers"]
     model = Llama(cfg, layers, a.rank, 2 * a.rank, a.checkpoint).to(dev)
+    if a.bf16:
+        for p in model.parameters():
+            if not p.requires_grad:
+                p.data = p.data.to(torch.bfloat16)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=1e-3, weight_decay=0.0)
     ids = torch.randint(0, cfg["vocab"], (a.batch, a.seq), device=dev)
@@ -169,7 +186,8 @@ def main():
     for i in range(a.warmup + a.steps):
         torch.cuda.synchronize()
         t0 = time.perf_counter()
-        loss = model(ids)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.bf16):
+            loss = model(ids)
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -177,7 +195,8 @@ def main():
         if i >= a.warmup:
             times.append(time.perf_counter() - t0)
     print(json.dumps({"model": a.model + " (plain torch, LoRA q,k,v,o,gate,up,down)", "layers": layers,
-                      "seq": a.seq, "batch": a.batch, "lora_rank": a.rank, "dtype": "float32, TF32 off",
+                      "seq": a.seq, "batch": a.batch, "lora_rank": a.rank, "dtype": "bf16 frozen weights, bf16 autocast" if a.bf16 else "float32, TF32 off",
+                      "sdpa": a.sdpa,
                       "checkpoint": a.checkpoint,
                       "torch": torch.__version__, "device": torch.cuda.get_device_name(0),
                       "trainable_params": sum(p.numel() for p in params),

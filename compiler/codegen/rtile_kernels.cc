@@ -83,6 +83,27 @@ std::string layoutParam(const Layout& l, const std::string& name, bool write) {
   return fmt::format("__global {}float* restrict {}", write ? "" : "const ", name);
 }
 
+namespace {
+
+// Statements returning the float4 of elements e..e+3 (e a multiple of 4) of an encoded matrix
+// whose columns are a multiple of 4 (so the four share a row, and with groups of a multiple of 4
+// along the columns, a scale); "" where the columns are not.
+std::string encodedTexelRead(const layout::Encoding& e) {
+  if (e.cols % 4 != 0) return "";
+  if (e.bits == 16) return "    return vload_half4(e >> 2, (__global const half*)p);\n";
+  const std::string scales = fmt::format("(__global const half*)(p + {}u)", planfile::encodedScalesOffset(e.bits, e.rows, e.cols));
+  // Groups along the columns: one scale; along the rows: the four columns' scales, consecutive.
+  const std::string scale =
+      e.axis == 1 ? fmt::format("(float4)(vload_half(e / {}u, {}))", e.group, scales)
+                  : fmt::format("vload_half4((e / {}u * {}u + e % {}u) >> 2, {})", e.cols * e.group, e.cols, e.cols, scales);
+  if (e.bits == 8) return fmt::format("    return convert_float4(vload4(0, (__global const char*)p + e)) * {};\n", scale);
+  return fmt::format("    const uchar2 q = vload2(0, p + (e >> 1));\n"
+                     "    return (convert_float4((int4)(q.x & 15, q.x >> 4, q.y & 15, q.y >> 4)) - 8.0f) * {};\n",
+                     scale);
+}
+
+}  // namespace
+
 std::string encodedElementFunction(const std::string& fn, const layout::Encoding& e) {
   const int64_t n = e.rows * e.cols;
   std::string s = fmt::format("inline float {}(__global const uchar* p, uint e) {{\n  e = min(e, {}u);\n", fn, n - 1);
@@ -191,16 +212,20 @@ Result<std::string> accessFunctions(const std::string& fn, const Layout& l, bool
     return fmt::format("{}_off({}{})", fn, batched ? "b, i0, i1" : "i0, i1", lane ? fmt::format(" + {}u", lane) : "");
   };
   if (!l.encoding().plain()) {
-    // A frozen weight stored narrower: each lane dequantized on its own (lanes past the last
-    // column read the last element, which MASKED_B zeroes).
+    // A frozen weight stored narrower, dequantized in registers.
     if (write) return makeError("rtile access {}: an encoded buffer ({}) is never written", fn, l.encoding().str());
     s += encodedElementFunction(fn + "_el", l.encoding());
-    const bool contiguous = texelContiguous(outs[0], colVar, cols);
     s += fmt::format("inline float4 {}({}, {}) {{\n", fn, param, idx);
-    if (contiguous) {
-      s += fmt::format("  const uint e = {}_off({});\n  return (float4)({}_el(p, e), {}_el(p, e + 1u), {}_el(p, e + 2u), "
-                       "{}_el(p, e + 3u));\n}}\n", fn, call, fn, fn, fn, fn);
-      return s;
+    if (texelContiguous(outs[0], colVar, cols)) {
+      // Four consecutive elements; from a multiple of 4 (every texel of a row-major matrix whose
+      // columns are, read along them) they are one 4-, 2- or 8-byte load and share one scale (or
+      // four consecutive ones), else each lane is read on its own (past the last element they
+      // read the last, which MASKED_B zeroes).
+      s += fmt::format("  const uint e = {}_off({});\n", fn, call);
+      if (const std::string whole = encodedTexelRead(l.encoding()); !whole.empty())
+        s += fmt::format("  if ((e & 3u) == 0u) {{\n{}  }}\n", whole);
+      return s + fmt::format("  return (float4)({0}_el(p, e), {0}_el(p, e + 1u), {0}_el(p, e + 2u), {0}_el(p, e + 3u));\n}}\n",
+                             fn);
     }
     s += fmt::format("  return (float4)({}_el(p, {})", fn, at(0));
     for (int k = 1; k < 4; ++k) s += fmt::format(",\n      i1 + {}u < {}u ? {}_el(p, {}) : 0.0f", k, cols, fn, at(k));
