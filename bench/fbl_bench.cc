@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/base_weights_bench.h"
 #include "bench/cache_bench.h"
 #include "bench/matmul_bench.h"
 #include "bench/matmul_sweep.h"
@@ -211,6 +212,16 @@ int main(int argc, char** argv) {
       if (cb.profiles.empty()) cb.profiles.push_back("profiles/adreno-830.json");
       rc = fbl::bench::runCacheBench(cb);
     });
+
+    fbl::bench::BaseWeightsBenchOptions bw;
+    auto* baseWeights = app.add_subcommand(
+        "base-weights", "How far fp16, int8 and int4 base weights (fblc compile --base-weights) move a weight "
+                        "matrix, per group size, against their bits per weight");
+    baseWeights->add_option("--rows", bw.rows, "Rows of the matrix (its reduction axis)")->default_val(2048);
+    baseWeights->add_option("--cols", bw.cols, "Columns of the matrix")->default_val(2048);
+    baseWeights->add_option("--seed", bw.seed, "Seed of the random weights")->default_val(0);
+    baseWeights->add_option("--json", bw.json, "Write the JSON report here ('-': stdout)");
+    baseWeights->callback([&] { rc = fbl::bench::runBaseWeightsBench(bw); });
 
     // CLI11 prints the bad argument and its own code (105-110); every tool exits 2 for a bad
     // command line (docs/inspect.md), 0 for --help.

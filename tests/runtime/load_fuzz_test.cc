@@ -32,24 +32,27 @@ struct Model {
   std::string bytes;
 };
 
-// llama-tiny for the PoCL profile, with its tensors where `storage` puts them.
-const Model& llamaTiny(const std::string& storage = "auto") {
+// llama-tiny for the PoCL profile, with its tensors where `storage` puts them and its frozen
+// base stored as `baseWeights` says.
+const Model& llamaTiny(const std::string& storage = "auto", const std::string& baseWeights = "fp32") {
   static std::map<std::string, Model> models;
-  auto it = models.find(storage);
+  const std::string key = storage + "-" + baseWeights;
+  auto it = models.find(key);
   if (it != models.end()) return it->second;
   Model c;
   c.args.model = std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/model.onnx";
   c.args.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
   c.args.storage = storage;
-  c.args.output = tempDir() + "/fuzz-" + storage + ".fbp";
-  c.args.weights = tempDir() + "/fuzz-" + storage + ".safetensors";
+  c.args.baseWeights = baseWeights;
+  c.args.output = tempDir() + "/fuzz-" + key + ".fbp";
+  c.args.weights = tempDir() + "/fuzz-" + key + ".safetensors";
   auto r = driver::compileModel(c.args);
   REQUIRE(r.ok());
   REQUIRE(driver::writeWeights(c.args, r->plan).ok());
   c.bytes = planfile::serialize(r->plan);
   REQUIRE(planfile::parse(c.bytes, &c.plan) == "");  // with argBytes, as the runtime sees it
   std::ofstream(c.args.output, std::ios::binary) << c.bytes;
-  return models[storage] = std::move(c);
+  return models[key] = std::move(c);
 }
 
 // The plan file's bytes for a JSON section and blob, with a valid checksum.
@@ -346,6 +349,14 @@ TEST_CASE("mutated image-storage plans are refused, or stay inside their images"
   const Model& m = llamaTiny("image");
   REQUIRE_FALSE(m.plan.imageSlots.empty());
   fuzzPlan(m, 23, 150, 0);
+}
+
+// An int4 base (docs/plan-format.md, "Encoded weights"): the encoding checks under the same
+// mutations, two of the accepted ones that change what runs run.
+TEST_CASE("mutated plans with an int4 base are refused, or stay inside their tensors", "[runtime][fuzz]") {
+  const Model& m = llamaTiny("auto", "int4");
+  REQUIRE(std::any_of(m.plan.tensors.begin(), m.plan.tensors.end(), [](const planfile::Tensor& t) { return t.encoding == "int4"; }));
+  fuzzPlan(m, 29, 150, 2);
 }
 
 // Each weights or checkpoint mutant is refused by the safetensors parser or by the plan's
