@@ -198,7 +198,14 @@ Result<ExplainReport> buildExplainReport(const planfile::Plan& plan) {
         et.why = "stored transposed: a product reduces along its columns, which this way are its rows "
                  "(matmul.narrow.k_contiguous_weights); " + et.why;
       if (t.pack >= 0 && et.why.find("packed at load") == std::string::npos) et.why += "; packed at load";
-      if (chosen && !stored) {
+      if (!t.encoding.empty()) {
+        // A frozen weight stored narrower (--base-weights): its layout is the encoding's.
+        et.layout = "linear, " + t.layout;
+        std::string pipeline = et.why;
+        if (const size_t at = pipeline.find("; packed at load"); at != std::string::npos) pipeline.erase(at, 16);
+        et.why = fmt::format("frozen base stored {} (--base-weights, docs/precision.md): products and gathers "
+                             "dequantize it, and the weights file holds its bytes; {}", t.layout, pipeline);
+      } else if (chosen && !stored) {
         const std::string because = plan.explain.value("storage_why", nlohmann::json::object()).value(t.name, "");
         et.why = fmt::format("R-Tile {} chosen, stored row-major ({}); {}", v.value("tile", ""),
                              because.empty() ? "read back, or a kernel without layouts reads or writes it" : because,

@@ -11,10 +11,11 @@ using namespace fbl;
 
 namespace {
 
-driver::Compiled compileTiny() {
+driver::Compiled compileTiny(const std::string& baseWeights = "fp32") {
   driver::CompileArgs a;
   a.model = std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/model.onnx";
   a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
+  a.baseWeights = baseWeights;
   auto c = driver::compileModel(a);
   INFO((c.ok() ? std::string() : c.error().message));
   REQUIRE(c.ok());
@@ -99,6 +100,26 @@ TEST_CASE("explain: tensors, transformations and launches of llama-tiny", "[anal
   const std::string text = analysis::formatExplain(*r);
   CHECK_THAT(text, Catch::Contains("graph: " + std::to_string(r->nodes.size()) + " nodes"));
   CHECK_THAT(text, Catch::Contains("launches (" + std::to_string(r->launches.size()) + ")"));
+}
+
+TEST_CASE("explain: a base stored int4 shows as its encoding, not as an R-Tile kept row-major", "[analysis][explain]") {
+  const driver::Compiled c = compileTiny("int4");
+  auto r = analysis::buildExplainReport(c.plan);
+  REQUIRE(r.ok());
+  int64_t encoded = 0;
+  for (size_t i = 0; i < r->tensors.size(); ++i) {
+    const planfile::Tensor& t = c.plan.tensors[i];
+    if (t.encoding.empty()) continue;
+    INFO(t.name);
+    ++encoded;
+    CHECK(r->tensors[i].layout == "linear, " + t.layout);
+    CHECK(t.layout.rfind("int4 g32", 0) == 0);
+    CHECK(r->tensors[i].why.find("frozen base stored int4") == 0);
+    CHECK(r->tensors[i].why.find("packed at load") == std::string::npos);
+    CHECK(c.plan.explain["base_weights"].contains(t.source));
+  }
+  CHECK(encoded == c.storage["base_weights"]["encoded"].get<int64_t>());
+  CHECK(encoded > 0);
 }
 
 TEST_CASE("explain: the section round-trips, a plan without it still explains launches",
