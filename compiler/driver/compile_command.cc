@@ -604,6 +604,14 @@ int runCompile(const CompileArgs& args) {
              args.output, c->stats.kernels, c->stats.launches, c->plan.arenaBytes, c->stats.persistentBytes,
              c->plan.imageSlots.size(), c->plan.imageBytes(), c->seconds, weightsNote);
   fmt::print("{}\n", analysis::memorySummaryLine(c->memory, c->plan.profile));
+  if (const nlohmann::json& b = c->storage["base_weights"]; b["option"] != "fp32") {
+    const size_t decoded = b["decoded_but_stored_f32"].size(), left = b["left_f32"].size();
+    fmt::print("base weights: {} matrices stored {}, {} ({} as f32){}{}\n", b["encoded"].get<int64_t>(),
+               b["option"].get<std::string>(), analysis::humanBytes(b["encoded_bytes"].get<int64_t>()),
+               analysis::humanBytes(b["f32_bytes_of_those"].get<int64_t>()),
+               decoded ? fmt::format("; {} decoded but stored f32", decoded) : "",
+               left ? fmt::format("; {} frozen matrices left f32 (the report's storage.base_weights says why)", left) : "");
+  }
   if (c->recompute.segments > 0 || c->memoryBudget > 0)
     fmt::print("recompute: {} of {} forward segments ({} nodes cloned, {} no longer kept){}\n", c->recompute.segments,
                c->recompute.candidates, c->recompute.clonedNodes, analysis::humanBytes(c->recompute.savedBytes),
