@@ -8,10 +8,10 @@
 //
 // It is a desktop tool over the runtime library: the weights are the .safetensors `fblc compile`
 // wrote beside the plan, synthetic inputs (no --data) are drawn within the plan's input_checks
-// (runtime/synthetic_inputs.h). It takes one thing from the compiler library, TensorProto files
-// (datasets in .pb, --dump-grads), through tensor_proto_io.h. An app links the runtime alone,
-// reads .safetensors and .npy datasets with runtime/dataset.h and feeds safetensors weights and
-// raw input bytes through the C API.
+// (runtime/synthetic_inputs.h), and TensorProto files (datasets in .pb, --dump-grads) go through
+// its own small reader (tensor_proto_io.h). An app links the runtime alone, reads .safetensors
+// and .npy datasets with runtime/dataset.h and feeds safetensors weights and raw input bytes
+// through the C API.
 // The dataset's order, held-out split and resume position are runtime/sample_order.h's and
 // runtime/dataset_position.h's; this file runs the loop.
 #include <unistd.h>

@@ -1,9 +1,9 @@
-// What fbl-train takes from the compiler library, all of it: ONNX TensorProto files, which need
-// protobuf (the runtime parses none). fbl-train reads them as datasets (DIR/input_K.pb,
-// DIR/test_data_set_*/input_K.pb) and writes them for --dump-grads. Everything else it needs is
-// the runtime's: weights from the .safetensors `fblc compile` writes beside the plan, synthetic
-// inputs from the plan's input_checks (runtime/synthetic_inputs.h). Only tensor_proto_io.cc
-// includes compiler headers.
+// ONNX TensorProto files for fbl-train, without protobuf: the datasets it reads (DIR/input_K.pb,
+// DIR/test_data_set_*/input_K.pb) and the gradients --dump-grads writes. Only the protobuf wire
+// format's few fields a tensor needs are read: dims, data_type, name, raw_data and the typed data
+// fields; the dtypes are fbl's (f32, i64, i32, bool, u8, i8), as the compiler's reader
+// (compiler/onnx/tensor_proto.h) takes them, and tests/runtime/tensor_proto_io_test.cc holds
+// the two readers to the same tensors and refusals.
 #pragma once
 
 #include <cstdint>
@@ -19,9 +19,11 @@ struct ProtoTensor {
   std::vector<unsigned char> bytes;  // row-major
 };
 
-// "" or a line naming the file.
+// The tensor of one TensorProto; "" or a line naming the file.
 std::string readTensorProto(const std::string& path, ProtoTensor* out);
-// Written atomically (a temporary file, then rename).
+// Parses `bytes` (the file's contents; `path` names it in errors).
+std::string parseTensorProto(const std::string& bytes, const std::string& path, ProtoTensor* out);
+// Written atomically (a temporary file, then rename): name, dims, data_type and raw_data.
 std::string writeTensorProto(const std::string& path, const ProtoTensor& t);
 
 }  // namespace fbl::train

@@ -1,5 +1,5 @@
 // fbl-train's side of datasets: finding and reading --data / --eval-data (the runtime reads
-// .safetensors and .npy; TensorProto folders need protobuf, read through tensor_proto_io.h), and
+// .safetensors and .npy; TensorProto folders through tensor_proto_io.h), and
 // feeding or evaluating samples through a session.
 #pragma once
 
