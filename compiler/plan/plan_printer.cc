@@ -1,7 +1,12 @@
 #include "compiler/plan/plan_printer.h"
 
+#include <fstream>
+#include <iterator>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include "runtime/plan_check.h"
 
 namespace fbl::plan {
 
@@ -33,6 +38,7 @@ std::string printPlan(const planfile::Plan& p) {
     if (t.constOffset >= 0) s += fmt::format(" blob@{}", t.constOffset);
     if (t.image()) s += fmt::format(" image {}x{} #{}", t.imageWidth, t.imageHeight, t.imageSlot);
     if (t.pack >= 0) s += fmt::format(" pack x{} unpack x{}", t.pack, t.unpack);
+    if (!t.encoding.empty()) s += fmt::format(" encoded {} group {} axis {}", t.encoding, t.groupSize, t.groupAxis);
     s += "\n";
   }
   if (!p.imageSlots.empty()) {
@@ -68,6 +74,22 @@ std::string printPlan(const planfile::Plan& p) {
   for (const planfile::Trainable& t : p.adapterFrozen) s += fmt::format("adapter frozen t{} '{}'\n", t.param, t.adapterKey);
   s += "\nprogram:\n" + p.program;
   return s;
+}
+
+int runPrintPlan(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    fmt::print(stderr, "error: {}: cannot open the plan\n", path);
+    return 1;
+  }
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  planfile::Plan plan;
+  if (std::string e = rt::loadPlan(bytes, path, nullptr, &plan); !e.empty()) {
+    fmt::print(stderr, "error: {}\n", e);
+    return 1;
+  }
+  fmt::print("{}", printPlan(plan));
+  return 0;
 }
 
 }  // namespace fbl::plan

@@ -12,6 +12,7 @@
 #include "compiler/analysis/explain.h"
 #include "compiler/analysis/plan_diff.h"
 #include "compiler/driver/compile_command.h"
+#include "compiler/plan/plan_printer.h"
 #include "compiler/profile/profile_command.h"
 #include "compiler/strategy/strategy.h"
 #include "compiler/tools/inspect_command.h"
@@ -187,6 +188,13 @@ void addExplain(CLI::App& app, int& rc) {
   cmd->callback([&rc] { rc = fbl::analysis::runExplain(args); });
 }
 
+void addPrintPlan(CLI::App& app, int& rc) {
+  static std::string plan;
+  auto* cmd = app.add_subcommand("print-plan", "Print a plan as text: tensors, launches, the OpenCL program");
+  cmd->add_option("plan", plan, "Plan file (from fblc compile)")->required();
+  cmd->callback([&rc] { rc = fbl::plan::runPrintPlan(plan); });
+}
+
 void addDiff(CLI::App& app, int& rc) {
   static fbl::analysis::DiffArgs args;
   auto* cmd = app.add_subcommand("diff", "What changed between two plans (exit 0: same, 1: different, 2: bad file)");
@@ -247,6 +255,7 @@ int main(int argc, char** argv) {
     addCompile(app, rc);
     addExplain(app, rc);
     addDiff(app, rc);
+    addPrintPlan(app, rc);
     addRunRef(app, rc);
     addZoo(app, rc);
     // CLI11 prints the bad argument and its own code (105-110); every tool exits 2 for a bad

@@ -2,6 +2,8 @@
 // difference fails; regenerate on purpose with
 //   FBL_UPDATE_GOLDEN=1 build/bin/fbl_tests "[golden]"
 // and say in the commit why the plans changed.
+#include <sys/wait.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -60,6 +62,29 @@ TEST_CASE("plans of the tiny corpus models match their goldens", "[plan][golden]
          << "\nif the change is intended, regenerate: FBL_UPDATE_GOLDEN=1 build/bin/fbl_tests \"[golden]\"");
     CHECK(diff.empty());
   }
+}
+
+TEST_CASE("fblc print-plan prints a plan file as its golden, and refuses what the runtime refuses", "[plan][golden]") {
+  const std::string dir = std::string(FBL_BIN_DIR) + "/../test-plans";
+  const std::string plan = dir + "/print-plan.fbp", out = dir + "/print-plan.txt", err = dir + "/print-plan.err";
+  std::system(("mkdir -p " + dir).c_str());
+  auto c = compileModel(argsFor("llama-tiny"));
+  REQUIRE(c.ok());
+  std::ofstream(plan, std::ios::binary) << planfile::serialize(c->plan);
+  auto run = [&](const std::string& file) {
+    const int st = std::system((std::string(FBL_BIN_DIR) + "/fblc print-plan " + file + " > " + out + " 2> " + err).c_str());
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  };
+  auto slurp = [](const std::string& path) {
+    std::stringstream s;
+    s << std::ifstream(path, std::ios::binary).rdbuf();
+    return s.str();
+  };
+  REQUIRE(run(plan) == 0);
+  CHECK(firstDifference(slurp(std::string(FBL_SOURCE_DIR) + "/tests/golden/llama-tiny.plan.txt"), slurp(out)).empty());
+  std::ofstream(plan, std::ios::binary | std::ios::trunc) << "not a plan";
+  CHECK(run(plan) == 1);
+  CHECK(slurp(err) == "error: plan '" + plan + "': not an fbl plan (bad magic); compile one with `fblc compile`\n");
 }
 
 TEST_CASE("the same inputs give a byte-identical plan", "[plan]") {
