@@ -180,7 +180,8 @@ Result<ExplainReport> buildExplainReport(const planfile::Plan& plan) {
     for (const ExplainNode& n : r.nodes) nodeFlops[n.name] = n.flops;
   }
   for (const planfile::Tensor& t : plan.tensors) {
-    ExplainTensor et{t.name, t.dtype, planfile::roleName(t.role), t.shape, t.bytes, "unknown",
+    // An image's bytes are its texels' (16 each), not its arena bytes (none).
+    ExplainTensor et{t.name, t.dtype, planfile::roleName(t.role), t.shape, planfile::argumentBytes(t), "unknown",
                      t.image() ? fmt::format("image {}x{} #{}", t.imageWidth, t.imageHeight, t.imageSlot) : "buffer",
                      ""};
     if (auto it = valueIndex.find(t.name); it != valueIndex.end()) {
@@ -227,7 +228,7 @@ Result<ExplainReport> buildExplainReport(const planfile::Plan& plan) {
   std::set<std::string> seen;
   for (const planfile::Launch& l : plan.launches) {
     ExplainLaunch el{l.phase, plan.kernelNames[l.kernel], l.node, l.kind, 0, 0};
-    for (int32_t a : std::set<int32_t>(l.args.begin(), l.args.end())) el.bytes += plan.tensors[a].bytes;
+    for (int32_t a : std::set<int32_t>(l.args.begin(), l.args.end())) el.bytes += planfile::argumentBytes(plan.tensors[a]);
     // A fused launch (node "host+Op+Op") computes its host and every fused node; each node's
     // FLOPs count on the first launch that computes it.
     std::vector<std::string> computed = l.fused;

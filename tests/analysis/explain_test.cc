@@ -11,11 +11,12 @@ using namespace fbl;
 
 namespace {
 
-driver::Compiled compileTiny(const std::string& baseWeights = "fp32") {
+driver::Compiled compileTiny(const std::string& baseWeights = "fp32", const std::string& storage = "auto") {
   driver::CompileArgs a;
   a.model = std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/model.onnx";
   a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
   a.baseWeights = baseWeights;
+  a.storage = storage;
   auto c = driver::compileModel(a);
   INFO((c.ok() ? std::string() : c.error().message));
   REQUIRE(c.ok());
@@ -77,7 +78,7 @@ TEST_CASE("explain: tensors, transformations and launches of llama-tiny", "[anal
     std::vector<bool> seen(c.plan.tensors.size(), false);
     int64_t bytes = 0;
     for (int32_t a : l.args)
-      if (!seen[a]) seen[a] = true, bytes += c.plan.tensors[a].bytes;
+      if (!seen[a]) seen[a] = true, bytes += planfile::argumentBytes(c.plan.tensors[a]);
     CHECK(r->launches[i].bytes == bytes);
     CHECK(r->launches[i].node == l.node);
     launchFlops += r->launches[i].flops;
@@ -120,6 +121,34 @@ TEST_CASE("explain: a base stored int4 shows as its encoding, not as an R-Tile k
   }
   CHECK(encoded == c.storage["base_weights"]["encoded"].get<int64_t>());
   CHECK(encoded > 0);
+}
+
+TEST_CASE("explain: an image counts its texels' bytes, in its tensor and in every launch that reads it",
+          "[analysis][explain]") {
+  const driver::Compiled c = compileTiny("fp32", "image");
+  auto r = analysis::buildExplainReport(c.plan);
+  REQUIRE(r.ok());
+  int64_t images = 0;
+  for (size_t i = 0; i < r->tensors.size(); ++i) {
+    const planfile::Tensor& t = c.plan.tensors[i];
+    if (!t.image()) continue;
+    ++images;
+    CHECK(t.bytes == 0);  // nothing in the arena
+    CHECK(r->tensors[i].bytes == t.imageWidth * t.imageHeight * 16);
+  }
+  REQUIRE(images > 0);
+  int64_t withImage = 0;
+  for (size_t i = 0; i < c.plan.launches.size(); ++i) {
+    const std::set<int32_t> args(c.plan.launches[i].args.begin(), c.plan.launches[i].args.end());
+    int64_t bytes = 0, image = 0;
+    for (int32_t a : args) {
+      bytes += c.plan.tensors[a].image() ? c.plan.tensors[a].imageWidth * c.plan.tensors[a].imageHeight * 16 : c.plan.tensors[a].bytes;
+      image += c.plan.tensors[a].image();
+    }
+    CHECK(r->launches[i].bytes == bytes);
+    withImage += image > 0;
+  }
+  CHECK(withImage > 0);
 }
 
 TEST_CASE("explain: the section round-trips, a plan without it still explains launches",
