@@ -460,12 +460,17 @@ Result<Compiled> compileModel(const CompileArgs& args) {
                                                        {"inputs and constants", m.inputBytes + m.constantBytes}};
       const auto* top = std::max_element(std::begin(roles), std::end(roles),
                                          [](const auto& a, const auto& b) { return a.second < b.second; });
+      // Frozen weights that dominate at fp32 or fp16 shrink with a narrower base (docs/precision.md).
+      const bool narrower = top->second == m.frozenWeightBytes && args.baseWeights != "int4";
       return makeError("{}: --memory-budget {} ({} bytes) cannot be met: with all {} segments recomputed the peak is {}, "
-                       "{} over; {} dominate with {} (frozen weights {}, transient peak {})",
+                       "{} over; {} dominate with {} (frozen weights {}, transient peak {}){}",
                        args.model, analysis::humanBytes(budget), budget, all.recompute.segments,
                        analysis::humanBytes(m.peakBytes), analysis::humanBytes(m.peakBytes - budget), top->first,
                        analysis::humanBytes(top->second), analysis::humanBytes(m.frozenWeightBytes),
-                       analysis::humanBytes(m.transientBytes));
+                       analysis::humanBytes(m.transientBytes),
+                       narrower ? fmt::format("; --base-weights int4 stores the frozen weights that products read in "
+                                              "about a seventh of fp32's bytes (now {})", args.baseWeights)
+                                : "");
     }
     int64_t lo = 1, hi = all.recompute.segments;
     c = std::move(all);

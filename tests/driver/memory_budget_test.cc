@@ -82,3 +82,23 @@ TEST_CASE("a memory budget recomputes as few forward segments as fit, and one no
   CHECK(msg.find('\n') == std::string::npos);
   CHECK_THAT(msg, Catch::Contains("cannot be met") && Catch::Contains("4.1 kB over") && Catch::Contains("dominate with"));
 }
+
+// Frozen weights that dominate the unmet budget: the error names --base-weights, and the base
+// stored int4 meets a budget that fp32 cannot.
+TEST_CASE("a budget the frozen weights break points at --base-weights, and int4 meets it", "[driver][memory]") {
+  driver::CompileArgs a;
+  a.model = std::string(FBL_TEST_DATA_DIR) + "/llama-full/model.onnx";  // Llama-3.2-1B's shapes
+  a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
+  auto kept = driver::compileModel(a);
+  REQUIRE(kept.ok());
+  a.memoryBudget = "2GB";
+  auto fp32 = driver::compileModel(a);
+  REQUIRE_FALSE(fp32.ok());
+  CHECK_THAT(fp32.error().message, Catch::Contains("frozen weights dominate") && Catch::Contains("--base-weights int4"));
+  a.baseWeights = "int4";
+  auto int4 = driver::compileModel(a);
+  INFO((int4.ok() ? std::string() : int4.error().message));
+  REQUIRE(int4.ok());
+  CHECK(int4->memory.peakBytes <= 2000000000);
+  CHECK(int4->memory.frozenWeightBytes * 6 < kept->memory.frozenWeightBytes);
+}
