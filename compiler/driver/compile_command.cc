@@ -150,7 +150,8 @@ class Differentiate {
     // The frozen base's encodings are chosen on the forward graph, as run-ref chooses them.
     FBL_ASSIGN(encodings, quant::encodingsFor(g, opts_.trainableGlobs, baseWeights, &encodingsSkipped));
     FBL_ASSIGN(tg, autodiff::buildTrainingGraph(g, opts_));
-    for (const auto& [name, e] : encodings) lowering_.encodings[tg.graph.findValue(name)] = e;
+    for (const auto& [name, e] : encodings)
+      if (const ir::ValueId v = tg.graph.findValue(name); v != ir::kNoValue) lowering_.encodings[v] = e;
     // peft's adapter is read off the forward graph: lora_B's scaling is a forward Mul.
     std::vector<std::string> names;
     for (const auto& t : tg.trainables) names.push_back(tg.graph.values[t.param].name);

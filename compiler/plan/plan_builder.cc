@@ -455,17 +455,16 @@ class Builder {
           t.imageWidth = st->second.imageWidth();
           t.imageHeight = st->second.imageHeight();
         } else if (const layout::Encoding& e = st->second.encoding(); !e.plain()) {
-          // A frozen weight stored narrower: the weights file holds these bytes as they are.
+          // A frozen weight stored narrower: the weights file holds these bytes, copied as they are.
           t.encoding = e.bits == 16 ? "fp16" : fmt::format("int{}", e.bits);
           t.groupSize = e.group;
           t.groupAxis = e.axis;
           t.bytes = planfile::encodedBytes(e.bits, e.group, e.rows, e.cols);
-          tensorOfRoot_[r] = id;
-          return id;
         } else {
           t.bytes = st->second.bufferSize() * static_cast<int64_t>(ir::dtypeSize(val.dtype));
         }
-        if (role == Role::Weight || role == Role::Trainable || role == Role::State) packed_.emplace_back(id, st->second);
+        const bool hostWritten = role == Role::Weight || role == Role::Trainable || role == Role::State;
+        if (hostWritten && t.encoding.empty()) packed_.emplace_back(id, st->second);
       }
     }
     if (role == Role::Constant && val.data) {
