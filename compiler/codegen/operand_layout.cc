@@ -45,13 +45,16 @@ bool readsImageTexels(const ir::Graph& g, const ir::Node& n, int slot, const lay
   return flipped.ok() && texelsContiguous(*flipped);
 }
 
+bool readsEncoded(const ir::Graph& g, const ir::Node& n, int slot) {
+  if (n.op == "Gather") return slot == 0;
+  return (n.op == "MatMul" || n.op == "Gemm") && usesTiledMatmul(g, n) && slot >= 0 && slot < 2;
+}
+
 Result<NodeCode> emitNode(const ir::Graph& g, const ir::Node& n, const Target& target, const NodeLayouts& layouts) {
   if (layouts.trivial()) return emitNode(g, n, target);
-  // Encoded buffers (a frozen weight stored narrower) are dequantized by products and gathers.
-  const bool product = (n.op == "MatMul" || n.op == "Gemm") && usesTiledMatmul(g, n);
   for (size_t slot = 0; slot < layouts.inputs.size(); ++slot)
     if (layouts.inputs[slot] && !layouts.inputs[slot]->layout.encoding().plain() &&
-        !((product && slot < 2) || (n.op == "Gather" && slot == 0)))
+        !readsEncoded(g, n, static_cast<int>(slot)))
       return makeError("{}: input {} is stored {}, which only products and gathers read", ir::describeNode(g, n), slot,
                        layouts.inputs[slot]->layout.encoding().str());
   if (!layouts.epilogue.empty() && !((n.op == "MatMul" || n.op == "Gemm") && usesTiledMatmul(g, n)))

@@ -84,6 +84,9 @@ bool supportsOperandLayouts(const ir::Graph& g, const ir::Node& n);
 // a gather reads any image of float data, one element's lane at a time.
 bool writesImageTexels(const ir::Graph& g, const ir::Node& n);
 bool readsImageTexels(const ir::Graph& g, const ir::Node& n, int slot, const layout::Layout& read);
+// Encoded buffers (a frozen weight stored narrower, layout::Encoding): the tiled and narrow
+// products dequantize either operand, a gather its table; no other kernel reads one.
+bool readsEncoded(const ir::Graph& g, const ir::Node& n, int slot);
 
 // emitNode with layouts; an error naming the node if it does not support them
 // (supportsOperandLayouts) and `layouts` is not trivial.

@@ -283,14 +283,12 @@ class Lowerer {
     return std::optional<StorageChoice>(StorageChoice{*tiled, "rtile " + entry->spec().str()});
   }
 
-  // Why some kernel cannot read an encoded weight ("" when every one dequantizes it): products
-  // (either operand) and gathers (the table) do, copies and other kernels do not.
+  // Why some kernel cannot read an encoded weight ("" when every one dequantizes it,
+  // codegen::readsEncoded): copies and kernels other than products and gathers do not.
   std::string encodedUnreadable(const std::vector<ValueRead>& reads) const {
     for (const ValueRead& r : reads) {
       if (r.slot < 0) return "a copy reads it";
-      const ir::Node& n = g_.nodes[r.node];
-      const bool product = isMatmul(n) && codegen::usesTiledMatmul(g_, n) && r.slot < 2;
-      if (!product && !(n.op == "Gather" && r.slot == 0)) return fmt::format("read by {}", ir::describeNode(g_, n));
+      if (!codegen::readsEncoded(g_, g_.nodes[r.node], r.slot)) return fmt::format("read by {}", ir::describeNode(g_, g_.nodes[r.node]));
     }
     return "";
   }
