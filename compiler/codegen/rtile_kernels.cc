@@ -211,32 +211,29 @@ Result<std::string> accessFunctions(const std::string& fn, const Layout& l, bool
   auto at = [&](int lane) {
     return fmt::format("{}_off({}{})", fn, batched ? "b, i0, i1" : "i0, i1", lane ? fmt::format(" + {}u", lane) : "");
   };
-  if (!l.encoding().plain()) {
-    // A frozen weight stored narrower, dequantized in registers.
-    if (write) return makeError("rtile access {}: an encoded buffer ({}) is never written", fn, l.encoding().str());
-    s += encodedElementFunction(fn + "_el", l.encoding());
-    s += fmt::format("inline float4 {}({}, {}) {{\n", fn, param, idx);
-    if (texelContiguous(outs[0], colVar, cols)) {
-      // Four consecutive elements; from a multiple of 4 (every texel of a row-major matrix whose
-      // columns are, read along them) they are one 4-, 2- or 8-byte load and share one scale (or
-      // four consecutive ones), else each lane is read on its own (past the last element they
-      // read the last, which MASKED_B zeroes).
-      s += fmt::format("  const uint e = {}_off({});\n", fn, call);
-      if (const std::string whole = encodedTexelRead(l.encoding()); !whole.empty())
-        s += fmt::format("  if ((e & 3u) == 0u) {{\n{}  }}\n", whole);
-      return s + fmt::format("  return (float4)({0}_el(p, e), {0}_el(p, e + 1u), {0}_el(p, e + 2u), {0}_el(p, e + 3u));\n}}\n",
-                             fn);
-    }
-    s += fmt::format("  return (float4)({}_el(p, {})", fn, at(0));
-    for (int k = 1; k < 4; ++k) s += fmt::format(",\n      i1 + {}u < {}u ? {}_el(p, {}) : 0.0f", k, cols, fn, at(k));
-    return s + ");\n}\n";
-  }
+  // A frozen weight stored narrower is read through its dequantizing element function.
+  const bool encoded = !l.encoding().plain();
+  if (encoded && write) return makeError("rtile access {}: an encoded buffer ({}) is never written", fn, l.encoding().str());
+  if (encoded) s += encodedElementFunction(fn + "_el", l.encoding());
+  auto element = [&](const std::string& off) {
+    return encoded ? fmt::format("{}_el(p, {})", fn, off) : fmt::format("p[{}]", off);
+  };
   if (texelContiguous(outs[0], colVar, cols)) {
     if (write)
       return s + fmt::format("inline void {}({}, {}, float4 v) {{ vstore4(v, 0, p + {}_off({})); }}\n", fn, param,
                              idx, fn, call);
-    return s + fmt::format("inline float4 {}({}, {}) {{ return vload4(0, p + {}_off({})); }}\n", fn, param, idx, fn,
-                           call);
+    if (!encoded)
+      return s + fmt::format("inline float4 {}({}, {}) {{ return vload4(0, p + {}_off({})); }}\n", fn, param, idx, fn,
+                             call);
+    // Four consecutive elements; from a multiple of 4 (every texel of a row-major matrix whose
+    // columns are, read along them) they are one 4-, 2- or 8-byte load and share one scale (or
+    // four consecutive ones), else each lane is read on its own (past the last element they
+    // read the last, which MASKED_B zeroes).
+    s += fmt::format("inline float4 {}({}, {}) {{\n  const uint e = {}_off({});\n", fn, param, idx, fn, call);
+    if (const std::string whole = encodedTexelRead(l.encoding()); !whole.empty())
+      s += fmt::format("  if ((e & 3u) == 0u) {{\n{}  }}\n", whole);
+    return s + fmt::format("  return (float4)({}, {}, {}, {});\n}}\n", element("e"), element("e + 1u"), element("e + 2u"),
+                           element("e + 3u"));
   }
   if (write) {
     s += fmt::format("inline void {}({}, {}, float4 v) {{\n", fn, param, idx);
@@ -245,8 +242,8 @@ Result<std::string> accessFunctions(const std::string& fn, const Layout& l, bool
     for (int k = 1; k < 4; ++k) s += fmt::format("  if (i1 + {}u < {}u) p[{}] = v.{};\n", k, cols, at(k), lanes[k]);
     return s + "}\n";
   }
-  s += fmt::format("inline float4 {}({}, {}) {{\n  return (float4)(p[{}]", fn, param, idx, at(0));
-  for (int k = 1; k < 4; ++k) s += fmt::format(",\n      i1 + {}u < {}u ? p[{}] : 0.0f", k, cols, at(k));
+  s += fmt::format("inline float4 {}({}, {}) {{\n  return (float4)({}", fn, param, idx, element(at(0)));
+  for (int k = 1; k < 4; ++k) s += fmt::format(",\n      i1 + {}u < {}u ? {} : 0.0f", k, cols, element(at(k)));
   return s + ");\n}\n";
 }
 
