@@ -108,6 +108,8 @@ inline int64_t elementSize(const std::string& dtype) {
 inline int encodingBits(const std::string& encoding) {
   return encoding == "fp16" ? 16 : encoding == "int8" ? 8 : encoding == "int4" ? 4 : 0;
 }
+// The encoding of `bits` (16, 8 or 4) by name: the inverse of encodingBits.
+inline std::string encodingName(int bits) { return bits == 16 ? "fp16" : "int" + std::to_string(bits); }
 // An encoded [rows x cols] matrix, row-major: the elements (`bits` each, two 4-bit elements a
 // byte, the even one in the low nibble), then from the next 16-byte boundary one fp16 scale per
 // group (8 and 4 bits), the scales in the row-major order of the [rows/g x cols] or

@@ -456,7 +456,7 @@ class Builder {
           t.imageHeight = st->second.imageHeight();
         } else if (const layout::Encoding& e = st->second.encoding(); !e.plain()) {
           // A frozen weight stored narrower: the weights file holds these bytes, copied as they are.
-          t.encoding = e.bits == 16 ? "fp16" : fmt::format("int{}", e.bits);
+          t.encoding = planfile::encodingName(e.bits);
           t.groupSize = e.group;
           t.groupAxis = e.axis;
           t.bytes = planfile::encodedBytes(e.bits, e.group, e.rows, e.cols);

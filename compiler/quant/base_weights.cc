@@ -56,7 +56,7 @@ int64_t scaleIndex(const layout::Encoding& e, int64_t r, int64_t c) {
 Result<BaseWeights> parseBaseWeights(const std::string& text, int64_t group) {
   if (group < 4 || group % 4 != 0) return makeError("--base-weights-group {} is not a positive multiple of 4", group);
   for (int bits : {32, 16, 8, 4})
-    if (text == (bits == 32 ? "fp32" : bits == 16 ? "fp16" : fmt::format("int{}", bits))) return BaseWeights{bits, group};
+    if (text == (bits == 32 ? "fp32" : planfile::encodingName(bits))) return BaseWeights{bits, group};
   return makeError("--base-weights '{}' is not fp32, fp16, int8 or int4", text);
 }
 
