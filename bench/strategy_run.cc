@@ -385,16 +385,5 @@ std::string writeTextFile(const std::string& path, const std::string& text) {
   return out.good() ? "" : fmt::format("cannot write '{}'", path);
 }
 
-std::string xmlEscape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    if (ch == '<') out += "&lt;";
-    else if (ch == '>') out += "&gt;";
-    else if (ch == '&') out += "&amp;";
-    else if (ch == '"') out += "&quot;";
-    else out += ch;
-  }
-  return out;
-}
 
 }  // namespace fbl::bench

@@ -15,6 +15,7 @@
 
 #include "compiler/ir/graph.h"
 #include "compiler/plan/plan_builder.h"
+#include "runtime/tools/xml_escape.h"
 
 namespace fbl::bench {
 
@@ -91,6 +92,5 @@ nlohmann::json toJson(const StrategyRun& r);
 std::string planComparison(const std::vector<StrategyRun>& runs, bool* identical);
 
 std::string writeTextFile(const std::string& path, const std::string& text);
-std::string xmlEscape(const std::string& s);
 
 }  // namespace fbl::bench

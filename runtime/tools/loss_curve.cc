@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "runtime/tools/xml_escape.h"
+
 namespace fbl::train {
 
 namespace {
@@ -20,18 +22,6 @@ double tickStep(double span, int count) {
   const double raw = span / count, mag = std::pow(10.0, std::floor(std::log10(raw)));
   const double f = raw / mag;
   return (f < 1.5 ? 1.0 : f < 3.5 ? 2.0 : f < 7.5 ? 5.0 : 10.0) * mag;
-}
-
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '&') out += "&amp;";
-    else if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
-  }
-  return out;
 }
 
 }  // namespace
@@ -55,11 +45,11 @@ std::string lossCurveSvg(const std::vector<LossPoint>& train, const std::vector<
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
       "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       "<text x=\"{2}\" y=\"22\" font-size=\"15\">{3}</text>\n",
-      kWidth, kHeight, kLeft, escape(title));
+      kWidth, kHeight, kLeft, xmlEscape(title));
   const std::string subtitle =
       fmt::format("{} training steps{}{}", t.size(), e.empty() ? "" : fmt::format(", {} evaluations", e.size()),
                   dropped ? fmt::format("; {} losses not finite, not drawn", dropped) : "");
-  s += fmt::format("<text x=\"{}\" y=\"40\" fill=\"#555\">{}</text>\n", kLeft, escape(subtitle));
+  s += fmt::format("<text x=\"{}\" y=\"40\" fill=\"#555\">{}</text>\n", kLeft, xmlEscape(subtitle));
   if (t.empty() && e.empty()) return s + fmt::format("<text x=\"{}\" y=\"{}\">no losses to draw</text>\n</svg>\n", kLeft, kHeight / 2);
 
   int64_t x0 = INT64_MAX, x1 = INT64_MIN;
