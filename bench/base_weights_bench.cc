@@ -8,9 +8,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/strategy_run.h"
 #include "compiler/quant/base_weights.h"
 #include "runtime/plan_file.h"
-#include "runtime/safetensors.h"
 
 namespace fbl::bench {
 
@@ -70,14 +70,9 @@ int runBaseWeightsBench(const BaseWeightsBenchOptions& o) {
                           {"relative_rms_error", rms}, {"max_error_over_max", worst / wmax}});
       }
   }
-  if (!o.json.empty()) {
-    const std::string text = report.dump(2) + "\n";
-    if (o.json == "-") {
-      fmt::print("{}", text);
-    } else if (auto e = safetensors::writeFileAtomic(o.json, text, "the report"); !e.empty()) {
-      return fmt::print(stderr, "error: {}\n", e), 1;
-    }
-  }
+  if (o.json == "-") fmt::print("{}\n", report.dump(1));
+  else if (!o.json.empty())
+    if (auto e = writeTextFile(o.json, report.dump(1) + "\n"); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
   return 0;
 }
 
