@@ -25,7 +25,7 @@ struct ForwardCuts {
 
 bool isForward(const ir::Graph& g, ir::NodeId n) { return n != ir::kNoNode && g.nodes[n].phase == ir::Phase::Forward; }
 
-ForwardCuts analyse(const ir::Graph& g) {
+ForwardCuts analyse(const ir::Graph& g, const std::vector<ir::ValueId>& kept) {
   ForwardCuts c;
   c.position.assign(g.nodes.size(), -1);
   for (ir::NodeId id = 0; id < static_cast<ir::NodeId>(g.nodes.size()); ++id)
@@ -79,10 +79,20 @@ ForwardCuts analyse(const ir::Graph& g) {
     crossing += delta[b];
     if (crossing <= 1) cuts.push_back(b);
   }
-  // The segments between cuts; the one that holds the end of the forward (the loss) is left out.
+  // The segments between cuts; the one that holds the end of the forward (the loss) is left out,
+  // and so is one that computes a kept value.
+  std::vector<bool> pinned(g.values.size(), false);
+  for (ir::ValueId v : kept) pinned[v] = true;
   int64_t start = 0;
   for (int64_t b : cuts) {
     if (b == n - 1) break;
+    bool computesKept = false;
+    for (int64_t p = start; p <= b; ++p)
+      for (ir::ValueId out : g.nodes[c.forward[p]].outputs) computesKept = computesKept || (out != ir::kNoValue && pinned[out]);
+    if (computesKept) {
+      start = b + 1;
+      continue;
+    }
     RecomputeSegment s;
     s.first = c.forward[start];
     s.last = c.forward[b];
@@ -110,14 +120,14 @@ ForwardCuts analyse(const ir::Graph& g) {
 
 }  // namespace
 
-std::vector<RecomputeSegment> recomputeSegments(const ir::Graph& g) {
-  ForwardCuts c = analyse(g);
+std::vector<RecomputeSegment> recomputeSegments(const ir::Graph& g, const std::vector<ir::ValueId>& kept) {
+  ForwardCuts c = analyse(g, kept);
   return c.segments;
 }
 
-RecomputeSummary recompute(ir::Graph& g, int64_t count) {
+RecomputeSummary recompute(ir::Graph& g, int64_t count, const std::vector<ir::ValueId>& kept) {
   g.compact();
-  ForwardCuts c = analyse(g);
+  ForwardCuts c = analyse(g, kept);
   std::vector<size_t> order(c.segments.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),

@@ -11,7 +11,9 @@
 //     a quarter of the forward or more (an encoder output every decoder layer attends to, a
 //     UNet's skip connections) are kept and do not count. The cuts
 //     split the forward into segments; the last segment (the head and the loss) is never
-//     recomputed, since its backward runs first.
+//     recomputed, since its backward runs first, and neither is a segment that computes one of
+//     the `kept` values (a loss in chunks, passes/chunk_loss.h, whose gradient the forward
+//     pass takes chunk by chunk).
 //  3. A recomputed segment keeps only its input (the value at the cut before it). The nodes
 //     that compute what the backward reads of it are cloned, in order, as backward nodes placed
 //     right before the first backward node that reads any of those values, and the backward
@@ -36,8 +38,9 @@ struct RecomputeSegment {
   int64_t nodes = 0;       // forward nodes cloned to recompute them
 };
 
-// The segments a recompute could choose from, in forward order (the loss segment excluded).
-std::vector<RecomputeSegment> recomputeSegments(const ir::Graph& g);
+// The segments a recompute could choose from, in forward order (the loss segment, and those
+// that compute a `kept` value, excluded).
+std::vector<RecomputeSegment> recomputeSegments(const ir::Graph& g, const std::vector<ir::ValueId>& kept = {});
 
 struct RecomputeSummary {
   int64_t candidates = 0;   // the segments it could have recomputed (recomputeSegments)
@@ -49,6 +52,6 @@ struct RecomputeSummary {
 // Recomputes the `count` segments with the most saved bytes (ties: the earlier one); all of
 // them when count < 0. The graph's nodes stay in topological order, and Value::reusedByBackward
 // follows the backward's new reads.
-RecomputeSummary recompute(ir::Graph& g, int64_t count);
+RecomputeSummary recompute(ir::Graph& g, int64_t count, const std::vector<ir::ValueId>& kept = {});
 
 }  // namespace fbl::autodiff

@@ -184,23 +184,30 @@ class Differentiate {
 // 0 none (the pass does not run).
 class Recompute {
  public:
+  explicit Recompute(const passes::ChunkLoss& chunks) : chunks_(chunks) {}
   static constexpr std::string_view name() { return "recompute"; }
   Result<bool> run(ir::Graph& g) {
+    // A loss in chunks keeps its segment: the forward pass takes its gradient (chunk_loss.h).
+    std::vector<ir::ValueId> kept;
+    for (const passes::ChunkLoss::Chunked& c : chunks_.chunked()) kept.insert(kept.end(), c.wide.begin(), c.wide.end());
     if (count == 0) {
-      summary.candidates = static_cast<int64_t>(autodiff::recomputeSegments(g).size());
+      summary.candidates = static_cast<int64_t>(autodiff::recomputeSegments(g, kept).size());
       return false;
     }
-    summary = autodiff::recompute(g, count);
+    summary = autodiff::recompute(g, count, kept);
     return summary.segments > 0;
   }
   int64_t count = 0;
   autodiff::RecomputeSummary summary;
+
+ private:
+  const passes::ChunkLoss& chunks_;
 };
 
 // Every pass of `fblc compile`, in order, over one graph that autodiff turns from the forward
-// into the joint graph: load (fold-and-infer, decompose-ops, drop-noops, dead-code), fuse-attention (fblayout
-// only), autodiff, recompute (autodiff/recompute.h), the layout pipeline (layout_pipeline.h), the
-// lowering (layout_lowering.h).
+// into the joint graph: load (fold-and-infer, decompose-ops, drop-noops, dead-code), fuse-attention and
+// chunk-loss (fblayout only), autodiff, recompute (autodiff/recompute.h), schedule-loss-chunks
+// (chunk_loss.h), the layout pipeline (layout_pipeline.h), the lowering (layout_lowering.h).
 struct CompilePipeline {
   CompilePipeline(strategy::Strategy strategy, const profile::HardwareProfile& hw, const autodiff::TrainingOptions& to)
       : autodiff(to, mustExist, lowerOpts), layout(assignment, hw), lowering(assignment, mustExist, lowerOpts) {
@@ -211,22 +218,28 @@ struct CompilePipeline {
   void addTo(passes::PassManager& pm) {
     load.addTo(pm);
     pm.add(fuseAttention);
+    pm.add(chunkLoss);
     pm.add(autodiff, passes::PassSpec::required("the plan trains: every later pass works on the joint graph"));
     pm.add(recompute);
+    pm.add(scheduleLossChunks);
     layout.addTo(pm);
     lowering.addTo(pm);
   }
   void disableForStrategy(passes::PassOptions& po) const {
-    if (assignment.strategy != strategy::Strategy::kFBLayout) po.disabled.insert(std::string(passes::FuseAttention::name()));
+    if (assignment.strategy != strategy::Strategy::kFBLayout)
+      for (std::string_view name : {passes::FuseAttention::name(), passes::ChunkLoss::name(), passes::ScheduleLossChunks::name()})
+        po.disabled.insert(std::string(name));
     layout.disableForStrategy(po);
   }
 
   onnx::LoadPasses load;
   passes::FuseAttention fuseAttention;
+  passes::ChunkLoss chunkLoss;
+  passes::ScheduleLossChunks scheduleLossChunks{chunkLoss};
   std::vector<ir::ValueId> mustExist;
   LoweringOptions lowerOpts;
   Differentiate autodiff;
-  Recompute recompute;
+  Recompute recompute{chunkLoss};
   passes::LayoutAssignment assignment;
   passes::LayoutPasses layout;
   LoweringPasses lowering;
@@ -333,6 +346,15 @@ static Status checkForRuntime(const CompileArgs& args, const Plan& plan) {
   return Status::success();
 }
 
+// The report's `loss_chunks`: each loss the head runs in chunks for (chunk_loss.h).
+static nlohmann::json lossChunksJson(const Compiled& c) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const passes::ChunkLoss::Chunked& l : c.lossChunks)
+    j.push_back({{"loss", l.loss}, {"rows", l.rows}, {"chunks", l.chunks}, {"tokens", l.tokens}, {"vocab", l.vocab},
+                 {"backward_nodes_moved", c.lossChunkNodesMoved}});
+  return j;
+}
+
 // The whole pipeline once, recomputing `recompute` segments (Recompute::count).
 static Result<Compiled> compileWith(const CompileArgs& args, const profile::HardwareProfile& hw, int64_t recompute) {
   FBL_ASSIGN(Profile profile, plannerProfile(hw, args.profile));
@@ -348,6 +370,10 @@ static Result<Compiled> compileWith(const CompileArgs& args, const profile::Hard
   CompilePipeline p(strategy, hw, to);
   p.recompute.count = recompute;
   p.autodiff.keepOutputs = args.keepOutputs;
+  // Outputs kept for the app are the whole logits.
+  FBL_ASSIGN(p.chunkLoss.rows, passes::parseLossChunkRows(args.lossChunkRows));
+  if (args.keepOutputs) p.chunkLoss.rows = 0;
+  p.chunkLoss.trainableGlobs = to.trainableGlobs;
   p.autodiff.adapterOpts.loraAlpha = args.loraAlpha;
   FBL_ASSIGN(p.autodiff.baseWeights, quant::parseBaseWeights(args.baseWeights, args.baseWeightsGroup));
   FBL_ASSIGN(p.lowerOpts.storage.images, useImages(args.storage, hw));
@@ -382,6 +408,8 @@ static Result<Compiled> compileWith(const CompileArgs& args, const profile::Hard
     c.attentionFused = p.fuseAttention.counts().fused;
     c.attentionSummary = p.fuseAttention.summary();
   }
+  if (ran(passes::ChunkLoss::name())) c.lossChunks = p.chunkLoss.chunked();
+  if (ran(passes::ScheduleLossChunks::name())) c.lossChunkNodesMoved = p.scheduleLossChunks.moved();
   LayoutLowering& lowering = p.lowering.result();
   c.lowering = lowering.counts;
   PlanInputs in = trainingInputs(tg, modelName(args.model));
@@ -606,6 +634,10 @@ int runCompile(const CompileArgs& args) {
                c->lowering.rtileValues, c->lowering.rtileDemoted, c->lowering.fusedNodes, c->lowering.fusedMatmuls,
                c->lowering.fusedElementwise, c->lowering.lowRankTerms);
   if (!c->attentionSummary.empty()) fmt::print("fuse-attention: {}\n", c->attentionSummary);
+  for (const passes::ChunkLoss::Chunked& l : c->lossChunks)
+    fmt::print("chunk-loss: {} in {} chunks of {} rows ({} x {} logits), each chunk's gradient taken in the forward "
+               "pass ({} nodes moved)\n",
+               l.loss, l.chunks, l.rows, l.tokens, l.vocab, c->lossChunkNodesMoved);
   fmt::print("{}: {} kernels, {} launches, arena {} bytes ({} persistent), {} images ({} bytes), {:.2f} s\nweights: {}\n",
              args.output, c->stats.kernels, c->stats.launches, c->plan.arenaBytes, c->stats.persistentBytes,
              c->plan.imageSlots.size(), c->plan.imageBytes(), c->seconds, weightsNote);
@@ -637,6 +669,7 @@ int runCompile(const CompileArgs& args) {
                        {"candidate_segments", c->recompute.candidates},
                        {"cloned_nodes", c->recompute.clonedNodes},
                        {"saved_bytes", c->recompute.savedBytes}}},
+                     {"loss_chunks", lossChunksJson(*c)},
                      {"persistent_bytes", c->stats.persistentBytes},
                      {"transient_bytes", c->stats.transientBytes},
                      {"plan_bytes", bytes.size()},

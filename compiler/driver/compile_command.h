@@ -15,6 +15,7 @@
 #include "compiler/autodiff/recompute.h"
 #include "compiler/autodiff/training_graph.h"
 #include "compiler/ir/tensor.h"
+#include "compiler/passes/chunk_loss.h"
 #include "compiler/passes/pass_manager.h"
 #include "compiler/plan/plan_builder.h"
 #include "compiler/profile/profile.h"
@@ -63,6 +64,9 @@ struct CompileArgs : autodiff::TrainingFlags {
   std::optional<int64_t> recomputeSegments;
   // Keep the model's outputs before its loss (modelOutputs) for the host to read after a step.
   bool keepOutputs = false;
+  // The head and cross-entropy in chunks of this many rows (passes/chunk_loss.h): "auto" (chunks
+  // of logits of at most 32 MiB), "0" (the whole logits) or a row count.
+  std::string lossChunkRows = "auto";
   // The most bytes of the staging tensor the runtime moves host tensors through (less where the
   // profile's largest allocation is smaller); larger tensors move in chunks of rows.
   int64_t stagingBytes = plan::kStagingBytes;
@@ -87,6 +91,10 @@ struct Compiled {
   // none).
   autodiff::RecomputeSummary recompute;
   int64_t memoryBudget = 0;
+  // chunk-loss (fblayout): each loss run in chunks, and the backward nodes moved into the
+  // forward pass to take each chunk's gradient there.
+  std::vector<passes::ChunkLoss::Chunked> lossChunks;
+  int64_t lossChunkNodesMoved = 0;
 };
 
 // The passes compileModel runs, in order: the names --dump-after and --disable-pass take

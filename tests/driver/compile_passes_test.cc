@@ -17,8 +17,8 @@ driver::CompileArgs llamaTiny() {
 }
 
 const std::vector<std::string> kPasses = {
-    "fold-and-infer",     "decompose-ops", "drop-noops", "dead-code",           "fuse-attention",          "autodiff",
-    "recompute",          "classify-operators", "assign-rtile", "tile-index-elimination", "global-layout-selection", "layout-assignment",
+    "fold-and-infer",     "decompose-ops", "drop-noops", "dead-code",           "fuse-attention",          "chunk-loss",
+    "autodiff",           "recompute",     "schedule-loss-chunks", "classify-operators", "assign-rtile", "tile-index-elimination", "global-layout-selection", "layout-assignment",
     "lower-layouts",      "low-rank-terms", "fusion",     "assign-storage"};
 
 std::vector<std::string> ranPasses(const driver::Compiled& c) {
@@ -69,7 +69,7 @@ TEST_CASE("compile: a required pass refuses --disable-pass and says why", "[driv
   REQUIRE_FALSE(typo.ok());
   CHECK(typo.error().message ==
         "--disable-pass fold-and-infr: no such pass (passes: fold-and-infer, decompose-ops, drop-noops, dead-code, fuse-attention, "
-        "autodiff, recompute, classify-operators, assign-rtile, tile-index-elimination, global-layout-selection, "
+        "chunk-loss, autodiff, recompute, schedule-loss-chunks, classify-operators, assign-rtile, tile-index-elimination, global-layout-selection, "
         "layout-assignment, lower-layouts, low-rank-terms, fusion, assign-storage)");
 }
 

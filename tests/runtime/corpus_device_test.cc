@@ -39,9 +39,10 @@ int64_t largestTensorAllocation(const planfile::Plan& p) {
 
 // How the plan uses memory: as the profile gives it; with a largest allocation no larger than
 // the model's largest tensor, so that the arena is many pools, and a staging tensor of 1 KiB, so
-// that weights load and adapters leave in chunks; or with every forward segment recomputed in the
-// backward pass.
-enum class Memory { Profile, SmallPools, Recompute };
+// that weights load and adapters leave in chunks; with every forward segment recomputed in the
+// backward pass; or with that and the head and loss in chunks of 20 rows (the last shorter),
+// each chunk's gradient taken in the forward pass (passes/chunk_loss.h).
+enum class Memory { Profile, SmallPools, Recompute, ChunkedLoss };
 
 // Trains the export 10 steps on PoCL against PyTorch and peft; returns the first step's
 // gradients by trainable.
@@ -61,7 +62,8 @@ std::map<std::string, ir::Tensor> trainsLikePyTorch(const std::string& arch, con
   REQUIRE(traj["betas"][0].get<double>() == Approx(0.9));  // fbl's AdamW defaults
   REQUIRE(traj["betas"][1].get<double>() == Approx(0.999));
   REQUIRE(traj["eps"].get<double>() == Approx(1e-8));
-  if (memory == Memory::Recompute) a.recomputeSegments = -1;
+  if (memory == Memory::Recompute || memory == Memory::ChunkedLoss) a.recomputeSegments = -1;
+  if (memory == Memory::ChunkedLoss) a.lossChunkRows = "20";
   if (memory == Memory::SmallPools) {
     auto whole = driver::compileModel(a);
     REQUIRE(whole.ok());
@@ -81,6 +83,14 @@ std::map<std::string, ir::Tensor> trainsLikePyTorch(const std::string& arch, con
     std::printf("corpus %s/%s: %lld forward segments recomputed (%lld nodes), arena of %lld bytes\n", arch.c_str(),
                 style.c_str(), static_cast<long long>(c->recompute.segments),
                 static_cast<long long>(c->recompute.clonedNodes), static_cast<long long>(c->plan.arenaBytes));
+  }
+  if (memory == Memory::ChunkedLoss) {
+    REQUIRE(c->lossChunks.size() == 1);
+    CHECK(c->lossChunks[0].chunks >= 2);
+    CHECK(c->lossChunkNodesMoved > 0);
+    std::printf("corpus %s/%s: the loss in %lld chunks of %lld rows, %lld backward nodes moved into the forward pass\n",
+                arch.c_str(), style.c_str(), static_cast<long long>(c->lossChunks[0].chunks),
+                static_cast<long long>(c->lossChunks[0].rows), static_cast<long long>(c->lossChunkNodesMoved));
   }
   if (memory == Memory::SmallPools) {
     // Every pool holds whole tensors (the loader checks it too), and there are many.
@@ -218,6 +228,11 @@ TEST_CASE("the corpus's rsLoRA Llama trains like PyTorch with every forward segm
   std::printf("corpus llama_rslora/opt: %lld of %zu gradients differ with recomputation, worst %.1e of max-abs\n",
               static_cast<long long>(differing), kept.size(), worst);
   CHECK(worst <= 1e-6);
+}
+
+TEST_CASE("the corpus's left-padded Qwen2 batch trains like PyTorch with its loss in chunks and every segment recomputed",
+          "[runtime][hf-corpus][chunk-loss]") {
+  trainsLikePyTorch("qwen2_left", "opt", Memory::ChunkedLoss);
 }
 
 TEST_CASE("the corpus's ResNet (BatchNorm in train mode, MaxPool, optimize=True) trains on PoCL like PyTorch and peft",
