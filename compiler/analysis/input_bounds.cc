@@ -14,6 +14,7 @@ bool carriesIds(const ir::Node& n, size_t slot) {
                                                    "Unsqueeze", "Flatten", "Identity",  "Transpose",
                                                    "Expand",  "Cast",      "Gather",    "GatherElements"};
   if (n.op == "Concat") return true;
+  if (n.op == "Split") return slot == 0;  // every part holds input elements (a loss in chunks)
   if (n.op == "Where") return slot == 1 || slot == 2;
   return slot == 0 && firstInput.count(n.op) > 0;
 }
@@ -69,9 +70,13 @@ std::vector<InputBound> inputBounds(const ir::Graph& g, ir::ValueId input) {
     }
   }
   std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  // One bound per range and table: a loss in chunks (passes/chunk_loss.h) has one consumer per
+  // chunk, and the first names them.
   std::vector<InputBound> out;
-  for (auto& [nid, b] : found)
-    if (std::find(out.begin(), out.end(), b) == out.end()) out.push_back(std::move(b));
+  for (auto& [nid, b] : found) {
+    const auto same = [&](const InputBound& o) { InputBound named = b; named.node = o.node; return named == o; };
+    if (std::none_of(out.begin(), out.end(), same)) out.push_back(std::move(b));
+  }
   return out;
 }
 

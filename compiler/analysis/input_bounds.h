@@ -2,7 +2,7 @@
 // label. The plan records them (docs/plan-format.md, `input_checks`) so that the runtime refuses
 // a bad batch before any launch; zoo::syntheticInputs draws below them. The analysis:
 //   1. walk forward from the input through ops that move ids without changing them (Reshape,
-//      Slice, Pad, Squeeze, Unsqueeze, Flatten, Identity, Transpose, Expand, Concat, Cast, Where's
+//      Slice, Split, Pad, Squeeze, Unsqueeze, Flatten, Identity, Transpose, Expand, Concat, Cast, Where's
 //      branches, the data of Gather/GatherElements): every element they produce is an element
 //      of the input or a constant of the graph;
 //   2. at Gather / GatherElements indices (axis extent n), record an index bound [-n, n) (ONNX:

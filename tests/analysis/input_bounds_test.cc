@@ -72,6 +72,23 @@ TEST_CASE("input bounds: a gather's data carries ids, its indices do not become 
   CHECK(posBounds[1].hi == 9);
 }
 
+TEST_CASE("input bounds: labels split into a loss's chunks keep one bound, named by the first chunk",
+          "[analysis][inputs]") {
+  GraphBuilder b;
+  auto labels = b.input("labels", DType::I64, {10});
+  const auto parts = b.node("Split", {labels, b.ints<int64_t>("rows", {4, 4, 2})}, {{"axis", int64_t{0}}}, 3);
+  const std::vector<int64_t> rows{4, 4, 2};
+  for (size_t c = 0; c < parts.size(); ++c)
+    b.op("SoftmaxCrossEntropyLoss", {b.input("x" + std::to_string(c), DType::F32, {rows[c], 12}), parts[c]},
+         {{"ignore_index", int64_t{-100}}, {"reduction", std::string("sum")}});
+  const auto got = analysis::inputBounds(b.g, labels);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].kind == InputBound::Kind::Label);
+  CHECK(got[0].hi == 12);
+  CHECK(got[0].ignoreIndex == std::optional<int64_t>(-100));
+  CHECK(got[0].node == b.g.nodes[1].name);
+}
+
 TEST_CASE("input bounds: a loss without ignore_index accepts only its classes", "[analysis][inputs]") {
   GraphBuilder b;
   auto labels = b.input("labels", DType::I64, {4});

@@ -88,6 +88,9 @@ std::map<std::string, ir::Tensor> trainsLikePyTorch(const std::string& arch, con
     REQUIRE(c->lossChunks.size() == 1);
     CHECK(c->lossChunks[0].chunks >= 2);
     CHECK(c->lossChunkNodesMoved > 0);
+    // The labels are checked before any launch as the whole loss's are: the chunks read them too.
+    CHECK(std::count_if(c->plan.inputChecks.begin(), c->plan.inputChecks.end(),
+                        [](const planfile::InputCheck& k) { return k.kind == "label"; }) == 1);
     std::printf("corpus %s/%s: the loss in %lld chunks of %lld rows, %lld backward nodes moved into the forward pass\n",
                 arch.c_str(), style.c_str(), static_cast<long long>(c->lossChunks[0].chunks),
                 static_cast<long long>(c->lossChunks[0].rows), static_cast<long long>(c->lossChunkNodesMoved));
