@@ -3,7 +3,7 @@
 # profile's limits (the compile report's `memory` block), without and with every forward segment
 # recomputed, as a markdown table.
 #   scripts/memory_table.sh OUT [BUILD]   (BUILD defaults to build/)
-# Writes OUT/<model>-<profile>.json (the reports) and OUT/table.md. Compile only: no device.
+# Writes OUT/table.md and OUT/memory.json (the reports' memory blocks: condense_reports.py). Compile only: no device.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${1:?usage: scripts/memory_table.sh OUT [BUILD]}
@@ -47,4 +47,5 @@ for m in models:
               f"{gb(by['transient_peak'])} | {gb(rr['memory']['peak_bytes'])} ({rr['recompute']['segments']}) | "
               f"{gb(rr['memory']['by_role']['transient_peak'])} |")
 PY
+scripts/condense_reports.py "$out" memory recompute loss_chunks
 cat "$out/table.md"

@@ -3,7 +3,7 @@
 # fp32, fp16, int8 and int4 (`fblc compile --base-weights`), every forward segment recomputed:
 # each plan's peak, largest allocation and frozen weights, as a markdown table.
 #   scripts/precision_table.sh OUT [BUILD]   (BUILD defaults to build/)
-# Writes OUT/<model>-<base>.json (the reports) and OUT/table.md. Compile only: no device.
+# Writes OUT/table.md and OUT/memory.json (the reports' memory blocks: condense_reports.py). Compile only: no device.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${1:?usage: scripts/precision_table.sh OUT [BUILD]}
@@ -44,4 +44,5 @@ for m in models:
     enc = json.load(open(f"{out}/{m}-int4.json"))["storage"]["base_weights"]
     print(f"| {m} | " + " | ".join(cells) + f" | {enc['encoded']} ({len(enc['left_f32'])} left f32) |")
 PY
+scripts/condense_reports.py "$out" memory storage.base_weights recompute loss_chunks
 cat "$out/table.md"

@@ -1,0 +1,25 @@
+#!/usr/bin/env python3
+"""Condenses a folder of `fblc compile --report` files into OUT/memory.json: per report (by file
+stem), the blocks a results page cites, each under its last name (storage.base_weights:
+base_weights). The reports themselves are removed.
+    scripts/condense_reports.py OUT BLOCK...   (e.g. memory recompute loss_chunks)"""
+import json
+import pathlib
+import sys
+
+out, blocks = pathlib.Path(sys.argv[1]), sys.argv[2:]
+reports = sorted(p for p in out.glob("*.json") if p.name != "memory.json")
+condensed = {}
+for p in reports:
+    r = json.loads(p.read_text())
+    entry = {}
+    for b in blocks:
+        v = r
+        for part in b.split("."):
+            v = v.get(part) if isinstance(v, dict) else None
+        if v is not None:
+            entry[b.split(".")[-1]] = v
+    condensed[p.stem] = entry
+(out / "memory.json").write_text(json.dumps(condensed, indent=1, sort_keys=True) + "\n")
+for p in reports:
+    p.unlink()
