@@ -80,11 +80,14 @@ std::vector<InputBound> inputBounds(const ir::Graph& g, ir::ValueId input) {
   return out;
 }
 
-std::vector<planfile::InputCheck> inputChecks(const ir::Graph& g, ir::ValueId v, int32_t tensor) {
+std::vector<planfile::InputCheck> inputChecks(const ir::Graph& g, ir::ValueId v, int32_t tensor,
+                                              const std::vector<InputBound>& also) {
   std::vector<planfile::InputCheck> out;
   const ir::DType dt = g.values[v].dtype;
   if (ir::isFloat(dt) || dt == ir::DType::Bool) return out;
-  for (const InputBound& b : inputBounds(g, v)) {
+  std::vector<InputBound> bounds = also;
+  for (InputBound& b : inputBounds(g, v)) bounds.push_back(std::move(b));
+  for (const InputBound& b : bounds) {
     planfile::InputCheck c;
     c.input = tensor;
     c.kind = b.kind == InputBound::Kind::Index ? "index" : "label";

@@ -47,6 +47,8 @@ std::vector<InputBound> inputBounds(const ir::Graph& g, ir::ValueId input);
 
 // The runtime's checks of input `v` (plan tensor `tensor`): one per bound, none for float and
 // bool inputs. The plan builder writes them into plans; run-ref checks its datasets with them.
-std::vector<planfile::InputCheck> inputChecks(const ir::Graph& g, ir::ValueId v, int32_t tensor);
+// Plus `also`: bounds a rewrite took off the graph (passes/split_rows.h), checked as the rest.
+std::vector<planfile::InputCheck> inputChecks(const ir::Graph& g, ir::ValueId v, int32_t tensor,
+                                              const std::vector<InputBound>& also = {});
 
 }  // namespace fbl::analysis

@@ -34,7 +34,8 @@ MemoryReport memoryReport(const planfile::Plan& plan, const profile::MemoryLimit
     for (const planfile::Tensor& pt : plan.tensors)
       if (!pt.image() && (!big || pt.bytes > big->bytes)) big = &pt;
     if (big && big->bytes > *limits.maxAllocBytes)
-      r.largestAllocation += fmt::format(" (tensor '{}' of {} does not fit a pool; splitting a tensor across pools is not supported)",
+      r.largestAllocation += fmt::format(" (tensor '{}' of {} does not fit a pool; only frozen matrices that embeddings and heads read "
+                                         "are stored in row blocks)",
                                          big->name, humanBytes(big->bytes));
   }
   // Each image object's bytes, and the first tensor it holds (tensors share an object only when

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <iterator>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -219,6 +221,7 @@ struct CompilePipeline {
     load.addTo(pm);
     pm.add(fuseAttention);
     pm.add(chunkLoss);
+    pm.add(splitRows);
     pm.add(autodiff, passes::PassSpec::required("the plan trains: every later pass works on the joint graph"));
     pm.add(recompute);
     pm.add(scheduleLossChunks);
@@ -235,6 +238,7 @@ struct CompilePipeline {
   onnx::LoadPasses load;
   passes::FuseAttention fuseAttention;
   passes::ChunkLoss chunkLoss;
+  passes::SplitRows splitRows{chunkLoss};
   passes::ScheduleLossChunks scheduleLossChunks{chunkLoss};
   std::vector<ir::ValueId> mustExist;
   LoweringOptions lowerOpts;
@@ -376,6 +380,11 @@ static Result<Compiled> compileWith(const CompileArgs& args, const profile::Hard
   p.chunkLoss.trainableGlobs = to.trainableGlobs;
   p.autodiff.adapterOpts.loraAlpha = args.loraAlpha;
   FBL_ASSIGN(p.autodiff.baseWeights, quant::parseBaseWeights(args.baseWeights, args.baseWeightsGroup));
+  // No tensor's slot may straddle a pool (plan/memory_planner.h): blocks fit the aligned limit.
+  if (hw.memory.maxAllocBytes)
+    p.splitRows.maxBytes = *hw.memory.maxAllocBytes / profile.bufferAlignment * profile.bufferAlignment;
+  p.splitRows.base = p.autodiff.baseWeights;
+  p.splitRows.trainableGlobs = to.trainableGlobs;
   FBL_ASSIGN(p.lowerOpts.storage.images, useImages(args.storage, hw));
   p.lowerOpts.storage.maxImageWidth = hw.image2dMaxWidth;
   p.lowerOpts.storage.maxImageHeight = hw.image2dMaxHeight;
@@ -410,6 +419,10 @@ static Result<Compiled> compileWith(const CompileArgs& args, const profile::Hard
   }
   if (ran(passes::ChunkLoss::name())) c.lossChunks = p.chunkLoss.chunked();
   if (ran(passes::ScheduleLossChunks::name())) c.lossChunkNodesMoved = p.scheduleLossChunks.moved();
+  if (ran(passes::SplitRows::name()) && !p.splitRows.blocks().empty()) {
+    c.rowBlocks = p.splitRows.blocks();
+    c.rowBlocksSummary = p.splitRows.summary();
+  }
   LayoutLowering& lowering = p.lowering.result();
   c.lowering = lowering.counts;
   PlanInputs in = trainingInputs(tg, modelName(args.model));
@@ -417,6 +430,7 @@ static Result<Compiled> compileWith(const CompileArgs& args, const profile::Hard
   in.adapterRefusal = p.autodiff.adapter.refusal;
   in.adapterFrozen = p.autodiff.adapter.frozen;
   in.outputs = p.autodiff.outputs;
+  in.lostInputBounds = p.splitRows.lostBounds();
   in.lowering = &lowering;
   in.stagingBytes = args.stagingBytes;
   FBL_ASSIGN(c.plan, buildPlan(in, profile, &c.stats));
@@ -427,6 +441,9 @@ static Result<Compiled> compileWith(const CompileArgs& args, const profile::Hard
   // What the weights file holds for each encoded initializer (collectWeights), and what explain shows.
   for (const auto& [name, e] : p.autodiff.encodings)
     c.plan.explain["base_weights"][name] = {{"bits", e.bits}, {"group", e.group}, {"axis", e.axis}};
+  // Where each row block's data comes from (collectWeights), and what explain shows.
+  for (const passes::SplitRows::Block& b : c.rowBlocks)
+    c.plan.explain["row_blocks"][b.name] = {{"of", b.of}, {"row", b.row}, {"rows", b.rows}};
   c.plan.optimizer["kind"] = args.optimizer;
   c.plan.optimizer["lr"] = args.lr;
   c.plan.optimizer["weight_decay"] = args.weightDecay;
@@ -535,28 +552,60 @@ Result<safetensors::File> collectWeights(const CompileArgs& args, const Plan& pl
   lo.simplify = false;
   lo.shapeOverrides = args.shapes;
   FBL_ASSIGN(ir::Graph g, onnx::loadModel(args.model, lo));
+  // Row blocks (passes/split_rows.h): rows [row, row + rows) of initializer `of`.
+  struct RowBlock {
+    std::string of;
+    int64_t row = 0, rows = 0;
+  };
+  std::map<std::string, RowBlock> rowBlocks;
+  if (plan.explain.is_object() && plan.explain.contains("row_blocks"))
+    for (const auto& [name, b] : plan.explain["row_blocks"].items())
+      rowBlocks[name] = {b.at("of").get<std::string>(), b.at("row").get<int64_t>(), b.at("rows").get<int64_t>()};
+  // The model's matrix a plan tensor is (a row block: its rows), and its [rows, cols].
+  auto matrixOf = [&](const std::string& name) -> std::tuple<ir::ValueId, int64_t, int64_t> {
+    auto b = rowBlocks.find(name);
+    const ir::ValueId v = g.findValue(b == rowBlocks.end() ? name : b->second.of);
+    if (v == ir::kNoValue || g.values[v].shape.size() != 2) return {v, 0, 0};
+    return {v, b == rowBlocks.end() ? g.values[v].shape[0] : b->second.rows, g.values[v].shape[1]};
+  };
   std::map<std::string, layout::Encoding> encodings;
   if (plan.explain.is_object() && plan.explain.contains("base_weights"))
     for (const auto& [name, e] : plan.explain["base_weights"].items()) {
       const int bits = e.at("bits").get<int>();
-      const ir::ValueId v = g.findValue(name);
-      if (v == ir::kNoValue || g.values[v].shape.size() != 2)
+      const auto [v, rows, cols] = matrixOf(name);
+      if (v == ir::kNoValue || cols == 0)
         return makeError("{}: base weight '{}' is not a matrix of the model", args.model, name);
-      encodings[name] = layout::Encoding{bits, e.at("group").get<int64_t>(), e.at("axis").get<int>(),
-                                         g.values[v].shape[0], g.values[v].shape[1]};
+      encodings[name] = layout::Encoding{bits, e.at("group").get<int64_t>(), e.at("axis").get<int>(), rows, cols};
     }
+  std::string loadedName;  // the last whole matrix loaded, for its next row block
+  ir::Tensor loaded;
   safetensors::File f;
   for (const planfile::Tensor& t : plan.tensors) {
     if (t.source.empty()) continue;
-    const ir::ValueId v = g.findValue(t.source);
-    if (v == ir::kNoValue) return makeError("{}: initializer '{}' not found", args.model, t.source);
+    const auto block = rowBlocks.find(t.source);
+    const std::string& whole = block == rowBlocks.end() ? t.source : block->second.of;
+    const ir::ValueId v = g.findValue(whole);
+    if (v == ir::kNoValue) return makeError("{}: initializer '{}' not found", args.model, whole);
     ir::Tensor data;
-    if (g.values[v].data) {
-      data = *g.values[v].data;
-    } else if (g.values[v].external) {
-      FBL_ASSIGN(data, onnx::loadExternalTensor(g, v));
+    if (loadedName != whole) {
+      if (g.values[v].data) {
+        loaded = *g.values[v].data;
+      } else if (g.values[v].external) {
+        FBL_ASSIGN(loaded, onnx::loadExternalTensor(g, v));
+      } else {
+        return makeError("{}: initializer '{}' has no data", args.model, whole);
+      }
+      loadedName = whole;
+    }
+    if (block == rowBlocks.end()) {
+      data = loaded;
     } else {
-      return makeError("{}: initializer '{}' has no data", args.model, t.source);
+      const RowBlock& b = block->second;
+      if (loaded.rank() != 2 || b.row < 0 || b.rows < 1 || b.row + b.rows > loaded.shape()[0])
+        return makeError("{}: row block '{}' is not rows of '{}'", args.model, t.source, whole);
+      data = ir::Tensor(loaded.dtype(), {b.rows, loaded.shape()[1]});
+      const size_t rowBytes = loaded.nbytes() / static_cast<size_t>(loaded.shape()[0]);
+      std::memcpy(data.raw(), loaded.raw() + static_cast<size_t>(b.row) * rowBytes, static_cast<size_t>(b.rows) * rowBytes);
     }
     safetensors::Entry e;
     e.dtype = safetensors::fromFblDType(std::string(ir::dtypeName(data.dtype())));
@@ -634,6 +683,7 @@ int runCompile(const CompileArgs& args) {
                c->lowering.rtileValues, c->lowering.rtileDemoted, c->lowering.fusedNodes, c->lowering.fusedMatmuls,
                c->lowering.fusedElementwise, c->lowering.lowRankTerms);
   if (!c->attentionSummary.empty()) fmt::print("fuse-attention: {}\n", c->attentionSummary);
+  if (!c->rowBlocksSummary.empty()) fmt::print("split-rows: {}\n", c->rowBlocksSummary);
   for (const passes::ChunkLoss::Chunked& l : c->lossChunks)
     fmt::print("chunk-loss: {} in {} chunks of {} rows ({} x {} logits), each chunk's gradient taken in the forward "
                "pass ({} nodes moved)\n",
@@ -670,6 +720,7 @@ int runCompile(const CompileArgs& args) {
                        {"cloned_nodes", c->recompute.clonedNodes},
                        {"saved_bytes", c->recompute.savedBytes}}},
                      {"loss_chunks", lossChunksJson(*c)},
+                     {"row_blocks", c->plan.explain.value("row_blocks", nlohmann::json::object())},
                      {"persistent_bytes", c->stats.persistentBytes},
                      {"transient_bytes", c->stats.transientBytes},
                      {"plan_bytes", bytes.size()},

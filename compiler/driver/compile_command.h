@@ -17,6 +17,7 @@
 #include "compiler/ir/tensor.h"
 #include "compiler/passes/chunk_loss.h"
 #include "compiler/passes/pass_manager.h"
+#include "compiler/passes/split_rows.h"
 #include "compiler/plan/plan_builder.h"
 #include "compiler/profile/profile.h"
 #include "compiler/strategy/strategy.h"
@@ -95,6 +96,9 @@ struct Compiled {
   // forward pass to take each chunk's gradient there.
   std::vector<passes::ChunkLoss::Chunked> lossChunks;
   int64_t lossChunkNodesMoved = 0;
+  // split-rows: the frozen matrices stored as row blocks to fit max_alloc_bytes, and its line.
+  std::vector<passes::SplitRows::Block> rowBlocks;
+  std::string rowBlocksSummary;
 };
 
 // The passes compileModel runs, in order: the names --dump-after and --disable-pass take

@@ -272,6 +272,11 @@ Result<bool> ChunkLoss::run(ir::Graph& g) {
   return changed;
 }
 
+void ChunkLoss::addWide(ir::ValueId of, ir::ValueId part) {
+  for (Chunked& c : chunked_)
+    if (std::find(c.wide.begin(), c.wide.end(), of) != c.wide.end()) c.wide.push_back(part);
+}
+
 std::string ChunkLoss::summary() const {
   std::string s;
   for (const Chunked& c : chunked_)

@@ -60,6 +60,9 @@ class ChunkLoss {
     std::vector<ir::ValueId> wide;  // every chunk's values of the logits' shape
   };
   const std::vector<Chunked>& chunked() const { return chunked_; }
+  // A later rewrite computes part of wide value `of` as `part` (split-rows' head products): the
+  // part is one of that chunk's wide values too.
+  void addWide(ir::ValueId of, ir::ValueId part);
   std::string summary() const;  // "1 loss in 8 chunks of 64 rows (512 x 128256 logits)"
 
  private:

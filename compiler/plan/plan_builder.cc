@@ -306,7 +306,10 @@ class Builder {
 
   // What the runtime checks of integer input `v` before any launch (analysis/input_bounds.h).
   void addInputChecks(ir::ValueId v) {
-    for (planfile::InputCheck& c : analysis::inputChecks(g_, v, plan_.inputs.back())) plan_.inputChecks.push_back(std::move(c));
+    auto lost = in_.lostInputBounds.find(v);
+    const std::vector<analysis::InputBound> none;
+    for (planfile::InputCheck& c : analysis::inputChecks(g_, v, plan_.inputs.back(), lost == in_.lostInputBounds.end() ? none : lost->second))
+      plan_.inputChecks.push_back(std::move(c));
   }
 
   // Pack and unpack launches for every host tensor stored in another layout, through one

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/analysis/input_bounds.h"
 #include "compiler/autodiff/training_graph.h"
 #include "compiler/plan/layout_lowering.h"
 #include "compiler/plan/profile.h"
@@ -36,6 +37,9 @@ struct PlanInputs {
   std::vector<ir::ValueId> keep;
   // The model's outputs before its loss, kept and listed in the plan (Plan::outputs).
   std::vector<ir::ValueId> outputs;
+  // Bounds of integer inputs that a rewrite took off the graph (passes/split_rows.h), by input:
+  // the runtime checks them as the graph's own.
+  std::map<ir::ValueId, std::vector<analysis::InputBound>> lostInputBounds;
   std::string model;
   int64_t stagingBytes = kStagingBytes;  // the staging tensor's bound (addTransfers)
   // peft's adapter_config.json (peft_adapter.h); empty: the plan has no adapter to export.

@@ -17,9 +17,11 @@ driver::CompileArgs llamaTiny() {
 }
 
 const std::vector<std::string> kPasses = {
-    "fold-and-infer",     "decompose-ops", "drop-noops", "dead-code",           "fuse-attention",          "chunk-loss",
-    "autodiff",           "recompute",     "schedule-loss-chunks", "classify-operators", "assign-rtile", "tile-index-elimination", "global-layout-selection", "layout-assignment",
-    "lower-layouts",      "low-rank-terms", "fusion",     "assign-storage"};
+    "fold-and-infer",       "decompose-ops",      "drop-noops",   "dead-code",
+    "fuse-attention",       "chunk-loss",         "split-rows",   "autodiff",
+    "recompute",            "schedule-loss-chunks", "classify-operators", "assign-rtile",
+    "tile-index-elimination", "global-layout-selection", "layout-assignment", "lower-layouts",
+    "low-rank-terms",       "fusion",             "assign-storage"};
 
 std::vector<std::string> ranPasses(const driver::Compiled& c) {
   std::vector<std::string> ran;
@@ -43,7 +45,7 @@ TEST_CASE("compile: every stage after the import is a pass of one pipeline", "[d
   auto reuse = driver::compileModel(a);
   INFO((reuse.ok() ? "" : reuse.error().message));
   REQUIRE(reuse.ok());
-  CHECK(ranPasses(*reuse) == std::vector<std::string>{"fold-and-infer", "decompose-ops", "drop-noops", "dead-code", "autodiff",
+  CHECK(ranPasses(*reuse) == std::vector<std::string>{"fold-and-infer", "decompose-ops", "drop-noops", "dead-code", "split-rows", "autodiff",
                                                       "recompute", "classify-operators", "layout-assignment", "lower-layouts",
                                                       "low-rank-terms", "fusion", "assign-storage"});
 }
@@ -68,9 +70,10 @@ TEST_CASE("compile: a required pass refuses --disable-pass and says why", "[driv
   auto typo = driver::compileModel(a);
   REQUIRE_FALSE(typo.ok());
   CHECK(typo.error().message ==
-        "--disable-pass fold-and-infr: no such pass (passes: fold-and-infer, decompose-ops, drop-noops, dead-code, fuse-attention, "
-        "chunk-loss, autodiff, recompute, schedule-loss-chunks, classify-operators, assign-rtile, tile-index-elimination, global-layout-selection, "
-        "layout-assignment, lower-layouts, low-rank-terms, fusion, assign-storage)");
+        "--disable-pass fold-and-infr: no such pass (passes: fold-and-infer, decompose-ops, drop-noops, dead-code, "
+        "fuse-attention, chunk-loss, split-rows, autodiff, recompute, schedule-loss-chunks, classify-operators, "
+        "assign-rtile, tile-index-elimination, global-layout-selection, layout-assignment, lower-layouts, "
+        "low-rank-terms, fusion, assign-storage)");
 }
 
 TEST_CASE("compile: the optional load passes may be disabled", "[driver][passes]") {

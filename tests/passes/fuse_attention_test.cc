@@ -183,7 +183,8 @@ TEST_CASE("fuse-attention: sliding window, softcap, scales on q and k, masks of 
   SECTION("sliding window of 3 keys") {
     Case c;
     c.mask = Mask::kWindow;
-    const ir::Node& a = attentionNode(fuseAndCompare(c));
+    const ir::Graph fused = fuseAndCompare(c);
+    const ir::Node& a = attentionNode(fused);
     CHECK(a.attrInt("window", 0) == 3);
     CHECK(a.attrInt("causal", 0) == 1);
   }
@@ -191,7 +192,8 @@ TEST_CASE("fuse-attention: sliding window, softcap, scales on q and k, masks of 
     Case c;
     c.softcap = 0.5f;
     c.scale = 0.9f;
-    const ir::Node& a = attentionNode(fuseAndCompare(c));
+    const ir::Graph fused = fuseAndCompare(c);
+    const ir::Node& a = attentionNode(fused);
     CHECK(a.attrFloat("softcap", 0) == Approx(0.5f));
   }
   SECTION("q and k^T each scaled by sqrt(scale), no mask, one head per kv head") {
@@ -199,26 +201,30 @@ TEST_CASE("fuse-attention: sliding window, softcap, scales on q and k, masks of 
     c.scaleBeforeProduct = true;
     c.mask = Mask::kNone;
     c.kvHeads = 4;
-    const ir::Node& a = attentionNode(fuseAndCompare(c));
+    const ir::Graph fused = fuseAndCompare(c);
+    const ir::Node& a = attentionNode(fused);
     CHECK(a.attrFloat("scale", 0) == Approx(c.scale));
   }
   SECTION("an all-zero constant mask is dropped") {
     Case c;
     c.mask = Mask::kZeros;
-    const ir::Node& a = attentionNode(fuseAndCompare(c));
+    const ir::Graph fused = fuseAndCompare(c);
+    const ir::Node& a = attentionNode(fused);
     CHECK(a.inputs.size() == 3);
     CHECK(a.attrInt("causal", 0) == 0);
   }
   SECTION("a padding mask input stays an input, read through its broadcast") {
     Case c;
     c.mask = Mask::kInput;
-    const ir::Node& a = attentionNode(fuseAndCompare(c));
+    const ir::Graph fused = fuseAndCompare(c);
+    const ir::Node& a = attentionNode(fused);
     CHECK(a.inputs.size() == 4);
   }
   SECTION("a left-padded causal mask input: padded rows see no key and attend uniformly") {
     Case c;
     c.mask = Mask::kLeftPaddedCausalInput;
-    const ir::Node& a = attentionNode(fuseAndCompare(c));
+    const ir::Graph fused = fuseAndCompare(c);
+    const ir::Node& a = attentionNode(fused);
     CHECK(a.inputs.size() == 4);
     CHECK(a.attrInt("causal", 0) == 0);
   }
@@ -231,7 +237,8 @@ TEST_CASE("fuse-attention: sliding window, softcap, scales on q and k, masks of 
   SECTION("a mask selected by an input from scalar initializers stays an input") {
     Case c;
     c.mask = Mask::kSelectedByInput;
-    const ir::Node& a = attentionNode(fuseAndCompare(c));
+    const ir::Graph fused = fuseAndCompare(c);
+    const ir::Node& a = attentionNode(fused);
     CHECK(a.inputs.size() == 4);
   }
 }

@@ -41,8 +41,11 @@ int64_t largestTensorAllocation(const planfile::Plan& p) {
 // the model's largest tensor, so that the arena is many pools, and a staging tensor of 1 KiB, so
 // that weights load and adapters leave in chunks; with every forward segment recomputed in the
 // backward pass; or with that and the head and loss in chunks of 20 rows (the last shorter),
-// each chunk's gradient taken in the forward pass (passes/chunk_loss.h).
-enum class Memory { Profile, SmallPools, Recompute, ChunkedLoss };
+// each chunk's gradient taken in the forward pass (passes/chunk_loss.h); or with a largest
+// allocation smaller than the embedding and the head (12 KiB of their 16), which split-rows then
+// stores as row blocks (passes/split_rows.h), the loss in chunks of 16 rows so that no activation
+// is larger.
+enum class Memory { Profile, SmallPools, Recompute, ChunkedLoss, RowBlocks };
 
 // Trains the export 10 steps on PoCL against PyTorch and peft; returns the first step's
 // gradients by trainable.
@@ -64,6 +67,15 @@ std::map<std::string, ir::Tensor> trainsLikePyTorch(const std::string& arch, con
   REQUIRE(traj["eps"].get<double>() == Approx(1e-8));
   if (memory == Memory::Recompute || memory == Memory::ChunkedLoss) a.recomputeSegments = -1;
   if (memory == Memory::ChunkedLoss) a.lossChunkRows = "20";
+  if (memory == Memory::RowBlocks) {
+    std::ifstream pf(a.profile);
+    auto profile = nlohmann::json::parse(pf);
+    profile["memory"]["max_alloc_bytes"] = 12288;
+    a.profile = tempDir() + "/pocl-cpu-rows-" + arch + ".json";
+    std::ofstream(a.profile) << profile.dump(2);
+    a.lossChunkRows = "16";
+    a.stagingBytes = 1024;
+  }
   if (memory == Memory::SmallPools) {
     auto whole = driver::compileModel(a);
     REQUIRE(whole.ok());
@@ -94,6 +106,14 @@ std::map<std::string, ir::Tensor> trainsLikePyTorch(const std::string& arch, con
     std::printf("corpus %s/%s: the loss in %lld chunks of %lld rows, %lld backward nodes moved into the forward pass\n",
                 arch.c_str(), style.c_str(), static_cast<long long>(c->lossChunks[0].chunks),
                 static_cast<long long>(c->lossChunks[0].rows), static_cast<long long>(c->lossChunkNodesMoved));
+  }
+  if (memory == Memory::RowBlocks) {
+    CHECK(c->rowBlocks.size() >= 4);  // two matrices, each in two blocks at least
+    CHECK(c->memory.largestAllocationBytes <= 12288);
+    // The ids no longer reach a Gather of the whole table; the plan still checks them against it.
+    CHECK(std::count_if(c->plan.inputChecks.begin(), c->plan.inputChecks.end(),
+                        [](const planfile::InputCheck& k) { return k.kind == "index" && k.lo == 0; }) == 1);
+    std::printf("corpus %s/%s: %s\n", arch.c_str(), style.c_str(), c->rowBlocksSummary.c_str());
   }
   if (memory == Memory::SmallPools) {
     // Every pool holds whole tensors (the loader checks it too), and there are many.
@@ -236,6 +256,11 @@ TEST_CASE("the corpus's rsLoRA Llama trains like PyTorch with every forward segm
 TEST_CASE("the corpus's left-padded Qwen2 batch trains like PyTorch with its loss in chunks and every segment recomputed",
           "[runtime][hf-corpus][chunk-loss]") {
   trainsLikePyTorch("qwen2_left", "opt", Memory::ChunkedLoss);
+}
+
+TEST_CASE("the corpus's left-padded Qwen2 batch trains like PyTorch with its embedding and head in row blocks",
+          "[runtime][hf-corpus][row-blocks]") {
+  trainsLikePyTorch("qwen2_left", "opt", Memory::RowBlocks);
 }
 
 TEST_CASE("the corpus's ResNet (BatchNorm in train mode, MaxPool, optimize=True) trains on PoCL like PyTorch and peft",
