@@ -145,6 +145,8 @@ int main(int argc, char** argv) {
     step->add_option("--disable-pass", sb.disabledPasses, "Switch a pass off in every run (fuse-attention, fusion, ...)");
     step->add_option("--recompute", sb.recompute,
                      "Recompute this many forward segments in the backward pass of every run (-1: all)");
+    step->add_option("--loss-chunk-rows", sb.lossChunkRows,
+                     "The head and loss in chunks of this many rows in every run (fblc compile --loss-chunk-rows)");
     step->add_option("--staging-bytes", sb.stagingBytes,
                      "Bound of the staging tensor weights are packed through (fblc compile --staging-bytes)")
         ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));

@@ -122,6 +122,7 @@ int runStepBench(const StepBenchOptions& o) {
   for (RunOptions& r : runs) {
     r.recompute = o.recompute;
     r.stagingBytes = o.stagingBytes;
+    r.lossChunkRows = o.lossChunkRows;
   }
   if (!o.baseWeights.empty()) {
     std::vector<RunOptions> each;

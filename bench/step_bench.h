@@ -36,6 +36,8 @@ struct StepBenchOptions {
   std::optional<int64_t> recompute;
   // The staging tensor's bound in every run (--staging-bytes; driver::CompileArgs::stagingBytes).
   int64_t stagingBytes = plan::kStagingBytes;
+  // The loss in chunks of rows in every run (--loss-chunk-rows; driver::CompileArgs::lossChunkRows).
+  std::string lossChunkRows = "auto";
   // fp32 | fp16 | int8 | int4 (driver::CompileArgs::baseWeights), each run per strategy and
   // storage; empty: fp32. Given, results are named "<strategy>/<base weights>".
   std::vector<std::string> baseWeights;

@@ -252,6 +252,7 @@ std::string runStrategy(const RunOptions& o, const ir::Graph& g, StrategyRun* r)
   ca.disabledPasses = o.disabledPasses;
   ca.recomputeSegments = o.recompute;
   ca.stagingBytes = o.stagingBytes;
+  ca.lossChunkRows = o.lossChunkRows;
   ca.baseWeights = o.baseWeights;
   auto c = driver::compileModel(ca);
   if (!c.ok()) return c.error().message;

@@ -36,6 +36,7 @@ struct RunOptions {
   bool unprofiled = true;                   // also time the steps in a session without launch profiling
   std::optional<int64_t> recompute = std::nullopt;  // driver::CompileArgs::recomputeSegments
   int64_t stagingBytes = plan::kStagingBytes;       // driver::CompileArgs::stagingBytes
+  std::string lossChunkRows = "auto";                // driver::CompileArgs::lossChunkRows
   std::string baseWeights = "fp32";                 // driver::CompileArgs::baseWeights
   bool labelBaseWeights = false;                    // name runs ".../<base weights>" (several asked)
 };

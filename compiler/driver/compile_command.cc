@@ -374,8 +374,11 @@ static Result<Compiled> compileWith(const CompileArgs& args, const profile::Hard
   CompilePipeline p(strategy, hw, to);
   p.recompute.count = recompute;
   p.autodiff.keepOutputs = args.keepOutputs;
-  // Outputs kept for the app are the whole logits.
+  // Outputs kept for the app are the whole logits. Chunks re-read the head's weight once per
+  // chunk (a step 1.07x longer on an H100, docs/results/memory.md), so auto takes them only where
+  // memory is capped: a profile with an app budget (a phone), or a --memory-budget.
   FBL_ASSIGN(p.chunkLoss.rows, passes::parseLossChunkRows(args.lossChunkRows));
+  if (p.chunkLoss.rows < 0 && !hw.memory.appBudgetBytes && args.memoryBudget.empty()) p.chunkLoss.rows = 0;
   if (args.keepOutputs) p.chunkLoss.rows = 0;
   p.chunkLoss.trainableGlobs = to.trainableGlobs;
   p.autodiff.adapterOpts.loraAlpha = args.loraAlpha;

@@ -66,7 +66,8 @@ struct CompileArgs : autodiff::TrainingFlags {
   // Keep the model's outputs before its loss (modelOutputs) for the host to read after a step.
   bool keepOutputs = false;
   // The head and cross-entropy in chunks of this many rows (passes/chunk_loss.h): "auto" (chunks
-  // of logits of at most 32 MiB), "0" (the whole logits) or a row count.
+  // of logits of at most 32 MiB where the profile gives an app budget or --memory-budget is
+  // set, else the whole logits), "0" (the whole logits) or a row count.
   std::string lossChunkRows = "auto";
   // The most bytes of the staging tensor the runtime moves host tensors through (less where the
   // profile's largest allocation is smaller); larger tensors move in chunks of rows.

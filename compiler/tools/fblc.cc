@@ -169,8 +169,8 @@ void addCompile(CLI::App& app, int& rc) {
                 "after a step or an evaluation (fbl_output_name, fbl_read_tensor)");
   cmd->add_option("--loss-chunk-rows", args.lossChunkRows,
                   "Run a language model's head and cross-entropy this many rows at a time, each chunk's gradient taken "
-                  "at once, so the whole logits never exist: auto (chunks of at most 32 MiB of logits) or 0 (off); "
-                  "fblayout only, and off with --outputs");
+                  "at once, so the whole logits never exist: auto (chunks of at most 32 MiB of logits where the profile "
+                  "gives an app budget or --memory-budget is set) or 0 (off); fblayout only, and off with --outputs");
   cmd->add_option("--recompute", args.recomputeSegments,
                   "Recompute this many forward segments in the backward pass (the largest first; -1: all), "
                   "whatever the budget");
