@@ -19,7 +19,9 @@ namespace fbl::testing {
 namespace {
 
 // Writes the tiny model, trains one step on PoCL and on the reference executor, and compares.
-void stepOnDevice(const std::string& name) {
+// `lossChunkRows` and `maxAllocBytes` (0: the profile's) shape the plan: the loss in chunks, and
+// the frozen matrices larger than the largest allocation in row blocks.
+void stepOnDevice(const std::string& name, const std::string& lossChunkRows = "auto", int64_t maxAllocBytes = 0) {
   INFO(name);
   zoo::ZooOptions o;
   o.tiny = true;
@@ -31,10 +33,20 @@ void stepOnDevice(const std::string& name) {
   a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
   a.output = tempDir() + "/" + name + ".fbp";
   a.weights = tempDir() + "/" + name + ".safetensors";
+  a.lossChunkRows = lossChunkRows;
+  if (maxAllocBytes > 0) {
+    std::ifstream pf(a.profile);
+    auto profile = nlohmann::json::parse(pf);
+    profile["memory"]["max_alloc_bytes"] = maxAllocBytes;
+    a.profile = tempDir() + "/pocl-cpu-" + name + "-limited.json";
+    std::ofstream(a.profile) << profile.dump(2);
+  }
   REQUIRE((*built)->write(a.model).ok());
   auto c = driver::compileModel(a);
   INFO((c.ok() ? std::string() : c.error().message));
   REQUIRE(c.ok());
+  if (lossChunkRows != "auto") CHECK(c->lossChunks.size() == 1);
+  if (maxAllocBytes > 0) CHECK(!c->rowBlocks.empty());
   REQUIRE(driver::writeWeights(a, c->plan).ok());
   auto s = openPlan(c->plan, name);
   REQUIRE(s->loadWeights(a.weights) == "");
@@ -98,6 +110,10 @@ void stepOnDevice(const std::string& name) {
   }
   CHECK(c->plan.trainables.size() == rtg.trainables.size());
   if (c->attentionFused > 0) std::printf("%s --tiny: fuse-attention: %s\n", name.c_str(), c->attentionSummary.c_str());
+  if (!c->rowBlocksSummary.empty()) std::printf("%s --tiny: split-rows: %s\n", name.c_str(), c->rowBlocksSummary.c_str());
+  for (const passes::ChunkLoss::Chunked& l : c->lossChunks)
+    std::printf("%s --tiny: the loss in %lld chunks of %lld rows\n", name.c_str(), static_cast<long long>(l.chunks),
+                static_cast<long long>(l.rows));
   std::printf("%s --tiny: %zu launches, first-step loss %.6f on %s (reference %.6f), worst gradient error %.1e of "
               "max-abs over %zu tensors\n",
               name.c_str(), c->plan.launches.size(), loss, s->device().name.c_str(), want->loss, worst,
@@ -119,6 +135,14 @@ TEST_CASE("tiny mobilenetv2 (depthwise convolutions) takes one training step on 
 // (fuse-attention); the reference trains the graphs as exported.
 TEST_CASE("tiny Gemma 2 and Whisper (fused attention) take one training step on PoCL", "[runtime][zoo-step][attention]") {
   for (const char* name : {"gemma2-2b", "whisper-large"}) stepOnDevice(name);
+}
+
+// Gemma 2's tied embedding in two row blocks (40 KiB allocations of its 64), read by the lookup and
+// by the head, whose final softcap runs in two chunks of 8 rows with their gradients taken in the
+// forward pass.
+TEST_CASE("tiny Gemma 2 with its loss in chunks and its embedding in row blocks steps on PoCL like the reference",
+          "[runtime][zoo-step][chunk-loss][row-blocks]") {
+  stepOnDevice("gemma2-2b", "8", 40960);
 }
 
 }  // namespace
