@@ -17,12 +17,13 @@ for m in $models; do
   "$bin" zoo "$m" -o "$tmp/$m.onnx" > /dev/null
   for p in $profiles; do
     # --allow-over-limit: these plans are measured, not shipped; over the limit is the finding.
-    # --no-weights: full-size zoo models have none.
+    # --no-weights: full-size zoo models have none. fp32 and no budget, whatever the profile's
+    # compile_defaults: the table measures what the fp32 model needs.
     "$bin" compile "$tmp/$m.onnx" --profile "profiles/$p.json" --allow-over-limit --no-weights -o "$tmp/p.fbp" \
-        --report "$out/$m-$p.json" > /dev/null
+        --base-weights fp32 --memory-budget none --report "$out/$m-$p.json" > /dev/null
     # Every forward segment recomputed: the lowest peak --memory-budget can ask for.
     "$bin" compile "$tmp/$m.onnx" --profile "profiles/$p.json" --allow-over-limit --no-weights -o "$tmp/p.fbp" \
-        --recompute -1 --report "$out/$m-$p-recompute.json" > /dev/null
+        --base-weights fp32 --memory-budget none --recompute -1 --report "$out/$m-$p-recompute.json" > /dev/null
   done
   rm -f "$tmp"/*
 done

@@ -31,7 +31,9 @@ done
 for m in llama3.2-1b qwen2.5-1.5b gemma2-2b; do
   "$bin" zoo $m -o "$tmp/$m.onnx" > /dev/null 2>&1 || { echo "$m zoo FAIL" >> "$out"; continue; }
   for p in nvidia-h200 adreno-830 mali-g925; do
-    if "$bin" compile "$tmp/$m.onnx" --profile profiles/$p.json --allow-over-limit --no-weights -o "$tmp/p.fbp" > /dev/null 2>&1; then
+    # fp32 and no budget, whatever the profile's compile_defaults: the same plans from one change to the next.
+    if "$bin" compile "$tmp/$m.onnx" --profile profiles/$p.json --allow-over-limit --no-weights --base-weights fp32 \
+        --memory-budget none -o "$tmp/p.fbp" > /dev/null 2>&1; then
       echo "$m $p $(sha256sum "$tmp/p.fbp" | cut -c1-16)" >> "$out"
     else
       echo "$m $p FAIL" >> "$out"

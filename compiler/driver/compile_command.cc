@@ -466,7 +466,7 @@ static Result<Compiled> compileWith(const CompileArgs& args, const profile::Hard
 }
 
 Result<int64_t> memoryBudgetBytes(const std::string& budget, const profile::HardwareProfile& hw) {
-  if (budget.empty()) return int64_t{0};
+  if (budget.empty() || budget == "none") return int64_t{0};
   if (budget == "auto") {
     if (!hw.memory.appBudgetBytes)
       return makeError("--memory-budget auto: profile '{}' gives no memory.app_budget_bytes; give the budget in bytes", hw.name);
@@ -488,13 +488,34 @@ Result<int64_t> memoryBudgetBytes(const std::string& budget, const profile::Hard
   char* end = nullptr;
   const double value = std::strtod(number.c_str(), &end);
   if (number.empty() || end != number.c_str() + number.size() || !(value > 0) || value * scale > 9e18)
-    return makeError("--memory-budget '{}' is not a positive number of bytes (e.g. 5500000000, 5.5GB, 4GiB) or auto", budget);
+    return makeError("--memory-budget '{}' is not a positive number of bytes (e.g. 5500000000, 5.5GB, 4GiB), auto or none",
+                     budget);
   return static_cast<int64_t>(value * scale);
 }
 
-Result<Compiled> compileModel(const CompileArgs& args) {
+// `given` with the profile's compile_defaults in the options CompileArgs::fromProfile names, and
+// --memory-budget none as no budget; `applied` gets the defaults taken, as options.
+static CompileArgs withProfileDefaults(const CompileArgs& given, const profile::HardwareProfile& hw, std::string* applied) {
+  CompileArgs args = given;
+  const profile::CompileDefaults& d = hw.compileDefaults;
+  if (given.fromProfile.baseWeights && !d.baseWeights.empty()) {
+    args.baseWeights = d.baseWeights;
+    *applied += " --base-weights " + d.baseWeights;
+  }
+  if (given.fromProfile.memoryBudget && !d.memoryBudget.empty()) {
+    args.memoryBudget = d.memoryBudget;
+    *applied += " --memory-budget " + d.memoryBudget;
+  }
+  if (!applied->empty()) applied->erase(0, 1);
+  if (args.memoryBudget == "none") args.memoryBudget.clear();
+  return args;
+}
+
+Result<Compiled> compileModel(const CompileArgs& given) {
   const auto start = std::chrono::steady_clock::now();
-  FBL_ASSIGN(profile::HardwareProfile hw, profile::loadProfile(args.profile));
+  FBL_ASSIGN(profile::HardwareProfile hw, profile::loadProfile(given.profile));
+  std::string applied;
+  const CompileArgs args = withProfileDefaults(given, hw, &applied);
   FBL_ASSIGN(const int64_t budget, memoryBudgetBytes(args.memoryBudget, hw));
   FBL_ASSIGN(Compiled c, compileWith(args, hw, args.recomputeSegments.value_or(0)));
   if (budget > 0 && !args.recomputeSegments && c.memory.peakBytes > budget) {
@@ -535,6 +556,7 @@ Result<Compiled> compileModel(const CompileArgs& args) {
     }
   }
   c.memoryBudget = budget;
+  c.profileDefaults = applied;
   if (c.memory.fitsMaxAlloc == false && !args.allowOverLimit) {
     const std::string& source = hw.provenance.at("memory.max_alloc_bytes");
     return makeError("{}: the plan's largest allocation, {} ({} bytes), exceeds the max_alloc_bytes of {}, {} bytes "
@@ -695,6 +717,10 @@ int runCompile(const CompileArgs& args) {
              args.output, c->stats.kernels, c->stats.launches, c->plan.arenaBytes, c->stats.persistentBytes,
              c->plan.imageSlots.size(), c->plan.imageBytes(), c->seconds, weightsNote);
   fmt::print("{}\n", analysis::memorySummaryLine(c->memory, c->plan.profile));
+  if (!c->profileDefaults.empty())
+    fmt::print("{}'s compile defaults: {} (docs/profiles.md; the command line overrides them: --base-weights fp32, "
+               "--memory-budget none)\n",
+               c->plan.profile, c->profileDefaults);
   if (const nlohmann::json& b = c->storage["base_weights"]; b["option"] != "fp32") {
     const size_t decoded = b["decoded_but_stored_f32"].size(), left = b["left_f32"].size();
     fmt::print("base weights: {} matrices stored {}, {} ({} as f32){}{}\n", b["encoded"].get<int64_t>(),
@@ -723,6 +749,7 @@ int runCompile(const CompileArgs& args) {
                        {"cloned_nodes", c->recompute.clonedNodes},
                        {"saved_bytes", c->recompute.savedBytes}}},
                      {"loss_chunks", lossChunksJson(*c)},
+                     {"profile_defaults", c->profileDefaults},
                      {"row_blocks", c->plan.explain.value("row_blocks", nlohmann::json::object())},
                      {"persistent_bytes", c->stats.persistentBytes},
                      {"transient_bytes", c->stats.transientBytes},

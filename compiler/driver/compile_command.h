@@ -72,6 +72,13 @@ struct CompileArgs : autodiff::TrainingFlags {
   // The most bytes of the staging tensor the runtime moves host tensors through (less where the
   // profile's largest allocation is smaller); larger tensors move in chunks of rows.
   int64_t stagingBytes = plan::kStagingBytes;
+  // The options that take the profile's compile_defaults (a phone's: an int4 base and its app
+  // budget) instead of the values above: `fblc compile` sets those its command line does not
+  // give; library callers (benches, tests) get exactly what they ask.
+  struct {
+    bool baseWeights = false;
+    bool memoryBudget = false;
+  } fromProfile;
 };
 
 struct Compiled {
@@ -100,6 +107,9 @@ struct Compiled {
   // split-rows: the frozen matrices stored as row blocks to fit max_alloc_bytes, and its line.
   std::vector<passes::SplitRows::Block> rowBlocks;
   std::string rowBlocksSummary;
+  // The profile's compile defaults the plan took, as options ("--base-weights int4 ..."); empty:
+  // none.
+  std::string profileDefaults;
 };
 
 // The passes compileModel runs, in order: the names --dump-after and --disable-pass take
@@ -116,7 +126,7 @@ Result<bool> useImages(const std::string& storage, const profile::HardwareProfil
 // a compute op produced: the logits, for a classifier or a language model. An error for a loss
 // of another kind.
 Result<std::vector<ir::ValueId>> modelOutputs(const ir::Graph& g);
-// --memory-budget in bytes: "" is 0 (none), "auto" the profile's app_budget_bytes, else bytes
+// --memory-budget in bytes: "" and "none" are 0 (none), "auto" the profile's app_budget_bytes, else bytes
 // with an optional kB/MB/GB or KiB/MiB/GiB unit; an error for anything else.
 Result<int64_t> memoryBudgetBytes(const std::string& budget, const profile::HardwareProfile& hw);
 // Everything but the files: load, differentiate, build the plan.

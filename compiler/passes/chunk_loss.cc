@@ -18,7 +18,8 @@ using ir::NodeId;
 using ir::ValueId;
 
 // Elementwise ops the chain between the head's product and the loss may hold: they act on each
-// logit alone, so a chunk of rows computes its own rows of them.
+// logit alone (with a scalar or a per-class operand), so a chunk of rows computes its own rows of
+// them.
 bool isUnaryElementwise(std::string_view op) { return op == "Tanh" || op == "Neg" || op == "Identity"; }
 bool isScalarBinary(std::string_view op) { return op == "Add" || op == "Sub" || op == "Mul" || op == "Div"; }
 
@@ -66,8 +67,9 @@ class Matcher {
       } else if (isUnaryElementwise(pn.op) && pn.inputs.size() == 1) {
         m.chain.push_back({p, 0});
         v = pn.inputs[0];
-      } else if (isScalarBinary(pn.op) && pn.inputs.size() == 2 && (scalar(pn.inputs[1]) || scalar(pn.inputs[0]))) {
-        const size_t slot = scalar(pn.inputs[1]) ? 0 : 1;
+      } else if (isScalarBinary(pn.op) && pn.inputs.size() == 2 &&
+                 (sameForEveryRow(pn.inputs[1], m.vocab) || sameForEveryRow(pn.inputs[0], m.vocab))) {
+        const size_t slot = sameForEveryRow(pn.inputs[1], m.vocab) ? 0 : 1;
         m.chain.push_back({p, slot});
         v = pn.inputs[slot];
       } else {
@@ -91,10 +93,13 @@ class Matcher {
   bool readOnce(ValueId v) const {
     return consumers_[v].size() == 1 && std::find(g_.outputs.begin(), g_.outputs.end(), v) == g_.outputs.end();
   }
-  bool scalar(ValueId v) const {
+  // A frozen operand every row of the logits sees whole: a scalar (a softcap's c) or a [V] vector
+  // (an MLM head's bias), with any leading ones.
+  bool sameForEveryRow(ValueId v, int64_t vocab) const {
     const ir::Value& val = g_.values[v];
-    return val.data && val.data->numel() == 1 && !trainable_.count(v) &&
-           (val.kind == ir::ValueKind::Constant || val.kind == ir::ValueKind::Initializer);
+    if (trainable_.count(v) || (val.kind != ir::ValueKind::Constant && val.kind != ir::ValueKind::Initializer)) return false;
+    const int64_t n = ir::numElements(val.shape);
+    return n == 1 || (n == vocab && !val.shape.empty() && val.shape.back() == vocab);
   }
   bool dependsOnTrainable(ValueId v) const {
     std::vector<ValueId> work{v};
@@ -250,8 +255,9 @@ Result<bool> ChunkLoss::run(ir::Graph& g) {
   if (!trainableGlobs.empty())
     if (auto t = autodiff::selectTrainables(g, trainableGlobs); t.ok()) trainable.insert(t->begin(), t->end());
   bool changed = false;
+  std::optional<Matcher> matcher(std::in_place, g, trainable);
   for (NodeId id = 0; id < static_cast<NodeId>(g.nodes.size()); ++id) {
-    const std::optional<Match> m = Matcher(g, trainable).match(id);
+    const std::optional<Match> m = matcher->match(id);
     if (!m) continue;
     const auto logitBytes = static_cast<int64_t>(ir::dtypeSize(g.values[g.nodes[id].inputs[0]].dtype)) * m->vocab;
     const int64_t r = rows > 0 ? rows
@@ -267,6 +273,7 @@ Result<bool> ChunkLoss::run(ir::Graph& g) {
     c.wide = rewrite(g, *m, r);
     chunked_.push_back(std::move(c));
     changed = true;
+    matcher.emplace(g, trainable);
     id = -1;  // node ids moved; the chunks' own losses hold at most `r` rows and do not match again
   }
   return changed;

@@ -7,8 +7,8 @@
 // chunk-loss, on the forward graph before autodiff:
 //   1. Match each SoftmaxCrossEntropyLoss (mean or sum, no weights, no log_prob output) whose
 //      scores [N, V] come from MatMul(h, W) through Reshapes of the leading axes and elementwise
-//      ops with a scalar constant operand or none (Gemma's softcap c * tanh(x / c)), each value
-//      read once. W must not depend on a trainable (the head is frozen under LoRA), so the chunks
+//      ops with no other operand or a frozen one that is a scalar (Gemma's softcap c * tanh(x / c))
+//      or a [V] vector (an MLM head's bias), each value read once. W must not depend on a trainable (the head is frozen under LoRA), so the chunks
 //      need no weight gradient, and the logits must not be a graph output (--outputs keeps them).
 //   2. With N > rows: h becomes [N, D] and is Split into chunks of `rows` rows (the last shorter),
 //      and so are the labels. Each chunk runs the product, the elementwise chain and a

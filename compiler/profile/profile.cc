@@ -26,7 +26,7 @@ const std::vector<std::string>& valueFields() {
 const std::set<std::string>& knownKeys() {
   static const std::set<std::string> k = [] {
     std::set<std::string> s(valueFields().begin(), valueFields().end());
-    s.insert({"schema", "name", "device", "notes", "provenance", "memory"});
+    s.insert({"schema", "name", "device", "notes", "provenance", "memory", "compile_defaults"});
     return s;
   }();
   return k;
@@ -196,8 +196,25 @@ Status validateProfile(const HardwareProfile& p, const std::string& origin) {
   }
   if (m.globalBytes && m.maxAllocBytes && *m.maxAllocBytes > *m.globalBytes)
     return bad("memory.max_alloc_bytes", "exceeds memory.global_bytes");
+  const CompileDefaults& d = p.compileDefaults;
+  if (d.present != (p.provenance.count("compile_defaults") > 0))
+    return bad("provenance.compile_defaults", d.present ? "missing (say why these are the device's defaults)"
+                                                        : "names no profile field (there is no compile_defaults block)");
+  if (d.present) {
+    FBL_TRY(checkProvenanceText("compile_defaults", p.provenance.at("compile_defaults"), origin));
+    static const std::set<std::string> bases = {"fp32", "fp16", "int8", "int4"};
+    if (!d.baseWeights.empty() && !bases.count(d.baseWeights))
+      return bad("compile_defaults.base_weights", "'" + d.baseWeights + "' is not fp32, fp16, int8 or int4");
+    if (!d.memoryBudget.empty() && d.memoryBudget != "auto" &&
+        (d.memoryBudget.find_first_not_of("0123456789") != std::string::npos || d.memoryBudget.size() > 18 ||
+         std::stoll(d.memoryBudget) <= 0))
+      return bad("compile_defaults.memory_budget", "'" + d.memoryBudget + "' is not auto or a positive number of bytes");
+    if (d.memoryBudget == "auto" && !p.memory.appBudgetBytes)
+      return bad("compile_defaults.memory_budget", "is auto but memory.app_budget_bytes is not given");
+  }
   for (const auto& [f, text] : p.provenance)
-    if (std::find(valueFields().begin(), valueFields().end(), f) == valueFields().end() && f.rfind("memory.", 0) != 0)
+    if (std::find(valueFields().begin(), valueFields().end(), f) == valueFields().end() && f.rfind("memory.", 0) != 0 &&
+        f != "compile_defaults")
       return bad("provenance." + f, "names no profile field");
   return Status::success();
 }
@@ -276,6 +293,17 @@ Result<HardwareProfile> profileFromJson(const json& j, const std::string& origin
       if (std::find(std::begin(kMemoryFields), std::end(kMemoryFields), key) == std::end(kMemoryFields))
         return r.bad("memory." + key, "is not a memory field (global_bytes, max_alloc_bytes, app_budget_bytes)");
   }
+  if (j.contains("compile_defaults")) {
+    const json& d = j.at("compile_defaults");
+    if (!d.is_object()) return r.bad("compile_defaults", "expected {\"base_weights\", \"memory_budget\"}");
+    p.compileDefaults.present = true;
+    for (const auto& [key, value] : d.items()) {
+      if (key != "base_weights" && key != "memory_budget")
+        return r.bad("compile_defaults." + key, "is not a compile default (base_weights, memory_budget)");
+      if (!value.is_string()) return r.bad("compile_defaults." + key, "expected a string");
+      (key == "base_weights" ? p.compileDefaults.baseWeights : p.compileDefaults.memoryBudget) = value.get<std::string>();
+    }
+  }
   FBL_ASSIGN(const json* prov, r.get(j, "provenance", "provenance"));
   if (!prov->is_object()) return r.bad("provenance", "expected an object of field -> source");
   for (const auto& [field, text] : prov->items()) {
@@ -313,6 +341,11 @@ json profileToJson(const HardwareProfile& p) {
     j["memory"] = {{"global_bytes", opt(p.memory.globalBytes)},
                    {"max_alloc_bytes", opt(p.memory.maxAllocBytes)},
                    {"app_budget_bytes", opt(p.memory.appBudgetBytes)}};
+  }
+  if (p.compileDefaults.present) {
+    j["compile_defaults"] = json::object();
+    if (!p.compileDefaults.baseWeights.empty()) j["compile_defaults"]["base_weights"] = p.compileDefaults.baseWeights;
+    if (!p.compileDefaults.memoryBudget.empty()) j["compile_defaults"]["memory_budget"] = p.compileDefaults.memoryBudget;
   }
   j["provenance"] = p.provenance;
   for (const auto& [key, value] : p.extra.items()) j[key] = value;

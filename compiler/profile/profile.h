@@ -78,6 +78,16 @@ struct MemoryLimits {
 };
 inline constexpr const char* kMemoryFields[] = {"global_bytes", "max_alloc_bytes", "app_budget_bytes"};
 
+// What `fblc compile` does for this device unless the command line says otherwise: a phone's
+// profile makes the plan fit an app (docs/profiles.md, "Compile defaults"). Optional; its
+// provenance key is "compile_defaults". base_weights: fp32, fp16, int8 or int4 (--base-weights);
+// memory_budget: "auto" or a number of bytes (--memory-budget).
+struct CompileDefaults {
+  bool present = false;
+  std::string baseWeights;
+  std::string memoryBudget;
+};
+
 struct HardwareProfile {
   std::string name;    // file stem, e.g. "adreno-830"
   std::string device;  // the device as its vendor or driver names it
@@ -98,6 +108,7 @@ struct HardwareProfile {
   std::optional<double> peakGflops;
   std::optional<AccessTable> accessTable;
   MemoryLimits memory;  // provenance keys "memory.global_bytes", ...
+  CompileDefaults compileDefaults;
 
   // Field name (as in the JSON) -> provenance text; every field above has one.
   std::map<std::string, std::string> provenance;

@@ -83,7 +83,8 @@ void addTrainingOptions(CLI::App* cmd, std::vector<std::string>& trainable, fbl:
       ->default_val(0);
   cmd->add_option("--total-steps", args.totalSteps, "Optimizer steps at which linear and cosine reach 0")->default_val(0);
   cmd->add_option("--base-weights", args.baseWeights,
-                  "Frozen weights that products and embeddings read: fp32, fp16, int8 or int4 (docs/precision.md)")
+                  "Frozen weights that products and embeddings read: fp32, fp16, int8 or int4 (docs/precision.md); "
+                  "fblc compile takes the profile's compile_defaults unless given")
       ->default_val("fp32");
   cmd->add_option("--base-weights-group", args.baseWeightsGroup, "Elements per fp16 scale of int8 and int4 weights")
       ->default_val(32);
@@ -161,9 +162,10 @@ void addCompile(CLI::App& app, int& rc) {
                   "(images where the profile says reads go through a texture cache)")
       ->check(CLI::IsMember({"buffer", "image", "auto"}));
   cmd->add_option("--memory-budget", args.memoryBudget,
-                  "The most memory the plan may use (every pool and image): bytes (5500000000, 5.5GB, 4GiB) or auto "
-                  "(the profile's memory.app_budget_bytes). Over it, the backward pass recomputes forward segments, "
-                  "as few as fit; a budget no plan meets is refused");
+                  "The most memory the plan may use (every pool and image): bytes (5500000000, 5.5GB, 4GiB), auto "
+                  "(the profile's memory.app_budget_bytes) or none. Over it, the backward pass recomputes forward "
+                  "segments, as few as fit; a budget no plan meets is refused. Default: the profile's compile_defaults, "
+                  "else none");
   cmd->add_flag("--outputs", args.keepOutputs,
                 "Keep the model's outputs before its loss (the logits the cross-entropy reads) for the host to read "
                 "after a step or an evaluation (fbl_output_name, fbl_read_tensor)");
@@ -180,7 +182,12 @@ void addCompile(CLI::App& app, int& rc) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   cmd->add_flag("--allow-over-limit", args.allowOverLimit,
                 "Write a plan whose largest allocation exceeds the profile's max_alloc_bytes (for analysis only)");
-  cmd->callback([&rc] { runWithShapes(shapes, args.shapes, rc, [] { return fbl::driver::runCompile(args); }); });
+  cmd->callback([&rc, cmd] {
+    // The profile's compile_defaults fill what the command line leaves out.
+    args.fromProfile.baseWeights = cmd->get_option("--base-weights")->count() == 0;
+    args.fromProfile.memoryBudget = cmd->get_option("--memory-budget")->count() == 0;
+    runWithShapes(shapes, args.shapes, rc, [] { return fbl::driver::runCompile(args); });
+  });
 }
 
 void addExplain(CLI::App& app, int& rc) {

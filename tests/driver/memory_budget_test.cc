@@ -28,6 +28,7 @@ TEST_CASE("a memory budget is bytes with a unit, or auto where the profile gives
   profile::HardwareProfile hw;
   hw.name = "phone";
   CHECK(budget("", hw) == 0);
+  CHECK(budget("none", hw) == 0);
   CHECK(budget("5500000000", hw) == 5500000000);
   CHECK(budget("5.5GB", hw) == 5500000000);
   CHECK(budget("4GiB", hw) == int64_t{4} << 30);
@@ -101,4 +102,35 @@ TEST_CASE("a budget the frozen weights break points at --base-weights, and int4 
   REQUIRE(int4.ok());
   CHECK(int4->memory.peakBytes <= 2000000000);
   CHECK(int4->memory.frozenWeightBytes * 6 < kept->memory.frozenWeightBytes);
+}
+
+TEST_CASE("a phone profile's compile defaults: an int4 base and its app budget, unless the command line gives them",
+          "[driver][memory][base-weights]") {
+  driver::CompileArgs a = llamaTiny();
+  a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/adreno-830.json";
+  // What fblc compile does when its command line gives neither option.
+  a.fromProfile.baseWeights = a.fromProfile.memoryBudget = true;
+  auto phone = driver::compileModel(a);
+  INFO((phone.ok() ? std::string() : phone.error().message));
+  REQUIRE(phone.ok());
+  CHECK(phone->profileDefaults == "--base-weights int4 --memory-budget auto");
+  CHECK(phone->storage["base_weights"]["option"] == "int4");
+  CHECK(phone->storage["base_weights"]["encoded"].get<int64_t>() > 0);
+  CHECK(phone->memoryBudget == 4000000000);
+  // Given on the command line, the options win: --base-weights fp32 and --memory-budget none.
+  a.fromProfile.baseWeights = a.fromProfile.memoryBudget = false;
+  a.baseWeights = "fp32";
+  a.memoryBudget = "none";
+  auto asked = driver::compileModel(a);
+  REQUIRE(asked.ok());
+  CHECK(asked->profileDefaults.empty());
+  CHECK(asked->storage["base_weights"]["option"] == "fp32");
+  CHECK(asked->memoryBudget == 0);
+  // A library caller that sets nothing gets fp32 and no budget, whatever the profile says.
+  driver::CompileArgs plain = llamaTiny();
+  plain.profile = a.profile;
+  auto library = driver::compileModel(plain);
+  REQUIRE(library.ok());
+  CHECK(library->profileDefaults.empty());
+  CHECK(library->storage["base_weights"]["option"] == "fp32");
 }

@@ -25,6 +25,7 @@ struct HeadOptions {
   std::string reduction = "mean";
   bool ignoreIndex = true;
   bool softcap = true;
+  bool bias = false;  // an MLM head's per-class bias
   bool trainableHead = false;
   bool logitsOutput = false;
 };
@@ -42,6 +43,7 @@ GraphBuilder head(const HeadOptions& o) {
   ValueId w = t.randomParam(o.trainableHead ? "m.lm_head.lora_A.default.weight" : "m.lm_head.weight", {kVocab, kWidth});
   ValueId logits = t.op("MatMul", {h, t.op("Transpose", {w}, {{"perm", perm}})});
   ValueId x = logits;
+  if (o.bias) x = t.op("Add", {x, t.randomParam("m.lm_head.bias", {kVocab})});
   if (o.softcap) x = t.op("Mul", {t.op("Tanh", {t.op("Div", {x, t.scalar(3.0f)})}), t.scalar(3.0f)});
   ValueId scores = t.op("Reshape", {x, t.ints({kBatch * kSeq, kVocab})});
   ValueId labels = t.input("labels", ir::DType::I64, {kBatch * kSeq});
@@ -94,71 +96,78 @@ void requireClose(const std::vector<ir::Tensor>& got, const std::vector<ir::Tens
 
 TEST_CASE("chunk-loss runs the head in chunks of rows and gives the whole head's loss and gradients",
           "[passes][chunk-loss]") {
+  std::vector<HeadOptions> cases;
   for (const std::string reduction : {"mean", "sum"})
     for (bool ignoreIndex : {true, false})
-      for (bool softcap : {true, false}) {
-        INFO("reduction " << reduction << ", ignore_index " << ignoreIndex << ", softcap " << softcap);
-        HeadOptions o;
-        o.reduction = reduction;
-        o.ignoreIndex = ignoreIndex;
-        o.softcap = softcap;
-        GraphBuilder t = head(o);
-        const std::vector<ir::Tensor> whole = lossAndGradients(train(t.g), ignoreIndex);
-
-        ir::Graph g = t.g;
-        passes::ChunkLoss pass;
-        pass.rows = 4;  // 10 rows: 4, 4, 2
-        auto changed = pass.run(g);
-        REQUIRE(changed.ok());
-        REQUIRE(*changed);
-        REQUIRE(pass.chunked().size() == 1);
-        CHECK(pass.chunked()[0].chunks == 3);
-        CHECK(pass.chunked()[0].tokens == kBatch * kSeq);
-        CHECK(pass.chunked()[0].vocab == kVocab);
-        CHECK(pass.summary() == "SoftmaxCrossEntropyLoss_" + std::to_string(t.g.values[t.g.outputs[0]].producer) +
-                                    " in 3 chunks of 4 rows (10 x 12 logits)");
-        const Status verified = passes::verifyGraph(g);
-        INFO((verified.ok() ? "" : verified.error().message));
-        REQUIRE(verified.ok());
-        int64_t losses = 0, products = 0;
-        for (const ir::Node& n : g.nodes) {
-          losses += !n.dead && n.op == "SoftmaxCrossEntropyLoss";
-          if (!n.dead && n.op == "SoftmaxCrossEntropyLoss") CHECK(n.attrString("reduction", "") == "sum");
-          products += !n.dead && n.op == "MatMul" && g.values[n.outputs[0]].shape.back() == kVocab;
+      for (bool softcap : {true, false})
+        for (bool bias : {false, true}) {
+          HeadOptions o;
+          o.reduction = reduction;
+          o.ignoreIndex = ignoreIndex;
+          o.softcap = softcap;
+          o.bias = bias;
+          cases.push_back(o);
         }
-        CHECK(losses == 3);
-        CHECK(products == 3);
-        CHECK(g.values[g.outputs[0]].name == "loss");
+  for (const HeadOptions& o : cases) {
+    const bool ignoreIndex = o.ignoreIndex, softcap = o.softcap, bias = o.bias;
+    INFO("reduction " << o.reduction << ", ignore_index " << ignoreIndex << ", softcap " << softcap << ", bias " << bias);
+    GraphBuilder t = head(o);
+    const std::vector<ir::Tensor> whole = lossAndGradients(train(t.g), ignoreIndex);
 
-        autodiff::TrainingGraph tg = train(g);
-        requireClose(lossAndGradients(tg, ignoreIndex), whole);
+    ir::Graph g = t.g;
+    passes::ChunkLoss pass;
+    pass.rows = 4;  // 10 rows: 4, 4, 2
+    auto changed = pass.run(g);
+    REQUIRE(changed.ok());
+    REQUIRE(*changed);
+    REQUIRE(pass.chunked().size() == 1);
+    CHECK(pass.chunked()[0].chunks == 3);
+    CHECK(pass.chunked()[0].tokens == kBatch * kSeq);
+    CHECK(pass.chunked()[0].vocab == kVocab);
+    CHECK(pass.summary() == "SoftmaxCrossEntropyLoss_" + std::to_string(t.g.values[t.g.outputs[0]].producer) +
+                                " in 3 chunks of 4 rows (10 x 12 logits)");
+    const Status verified = passes::verifyGraph(g);
+    INFO((verified.ok() ? "" : verified.error().message));
+    REQUIRE(verified.ok());
+    int64_t losses = 0, products = 0;
+    for (const ir::Node& n : g.nodes) {
+      losses += !n.dead && n.op == "SoftmaxCrossEntropyLoss";
+      if (!n.dead && n.op == "SoftmaxCrossEntropyLoss") CHECK(n.attrString("reduction", "") == "sum");
+      products += !n.dead && n.op == "MatMul" && g.values[n.outputs[0]].shape.back() == kVocab;
+    }
+    CHECK(losses == 3);
+    CHECK(products == 3);
+    CHECK(g.values[g.outputs[0]].name == "loss");
 
-        // Scheduled, the backward nodes that read a chunk's logits run in the forward pass, and
-        // no two chunks' logits are ever alive together.
-        passes::ScheduleLossChunks schedule(pass);
-        auto moved = schedule.run(tg.graph);
-        REQUIRE(moved.ok());
-        REQUIRE(*moved);
-        CHECK(schedule.moved() >= 6);  // per chunk the loss gradient and the product's, and the scale
-        REQUIRE(passes::verifyGraph(tg.graph).ok());
-        std::vector<bool> wide(tg.graph.values.size(), false);
-        for (ValueId v : pass.chunked()[0].wide) wide[v] = true;
-        const auto consumers = tg.graph.consumers();
-        std::vector<int64_t> lastRead(tg.graph.values.size(), -1);
-        for (size_t v = 0; v < tg.graph.values.size(); ++v)
-          for (ir::NodeId c : consumers[v]) lastRead[v] = std::max<int64_t>(lastRead[v], c);
-        int previousPhase = 0;
-        for (ir::NodeId id = 0; id < static_cast<ir::NodeId>(tg.graph.nodes.size()); ++id) {
-          const ir::Node& n = tg.graph.nodes[id];
-          CHECK(static_cast<int>(n.phase) >= previousPhase);
-          previousPhase = static_cast<int>(n.phase);
-          int64_t alive = 0;
-          for (size_t v = 0; v < wide.size(); ++v)
-            if (wide[v] && tg.graph.values[v].producer <= id && lastRead[v] >= id) ++alive;
-          CHECK(alive <= (softcap ? 3 : 1));  // one chunk's product and its softcap chain
-        }
-        requireClose(lossAndGradients(tg, ignoreIndex), whole);
-      }
+    autodiff::TrainingGraph tg = train(g);
+    requireClose(lossAndGradients(tg, ignoreIndex), whole);
+
+    // Scheduled, the backward nodes that read a chunk's logits run in the forward pass, and
+    // no two chunks' logits are ever alive together.
+    passes::ScheduleLossChunks schedule(pass);
+    auto moved = schedule.run(tg.graph);
+    REQUIRE(moved.ok());
+    REQUIRE(*moved);
+    CHECK(schedule.moved() >= 6);  // per chunk the loss gradient and the product's, and the scale
+    REQUIRE(passes::verifyGraph(tg.graph).ok());
+    std::vector<bool> wide(tg.graph.values.size(), false);
+    for (ValueId v : pass.chunked()[0].wide) wide[v] = true;
+    const auto consumers = tg.graph.consumers();
+    std::vector<int64_t> lastRead(tg.graph.values.size(), -1);
+    for (size_t v = 0; v < tg.graph.values.size(); ++v)
+      for (ir::NodeId c : consumers[v]) lastRead[v] = std::max<int64_t>(lastRead[v], c);
+    int previousPhase = 0;
+    for (ir::NodeId id = 0; id < static_cast<ir::NodeId>(tg.graph.nodes.size()); ++id) {
+      const ir::Node& n = tg.graph.nodes[id];
+      CHECK(static_cast<int>(n.phase) >= previousPhase);
+      previousPhase = static_cast<int>(n.phase);
+      int64_t alive = 0;
+      for (size_t v = 0; v < wide.size(); ++v)
+        if (wide[v] && tg.graph.values[v].producer <= id && lastRead[v] >= id) ++alive;
+      CHECK(alive <= (softcap ? 3 : 1) + (bias ? 1 : 0));  // one chunk's product and its chain
+    }
+    requireClose(lossAndGradients(tg, ignoreIndex), whole);
+  }
 }
 
 TEST_CASE("chunk-loss leaves a head whole where chunks would change what it computes or keeps",

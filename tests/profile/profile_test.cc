@@ -139,6 +139,35 @@ TEST_CASE("the memory block: limits with provenance, null while pending, optiona
   requireOneLineNaming(errorAfter([](json& j) { j.erase("memory"); }), "provenance.memory.global_bytes");
 }
 
+TEST_CASE("compile defaults: a base and a budget with provenance, each checked", "[profile]") {
+  auto withDefaults = [](json& j) {
+    j["compile_defaults"] = {{"base_weights", "int4"}, {"memory_budget", "4000000000"}};
+    j["provenance"]["compile_defaults"] = "derived: what fits an app";
+  };
+  json j = profileToJson(sampleProfile());
+  withDefaults(j);
+  auto back = profileFromJson(j, "defaults");
+  INFO((back.ok() ? "" : back.error().message));
+  REQUIRE(back.ok());
+  CHECK(back->compileDefaults.present);
+  CHECK(back->compileDefaults.baseWeights == "int4");
+  CHECK(back->compileDefaults.memoryBudget == "4000000000");
+  CHECK(profileToJson(*back) == j);  // round trip
+  requireOneLineNaming(errorAfter([&](json& k) { withDefaults(k); k["compile_defaults"]["base_weights"] = "int3"; }),
+                       "compile_defaults.base_weights");
+  requireOneLineNaming(errorAfter([&](json& k) { withDefaults(k); k["compile_defaults"]["memory_budget"] = "-5"; }),
+                       "compile_defaults.memory_budget");
+  // auto needs the app budget it stands for, which the sample does not give.
+  requireOneLineNaming(errorAfter([&](json& k) { withDefaults(k); k["compile_defaults"]["memory_budget"] = "auto"; }),
+                       "compile_defaults.memory_budget");
+  requireOneLineNaming(errorAfter([&](json& k) { withDefaults(k); k["compile_defaults"]["precision"] = "fp16"; }),
+                       "compile_defaults.precision");
+  requireOneLineNaming(errorAfter([&](json& k) { withDefaults(k); k["provenance"].erase("compile_defaults"); }),
+                       "provenance.compile_defaults");
+  requireOneLineNaming(errorAfter([](json& k) { k["provenance"]["compile_defaults"] = "derived: none given"; }),
+                       "provenance.compile_defaults");
+}
+
 TEST_CASE("profile load reports unreadable files in one line", "[profile]") {
   auto missing = loadProfile("/nonexistent/x.json");
   REQUIRE_FALSE(missing.ok());

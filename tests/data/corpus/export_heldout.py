@@ -42,6 +42,12 @@ def gemma():
     return lm(T.GemmaForCausalLM, c, LLAMA_T, "GeGLU, (1+w) RMSNorm, embedding scaled by sqrt(hidden)")
 
 
+def gemma2():
+    c = T.Gemma2Config(head_dim=8, query_pre_attn_scalar=8, sliding_window=4, final_logit_softcapping=30.0,
+                       attn_logit_softcapping=50.0, **LLAMA_KW, **NO_DROPOUT)
+    return lm(T.Gemma2ForCausalLM, c, LLAMA_T, "tied head with a final softcap, attention softcap, sliding window 4")
+
+
 def stablelm():
     c = T.StableLmConfig(partial_rotary_factor=0.25, use_qkv_bias=True, hidden_dropout=0.0, **LLAMA_KW,
                          **NO_DROPOUT)
@@ -260,7 +266,7 @@ def resnet_bottleneck():
     return cnn(T.ResNetForImageClassification, c, ["convolution"], "ResNet-50's bottleneck blocks, BatchNorm in train mode")
 
 
-NEW = dict(mistral=mistral, qwen2=qwen2, gemma=gemma, stablelm=stablelm, phi=phi, starcoder2=starcoder2,
+NEW = dict(mistral=mistral, qwen2=qwen2, gemma=gemma, gemma2=gemma2, stablelm=stablelm, phi=phi, starcoder2=starcoder2,
            gpt_bigcode=gpt_bigcode, bloom=bloom, mpt=mpt, olmo=olmo, distilbert=distilbert, albert=albert,
            electra=electra, xlm_roberta=xlm_roberta, bart=bart, vit=vit, clip_vision=clip_vision, whisper=whisper,
            qwen2_seqcls=qwen2_seqcls, mistral_left=mistral_left, wav2vec2_seqcls=wav2vec2_seqcls,
