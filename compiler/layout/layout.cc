@@ -96,13 +96,16 @@ Layout Layout::texture(const Shape& shape) {
 std::optional<ImageWrap> imageWrap(int64_t w, int64_t h, int64_t alignW, int64_t alignH, int64_t maxW, int64_t maxH) {
   if (w <= maxW && h <= maxH) return std::nullopt;
   auto tryWrap = [&](bool alongX) -> std::optional<ImageWrap> {
-    // Cut the long side into bands of the most aligned rows (columns) the limit allows.
+    // Cut the long side into as few bands as the limit allows, each of equal aligned rows
+    // (columns): bands as long as the limit would leave the last one mostly empty (Gemma2's
+    // [2304, 9216] weights 18432 texels long in two bands of 16384 were 1.78x their bytes).
     const int64_t along = alongX ? h : w, across = alongX ? w : h;
     const int64_t limitAlong = alongX ? maxH : maxW, limitAcross = alongX ? maxW : maxH;
     const int64_t align = std::max<int64_t>(1, alongX ? alignH : alignW);
-    const int64_t band = limitAlong / align * align;
-    if (band <= 0) return std::nullopt;
-    const int64_t bands = ceilDiv(along, band);
+    const int64_t longest = limitAlong / align * align;
+    if (longest <= 0) return std::nullopt;
+    const int64_t bands = ceilDiv(along, longest);
+    const int64_t band = ceilDiv(ceilDiv(along, bands), align) * align;
     if (across * bands > limitAcross) return std::nullopt;
     ImageWrap wr{alongX, band, alongX ? w * bands : band, alongX ? band : h * bands};
     return wr;

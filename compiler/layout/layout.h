@@ -74,8 +74,9 @@ struct TileSpec {
 };
 
 // How a W x H texel grid that exceeds the device's image extent still fits it: cut into bands
-// of `band` rows laid side by side along x (alongX), or of `band` columns stacked down y. Bands
-// are multiples of the alignment (an R-Tile's tile rectangle), so no tile straddles two bands.
+// of `band` rows laid side by side along x (alongX), or of `band` columns stacked down y: as few
+// bands as the extent allows, of equal length. Bands are multiples of the alignment (an R-Tile's
+// tile rectangle), so no tile straddles two bands.
 struct ImageWrap {
   bool alongX = true;
   int64_t band = 0;

@@ -492,6 +492,12 @@ TEST_CASE("an image past the device's extent wraps into bands and keeps every el
   REQUIRE(wide.ok());
   CHECK((wide->imageWidth() == 32 && wide->imageHeight() == 12));
   texelsOf(*wide);
+  // Bands of equal length, not as long as the limit: 36 texels under a 32 limit are two bands of
+  // 18, not 32 and 4, so the image is no larger than it must be.
+  auto even = Layout::image({2, 144}).fitImage(32, 64, 2, 1);
+  REQUIRE(even.ok());
+  CHECK((even->imageWidth() == 18 && even->imageHeight() == 4));
+  texelsOf(*even);
   // An image that fits is left as it is.
   const auto same = Layout::image({3, 400}).fitImage(128, 4, 1, 1);
   REQUIRE(same.ok());
