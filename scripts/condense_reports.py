@@ -10,6 +10,8 @@ import sys
 
 out, blocks = pathlib.Path(sys.argv[1]), sys.argv[2:]
 reports = sorted(p for p in out.glob("*.json") if p.name != "memory.json")
+if not reports:
+    sys.exit(f"condense_reports.py: no reports in {out}; memory.json left as it is")
 condensed = {}
 for p in reports:
     r = json.loads(p.read_text())
