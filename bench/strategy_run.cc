@@ -386,5 +386,4 @@ std::string writeTextFile(const std::string& path, const std::string& text) {
   return out.good() ? "" : fmt::format("cannot write '{}'", path);
 }
 
-
 }  // namespace fbl::bench

@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "compiler/ir/graph_edit.h"
+
 namespace fbl::autodiff {
 
 namespace {
@@ -202,20 +204,8 @@ RecomputeSummary recompute(ir::Graph& g, int64_t count, const std::vector<ir::Va
     summary.clonedNodes += s.nodes;
     summary.savedBytes += s.savedBytes;
   }
-  if (before.empty()) return summary;
-  // The clones in their places; every value's producer renumbered.
-  std::vector<ir::Node> nodes;
-  nodes.reserve(g.nodes.size() + static_cast<size_t>(summary.clonedNodes));
-  for (ir::NodeId id = 0; id <= static_cast<ir::NodeId>(g.nodes.size()); ++id) {
-    auto it = before.find(id);
-    if (it != before.end())
-      for (ir::Node& n : it->second) nodes.push_back(std::move(n));
-    if (id < static_cast<ir::NodeId>(g.nodes.size())) nodes.push_back(std::move(g.nodes[id]));
-  }
-  g.nodes = std::move(nodes);
-  for (ir::NodeId id = 0; id < static_cast<ir::NodeId>(g.nodes.size()); ++id)
-    for (ir::ValueId out : g.nodes[id].outputs)
-      if (out != ir::kNoValue) g.values[out].producer = id;
+  // The clones in their places.
+  if (!before.empty()) ir::insertBefore(g, std::move(before));
   return summary;
 }
 

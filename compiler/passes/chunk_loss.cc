@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "compiler/autodiff/training_graph.h"
+#include "compiler/ir/graph_edit.h"
 
 namespace fbl::passes {
 
@@ -120,44 +121,20 @@ class Matcher {
   const std::set<ValueId>& trainable_;
 };
 
-// Appends the new nodes of one rewrite; each output gets its static shape as it is made.
-class Emitter {
- public:
-  Emitter(ir::Graph& g, std::string base) : g_(g), base_(std::move(base)) {}
-
-  std::vector<ValueId> emit(const std::string& op, std::vector<ValueId> inputs, const std::string& hint,
-                            std::vector<std::pair<ir::DType, ir::Shape>> outs,
-                            std::map<std::string, ir::AttrValue> attrs = {}) {
-    ir::Node n;
-    n.op = op;
-    n.name = g_.uniqueName(base_ + "/" + hint);
-    n.inputs = std::move(inputs);
-    n.attrs = std::move(attrs);
-    for (auto& [dtype, shape] : outs) n.outputs.push_back(g_.newValue(n.name, dtype, shape, /*shapeKnown=*/true));
-    nodes.push_back(std::move(n));
-    return nodes.back().outputs;
-  }
-  ValueId one(const std::string& op, std::vector<ValueId> inputs, const std::string& hint, ir::DType dtype,
-              ir::Shape shape, std::map<std::string, ir::AttrValue> attrs = {}) {
-    return emit(op, std::move(inputs), hint, {{dtype, std::move(shape)}}, std::move(attrs))[0];
-  }
-  ValueId ints(const std::string& hint, const std::vector<int64_t>& v) {
-    return g_.newConstant(base_ + "/" + hint, ir::Tensor::fromVector<int64_t>({static_cast<int64_t>(v.size())}, v));
-  }
-
-  std::vector<ir::Node> nodes;
-
- private:
-  ir::Graph& g_;
-  std::string base_;
-};
-
 // Step 2: the rewrite of one match; returns the chunk's wide values.
 std::vector<ValueId> rewrite(ir::Graph& g, const Match& m, int64_t rows) {
   const ir::Node loss = g.nodes[m.loss];
   const ir::DType ft = g.values[m.hidden].dtype, st = g.values[loss.inputs[0]].dtype;
   const ir::DType lt = g.values[m.labels].dtype;
-  Emitter e(g, loss.name);
+  // Step 3: every new node goes in the loss node's place, named after it.
+  ir::NodeInserter e(g);
+  auto one = [&](const std::string& op, std::vector<ValueId> inputs, const std::string& hint, ir::DType dtype,
+                 ir::Shape shape, std::map<std::string, ir::AttrValue> attrs = {}, ValueId out = ir::kNoValue) {
+    return e.one(m.loss, op, std::move(inputs), loss.name + "/" + hint, dtype, std::move(shape), std::move(attrs), out);
+  };
+  auto ints = [&](const std::string& hint, const std::vector<int64_t>& v) {
+    return g.newConstant(loss.name + "/" + hint, ir::Tensor::fromVector<int64_t>({static_cast<int64_t>(v.size())}, v));
+  };
   // The mean divides by the labels that count: those not equal to ignore_index. Counted first, so
   // that the loss gradient's scale (seed / count) is known when the first chunk's loss is.
   const bool mean = loss.attrString("reduction", "mean") == "mean";
@@ -165,11 +142,11 @@ std::vector<ValueId> rewrite(ir::Graph& g, const Match& m, int64_t rows) {
   if (mean && loss.hasAttr("ignore_index")) {
     ir::Tensor ignore(lt, {});
     ignore.set(0, static_cast<double>(loss.attrInt("ignore_index", 0)));
-    const ValueId ignored = e.one("Equal", {m.labels, g.newConstant(loss.name + "/ignore_index", ignore)}, "ignored",
-                                  ir::DType::Bool, {m.tokens});
-    const ValueId counted = e.one("Not", {ignored}, "counted", ir::DType::Bool, {m.tokens});
-    const ValueId ones = e.one("Cast", {counted}, "counted_f", st, {m.tokens}, {{"to", int64_t{static_cast<int32_t>(st)}}});
-    count = e.one("ReduceSum", {ones, e.ints("count_axes", {0})}, "count", st, {}, {{"keepdims", int64_t{0}}});
+    const ValueId ignored = one("Equal", {m.labels, g.newConstant(loss.name + "/ignore_index", ignore)}, "ignored",
+                                ir::DType::Bool, {m.tokens});
+    const ValueId counted = one("Not", {ignored}, "counted", ir::DType::Bool, {m.tokens});
+    const ValueId ones = one("Cast", {counted}, "counted_f", st, {m.tokens}, {{"to", int64_t{static_cast<int32_t>(st)}}});
+    count = one("ReduceSum", {ones, ints("count_axes", {0})}, "count", st, {}, {{"keepdims", int64_t{0}}});
   } else if (mean) {
     ir::Tensor n(st, {});
     n.set(0, static_cast<double>(m.tokens));
@@ -180,60 +157,47 @@ std::vector<ValueId> rewrite(ir::Graph& g, const Match& m, int64_t rows) {
   const auto chunks = static_cast<int64_t>(sizes.size());
   ValueId hidden = m.hidden;
   if (g.values[hidden].shape.size() != 2)
-    hidden = e.one("Reshape", {hidden, e.ints("rows_shape", {m.tokens, m.width})}, "rows", ft, {m.tokens, m.width});
+    hidden = one("Reshape", {hidden, ints("rows_shape", {m.tokens, m.width})}, "rows", ft, {m.tokens, m.width});
   std::vector<std::pair<ir::DType, ir::Shape>> hiddenParts, labelParts;
   for (int64_t s : sizes) {
     hiddenParts.push_back({ft, {s, m.width}});
     labelParts.push_back({lt, {s}});
   }
-  const ValueId split = e.ints("chunk_rows", sizes);
-  const std::vector<ValueId> h = e.emit("Split", {hidden, split}, "split_rows", hiddenParts, {{"axis", int64_t{0}}});
-  const std::vector<ValueId> labels = e.emit("Split", {m.labels, split}, "split_labels", labelParts, {{"axis", int64_t{0}}});
+  const ValueId split = ints("chunk_rows", sizes);
+  const std::vector<ValueId> h =
+      e.add(m.loss, "Split", {hidden, split}, loss.name + "/split_rows", hiddenParts, {{"axis", int64_t{0}}});
+  const std::vector<ValueId> labels =
+      e.add(m.loss, "Split", {m.labels, split}, loss.name + "/split_labels", labelParts, {{"axis", int64_t{0}}});
   std::map<std::string, ir::AttrValue> sum = loss.attrs;
   sum["reduction"] = std::string("sum");
   std::vector<ValueId> wide;
   ValueId total = ir::kNoValue;
+  const ValueId out = loss.outputs[0];
   for (int64_t c = 0; c < chunks; ++c) {
     const std::string at = fmt::format("chunk{}/", c);
     const ir::Shape shape{sizes[c], m.vocab};
     const ir::Node& product = g.nodes[m.product];
-    ValueId x = e.one("MatMul", {h[c], m.head}, at + "MatMul", g.values[product.outputs[0]].dtype, shape, product.attrs);
+    ValueId x = one("MatMul", {h[c], m.head}, at + "MatMul", g.values[product.outputs[0]].dtype, shape, product.attrs);
     wide.push_back(x);
     for (const auto& [id, slot] : m.chain) {
       const ir::Node& n = g.nodes[id];
       std::vector<ValueId> ins = n.inputs;
       ins[slot] = x;
-      x = e.one(n.op, ins, at + n.op, g.values[n.outputs[0]].dtype, shape, n.attrs);
+      x = one(n.op, ins, at + n.op, g.values[n.outputs[0]].dtype, shape, n.attrs);
       wide.push_back(x);
     }
-    const ValueId part = e.one("SoftmaxCrossEntropyLoss", {x, labels[c]}, at + "SoftmaxCrossEntropyLoss", st, {}, sum);
-    total = total == ir::kNoValue ? part : e.one("Add", {total, part}, at + "Add", st, {});
+    const ValueId part = one("SoftmaxCrossEntropyLoss", {x, labels[c]}, at + "SoftmaxCrossEntropyLoss", st, {}, sum);
+    // A sum's last Add is the loss itself (two chunks at least).
+    total = total == ir::kNoValue ? part
+                                  : one("Add", {total, part}, at + "Add", st, {}, {},
+                                        !mean && c + 1 == chunks ? out : ir::kNoValue);
   }
-  const ValueId out = loss.outputs[0];
-  if (mean) {
-    ir::Node div;
-    div.op = "Div";
-    div.name = g.uniqueName(loss.name + "/mean");
-    div.inputs = {total, count};
-    div.outputs = {out};
-    e.nodes.push_back(std::move(div));
-  } else {
-    e.nodes.back().outputs[0] = out;  // the last Add (two chunks at least)
-  }
-  // Step 3: the new nodes in the loss node's place; the old ones die.
+  if (mean) one("Div", {total, count}, "mean", st, {}, {}, out);
   g.nodes[m.loss].dead = true;
   g.nodes[m.product].dead = true;
   for (const auto& [id, slot] : m.chain) g.nodes[id].dead = true;
   for (NodeId id : m.reshapes) g.nodes[id].dead = true;
-  std::vector<ir::Node> nodes;
-  nodes.reserve(g.nodes.size() + e.nodes.size());
-  for (NodeId id = 0; id < static_cast<NodeId>(g.nodes.size()); ++id) {
-    if (id == m.loss)
-      for (ir::Node& n : e.nodes) nodes.push_back(std::move(n));
-    nodes.push_back(std::move(g.nodes[id]));
-  }
-  g.nodes = std::move(nodes);
-  g.compact();
+  e.finish();
   return wide;
 }
 

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "compiler/autodiff/training_graph.h"
+#include "compiler/ir/graph_edit.h"
 #include "runtime/plan_file.h"
 
 namespace fbl::passes {
@@ -71,44 +72,12 @@ void sliceData(const ir::Value& w, ir::Value& block, int64_t row, int64_t rows) 
   }
 }
 
-class Rewriter {
- public:
-  explicit Rewriter(ir::Graph& g) : g_(g) {}
-
-  ValueId emit(NodeId at, const std::string& op, std::vector<ValueId> inputs, const std::string& name, ir::DType dtype,
-               ir::Shape shape, std::map<std::string, ir::AttrValue> attrs = {}, ValueId out = ir::kNoValue) {
-    ir::Node n;
-    n.op = op;
-    n.name = g_.uniqueName(name);
-    n.inputs = std::move(inputs);
-    n.attrs = std::move(attrs);
-    n.outputs = {out != ir::kNoValue ? out : g_.newValue(n.name, dtype, std::move(shape), /*shapeKnown=*/true)};
-    before_[at].push_back(std::move(n));
-    return before_[at].back().outputs[0];
-  }
-  ValueId constant(const std::string& hint, ir::DType dtype, ir::Shape shape, const std::vector<double>& values) {
-    ir::Tensor t(dtype, std::move(shape));
-    for (size_t i = 0; i < values.size(); ++i) t.set(static_cast<int64_t>(i), values[i]);
-    return g_.newConstant(hint, t);
-  }
-  void replace(NodeId id) { g_.nodes[id].dead = true; }
-
-  // The new nodes in their places (before the node each replaces), then compacted.
-  void finish() {
-    std::vector<ir::Node> nodes;
-    for (NodeId id = 0; id < static_cast<NodeId>(g_.nodes.size()); ++id) {
-      if (auto it = before_.find(id); it != before_.end())
-        for (ir::Node& n : it->second) nodes.push_back(std::move(n));
-      nodes.push_back(std::move(g_.nodes[id]));
-    }
-    g_.nodes = std::move(nodes);
-    g_.compact();
-  }
-
- private:
-  ir::Graph& g_;
-  std::map<NodeId, std::vector<ir::Node>> before_;
-};
+// A constant of `dtype` and `shape` holding `values`.
+ValueId constant(ir::Graph& g, const std::string& hint, ir::DType dtype, ir::Shape shape, const std::vector<double>& values) {
+  ir::Tensor t(dtype, std::move(shape));
+  for (size_t i = 0; i < values.size(); ++i) t.set(static_cast<int64_t>(i), values[i]);
+  return g.newConstant(hint, t);
+}
 
 }  // namespace
 
@@ -125,7 +94,7 @@ Result<bool> SplitRows::run(ir::Graph& g) {
   for (ValueId in : g.inputs)
     if (!ir::isFloat(g.values[in].dtype)) boundsBefore[in] = analysis::inputBounds(g, in);
   const auto consumers = g.consumers();
-  Rewriter rw(g);
+  ir::NodeInserter rw(g);
   const auto valueCount = static_cast<ValueId>(g.values.size());
   for (ValueId w = 0; w < valueCount; ++w) {
     const ir::Value wv = g.values[w];
@@ -160,9 +129,9 @@ Result<bool> SplitRows::run(ir::Graph& g) {
       const ir::Node tn = g.nodes[t];
       std::vector<ValueId> parts;
       for (size_t k = 0; k < block.size(); ++k)
-        parts.push_back(rw.emit(t, "Transpose", {block[k]}, tn.name + "/rows" + std::to_string(k), wv.dtype,
+        parts.push_back(rw.one(t, "Transpose", {block[k]}, tn.name + "/rows" + std::to_string(k), wv.dtype,
                                 {cols, g.values[block[k]].shape[0]}, tn.attrs));
-      rw.replace(t);
+      g.nodes[t].dead = true;
       for (NodeId p : consumers[tn.outputs[0]]) {
         const ir::Node pn = g.nodes[p];
         const ValueId out = pn.outputs[0];
@@ -170,13 +139,13 @@ Result<bool> SplitRows::run(ir::Graph& g) {
         std::vector<ValueId> products;
         for (size_t k = 0; k < block.size(); ++k) {
           shape.back() = g.values[block[k]].shape[0];
-          products.push_back(rw.emit(p, "MatMul", {pn.inputs[0], parts[k]}, pn.name + "/rows" + std::to_string(k),
+          products.push_back(rw.one(p, "MatMul", {pn.inputs[0], parts[k]}, pn.name + "/rows" + std::to_string(k),
                                      g.values[out].dtype, shape, pn.attrs));
           chunks_.addWide(out, products.back());
         }
-        rw.emit(p, "Concat", products, pn.name + "/rows", g.values[out].dtype, g.values[out].shape,
+        rw.one(p, "Concat", products, pn.name + "/rows", g.values[out].dtype, g.values[out].shape,
                 {{"axis", int64_t{-1}}}, out);
-        rw.replace(p);
+        g.nodes[p].dead = true;
       }
     }
     // Step 4: each embedding lookup from the block that holds the id.
@@ -192,26 +161,26 @@ Result<bool> SplitRows::run(ir::Graph& g) {
         const int64_t lo = first[k], hi = first[k] + g.values[block[k]].shape[0];
         // One node at a time, so that the order (and the plan's digest) does not depend on the
         // order in which a compiler evaluates arguments.
-        const ValueId ge = rw.emit(id, "GreaterOrEqual", {ids, rw.constant(at + "/lo", iv.dtype, {}, {double(lo)})},
+        const ValueId ge = rw.one(id, "GreaterOrEqual", {ids, constant(g, at + "/lo", iv.dtype, {}, {double(lo)})},
                                    at + "/ge", ir::DType::Bool, iv.shape);
-        const ValueId lt = rw.emit(id, "Less", {ids, rw.constant(at + "/hi", iv.dtype, {}, {double(hi)})}, at + "/lt",
+        const ValueId lt = rw.one(id, "Less", {ids, constant(g, at + "/hi", iv.dtype, {}, {double(hi)})}, at + "/lt",
                                    ir::DType::Bool, iv.shape);
-        const ValueId inside = rw.emit(id, "And", {ge, lt}, at + "/inside", ir::DType::Bool, iv.shape);
-        const ValueId shifted = rw.emit(id, "Sub", {ids, rw.constant(at + "/first", iv.dtype, {}, {double(lo)})},
+        const ValueId inside = rw.one(id, "And", {ge, lt}, at + "/inside", ir::DType::Bool, iv.shape);
+        const ValueId shifted = rw.one(id, "Sub", {ids, constant(g, at + "/first", iv.dtype, {}, {double(lo)})},
                                         at + "/local", iv.dtype, iv.shape);
-        const ValueId local = rw.emit(id, "Where", {inside, shifted, rw.constant(at + "/zero", iv.dtype, {}, {0.0})},
+        const ValueId local = rw.one(id, "Where", {inside, shifted, constant(g, at + "/zero", iv.dtype, {}, {0.0})},
                                       at + "/index", iv.dtype, iv.shape);
-        const ValueId rowsOf = rw.emit(id, "Gather", {block[k], local}, at, g.values[out].dtype, g.values[out].shape, n.attrs);
-        const ValueId column = rw.emit(id, "Unsqueeze", {inside, rw.constant(at + "/axis", ir::DType::I64, {1}, {-1.0})},
+        const ValueId rowsOf = rw.one(id, "Gather", {block[k], local}, at, g.values[out].dtype, g.values[out].shape, n.attrs);
+        const ValueId column = rw.one(id, "Unsqueeze", {inside, constant(g, at + "/axis", ir::DType::I64, {1}, {-1.0})},
                                        at + "/mask", ir::DType::Bool, mask);
-        const ValueId kept = rw.emit(id, "Where", {column, rowsOf, rw.constant(at + "/none", g.values[out].dtype, {}, {0.0})},
+        const ValueId kept = rw.one(id, "Where", {column, rowsOf, constant(g, at + "/none", g.values[out].dtype, {}, {0.0})},
                                      at + "/kept", g.values[out].dtype, g.values[out].shape);
         const bool last = k + 1 == block.size();
         sum = sum == ir::kNoValue ? kept
-                                  : rw.emit(id, "Add", {sum, kept}, at + "/sum", g.values[out].dtype, g.values[out].shape, {},
+                                  : rw.one(id, "Add", {sum, kept}, at + "/sum", g.values[out].dtype, g.values[out].shape, {},
                                             last ? out : ir::kNoValue);
       }
-      rw.replace(id);
+      g.nodes[id].dead = true;
     }
   }
   if (blocks_.empty()) return false;
