@@ -33,6 +33,9 @@ struct OptimizerOptions {
   // fp16 scale per this many elements (int8, int4).
   std::string baseWeights = "fp32";
   int64_t baseWeightsGroup = 32;
+  // What the activations the backward pass reads are kept in between the passes
+  // (compiler/passes/pack_saved.h): fp32, fp16 or bf16. Everything computes in f32.
+  std::string precision = "fp32";
 };
 
 // The optimizer and training-loop settings as `fblc compile` and `fblc run-ref` take them on the
@@ -52,6 +55,9 @@ struct TrainingFlags {
   // fp16 scale per this many elements (int8, int4).
   std::string baseWeights = "fp32";
   int64_t baseWeightsGroup = 32;
+  // What the activations the backward pass reads are kept in between the passes
+  // (compiler/passes/pack_saved.h): fp32, fp16 or bf16. Everything computes in f32.
+  std::string precision = "fp32";
 };
 
 // The flags as optimizer options; an error naming --optimizer when it is neither adamw nor sgd

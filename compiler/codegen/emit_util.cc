@@ -72,8 +72,8 @@ LaunchSpec elementwiseLaunch(const ElementwiseKernel& k, std::string_view tag, s
   const std::string n = std::to_string(k.count);
   if (items <= 1)
     return launch("elementwise",
-                  {{"PARAMS", k.params}, {"N", n}, {"INDEX", k.index}, {"BODY", k.body}, {"VALUE", k.value},
-                   {"OUT_AT", k.outAt}},
+                  {{"PARAMS", k.params}, {"N", n}, {"INDEX", k.index}, {"BODY", k.body},
+                   {"STORE", storeElement(k.stored, "out", k.outAt, k.value)}},
                   tag, std::move(args), grid1(k.count, t), {t.workgroup});
   // Unrolled here rather than looped in the template: every element's offsets and values are
   // named by the generated code, and each block keeps its names to itself.
@@ -82,7 +82,8 @@ LaunchSpec elementwiseLaunch(const ElementwiseKernel& k, std::string_view tag, s
     elements += fmt::format("  {{\n    const uint i = g + {}u * S;\n    if (i < {}u) {{\n{}\n{}    v[{}] = {};\n"
                             "    at[{}] = {};\n    }}\n  }}\n",
                             e, n, k.index, k.body, e, k.value, e, k.outAt);
-    stores += fmt::format("  if (g + {}u * S < {}u) out[at[{}]] = v[{}];\n", e, n, e, e);
+    stores += fmt::format("  if (g + {}u * S < {}u) {};\n", e, n,
+                          storeElement(k.stored, "out", fmt::format("at[{}]", e), fmt::format("v[{}]", e)));
   }
   elements.pop_back();
   stores.pop_back();
@@ -90,6 +91,28 @@ LaunchSpec elementwiseLaunch(const ElementwiseKernel& k, std::string_view tag, s
                 {{"PARAMS", k.params}, {"ITEMS", std::to_string(items)}, {"OUT_T", k.outT}, {"ELEMENTS", elements},
                  {"STORES", stores}},
                 tag, std::move(args), gridItems(k.count, items, t), {t.workgroup});
+}
+
+bool isStorageFloat(ir::DType t) { return t == ir::DType::F16 || t == ir::DType::BF16; }
+
+std::string_view bufferClType(ir::DType t) {
+  return t == ir::DType::F16 ? "half" : t == ir::DType::BF16 ? "ushort" : clType(t);
+}
+
+std::string loadElement(ir::DType t, std::string_view ptr, std::string_view at) {
+  if (t == ir::DType::F16) return fmt::format("vload_half({}, {})", at, ptr);
+  if (t == ir::DType::BF16) return fmt::format("as_float((uint){}[{}] << 16)", ptr, at);
+  return fmt::format("{}[{}]", ptr, at);
+}
+
+std::string storeElement(ir::DType t, std::string_view ptr, std::string_view at, std::string_view value) {
+  if (t == ir::DType::F16) return fmt::format("vstore_half_rte({}, {}, {})", value, at, ptr);
+  // support/float16.h's toBfloat16: NaN stays a quiet NaN, anything else rounds to nearest even.
+  if (t == ir::DType::BF16)
+    return fmt::format("{{ const uint u_ = as_uint({}); {}[{}] = (ushort)((u_ & 0x7fffffffu) > 0x7f800000u ? "
+                       "(u_ >> 16) | 0x40u : (u_ + 0x7fffu + ((u_ >> 16) & 1u)) >> 16); }}",
+                       value, ptr, at);
+  return fmt::format("{}[{}] = {}", ptr, at, value);
 }
 
 std::string lowerTag(std::string_view op) {

@@ -40,14 +40,27 @@ std::vector<int64_t> gridItems(int64_t count, int64_t per, const Target& t);
 // One elementwise kernel over `count` output elements, written to `out`: `index` computes the
 // offsets from the output index `i`, `body` declares the operands and temporaries (each line
 // ending in a newline), `value` is the element's value of type `outT` and `outAt` its offset.
+// `stored`: the output's dtype when it is a 16-bit float (`value` is then a float).
 struct ElementwiseKernel {
   std::string params, index, body, value, outAt, outT;
   int64_t count = 0;
+  ir::DType stored = ir::DType::F32;
 };
 // Its launch: elementwise.cl, one element a work-item, or, where the profile's
 // kernels.elementwise_items is above 1, elementwise_items.cl with that many a work-item.
 LaunchSpec elementwiseLaunch(const ElementwiseKernel& k, std::string_view tag, std::vector<ArgRef> args,
                              const Target& t);
+// The 16-bit floats (f16, bf16) are storage only (passes/pack_saved.h): a kernel reads one into
+// a float and rounds a float into one, to nearest even. OpenCL 1.2 does both without
+// cl_khr_fp16: vload_half / vstore_half_rte on `half` pointers, and bit operations on the
+// `ushort` that holds a bf16.
+bool isStorageFloat(ir::DType t);
+// The pointee type of a buffer parameter of dtype `t`: "half", "ushort", or clType(t).
+std::string_view bufferClType(ir::DType t);
+// The float (or `t`) value of element `at` of buffer `ptr`.
+std::string loadElement(ir::DType t, std::string_view ptr, std::string_view at);
+// A statement (no trailing ';') storing `value` at element `at` of buffer `ptr`.
+std::string storeElement(ir::DType t, std::string_view ptr, std::string_view at, std::string_view value);
 // "MatMul" -> "matmul", "fbl.SoftmaxGrad" -> "softmaxgrad".
 std::string lowerTag(std::string_view op);
 // Axis in [0, rank) from a possibly negative attribute.

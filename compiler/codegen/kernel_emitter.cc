@@ -125,7 +125,13 @@ std::string adaptExpr(std::string expr, DType t) {
 Result<NodeCode> emitElementwise(const ir::Graph& g, const ir::Node& n, const Target& t, std::string expr,
                                  const NodeLayouts* layouts) {
   const ir::Value& out = g.values[n.outputs[0]];
-  const std::string_view outT = clType(out.dtype);
+  // A 16-bit float is only converted to or from (a Cast): the kernel computes in float.
+  const bool storedOut = isStorageFloat(out.dtype);
+  for (ir::ValueId v : n.inputs)
+    if ((storedOut || (v != ir::kNoValue && isStorageFloat(g.values[v].dtype))) && n.op != "Cast")
+      return makeError("{}: {} values are storage only; only a Cast reads or writes them", ir::describeNode(g, n),
+                       ir::dtypeName(storedOut ? out.dtype : g.values[v].dtype));
+  const std::string_view outT = storedOut ? "float" : clType(out.dtype);
   std::string params, index, body;
   std::vector<ArgRef> args;
   std::vector<StridedOperand> ops;
@@ -137,7 +143,7 @@ Result<NodeCode> emitElementwise(const ir::Graph& g, const ir::Node& n, const Ta
   std::vector<std::string> loads;
   for (size_t k = 0; k < arity; ++k) {
     const ir::Value& v = g.values[n.inputs[k]];
-    const std::string_view vt = clType(v.dtype);
+    const std::string_view vt = isStorageFloat(v.dtype) ? "float" : clType(v.dtype);
     if (vt.empty()) return makeError("{}: dtype {} has no kernel type", ir::describeNode(g, n), ir::dtypeName(v.dtype));
     std::string name = k < 3 ? names[k] : fmt::format("x{}", k);
     const OperandLayout* ol = layouts && k < layouts->inputs.size() && layouts->inputs[k] ? &*layouts->inputs[k] : nullptr;
@@ -147,7 +153,7 @@ Result<NodeCode> emitElementwise(const ir::Graph& g, const ir::Node& n, const Ta
       continue;
     }
     const std::string var = fmt::format("o{}", k);
-    params += fmt::format("__global const {}* in{}, ", vt, k);
+    params += fmt::format("__global const {}* in{}, ", bufferClType(v.dtype), k);
     args.push_back({false, bound});
     ops.push_back({var, broadcastStrides(v.shape, out.shape), 0});
     if (ol) {
@@ -160,7 +166,7 @@ Result<NodeCode> emitElementwise(const ir::Graph& g, const ir::Node& n, const Ta
     } else {
       laid.push_back({var, layout::Layout::rowMajor(v.shape), std::nullopt});
     }
-    const std::string load = fmt::format("in{}[{}]", k, var);
+    const std::string load = loadElement(v.dtype, fmt::format("in{}", k), var);
     loads.push_back(ol && ol->sign ? fmt::format("  const {0} {1} = {2}_pos ? {3} : -{3};\n", vt, name, var, load)
                                    : fmt::format("  const {} {} = {};\n", vt, name, load));
   }
@@ -174,7 +180,7 @@ Result<NodeCode> emitElementwise(const ir::Graph& g, const ir::Node& n, const Ta
     }
     expr = n.op == "Mean" ? fmt::format("{} / {}.0f", acc, arity) : acc;
   }
-  params += fmt::format("__global {}* out", outT);
+  params += fmt::format("__global {}* out", bufferClType(out.dtype));
   args.push_back({false, n.outputs[0]});
   // The output through its layout unless that is row-major (then it is written at i).
   std::string outAt = "i";
@@ -198,7 +204,7 @@ Result<NodeCode> emitElementwise(const ir::Graph& g, const ir::Node& n, const Ta
   }
   NodeCode code;
   code.launches.push_back(elementwiseLaunch({params, index, body, fmt::format("({})({})", outT, value), outAt,
-                                             std::string(outT), ir::numElements(out.shape)},
+                                             std::string(outT), ir::numElements(out.shape), out.dtype},
                                             lowerTag(n.op), std::move(args), t));
   return code;
 }
@@ -243,7 +249,7 @@ namespace {
 
 Status checkOutputTypes(const ir::Graph& g, const ir::Node& n) {
   for (const ir::ValueId o : n.outputs)
-    if (o != ir::kNoValue && clType(g.values[o].dtype).empty())
+    if (o != ir::kNoValue && bufferClType(g.values[o].dtype).empty())
       return makeError("{}: output dtype {} has no OpenCL kernel type", ir::describeNode(g, n),
                        ir::dtypeName(g.values[o].dtype));
   return Status::success();

@@ -157,7 +157,7 @@ Result<LaunchSpec> emitTransfer(const std::string& tensor, const layout::Layout&
     LaunchSpec l = launch("elementwise",
                           {{"PARAMS", fmt::format("__global const {0}* in0, __global {0}* out, __global const long* first_row", t)},
                            {"N", std::to_string(chunk)}, {"INDEX", index}, {"BODY", ""},
-                           {"VALUE", unpack ? "in0[o0]" : "in0[i]"}, {"OUT_AT", unpack ? "i" : "o_out"}},
+                           {"STORE", unpack ? "out[i] = in0[o0]" : "out[o_out] = in0[i]"}},
                           tag, args, grid1(chunk, target), {target.workgroup});
     return l;
   }

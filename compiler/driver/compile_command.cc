@@ -21,6 +21,7 @@
 #include "compiler/passes/fuse_attention.h"
 #include "compiler/passes/layout_assignment_printer.h"
 #include "compiler/passes/layout_pipeline.h"
+#include "compiler/passes/pack_saved.h"
 #include "compiler/plan/layout_lowering.h"
 #include "compiler/plan/peft_adapter.h"
 #include "compiler/profile/profile.h"
@@ -209,7 +210,7 @@ class Recompute {
 // Every pass of `fblc compile`, in order, over one graph that autodiff turns from the forward
 // into the joint graph: load (fold-and-infer, decompose-ops, drop-noops, dead-code), fuse-attention and
 // chunk-loss (fblayout only), autodiff, recompute (autodiff/recompute.h), schedule-loss-chunks
-// (chunk_loss.h), the layout pipeline (layout_pipeline.h), the lowering (layout_lowering.h).
+// (chunk_loss.h), pack-saved (pack_saved.h), the layout pipeline (layout_pipeline.h), the lowering (layout_lowering.h).
 struct CompilePipeline {
   CompilePipeline(strategy::Strategy strategy, const profile::HardwareProfile& hw, const autodiff::TrainingOptions& to)
       : autodiff(to, mustExist, lowerOpts), layout(assignment, hw), lowering(assignment, mustExist, lowerOpts) {
@@ -225,6 +226,7 @@ struct CompilePipeline {
     pm.add(autodiff, passes::PassSpec::required("the plan trains: every later pass works on the joint graph"));
     pm.add(recompute);
     pm.add(scheduleLossChunks);
+    pm.add(packSaved);
     layout.addTo(pm);
     lowering.addTo(pm);
   }
@@ -241,6 +243,7 @@ struct CompilePipeline {
   passes::SplitRows splitRows{chunkLoss};
   passes::ScheduleLossChunks scheduleLossChunks{chunkLoss};
   std::vector<ir::ValueId> mustExist;
+  passes::PackSaved packSaved{mustExist};
   LoweringOptions lowerOpts;
   Differentiate autodiff;
   Recompute recompute{chunkLoss};
@@ -388,6 +391,7 @@ static Result<Compiled> compileWith(const CompileArgs& args, const profile::Hard
     p.splitRows.maxBytes = *hw.memory.maxAllocBytes / profile.bufferAlignment * profile.bufferAlignment;
   p.splitRows.base = p.autodiff.baseWeights;
   p.splitRows.trainableGlobs = to.trainableGlobs;
+  FBL_ASSIGN(p.packSaved.format, passes::parsePrecision(args.precision));
   FBL_ASSIGN(p.lowerOpts.storage.images, useImages(args.storage, hw));
   p.lowerOpts.storage.maxImageWidth = hw.image2dMaxWidth;
   p.lowerOpts.storage.maxImageHeight = hw.image2dMaxHeight;
@@ -422,6 +426,9 @@ static Result<Compiled> compileWith(const CompileArgs& args, const profile::Hard
   }
   if (ran(passes::ChunkLoss::name())) c.lossChunks = p.chunkLoss.chunked();
   if (ran(passes::ScheduleLossChunks::name())) c.lossChunkNodesMoved = p.scheduleLossChunks.moved();
+  c.precision = args.precision;
+  c.packedValues = p.packSaved.packed();
+  c.packedBytes = p.packSaved.packedBytes();
   if (ran(passes::SplitRows::name()) && !p.splitRows.blocks().empty()) {
     c.rowBlocks = p.splitRows.blocks();
     c.rowBlocksSummary = p.splitRows.summary();
@@ -502,6 +509,12 @@ static CompileArgs withProfileDefaults(const CompileArgs& given, const profile::
     args.baseWeights = d.baseWeights;
     *applied += " --base-weights " + d.baseWeights;
   }
+  if (given.fromProfile.precision && !d.precision.empty()) {
+    args.precision = d.precision;
+    *applied += " --precision " + d.precision;
+  }
+  // Without a base on the command line or in the profile, an fp16 plan stores its frozen base fp16.
+  if (given.fromProfile.baseWeights && d.baseWeights.empty() && args.precision == "fp16") args.baseWeights = "fp16";
   if (given.fromProfile.memoryBudget && !d.memoryBudget.empty()) {
     args.memoryBudget = d.memoryBudget;
     *applied += " --memory-budget " + d.memoryBudget;
@@ -719,7 +732,7 @@ int runCompile(const CompileArgs& args) {
   fmt::print("{}\n", analysis::memorySummaryLine(c->memory, c->plan.profile));
   if (!c->profileDefaults.empty())
     fmt::print("{}'s compile defaults: {} (docs/profiles.md; the command line overrides them: --base-weights fp32, "
-               "--memory-budget none)\n",
+               "--precision fp32, --memory-budget none)\n",
                c->plan.profile, c->profileDefaults);
   if (const nlohmann::json& b = c->storage["base_weights"]; b["option"] != "fp32") {
     const size_t decoded = b["decoded_but_stored_f32"].size(), left = b["left_f32"].size();
@@ -729,6 +742,10 @@ int runCompile(const CompileArgs& args) {
                decoded ? fmt::format("; {} decoded but stored f32", decoded) : "",
                left ? fmt::format("; {} frozen matrices left f32 (the report's storage.base_weights says why)", left) : "");
   }
+  if (c->precision != "fp32")
+    fmt::print("precision: {} values the backward pass reads kept {} between the passes, {} ({} as f32); "
+               "everything computes in f32\n",
+               c->packedValues, c->precision, analysis::humanBytes(c->packedBytes / 2), analysis::humanBytes(c->packedBytes));
   if (c->recompute.segments > 0 || c->memoryBudget > 0)
     fmt::print("recompute: {} of {} forward segments ({} nodes cloned, {} no longer kept){}\n", c->recompute.segments,
                c->recompute.candidates, c->recompute.clonedNodes, analysis::humanBytes(c->recompute.savedBytes),
@@ -750,6 +767,8 @@ int runCompile(const CompileArgs& args) {
                        {"saved_bytes", c->recompute.savedBytes}}},
                      {"loss_chunks", lossChunksJson(*c)},
                      {"profile_defaults", c->profileDefaults},
+                     {"precision",
+                      {{"option", c->precision}, {"packed_values", c->packedValues}, {"packed_f32_bytes", c->packedBytes}}},
                      {"row_blocks", c->plan.explain.value("row_blocks", nlohmann::json::object())},
                      {"persistent_bytes", c->stats.persistentBytes},
                      {"transient_bytes", c->stats.transientBytes},

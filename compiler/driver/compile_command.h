@@ -78,6 +78,7 @@ struct CompileArgs : autodiff::TrainingFlags {
   struct {
     bool baseWeights = false;
     bool memoryBudget = false;
+    bool precision = false;
   } fromProfile;
 };
 
@@ -107,6 +108,10 @@ struct Compiled {
   // split-rows: the frozen matrices stored as row blocks to fit max_alloc_bytes, and its line.
   std::vector<passes::SplitRows::Block> rowBlocks;
   std::string rowBlocksSummary;
+  // --precision, and what pack-saved (passes/pack_saved.h) keeps in 16 bits between the passes:
+  // how many values, and their f32 bytes.
+  std::string precision = "fp32";
+  int64_t packedValues = 0, packedBytes = 0;
   // The profile's compile defaults the plan took, as options ("--base-weights int4 ..."); empty:
   // none.
   std::string profileDefaults;

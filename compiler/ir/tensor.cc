@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "compiler/support/float16.h"
+
 namespace fbl::ir {
 
 int64_t numElements(const Shape& s) {
@@ -34,6 +36,8 @@ double Tensor::at(int64_t i) const {
     case DType::I8: return reinterpret_cast<const int8_t*>(p)[i];
     case DType::U8: return reinterpret_cast<const uint8_t*>(p)[i];
     case DType::Bool: return reinterpret_cast<const uint8_t*>(p)[i] != 0 ? 1.0 : 0.0;
+    case DType::F16: return fromHalf(reinterpret_cast<const uint16_t*>(p)[i]);
+    case DType::BF16: return fromBfloat16(reinterpret_cast<const uint16_t*>(p)[i]);
     default: FBL_ASSERT(false && "Tensor::at on unsupported dtype");
   }
   return 0;
@@ -49,6 +53,9 @@ void Tensor::set(int64_t i, double v) {
     case DType::I8: reinterpret_cast<int8_t*>(p)[i] = static_cast<int8_t>(v); return;
     case DType::U8: reinterpret_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v); return;
     case DType::Bool: reinterpret_cast<uint8_t*>(p)[i] = v != 0 ? 1 : 0; return;
+    // Through float first: an f32 value, as every caller passes, then rounds once.
+    case DType::F16: reinterpret_cast<uint16_t*>(p)[i] = toHalf(static_cast<float>(v)); return;
+    case DType::BF16: reinterpret_cast<uint16_t*>(p)[i] = toBfloat16(static_cast<float>(v)); return;
     default: FBL_ASSERT(false && "Tensor::set on unsupported dtype");
   }
 }

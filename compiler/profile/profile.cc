@@ -205,6 +205,8 @@ Status validateProfile(const HardwareProfile& p, const std::string& origin) {
     static const std::set<std::string> bases = {"fp32", "fp16", "int8", "int4"};
     if (!d.baseWeights.empty() && !bases.count(d.baseWeights))
       return bad("compile_defaults.base_weights", "'" + d.baseWeights + "' is not fp32, fp16, int8 or int4");
+    if (!d.precision.empty() && d.precision != "fp32" && d.precision != "fp16" && d.precision != "bf16")
+      return bad("compile_defaults.precision", "'" + d.precision + "' is not fp32, fp16 or bf16");
     if (!d.memoryBudget.empty() && d.memoryBudget != "auto" &&
         (d.memoryBudget.find_first_not_of("0123456789") != std::string::npos || d.memoryBudget.size() > 18 ||
          std::stoll(d.memoryBudget) <= 0))
@@ -295,13 +297,16 @@ Result<HardwareProfile> profileFromJson(const json& j, const std::string& origin
   }
   if (j.contains("compile_defaults")) {
     const json& d = j.at("compile_defaults");
-    if (!d.is_object()) return r.bad("compile_defaults", "expected {\"base_weights\", \"memory_budget\"}");
+    if (!d.is_object()) return r.bad("compile_defaults", "expected {\"base_weights\", \"precision\", \"memory_budget\"}");
     p.compileDefaults.present = true;
     for (const auto& [key, value] : d.items()) {
-      if (key != "base_weights" && key != "memory_budget")
-        return r.bad("compile_defaults." + key, "is not a compile default (base_weights, memory_budget)");
+      std::string* field = key == "base_weights" ? &p.compileDefaults.baseWeights
+                           : key == "precision"  ? &p.compileDefaults.precision
+                           : key == "memory_budget" ? &p.compileDefaults.memoryBudget
+                                                    : nullptr;
+      if (!field) return r.bad("compile_defaults." + key, "is not a compile default (base_weights, precision, memory_budget)");
       if (!value.is_string()) return r.bad("compile_defaults." + key, "expected a string");
-      (key == "base_weights" ? p.compileDefaults.baseWeights : p.compileDefaults.memoryBudget) = value.get<std::string>();
+      *field = value.get<std::string>();
     }
   }
   FBL_ASSIGN(const json* prov, r.get(j, "provenance", "provenance"));
@@ -345,6 +350,7 @@ json profileToJson(const HardwareProfile& p) {
   if (p.compileDefaults.present) {
     j["compile_defaults"] = json::object();
     if (!p.compileDefaults.baseWeights.empty()) j["compile_defaults"]["base_weights"] = p.compileDefaults.baseWeights;
+    if (!p.compileDefaults.precision.empty()) j["compile_defaults"]["precision"] = p.compileDefaults.precision;
     if (!p.compileDefaults.memoryBudget.empty()) j["compile_defaults"]["memory_budget"] = p.compileDefaults.memoryBudget;
   }
   j["provenance"] = p.provenance;

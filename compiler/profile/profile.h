@@ -81,10 +81,12 @@ inline constexpr const char* kMemoryFields[] = {"global_bytes", "max_alloc_bytes
 // What `fblc compile` does for this device unless the command line says otherwise: a phone's
 // profile makes the plan fit an app (docs/profiles.md, "Compile defaults"). Optional; its
 // provenance key is "compile_defaults". base_weights: fp32, fp16, int8 or int4 (--base-weights);
-// memory_budget: "auto" or a number of bytes (--memory-budget).
+// precision: fp32, fp16 or bf16 (--precision); memory_budget: "auto" or a number of bytes
+// (--memory-budget).
 struct CompileDefaults {
   bool present = false;
   std::string baseWeights;
+  std::string precision;
   std::string memoryBudget;
 };
 

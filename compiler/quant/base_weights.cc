@@ -9,42 +9,12 @@
 
 #include "compiler/autodiff/training_graph.h"
 #include "compiler/passes/assign_rtile.h"
+#include "compiler/support/float16.h"
 #include "runtime/plan_file.h"
 
 namespace fbl::quant {
 
 namespace {
-
-// IEEE binary16, round to nearest even; what OpenCL's vload_half reads back exactly.
-uint16_t toHalf(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint32_t sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
-  if (a >= 0x7f800000u) return static_cast<uint16_t>(sign | (a > 0x7f800000u ? 0x7e00u : 0x7c00u));
-  if (a >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // 65520 and up round to infinity
-  if (a < 0x38800000u) {
-    // Below 2^-14: a multiple of 2^-24, exact in float, rounded to nearest even.
-    float v;
-    std::memcpy(&v, &a, 4);
-    return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(v * 16777216.0f)));
-  }
-  uint32_t h = (((a >> 23) - 112u) << 10) | ((a & 0x7fffffu) >> 13);
-  const uint32_t rest = a & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // a carry moves into the exponent, as it should
-  return static_cast<uint16_t>(sign | h);
-}
-
-float fromHalf(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-  if (e == 0) {
-    const float v = std::ldexp(static_cast<float>(m), -24);
-    return sign ? -v : v;
-  }
-  const uint32_t x = sign | (e == 31 ? 0x7f800000u | (m << 13) : ((e + 112u) << 23) | (m << 13));
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
 
 // The scale index of element (r, c).
 int64_t scaleIndex(const layout::Encoding& e, int64_t r, int64_t c) {

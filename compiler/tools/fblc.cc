@@ -88,6 +88,11 @@ void addTrainingOptions(CLI::App* cmd, std::vector<std::string>& trainable, fbl:
       ->default_val("fp32");
   cmd->add_option("--base-weights-group", args.baseWeightsGroup, "Elements per fp16 scale of int8 and int4 weights")
       ->default_val(32);
+  cmd->add_option("--precision", args.precision,
+                  "What the activations the backward pass reads are kept in between the passes: fp32, fp16 or bf16; "
+                  "everything computes in f32 (docs/precision.md). fblc compile takes the profile's compile_defaults "
+                  "unless given, and an fp16 plan's base defaults to fp16")
+      ->default_val("fp32");
 }
 
 // The layout pipeline's switches (docs/layout-pipeline.md): shared by inspect and compile.
@@ -186,6 +191,7 @@ void addCompile(CLI::App& app, int& rc) {
     // The profile's compile_defaults fill what the command line leaves out.
     args.fromProfile.baseWeights = cmd->get_option("--base-weights")->count() == 0;
     args.fromProfile.memoryBudget = cmd->get_option("--memory-budget")->count() == 0;
+    args.fromProfile.precision = cmd->get_option("--precision")->count() == 0;
     runWithShapes(shapes, args.shapes, rc, [] { return fbl::driver::runCompile(args); });
   });
 }

@@ -9,6 +9,7 @@
 #include "compiler/onnx/external_data.h"
 #include "compiler/onnx/load_model.h"
 #include "compiler/onnx/tensor_proto.h"
+#include "compiler/passes/pack_saved.h"
 #include "compiler/quant/base_weights.h"
 #include "compiler/train/ref_dataset.h"
 
@@ -29,6 +30,14 @@ Status applyBaseWeights(ir::Graph& forward, const autodiff::TrainingFlags& flags
   FBL_ASSIGN(const quant::BaseWeights base, quant::parseBaseWeights(flags.baseWeights, flags.baseWeightsGroup));
   FBL_ASSIGN(const auto encodings, quant::encodingsFor(forward, trainableGlobs, base));
   return quant::applyToData(forward, encodings);
+}
+
+Status applyPrecision(autodiff::TrainingGraph& tg, const std::string& precision) {
+  const std::vector<ir::ValueId> keep{tg.loss};
+  passes::PackSaved pack(keep);
+  FBL_ASSIGN(pack.format, passes::parsePrecision(precision));
+  FBL_TRY(pack.run(tg.graph));
+  return Status::success();
 }
 
 Result<std::map<ir::ValueId, ir::Tensor>> loadInputs(const ir::Graph& g, const std::string& dir) {
@@ -150,6 +159,7 @@ Status run(const RunRefArgs& args) {
   FBL_ASSIGN(RefDataset data, RefDataset::load(forward, args.dataDir, args.seed));
   FBL_TRY(applyBaseWeights(forward, args, opts.trainableGlobs));
   FBL_ASSIGN(autodiff::TrainingGraph tg, autodiff::buildTrainingGraph(forward, opts));
+  FBL_TRY(applyPrecision(tg, args.precision));
   auto trainer = RefTrainer::create(std::move(tg), opts.optimizer);
   for (int s = 1; s <= args.steps; ++s) {
     FBL_ASSIGN(StepResult r, trainer->step(data.batchAt(s - 1)));

@@ -45,6 +45,11 @@ int runRefCommand(const RunRefArgs& args);
 Status applyBaseWeights(ir::Graph& forward, const autodiff::TrainingFlags& flags,
                         const std::vector<std::string>& trainableGlobs);
 
+// --precision fp16|bf16 on the joint graph (compiler/passes/pack_saved.h): the forward values the
+// backward pass reads are read back through 16 bits. A plan packs the same values when nothing
+// else changes what it keeps (no recompute, no fused attention, no chunked loss).
+Status applyPrecision(autodiff::TrainingGraph& tg, const std::string& precision);
+
 // The command's options as training options ("adamw"/"sgd" checked here).
 Result<autodiff::TrainingOptions> trainingOptions(const RunRefArgs& args);
 

@@ -74,6 +74,25 @@ TEST_CASE("elementwise kernels broadcast like the reference", "[runtime][kernels
   }
 }
 
+// f32 -> 16 bits -> f32 on the device is the reference's rounding to the bit (tolerance 0): ties
+// both ways, fp16 subnormals and its largest finite value, values bf16 keeps that fp16 cannot, in
+// elementwise.cl and in elementwise_items.cl.
+TEST_CASE("16-bit float storage rounds to nearest even on the device as the reference does", "[runtime][kernels]") {
+  const std::vector<float> edge = {1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048, 1.0f + 1.0f / 256, 1.0f + 3.0f / 256,
+                                   std::ldexp(1.0f, -25), std::ldexp(3.0f, -25), std::ldexp(5.0f, -20), 65504.0f,
+                                   65519.0f, -65519.0f, 1e-30f, 0.0f, -0.0f, 3.14159265f, -2.71828183f, 1e4f};
+  for (const ir::DType format : {DType::F16, DType::BF16})
+    for (const int64_t items : {int64_t{1}, int64_t{4}}) {
+      INFO(ir::dtypeName(format) << ", " << items << " elements a work-item");
+      Case c;
+      c.profile.tuning.elementwiseItems = items;
+      auto x = c.in("x", DType::F32, {5, 7, 3}, -4.0, 4.0);
+      for (size_t k = 0; k < edge.size(); ++k) c.feeds.back().data<float>()[k * 3] = edge[k];
+      auto packed = c.b.op("Cast", {x}, {{"to", int64_t(format)}});
+      c.run(c.b.op("Cast", {packed}, {{"to", int64_t(DType::F32)}}), 0.0);
+    }
+}
+
 TEST_CASE("movement kernels are strided copies", "[runtime][kernels]") {
   {
     Case c;

@@ -1,0 +1,59 @@
+// pack-saved: the algorithm is in pack_saved.h (steps 1-3).
+#include "compiler/passes/pack_saved.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "compiler/ir/graph_edit.h"
+
+namespace fbl::passes {
+
+Result<ir::DType> parsePrecision(const std::string& text) {
+  if (text == "fp32") return ir::DType::F32;
+  if (text == "fp16") return ir::DType::F16;
+  if (text == "bf16") return ir::DType::BF16;
+  return makeError("--precision '{}' is not fp32, fp16 or bf16", text);
+}
+
+Result<bool> PackSaved::run(ir::Graph& g) {
+  packed_ = bytes_ = 0;
+  if (format == ir::DType::F32) return false;
+  const std::set<ir::ValueId> keep(keep_.begin(), keep_.end());
+  const std::vector<std::vector<ir::NodeId>> consumers = g.consumers();
+  ir::NodeInserter insert(g);
+  std::vector<ir::ValueId> unpacked;  // each unpacking Cast's output: a backward node
+  const int32_t onnxFormat = static_cast<int32_t>(format), onnxF32 = static_cast<int32_t>(ir::DType::F32);
+  const auto count = static_cast<ir::ValueId>(g.values.size());  // the Casts' values come after
+  for (ir::ValueId v = 0; v < count; ++v) {
+    const ir::Value& val = g.values[v];
+    if (val.producer == ir::kNoNode || g.nodes[val.producer].dead || g.nodes[val.producer].phase != ir::Phase::Forward ||
+        val.dtype != ir::DType::F32 || !val.shapeKnown || ir::numElements(val.shape) <= 1 || keep.count(v))
+      continue;
+    std::vector<ir::NodeId> backward;
+    for (ir::NodeId c : consumers[v])
+      if (!g.nodes[c].dead && g.nodes[c].phase == ir::Phase::Backward) backward.push_back(c);
+    if (backward.empty()) continue;
+    const ir::NodeId first = *std::min_element(backward.begin(), backward.end());
+    // Copies: adding values moves g.values.
+    const std::string name = val.name;
+    const ir::Shape shape = val.shape;
+    const ir::NodeId producer = val.producer;
+    const ir::ValueId packed = insert.one(producer + 1, "Cast", {v}, name + ".packed", format, shape,
+                                          {{"to", int64_t{onnxFormat}}});
+    const ir::ValueId back = insert.one(first, "Cast", {packed}, name + ".unpacked", ir::DType::F32, shape,
+                                        {{"to", int64_t{onnxF32}}});
+    for (ir::NodeId c : backward)
+      for (ir::ValueId& in : g.nodes[c].inputs)
+        if (in == v) in = back;
+    unpacked.push_back(back);
+    ++packed_;
+    bytes_ += ir::numElements(shape) * 4;
+  }
+  if (packed_ == 0) return false;
+  insert.finish();
+  for (ir::ValueId u : unpacked) g.nodes[g.values[u].producer].phase = ir::Phase::Backward;
+  return true;
+}
+
+}  // namespace fbl::passes

@@ -1,0 +1,51 @@
+// pack-saved (--precision fp16|bf16): the activations the backward pass reads are kept in 16
+// bits between the two passes, and everything is computed in f32. On the joint graph, after
+// recompute and schedule-loss-chunks, so that it sees what is really kept:
+//
+//   1. A saved value is an f32 value of more than one element that a forward node computes and a
+//      backward node reads (with recompute, the segments' inputs), and that need not live to the
+//      end of the step (the loss, kept outputs).
+//   2. Right after its producer, Cast(v, to = f16|bf16) stores its packed copy; the forward pass
+//      goes on reading v in f32, which then dies at its last forward reader.
+//   3. Right before its first backward reader, Cast(packed, to = f32) unpacks it, and every
+//      backward reader reads that instead.
+//
+// So the forward pass, its loss included, computes exactly what an f32 plan computes, and the
+// backward pass differs only by the rounding of what it reads back (to nearest even: 11
+// significant bits for fp16, 8 for bf16). The gradients of activations, the trainables, their
+// gradients and the optimizer's state stay f32. An fp16 value beyond 65504 becomes infinite,
+// where bf16 has f32's range; the runtime stops on a loss or gradient that is not finite.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "compiler/support/result.h"
+
+namespace fbl::passes {
+
+// --precision: fp32 (F32: nothing is packed), fp16 (F16) or bf16 (BF16); an error for anything else.
+Result<ir::DType> parsePrecision(const std::string& text);
+
+class PackSaved {
+ public:
+  // `keep`: values that live to the end of the step (the loss, kept outputs), never packed; read
+  // when the pass runs.
+  explicit PackSaved(const std::vector<ir::ValueId>& keep) : keep_(keep) {}
+  static constexpr std::string_view name() { return "pack-saved"; }
+  Result<bool> run(ir::Graph& g);
+
+  ir::DType format = ir::DType::F32;  // F16 or BF16 packs; F32 leaves the graph as it is
+
+  int64_t packed() const { return packed_; }       // values
+  int64_t packedBytes() const { return bytes_; }   // their f32 bytes (the packed copies take half)
+
+ private:
+  const std::vector<ir::ValueId>& keep_;
+  int64_t packed_ = 0, bytes_ = 0;
+};
+
+}  // namespace fbl::passes
