@@ -150,6 +150,8 @@ int main(int argc, char** argv) {
     step->add_option("--staging-bytes", sb.stagingBytes,
                      "Bound of the staging tensor weights are packed through (fblc compile --staging-bytes)")
         ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+    step->add_option("--precision", sb.precisions,
+                     "fp32, fp16 or bf16 (repeatable: each run with each; fblc compile --precision)");
     step->add_option("--base-weights", sb.baseWeights,
                      "fp32, fp16, int8 or int4 (repeatable: each run with each; fblc compile --base-weights)")
         ->check(CLI::IsMember({"fp32", "fp16", "int8", "int4"}));

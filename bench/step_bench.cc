@@ -29,7 +29,8 @@ namespace fs = std::filesystem;
 std::string label(const StrategyRun& m) {
   const std::string& name = m.variant.empty() ? m.strategy : m.variant;
   const std::string withStorage = m.labelStorage ? name + "/" + m.storage : name;
-  return m.labelBaseWeights ? withStorage + "/" + m.baseWeights : withStorage;
+  const std::string withBase = m.labelBaseWeights ? withStorage + "/" + m.baseWeights : withStorage;
+  return m.labelPrecision ? withBase + "/" + m.precision : withBase;
 }
 
 // The earlier run with the same plan digest, or "".
@@ -131,6 +132,16 @@ int runStepBench(const StepBenchOptions& o) {
         each.push_back(r);
         each.back().baseWeights = b;
         each.back().labelBaseWeights = true;
+      }
+    runs = std::move(each);
+  }
+  if (!o.precisions.empty()) {
+    std::vector<RunOptions> each;
+    for (const RunOptions& r : runs)
+      for (const std::string& p : o.precisions) {
+        each.push_back(r);
+        each.back().precision = p;
+        each.back().labelPrecision = true;
       }
     runs = std::move(each);
   }

@@ -41,6 +41,9 @@ struct StepBenchOptions {
   // fp32 | fp16 | int8 | int4 (driver::CompileArgs::baseWeights), each run per strategy and
   // storage; empty: fp32. Given, results are named "<strategy>/<base weights>".
   std::vector<std::string> baseWeights;
+  // fp32 | fp16 | bf16 (driver::CompileArgs::precision), each run per base weights; empty: fp32.
+  // Given, results are named ".../<precision>".
+  std::vector<std::string> precisions;
 };
 
 struct AblationVariant {

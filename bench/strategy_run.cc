@@ -243,6 +243,8 @@ std::string runStrategy(const RunOptions& o, const ir::Graph& g, StrategyRun* r)
   r->labelStorage = o.labelStorage;
   r->baseWeights = o.baseWeights;
   r->labelBaseWeights = o.labelBaseWeights;
+  r->precision = o.precision;
+  r->labelPrecision = o.labelPrecision;
   driver::CompileArgs ca;
   ca.model = o.model;
   ca.profile = o.profile;
@@ -254,6 +256,7 @@ std::string runStrategy(const RunOptions& o, const ir::Graph& g, StrategyRun* r)
   ca.stagingBytes = o.stagingBytes;
   ca.lossChunkRows = o.lossChunkRows;
   ca.baseWeights = o.baseWeights;
+  ca.precision = o.precision;
   auto c = driver::compileModel(ca);
   if (!c.ok()) return c.error().message;
   r->recomputedSegments = c->recompute.segments;
@@ -312,6 +315,7 @@ nlohmann::json toJson(const StrategyRun& r) {
                    {"load_weights_s", r.loadWeightsS},
                    {"staging_bytes", r.stagingBytes},
                    {"base_weights", r.baseWeights},
+                   {"precision", r.precision},
                    {"first_step_s", r.firstStepS},
                    {"step_s", r.stepS},
                    {"unprofiled_step_s", r.unprofiledStepS},

@@ -39,6 +39,8 @@ struct RunOptions {
   std::string lossChunkRows = "auto";                // driver::CompileArgs::lossChunkRows
   std::string baseWeights = "fp32";                 // driver::CompileArgs::baseWeights
   bool labelBaseWeights = false;                    // name runs ".../<base weights>" (several asked)
+  std::string precision = "fp32";                   // driver::CompileArgs::precision
+  bool labelPrecision = false;                      // name runs ".../<precision>" (several asked)
 };
 
 struct StrategyRun {
@@ -49,6 +51,8 @@ struct StrategyRun {
   bool labelStorage = false;                // RunOptions::labelStorage
   std::string baseWeights;                  // RunOptions::baseWeights
   bool labelBaseWeights = false;            // RunOptions::labelBaseWeights
+  std::string precision;                    // RunOptions::precision
+  bool labelPrecision = false;              // RunOptions::labelPrecision
   int64_t imageTensors = 0, imageBytes = 0; // from the plan
   int64_t recomputedSegments = 0;           // forward segments the backward recomputes
   double compileS = 0, firstStepS = 0, stepS = 0, samplesPerS = 0;

@@ -16,11 +16,35 @@ Result<ir::DType> parsePrecision(const std::string& text) {
   return makeError("--precision '{}' is not fp32, fp16 or bf16", text);
 }
 
+namespace {
+
+// A row's statistic: a keepdims reduction's [..., 1] (RMSNorm's mean square and its rsqrt), a
+// LayerNormalization's mean and inverse deviation, fbl.Attention's log-sum-exp rows.
+bool rowStatistic(const ir::Graph& g, ir::ValueId v) {
+  const ir::Value& val = g.values[v];
+  if (!val.shape.empty() && val.shape.back() == 1) return true;
+  const ir::Node& p = g.nodes[val.producer];
+  return (p.op == "fbl.Attention" || p.op == "LayerNormalization") && p.outputs[0] != v;
+}
+
+}  // namespace
+
 Result<bool> PackSaved::run(ir::Graph& g) {
   packed_ = bytes_ = 0;
   if (format == ir::DType::F32) return false;
   const std::set<ir::ValueId> keep(keep_.begin(), keep_.end());
   const std::vector<std::vector<ir::NodeId>> consumers = g.consumers();
+  // Activations: values computed from a graph input. What only weights determine (a frozen
+  // weight's transpose, a LoRA factor's) is not saved by the forward pass but read as it is.
+  std::vector<bool> fromInput(g.values.size(), false);
+  for (ir::ValueId v : g.inputs) fromInput[v] = true;
+  for (const ir::Node& n : g.nodes) {
+    if (n.dead) continue;
+    const bool any = std::any_of(n.inputs.begin(), n.inputs.end(),
+                                 [&](ir::ValueId v) { return v != ir::kNoValue && fromInput[v]; });
+    for (ir::ValueId o : n.outputs)
+      if (o != ir::kNoValue) fromInput[o] = any;
+  }
   ir::NodeInserter insert(g);
   std::vector<ir::ValueId> unpacked;  // each unpacking Cast's output: a backward node
   const int32_t onnxFormat = static_cast<int32_t>(format), onnxF32 = static_cast<int32_t>(ir::DType::F32);
@@ -28,7 +52,8 @@ Result<bool> PackSaved::run(ir::Graph& g) {
   for (ir::ValueId v = 0; v < count; ++v) {
     const ir::Value& val = g.values[v];
     if (val.producer == ir::kNoNode || g.nodes[val.producer].dead || g.nodes[val.producer].phase != ir::Phase::Forward ||
-        val.dtype != ir::DType::F32 || !val.shapeKnown || ir::numElements(val.shape) <= 1 || keep.count(v))
+        !fromInput[v] || val.dtype != ir::DType::F32 || !val.shapeKnown || ir::numElements(val.shape) <= 1 ||
+        keep.count(v) || rowStatistic(g, v))
       continue;
     std::vector<ir::NodeId> backward;
     for (ir::NodeId c : consumers[v])

@@ -2,9 +2,13 @@
 // bits between the two passes, and everything is computed in f32. On the joint graph, after
 // recompute and schedule-loss-chunks, so that it sees what is really kept:
 //
-//   1. A saved value is an f32 value of more than one element that a forward node computes and a
-//      backward node reads (with recompute, the segments' inputs), and that need not live to the
-//      end of the step (the loss, kept outputs).
+//   1. A saved value is an f32 activation (a value computed from a graph input, so not a
+//      weight's transpose) of more than one element that a forward node computes and a backward
+//      node reads (with recompute, the segments' inputs), and that need not live to the end of
+//      the step (the loss, kept outputs). Row statistics stay f32 (a norm's mean and inverse
+//      deviation, attention's log-sum-exp): they are a hidden size smaller than the rows they
+//      describe, and the backward pass turns their absolute error into a relative error of
+//      whole rows (exp(s - lse), (x - mean) * inv).
 //   2. Right after its producer, Cast(v, to = f16|bf16) stores its packed copy; the forward pass
 //      goes on reading v in f32, which then dies at its last forward reader.
 //   3. Right before its first backward reader, Cast(packed, to = f32) unpacks it, and every

@@ -19,7 +19,7 @@ driver::CompileArgs llamaTiny() {
 const std::vector<std::string> kPasses = {
     "fold-and-infer",       "decompose-ops",      "drop-noops",   "dead-code",
     "fuse-attention",       "chunk-loss",         "split-rows",   "autodiff",
-    "recompute",            "schedule-loss-chunks", "classify-operators", "assign-rtile",
+    "recompute",            "schedule-loss-chunks", "pack-saved", "classify-operators", "assign-rtile",
     "tile-index-elimination", "global-layout-selection", "layout-assignment", "lower-layouts",
     "low-rank-terms",       "fusion",             "assign-storage"};
 
@@ -46,7 +46,7 @@ TEST_CASE("compile: every stage after the import is a pass of one pipeline", "[d
   INFO((reuse.ok() ? "" : reuse.error().message));
   REQUIRE(reuse.ok());
   CHECK(ranPasses(*reuse) == std::vector<std::string>{"fold-and-infer", "decompose-ops", "drop-noops", "dead-code", "split-rows", "autodiff",
-                                                      "recompute", "classify-operators", "layout-assignment", "lower-layouts",
+                                                      "recompute", "pack-saved", "classify-operators", "layout-assignment", "lower-layouts",
                                                       "low-rank-terms", "fusion", "assign-storage"});
 }
 
@@ -71,7 +71,7 @@ TEST_CASE("compile: a required pass refuses --disable-pass and says why", "[driv
   REQUIRE_FALSE(typo.ok());
   CHECK(typo.error().message ==
         "--disable-pass fold-and-infr: no such pass (passes: fold-and-infer, decompose-ops, drop-noops, dead-code, "
-        "fuse-attention, chunk-loss, split-rows, autodiff, recompute, schedule-loss-chunks, classify-operators, "
+        "fuse-attention, chunk-loss, split-rows, autodiff, recompute, schedule-loss-chunks, pack-saved, classify-operators, "
         "assign-rtile, tile-index-elimination, global-layout-selection, layout-assignment, lower-layouts, "
         "low-rank-terms, fusion, assign-storage)");
 }

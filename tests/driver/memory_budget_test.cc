@@ -104,21 +104,24 @@ TEST_CASE("a budget the frozen weights break points at --base-weights, and int4 
   CHECK(int4->memory.frozenWeightBytes * 6 < kept->memory.frozenWeightBytes);
 }
 
-TEST_CASE("a phone profile's compile defaults: an int4 base and its app budget, unless the command line gives them",
+TEST_CASE("a phone profile's compile defaults: an int4 base, bf16 saved activations and its app budget, unless "
+          "the command line gives them",
           "[driver][memory][base-weights]") {
   driver::CompileArgs a = llamaTiny();
   a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/adreno-830.json";
   // What fblc compile does when its command line gives neither option.
-  a.fromProfile.baseWeights = a.fromProfile.memoryBudget = true;
+  a.fromProfile.baseWeights = a.fromProfile.memoryBudget = a.fromProfile.precision = true;
   auto phone = driver::compileModel(a);
   INFO((phone.ok() ? std::string() : phone.error().message));
   REQUIRE(phone.ok());
-  CHECK(phone->profileDefaults == "--base-weights int4 --memory-budget auto");
+  CHECK(phone->profileDefaults == "--base-weights int4 --precision bf16 --memory-budget auto");
+  CHECK(phone->precision == "bf16");
+  CHECK(phone->packedValues > 0);
   CHECK(phone->storage["base_weights"]["option"] == "int4");
   CHECK(phone->storage["base_weights"]["encoded"].get<int64_t>() > 0);
   CHECK(phone->memoryBudget == 4000000000);
   // Given on the command line, the options win: --base-weights fp32 and --memory-budget none.
-  a.fromProfile.baseWeights = a.fromProfile.memoryBudget = false;
+  a.fromProfile.baseWeights = a.fromProfile.memoryBudget = a.fromProfile.precision = false;
   a.baseWeights = "fp32";
   a.memoryBudget = "none";
   auto asked = driver::compileModel(a);
@@ -126,6 +129,16 @@ TEST_CASE("a phone profile's compile defaults: an int4 base and its app budget, 
   CHECK(asked->profileDefaults.empty());
   CHECK(asked->storage["base_weights"]["option"] == "fp32");
   CHECK(asked->memoryBudget == 0);
+  CHECK(asked->packedValues == 0);
+  // Where neither the command line nor the profile names a base, an fp16 plan stores it fp16.
+  driver::CompileArgs fp16 = llamaTiny();
+  fp16.profile = std::string(FBL_SOURCE_DIR) + "/profiles/pocl-cpu.json";
+  fp16.precision = "fp16";
+  fp16.fromProfile.baseWeights = true;
+  auto half = driver::compileModel(fp16);
+  REQUIRE(half.ok());
+  CHECK(half->storage["base_weights"]["option"] == "fp16");
+  CHECK(half->precision == "fp16");
   // A library caller that sets nothing gets fp32 and no budget, whatever the profile says.
   driver::CompileArgs plain = llamaTiny();
   plain.profile = a.profile;

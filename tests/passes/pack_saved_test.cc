@@ -52,14 +52,20 @@ std::vector<ir::Tensor> run(const autodiff::TrainingGraph& tg, const std::vector
   return *out;
 }
 
-// Forward f32 values of more than one element that a backward node reads.
+// Forward f32 activations (computed from the model's input) of more than one element that a
+// backward node reads.
 int64_t savedF32(const ir::Graph& g) {
   const auto consumers = g.consumers();
+  std::vector<bool> fromInput(g.values.size(), false);
+  for (ValueId v : g.inputs) fromInput[v] = true;
+  for (const ir::Node& n : g.nodes)
+    for (ValueId o : n.outputs)
+      fromInput[o] = std::any_of(n.inputs.begin(), n.inputs.end(), [&](ValueId v) { return v != ir::kNoValue && fromInput[v]; });
   int64_t n = 0;
   for (ValueId v = 0; v < static_cast<ValueId>(g.values.size()); ++v) {
     const ir::Value& val = g.values[v];
-    if (val.producer == ir::kNoNode || g.nodes[val.producer].phase != ir::Phase::Forward ||
-        val.dtype != ir::DType::F32 || ir::numElements(val.shape) <= 1)
+    if (!fromInput[v] || val.producer == ir::kNoNode || g.nodes[val.producer].phase != ir::Phase::Forward ||
+        val.dtype != ir::DType::F32 || ir::numElements(val.shape) <= 1 || val.shape.back() == 1)
       continue;
     n += std::any_of(consumers[v].begin(), consumers[v].end(),
                      [&](ir::NodeId c) { return g.nodes[c].phase == ir::Phase::Backward; });

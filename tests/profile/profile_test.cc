@@ -139,9 +139,9 @@ TEST_CASE("the memory block: limits with provenance, null while pending, optiona
   requireOneLineNaming(errorAfter([](json& j) { j.erase("memory"); }), "provenance.memory.global_bytes");
 }
 
-TEST_CASE("compile defaults: a base and a budget with provenance, each checked", "[profile]") {
+TEST_CASE("compile defaults: a base, a precision and a budget with provenance, each checked", "[profile]") {
   auto withDefaults = [](json& j) {
-    j["compile_defaults"] = {{"base_weights", "int4"}, {"memory_budget", "4000000000"}};
+    j["compile_defaults"] = {{"base_weights", "int4"}, {"precision", "bf16"}, {"memory_budget", "4000000000"}};
     j["provenance"]["compile_defaults"] = "derived: what fits an app";
   };
   json j = profileToJson(sampleProfile());
@@ -152,6 +152,7 @@ TEST_CASE("compile defaults: a base and a budget with provenance, each checked",
   CHECK(back->compileDefaults.present);
   CHECK(back->compileDefaults.baseWeights == "int4");
   CHECK(back->compileDefaults.memoryBudget == "4000000000");
+  CHECK(back->compileDefaults.precision == "bf16");
   CHECK(profileToJson(*back) == j);  // round trip
   requireOneLineNaming(errorAfter([&](json& k) { withDefaults(k); k["compile_defaults"]["base_weights"] = "int3"; }),
                        "compile_defaults.base_weights");
@@ -160,8 +161,10 @@ TEST_CASE("compile defaults: a base and a budget with provenance, each checked",
   // auto needs the app budget it stands for, which the sample does not give.
   requireOneLineNaming(errorAfter([&](json& k) { withDefaults(k); k["compile_defaults"]["memory_budget"] = "auto"; }),
                        "compile_defaults.memory_budget");
-  requireOneLineNaming(errorAfter([&](json& k) { withDefaults(k); k["compile_defaults"]["precision"] = "fp16"; }),
+  requireOneLineNaming(errorAfter([&](json& k) { withDefaults(k); k["compile_defaults"]["precision"] = "fp8"; }),
                        "compile_defaults.precision");
+  requireOneLineNaming(errorAfter([&](json& k) { withDefaults(k); k["compile_defaults"]["dtype"] = "fp16"; }),
+                       "compile_defaults.dtype");
   requireOneLineNaming(errorAfter([&](json& k) { withDefaults(k); k["provenance"].erase("compile_defaults"); }),
                        "provenance.compile_defaults");
   requireOneLineNaming(errorAfter([](json& k) { k["provenance"]["compile_defaults"] = "derived: none given"; }),
