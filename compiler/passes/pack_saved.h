@@ -8,7 +8,10 @@
 //      the step (the loss, kept outputs). Row statistics stay f32 (a norm's mean and inverse
 //      deviation, attention's log-sum-exp): they are a hidden size smaller than the rows they
 //      describe, and the backward pass turns their absolute error into a relative error of
-//      whole rows (exp(s - lse), (x - mean) * inv).
+//      whole rows (exp(s - lse), (x - mean) * inv). So do the values a backward node normalizes
+//      again: fused attention's q and k (its gradient recomputes exp(q k^T - lse)) and a
+//      LayerNormalization's input (its gradient recomputes (x - mean) * inv, which loses the
+//      low bits of a value far from its mean).
 //   2. Right after its producer, Cast(v, to = f16|bf16) stores its packed copy; the forward pass
 //      goes on reading v in f32, which then dies at its last forward reader.
 //   3. Right before its first backward reader, Cast(packed, to = f32) unpacks it, and every

@@ -46,6 +46,13 @@ std::map<std::string, layout::Encoding> chooseEncodings(const ir::Graph& g, cons
     auto skip = [&](std::string why) {
       if (skipped) (*skipped)[w.name] = std::move(why);
     };
+    // An adapted embedding's base layer: peft saves it with the adapter (plan/peft_adapter.h,
+    // step 6), which the runtime exports from the plan's fp32 tensor.
+    if (w.name.find("embed_tokens.base_layer.") != std::string::npos ||
+        w.name.find("lm_head.base_layer.") != std::string::npos) {
+      skip("peft saves it with the adapter (an adapted embedding's base layer)");
+      continue;
+    }
     // Follow the weight through transposes to its readers; `swapped`: the value seen has the
     // weight's axes swapped. The first product's reduction axis is the groups' axis.
     std::optional<int> axis;

@@ -16,6 +16,7 @@
 #include "compiler/passes/verify.h"
 #include "compiler/ref/executor.h"
 #include "compiler/support/float16.h"
+#include "tests/ops/graph_builder.h"
 
 namespace fbl {
 namespace {
@@ -175,6 +176,35 @@ TEST_CASE("pack-saved after recompute keeps only the segments' inputs, and fp32 
   CHECK(pass.packed() == kept);
   CHECK(savedF32(tg.graph) == 0);
   REQUIRE(passes::verifyGraph(tg.graph).ok());
+}
+
+// A LayerNormalization's input is normalized again by its gradient: it stays f32, while the
+// product before it (read by the weight gradient) is packed.
+TEST_CASE("pack-saved leaves what a backward node normalizes again in f32", "[passes][pack-saved]") {
+  testing::GraphBuilder b = testing::GraphBuilder::inferring();
+  const ValueId x = b.input("x", ir::DType::F32, {4, 8});
+  const ValueId h = b.op("MatMul", {x, b.randomParam("m.fc.lora_A.default.weight", {8, 8})});
+  const ValueId n = b.op("LayerNormalization", {h, b.randomParam("m.ln.weight", {8}), b.randomParam("m.ln.bias", {8})},
+                         {{"axis", int64_t{-1}}});
+  const ValueId y = b.op("MatMul", {b.op("Tanh", {n}), b.randomParam("m.out.lora_B.default.weight", {8, 8})});
+  b.weightedSumLoss(y);
+  auto tg = autodiff::buildTrainingGraph(b.g, {});
+  INFO((tg.ok() ? "" : tg.error().message));
+  REQUIRE(tg.ok());
+  const std::vector<ValueId> keep{tg->loss};
+  passes::PackSaved pass(keep);
+  pass.format = ir::DType::BF16;
+  REQUIRE(pass.run(tg->graph).ok());
+  bool lnGrad = false;
+  for (const ir::Node& node : tg->graph.nodes) {
+    if (node.op == "fbl.LayerNormGrad") {
+      lnGrad = true;
+      CHECK(node.inputs[1] == h);  // the f32 value itself
+    }
+    if (node.op == "Cast" && tg->graph.values[node.outputs[0]].dtype == ir::DType::BF16) CHECK(node.inputs[0] != h);
+  }
+  CHECK(lnGrad);
+  CHECK(pass.packed() >= 1);  // tanh(n), read by B's gradient and by Tanh's
 }
 
 TEST_CASE("--precision names fp32, fp16 or bf16", "[passes][pack-saved]") {

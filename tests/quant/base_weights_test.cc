@@ -139,6 +139,22 @@ TEST_CASE("the base weights chosen: frozen matrices only products and embeddings
   (void)x;
 }
 
+// peft saves an adapted embedding's base layer with the adapter, and the runtime exports it from
+// the plan's tensor: it stays f32 (found by the corpus's llama_embed export with an fp16 base).
+TEST_CASE("an adapted embedding's base layer is not encoded", "[quant]") {
+  GraphBuilder b = GraphBuilder::inferring();
+  const ir::ValueId ids = b.input("ids", ir::DType::I64, {2, 4});
+  const ir::ValueId table = b.randomParam("m.base_model.model.model.embed_tokens.base_layer.weight", {16, 8});
+  const ir::ValueId w = b.randomParam("m.base_model.model.model.layers.0.mlp.up_proj.weight", {8, 8});
+  b.output(b.weightedSumLoss(b.op("MatMul", {b.op("Gather", {table, ids}), w})));
+  std::map<std::string, std::string> skipped;
+  const auto chosen = quant::chooseEncodings(b.g, {}, {4, 8}, &skipped);
+  CHECK(chosen.count("m.base_model.model.model.layers.0.mlp.up_proj.weight") == 1);
+  CHECK(chosen.count("m.base_model.model.model.embed_tokens.base_layer.weight") == 0);
+  CHECK(skipped.at("m.base_model.model.model.embed_tokens.base_layer.weight") ==
+        "peft saves it with the adapter (an adapted embedding's base layer)");
+}
+
 TEST_CASE("the base-weights option and its group are checked", "[quant]") {
   CHECK(quant::parseBaseWeights("int4", 32).ok());
   CHECK(quant::parseBaseWeights("fp16", 32)->bits == 16);
