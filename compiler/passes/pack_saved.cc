@@ -27,13 +27,24 @@ bool rowStatistic(const ir::Graph& g, ir::ValueId v) {
   return (p.op == "fbl.Attention" || p.op == "LayerNormalization") && p.outputs[0] != v;
 }
 
-// A backward reader that puts the value through its own normalization again, where rounding it
-// costs more than its own precision: fbl.AttentionGrad recomputes exp(q k^T - lse) from q and k
-// (an error in a score of 10 is a relative error of the probability), fbl.LayerNormGrad
-// recomputes (x - mean) / deviation from x (a value far from its mean loses its normalized
-// value's low bits).
-bool rereadExactly(const ir::Node& n, size_t slot) {
-  return (n.op == "fbl.AttentionGrad" && (slot == 1 || slot == 2)) || (n.op == "fbl.LayerNormGrad" && slot == 1);
+// A backward reader for which rounding the value costs more than its own precision:
+//  - fbl.AttentionGrad recomputes exp(q k^T - lse) from q and k (an error in a score of 10 is a
+//    relative error of the probability), fbl.LayerNormGrad recomputes (x - mean) / deviation
+//    from x (a value far from its mean loses its normalized value's low bits);
+//  - a comparison with another computed value (a max pool's Equal(tap, max), Max and Min's
+//    masks): two values that round alike would tie, and the gradient would go to both.
+//    Comparing with a constant (ReLU's x > 0) keeps its sign, so it may read a rounded value.
+bool rereadExactly(const ir::Graph& g, const ir::Node& n, size_t slot) {
+  if (n.op == "fbl.AttentionGrad") return slot == 1 || slot == 2;
+  if (n.op == "fbl.LayerNormGrad") return slot == 1;
+  static const std::set<std::string> compares = {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Max", "Min"};
+  if (!compares.count(n.op)) return false;
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    if (k == slot || n.inputs[k] == ir::kNoValue) continue;
+    const ir::Value& other = g.values[n.inputs[k]];
+    if (other.kind != ir::ValueKind::Constant && other.data == nullptr) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -71,7 +82,7 @@ Result<bool> PackSaved::run(ir::Graph& g) {
     const bool exact = std::any_of(backward.begin(), backward.end(), [&](ir::NodeId c) {
       const ir::Node& n = g.nodes[c];
       for (size_t slot = 0; slot < n.inputs.size(); ++slot)
-        if (n.inputs[slot] == v && rereadExactly(n, slot)) return true;
+        if (n.inputs[slot] == v && rereadExactly(g, n, slot)) return true;
       return false;
     });
     if (exact) continue;

@@ -11,7 +11,9 @@
 //      whole rows (exp(s - lse), (x - mean) * inv). So do the values a backward node normalizes
 //      again: fused attention's q and k (its gradient recomputes exp(q k^T - lse)) and a
 //      LayerNormalization's input (its gradient recomputes (x - mean) * inv, which loses the
-//      low bits of a value far from its mean).
+//      low bits of a value far from its mean). And so do the values a backward node compares
+//      with another computed value (a max pool's Equal(tap, max)): two values that round alike
+//      would tie, and the gradient would go to both.
 //   2. Right after its producer, Cast(v, to = f16|bf16) stores its packed copy; the forward pass
 //      goes on reading v in f32, which then dies at its last forward reader.
 //   3. Right before its first backward reader, Cast(packed, to = f32) unpacks it, and every

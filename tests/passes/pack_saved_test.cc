@@ -207,6 +207,32 @@ TEST_CASE("pack-saved leaves what a backward node normalizes again in f32", "[pa
   CHECK(pass.packed() >= 1);  // tanh(n), read by B's gradient and by Tanh's
 }
 
+// Max's gradient compares its two computed inputs: rounded, two close values would tie and both
+// take the gradient. They stay f32; Relu's comparison with zero may read a rounded value.
+TEST_CASE("pack-saved leaves what a backward node compares with another value in f32", "[passes][pack-saved]") {
+  testing::GraphBuilder b = testing::GraphBuilder::inferring();
+  const ValueId x = b.input("x", ir::DType::F32, {4, 8});
+  const ValueId h1 = b.op("MatMul", {x, b.randomParam("m.a.lora_A.default.weight", {8, 8})});
+  const ValueId h2 = b.op("MatMul", {x, b.randomParam("m.b.lora_A.default.weight", {8, 8})});
+  const ValueId r = b.op("Relu", {b.op("Max", {h1, h2})});
+  b.weightedSumLoss(b.op("MatMul", {r, b.randomParam("m.out.lora_B.default.weight", {8, 8})}));
+  auto tg = autodiff::buildTrainingGraph(b.g, {});
+  INFO((tg.ok() ? "" : tg.error().message));
+  REQUIRE(tg.ok());
+  const std::vector<ValueId> keep{tg->loss};
+  passes::PackSaved pass(keep);
+  pass.format = ir::DType::F16;
+  REQUIRE(pass.run(tg->graph).ok());
+  bool packedRelu = false;
+  for (const ir::Node& node : tg->graph.nodes)
+    if (node.op == "Cast" && tg->graph.values[node.outputs[0]].dtype == ir::DType::F16) {
+      CHECK(node.inputs[0] != h1);
+      CHECK(node.inputs[0] != h2);
+      packedRelu |= node.inputs[0] == r;
+    }
+  CHECK(packedRelu);  // read by B's gradient and by Relu's comparison with zero
+}
+
 TEST_CASE("--precision names fp32, fp16 or bf16", "[passes][pack-saved]") {
   for (const auto& [text, dtype] : std::map<std::string, ir::DType>{
            {"fp32", ir::DType::F32}, {"fp16", ir::DType::F16}, {"bf16", ir::DType::BF16}}) {
