@@ -233,7 +233,7 @@ TEST_CASE("pack-saved leaves what a backward node compares with another value in
   CHECK(packedRelu);  // read by B's gradient and by Relu's comparison with zero
 }
 
-TEST_CASE("--precision names fp32, fp16 or bf16", "[passes][pack-saved]") {
+TEST_CASE("the precision option names fp32, fp16 or bf16", "[passes][pack-saved]") {
   for (const auto& [text, dtype] : std::map<std::string, ir::DType>{
            {"fp32", ir::DType::F32}, {"fp16", ir::DType::F16}, {"bf16", ir::DType::BF16}}) {
     auto parsed = passes::parsePrecision(text);
