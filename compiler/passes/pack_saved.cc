@@ -2,7 +2,6 @@
 #include "compiler/passes/pack_saved.h"
 
 #include <algorithm>
-#include <map>
 #include <set>
 
 #include "compiler/ir/graph_edit.h"

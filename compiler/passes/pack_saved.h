@@ -22,8 +22,9 @@
 // So the forward pass, its loss included, computes exactly what an f32 plan computes, and the
 // backward pass differs only by the rounding of what it reads back (to nearest even: 11
 // significant bits for fp16, 8 for bf16). The gradients of activations, the trainables, their
-// gradients and the optimizer's state stay f32. An fp16 value beyond 65504 becomes infinite,
-// where bf16 has f32's range; the runtime stops on a loss or gradient that is not finite.
+// gradients and the optimizer's state stay f32. An fp16 value beyond 65504 becomes infinite and
+// the gradients it feeds are not finite, which the runtime's check of the (f32) loss does not
+// see; bf16 has f32's range, so the phone profiles take it.
 #pragma once
 
 #include <cstdint>
