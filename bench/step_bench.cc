@@ -125,26 +125,20 @@ int runStepBench(const StepBenchOptions& o) {
     r.stagingBytes = o.stagingBytes;
     r.lossChunkRows = o.lossChunkRows;
   }
-  if (!o.baseWeights.empty()) {
+  // Each run once per value of a repeatable option (none given: as it is), labelled with it.
+  auto forEach = [&runs](const std::vector<std::string>& values, std::string RunOptions::*field, bool RunOptions::*label) {
+    if (values.empty()) return;
     std::vector<RunOptions> each;
     for (const RunOptions& r : runs)
-      for (const std::string& b : o.baseWeights) {
+      for (const std::string& v : values) {
         each.push_back(r);
-        each.back().baseWeights = b;
-        each.back().labelBaseWeights = true;
+        each.back().*field = v;
+        each.back().*label = true;
       }
     runs = std::move(each);
-  }
-  if (!o.precisions.empty()) {
-    std::vector<RunOptions> each;
-    for (const RunOptions& r : runs)
-      for (const std::string& p : o.precisions) {
-        each.push_back(r);
-        each.back().precision = p;
-        each.back().labelPrecision = true;
-      }
-    runs = std::move(each);
-  }
+  };
+  forEach(o.baseWeights, &RunOptions::baseWeights, &RunOptions::labelBaseWeights);
+  forEach(o.precisions, &RunOptions::precision, &RunOptions::labelPrecision);
   auto g = onnx::loadModel(o.model);
   if (!g.ok()) return fmt::print(stderr, "error: {}\n", g.error().message), 1;
 

@@ -93,8 +93,6 @@ LaunchSpec elementwiseLaunch(const ElementwiseKernel& k, std::string_view tag, s
                 tag, std::move(args), gridItems(k.count, items, t), {t.workgroup});
 }
 
-bool isStorageFloat(ir::DType t) { return t == ir::DType::F16 || t == ir::DType::BF16; }
-
 std::string_view bufferClType(ir::DType t) {
   return t == ir::DType::F16 ? "half" : t == ir::DType::BF16 ? "ushort" : clType(t);
 }

@@ -50,11 +50,9 @@ struct ElementwiseKernel {
 // kernels.elementwise_items is above 1, elementwise_items.cl with that many a work-item.
 LaunchSpec elementwiseLaunch(const ElementwiseKernel& k, std::string_view tag, std::vector<ArgRef> args,
                              const Target& t);
-// The 16-bit floats (f16, bf16) are storage only (passes/pack_saved.h): a kernel reads one into
-// a float and rounds a float into one, to nearest even. OpenCL 1.2 does both without
-// cl_khr_fp16: vload_half / vstore_half_rte on `half` pointers, and bit operations on the
-// `ushort` that holds a bf16.
-bool isStorageFloat(ir::DType t);
+// A kernel reads a 16-bit float (ir::isFloat16) into a float and rounds a float into one, to
+// nearest even. OpenCL 1.2 does both without cl_khr_fp16: vload_half / vstore_half_rte on `half`
+// pointers, and bit operations on the `ushort` that holds a bf16.
 // The pointee type of a buffer parameter of dtype `t`: "half", "ushort", or clType(t).
 std::string_view bufferClType(ir::DType t);
 // The float (or `t`) value of element `at` of buffer `ptr`.

@@ -126,9 +126,9 @@ Result<NodeCode> emitElementwise(const ir::Graph& g, const ir::Node& n, const Ta
                                  const NodeLayouts* layouts) {
   const ir::Value& out = g.values[n.outputs[0]];
   // A 16-bit float is only converted to or from (a Cast): the kernel computes in float.
-  const bool storedOut = isStorageFloat(out.dtype);
+  const bool storedOut = ir::isFloat16(out.dtype);
   for (ir::ValueId v : n.inputs)
-    if ((storedOut || (v != ir::kNoValue && isStorageFloat(g.values[v].dtype))) && n.op != "Cast")
+    if ((storedOut || (v != ir::kNoValue && ir::isFloat16(g.values[v].dtype))) && n.op != "Cast")
       return makeError("{}: {} values are storage only; only a Cast reads or writes them", ir::describeNode(g, n),
                        ir::dtypeName(storedOut ? out.dtype : g.values[v].dtype));
   const std::string_view outT = storedOut ? "float" : clType(out.dtype);
@@ -143,7 +143,7 @@ Result<NodeCode> emitElementwise(const ir::Graph& g, const ir::Node& n, const Ta
   std::vector<std::string> loads;
   for (size_t k = 0; k < arity; ++k) {
     const ir::Value& v = g.values[n.inputs[k]];
-    const std::string_view vt = isStorageFloat(v.dtype) ? "float" : clType(v.dtype);
+    const std::string_view vt = ir::isFloat16(v.dtype) ? "float" : clType(v.dtype);
     if (vt.empty()) return makeError("{}: dtype {} has no kernel type", ir::describeNode(g, n), ir::dtypeName(v.dtype));
     std::string name = k < 3 ? names[k] : fmt::format("x{}", k);
     const OperandLayout* ol = layouts && k < layouts->inputs.size() && layouts->inputs[k] ? &*layouts->inputs[k] : nullptr;

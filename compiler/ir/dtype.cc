@@ -44,6 +44,8 @@ std::optional<DType> dtypeFromName(std::string_view name) {
   return std::nullopt;
 }
 
+bool isFloat16(DType t) { return t == DType::F16 || t == DType::BF16; }
+
 bool isFloat(DType t) {
   return t == DType::F32 || t == DType::F16 || t == DType::F64 || t == DType::BF16;
 }

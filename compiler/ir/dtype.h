@@ -28,5 +28,8 @@ std::string_view dtypeName(DType t);  // "f32", "i64", ...
 std::optional<DType> dtypeFromOnnx(int32_t code);
 std::optional<DType> dtypeFromName(std::string_view name);
 bool isFloat(DType t);
+// f16 or bf16. fbl stores activations in them (compiler/passes/pack_saved.h) but computes on
+// neither: kernels and the reference executor only convert them to and from f32.
+bool isFloat16(DType t);
 
 }  // namespace fbl::ir

@@ -278,13 +278,11 @@ void convert(const Tensor& x, Tensor& y) {
   }
 }
 
-// The 16-bit floats are storage only: a plan keeps f32 values in them (passes/pack_saved.h),
-// so only f32 converts to or from one, rounding to nearest even (support/float16.h).
-bool storageFloat(DType t) { return t == DType::F16 || t == DType::BF16; }
-
+// A 16-bit float converts only to or from f32 (ir::isFloat16), rounding to nearest even
+// (support/float16.h).
 Result<Tensor> castTensor(const Node& n, const Tensor& x, DType to) {
   Tensor y(to, x.shape());
-  if (storageFloat(x.dtype()) || storageFloat(to)) {
+  if (ir::isFloat16(x.dtype()) || ir::isFloat16(to)) {
     if (x.dtype() != DType::F32 && to != DType::F32)
       return nodeError(n, "cast from {} to {}: a 16-bit float converts only to or from f32", ir::dtypeName(x.dtype()),
                        ir::dtypeName(to));
