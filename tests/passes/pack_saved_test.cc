@@ -178,6 +178,25 @@ TEST_CASE("pack-saved after recompute keeps only the segments' inputs, and fp32 
   REQUIRE(passes::verifyGraph(tg.graph).ok());
 }
 
+// The joint graph of `forward` after pack-saved at `format`, keeping the loss, and how many
+// values it packed.
+struct Packed {
+  autodiff::TrainingGraph tg;
+  int64_t values = 0;
+};
+Packed trainAndPack(const ir::Graph& forward, ir::DType format) {
+  auto built = autodiff::buildTrainingGraph(forward, {});
+  INFO((built.ok() ? "" : built.error().message));
+  REQUIRE(built.ok());
+  Packed out{std::move(*built)};
+  const std::vector<ValueId> keep{out.tg.loss};
+  passes::PackSaved pass(keep);
+  pass.format = format;
+  REQUIRE(pass.run(out.tg.graph).ok());
+  out.values = pass.packed();
+  return out;
+}
+
 // A LayerNormalization's input is normalized again by its gradient: it stays f32, while the
 // product before it (read by the weight gradient) is packed.
 TEST_CASE("pack-saved leaves what a backward node normalizes again in f32", "[passes][pack-saved]") {
@@ -188,23 +207,17 @@ TEST_CASE("pack-saved leaves what a backward node normalizes again in f32", "[pa
                          {{"axis", int64_t{-1}}});
   const ValueId y = b.op("MatMul", {b.op("Tanh", {n}), b.randomParam("m.out.lora_B.default.weight", {8, 8})});
   b.weightedSumLoss(y);
-  auto tg = autodiff::buildTrainingGraph(b.g, {});
-  INFO((tg.ok() ? "" : tg.error().message));
-  REQUIRE(tg.ok());
-  const std::vector<ValueId> keep{tg->loss};
-  passes::PackSaved pass(keep);
-  pass.format = ir::DType::BF16;
-  REQUIRE(pass.run(tg->graph).ok());
+  const Packed p = trainAndPack(b.g, ir::DType::BF16);
   bool lnGrad = false;
-  for (const ir::Node& node : tg->graph.nodes) {
+  for (const ir::Node& node : p.tg.graph.nodes) {
     if (node.op == "fbl.LayerNormGrad") {
       lnGrad = true;
       CHECK(node.inputs[1] == h);  // the f32 value itself
     }
-    if (node.op == "Cast" && tg->graph.values[node.outputs[0]].dtype == ir::DType::BF16) CHECK(node.inputs[0] != h);
+    if (node.op == "Cast" && p.tg.graph.values[node.outputs[0]].dtype == ir::DType::BF16) CHECK(node.inputs[0] != h);
   }
   CHECK(lnGrad);
-  CHECK(pass.packed() >= 1);  // tanh(n), read by B's gradient and by Tanh's
+  CHECK(p.values >= 1);  // tanh(n), read by B's gradient and by Tanh's
 }
 
 // Max's gradient compares its two computed inputs: rounded, two close values would tie and both
@@ -216,16 +229,10 @@ TEST_CASE("pack-saved leaves what a backward node compares with another value in
   const ValueId h2 = b.op("MatMul", {x, b.randomParam("m.b.lora_A.default.weight", {8, 8})});
   const ValueId r = b.op("Relu", {b.op("Max", {h1, h2})});
   b.weightedSumLoss(b.op("MatMul", {r, b.randomParam("m.out.lora_B.default.weight", {8, 8})}));
-  auto tg = autodiff::buildTrainingGraph(b.g, {});
-  INFO((tg.ok() ? "" : tg.error().message));
-  REQUIRE(tg.ok());
-  const std::vector<ValueId> keep{tg->loss};
-  passes::PackSaved pass(keep);
-  pass.format = ir::DType::F16;
-  REQUIRE(pass.run(tg->graph).ok());
+  const Packed p = trainAndPack(b.g, ir::DType::F16);
   bool packedRelu = false;
-  for (const ir::Node& node : tg->graph.nodes)
-    if (node.op == "Cast" && tg->graph.values[node.outputs[0]].dtype == ir::DType::F16) {
+  for (const ir::Node& node : p.tg.graph.nodes)
+    if (node.op == "Cast" && p.tg.graph.values[node.outputs[0]].dtype == ir::DType::F16) {
       CHECK(node.inputs[0] != h1);
       CHECK(node.inputs[0] != h2);
       packedRelu |= node.inputs[0] == r;

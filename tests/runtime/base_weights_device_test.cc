@@ -13,6 +13,7 @@
 #include "compiler/onnx/load_model.h"
 #include "compiler/onnx/tensor_proto.h"
 #include "compiler/train/ref_trainer.h"
+#include "tests/runtime/corpus_steps.h"
 #include "tests/runtime/runtime_test_util.h"
 
 namespace fbl::testing {
@@ -20,13 +21,9 @@ namespace {
 
 constexpr int kSteps = 3;
 
-struct Trained {
-  std::vector<float> losses;
-  std::map<std::string, ir::Tensor> grads;  // the first step's, by trainable
-  planfile::Plan plan;                      // onDevice's
+struct Trained : CorpusSteps {
+  planfile::Plan plan;  // onDevice's
 };
-
-std::string corpusDir(const std::string& arch) { return std::string(FBL_TEST_DATA_DIR) + "/corpus/" + arch; }
 
 // kSteps on PoCL from a plan compiled with `baseWeights`; also checks the plan stores every
 // chosen weight encoded, in less memory than f32 would take.
@@ -55,11 +52,7 @@ Trained onDevice(const std::string& arch, const std::string& style, const std::s
   REQUIRE(driver::writeWeights(a, c->plan).ok());
   auto s = openPlan(c->plan, "base-" + arch + "-" + baseWeights);
   REQUIRE(s->loadWeights(a.weights) == "");
-  for (size_t i = 0; i < c->plan.inputs.size(); ++i) {
-    auto t = onnx::readTensorProtoFile(corpusDir(arch) + "/test_data_set_0/input_" + std::to_string(i) + ".pb");
-    REQUIRE(t.ok());
-    REQUIRE(s->writeTensor(c->plan.tensors[c->plan.inputs[i]].name, t->tensor.raw(), t->tensor.nbytes()) == "");
-  }
+  writeCorpusInputs(*s, c->plan, arch);
   // An encoded weight is not read back as f32: its values are in the weights file.
   for (const planfile::Tensor& t : c->plan.tensors)
     if (!t.encoding.empty()) {
@@ -68,21 +61,8 @@ Trained onDevice(const std::string& arch, const std::string& style, const std::s
       break;
     }
   Trained out;
+  static_cast<CorpusSteps&>(out) = trainOnDevice(*s, c->plan, kSteps);
   out.plan = c->plan;
-  for (int k = 0; k < kSteps; ++k) {
-    float loss = 0;
-    REQUIRE(s->trainStep(&loss) == "");
-    out.losses.push_back(loss);
-    if (k > 0) continue;
-    for (const planfile::Trainable& t : c->plan.trainables) {
-      std::vector<unsigned char> bytes;
-      REQUIRE(s->readTensor(t.grad, &bytes) == "");
-      ir::Tensor g(ir::DType::F32, c->plan.tensors[t.grad].shape);
-      REQUIRE(bytes.size() == g.nbytes());
-      std::memcpy(g.raw(), bytes.data(), bytes.size());
-      out.grads.emplace(c->plan.tensors[t.param].name, std::move(g));
-    }
-  }
   return out;
 }
 
@@ -98,16 +78,8 @@ Trained onReference(const std::string& arch, const std::string& style, const std
   REQUIRE(batch.ok());
   auto tg = autodiff::buildTrainingGraph(*forward, opts);
   REQUIRE(tg.ok());
-  auto ref = train::RefTrainer::create(std::move(*tg), opts.optimizer);
   Trained out;
-  for (int k = 0; k < kSteps; ++k) {
-    auto r = ref->step(*batch);
-    REQUIRE(r.ok());
-    out.losses.push_back(r->loss);
-    if (k > 0) continue;
-    for (size_t i = 0; i < r->grads.size(); ++i)
-      out.grads.emplace(ref->training().graph.values[ref->training().trainables[i].param].name, r->grads[i]);
-  }
+  static_cast<CorpusSteps&>(out) = trainOnReference(std::move(*tg), opts.optimizer, *batch, kSteps);
   return out;
 }
 

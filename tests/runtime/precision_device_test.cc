@@ -16,17 +16,13 @@
 #include "compiler/onnx/load_model.h"
 #include "compiler/onnx/tensor_proto.h"
 #include "compiler/train/ref_trainer.h"
+#include "tests/runtime/corpus_steps.h"
 #include "tests/runtime/runtime_test_util.h"
 
 namespace fbl::testing {
 namespace {
 
-struct Trained {
-  std::vector<float> losses;
-  std::map<std::string, ir::Tensor> grads;  // the first step's, by trainable
-};
-
-std::string corpusDir(const std::string& arch) { return std::string(FBL_TEST_DATA_DIR) + "/corpus/" + arch; }
+using Trained = CorpusSteps;
 
 nlohmann::json trajectory(const std::string& arch) {
   std::ifstream tf(corpusDir(arch) + "/trajectory.json");
@@ -55,27 +51,8 @@ Trained onDevice(const std::string& arch, const std::string& precision, int step
   REQUIRE(driver::writeWeights(a, c->plan).ok());
   auto s = openPlan(c->plan, "precision-" + arch + "-" + precision);
   REQUIRE(s->loadWeights(a.weights) == "");
-  for (size_t i = 0; i < c->plan.inputs.size(); ++i) {
-    auto t = onnx::readTensorProtoFile(corpusDir(arch) + "/test_data_set_0/input_" + std::to_string(i) + ".pb");
-    REQUIRE(t.ok());
-    REQUIRE(s->writeTensor(c->plan.tensors[c->plan.inputs[i]].name, t->tensor.raw(), t->tensor.nbytes()) == "");
-  }
-  Trained out;
-  for (int k = 0; k < steps; ++k) {
-    float loss = 0;
-    REQUIRE(s->trainStep(&loss) == "");
-    out.losses.push_back(loss);
-    if (k > 0) continue;
-    for (const planfile::Trainable& t : c->plan.trainables) {
-      std::vector<unsigned char> bytes;
-      REQUIRE(s->readTensor(t.grad, &bytes) == "");
-      ir::Tensor g(ir::DType::F32, c->plan.tensors[t.grad].shape);
-      REQUIRE(bytes.size() == g.nbytes());
-      std::memcpy(g.raw(), bytes.data(), bytes.size());
-      out.grads.emplace(c->plan.tensors[t.param].name, std::move(g));
-    }
-  }
-  return out;
+  writeCorpusInputs(*s, c->plan, arch);
+  return trainOnDevice(*s, c->plan, steps);
 }
 
 Trained onReference(const std::string& arch, const std::string& precision, int steps) {
@@ -90,17 +67,7 @@ Trained onReference(const std::string& arch, const std::string& precision, int s
   auto tg = autodiff::buildTrainingGraph(*forward, opts);
   REQUIRE(tg.ok());
   REQUIRE(train::applyPrecision(*tg, precision).ok());
-  auto ref = train::RefTrainer::create(std::move(*tg), opts.optimizer);
-  Trained out;
-  for (int k = 0; k < steps; ++k) {
-    auto r = ref->step(*batch);
-    REQUIRE(r.ok());
-    out.losses.push_back(r->loss);
-    if (k > 0) continue;
-    for (size_t i = 0; i < r->grads.size(); ++i)
-      out.grads.emplace(ref->training().graph.values[ref->training().trainables[i].param].name, r->grads[i]);
-  }
-  return out;
+  return trainOnReference(std::move(*tg), opts.optimizer, *batch, steps);
 }
 
 }  // namespace

@@ -3,20 +3,14 @@
 // bit patterns worked out by hand.
 #include <catch2/catch.hpp>
 
+#include <bit>
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 #include "compiler/support/float16.h"
 
 namespace fbl {
 namespace {
-
-float bits(uint32_t x) {
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
 
 TEST_CASE("fp16 rounds to nearest even, through subnormals, to infinity past 65504", "[support][float16]") {
   CHECK(toHalf(1.0f) == 0x3c00);
@@ -42,13 +36,13 @@ TEST_CASE("fp16 rounds to nearest even, through subnormals, to infinity past 655
 
 TEST_CASE("bf16 rounds to nearest even and keeps f32's range", "[support][float16]") {
   CHECK(toBfloat16(1.0f) == 0x3f80);
-  CHECK(toBfloat16(bits(0x3f808000u)) == 0x3f80);  // a tie: down to even
-  CHECK(toBfloat16(bits(0x3f818000u)) == 0x3f82);  // a tie: up to even
-  CHECK(toBfloat16(bits(0x3f808001u)) == 0x3f81);  // above the tie
-  CHECK(toBfloat16(bits(0x7f7fffffu)) == 0x7f80);  // f32's largest rounds up to infinity
+  CHECK(toBfloat16(std::bit_cast<float>(0x3f808000u)) == 0x3f80);  // a tie: down to even
+  CHECK(toBfloat16(std::bit_cast<float>(0x3f818000u)) == 0x3f82);  // a tie: up to even
+  CHECK(toBfloat16(std::bit_cast<float>(0x3f808001u)) == 0x3f81);  // above the tie
+  CHECK(toBfloat16(std::bit_cast<float>(0x7f7fffffu)) == 0x7f80);  // f32's largest rounds up to infinity
   CHECK(toBfloat16(1e38f) == 0x7e96);
-  CHECK(fromBfloat16(0x7e96) == bits(0x7e960000u));
-  CHECK(toBfloat16(bits(0x7f800001u)) == 0x7fc0);  // a NaN whose payload is in the dropped bits stays NaN
+  CHECK(fromBfloat16(0x7e96) == std::bit_cast<float>(0x7e960000u));
+  CHECK(toBfloat16(std::bit_cast<float>(0x7f800001u)) == 0x7fc0);  // a NaN whose payload is in the dropped bits stays NaN
   CHECK(toBfloat16(-std::numeric_limits<float>::infinity()) == 0xff80);
   CHECK(fromBfloat16(0x3f80) == 1.0f);
 }
