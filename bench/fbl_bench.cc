@@ -19,6 +19,7 @@
 #include "bench/matmul_sweep.h"
 #include "bench/step_bench.h"
 #include "bench/transforms_bench.h"
+#include "bench/wave_bench.h"
 #include "compiler/onnx/importer.h"
 #include "compiler/onnx/load_model.h"
 #include "compiler/strategy/strategy.h"
@@ -185,6 +186,17 @@ int main(int argc, char** argv) {
       if (given == 3) tb.configs.push_back(ac);
       rc = fbl::bench::runTransformsBench(tb);
     });
+
+    fbl::bench::WaveBenchOptions wb;
+    auto* waves = app.add_subcommand(
+        "waves", "Figure-16 MatMul on phone profiles from the lane model of the kernel's staging: texture-L1 misses "
+                 "and a roofline per strategy, at every combination of the profile's bracketed unknowns");
+    waves->add_option("--profile", wb.profiles, "Phone profile with a memory_model block (repeatable)")->required();
+    waves->add_option("--strategy", wb.strategies, strategyHelp(false));
+    waves->add_option("--scale", wb.scale, "Divide M=512, K=2048, N=8192 by this")->default_val(1);
+    waves->add_option("--groups", wb.groups, "Work-groups sampled per product, spread over it (0: all)")->default_val(32);
+    waves->add_option("--json", wb.json, "Write the report here");
+    waves->callback([&] { rc = fbl::bench::runWaveBench(wb); });
 
     fbl::bench::CacheBenchOptions cb;
     std::string cacheWhat;

@@ -5,6 +5,12 @@
 // dB = A^T*dC: a transposed operand (L_T / R_T = 1) is read through the same stored layout,
 // with the tile scattered transposed into local memory.
 //
+// Staging order: per K step the group reads a stored region of each operand a texel at a time,
+// read t = tid + p * NT; STAGED_R / STAGED_C place read t in chunks of SR rows x SW texels,
+// row-major inside a chunk and chunk by chunk (SW = 0: plain row-major, the chunk a whole row).
+// Codegen picks the chunk whose wave footprint fetches the fewest texture-cache lines
+// (compiler/layout/wave_footprint.h); any chunk reads the same texels, so results do not change.
+//
 // Work-group tile TM x TN, K walked TK at a time through local memory; each work-item holds
 // RM x RN results in registers (RN a multiple of 4, as float4 columns). Stored tiles are read a
 // texel (4 consecutive stored columns) at a time, neighbouring work-items on neighbouring texels.
@@ -45,6 +51,10 @@
 #define NT (WGX * WGY)
 #define L_T {{L_T}}
 #define R_T {{R_T}}
+#define L_SR {{L_SR}}u
+#define L_SW {{L_SW}}u
+#define R_SR {{R_SR}}u
+#define R_SW {{R_SW}}u
 #define LOW_RANK {{LOW_RANK}}
 // Stored extents of the operands: a transposed operand is stored the other way round.
 #define L_ROWS (L_T ? K : M)
@@ -57,6 +67,10 @@
 #define R_SC (R_T ? TK / 4u : TN / 4u)
 #define LPT (TM * TK / 4u / NT)
 #define RPT (TK * TN / 4u / NT)
+// Row and first column of read t in a region of sc texels a row (the staging order above).
+#define STAGED_R(t, sc, SR, SW) ((SW) == 0u ? (t) / (sc) : (t) / ((SR) * (SW)) / ((sc) / (SW)) * (SR) + (t) % ((SR) * (SW)) / (SW))
+#define STAGED_C(t, sc, SR, SW) \
+  (((SW) == 0u ? (t) % (sc) : ((t) / ((SR) * (SW))) % ((sc) / (SW)) * (SW) + (t) % (SW)) * 4u)
 
 // loadL, loadR, storeOut and MASKED_B (compiler/codegen/rtile_kernels.cc, layoutAccess), and
 // EPILOGUE(v, b, r, c): the fused elementwise work on outputs (b, r, c..c+3) before they are
@@ -99,27 +113,28 @@ __kernel void WG_SIZE {{NAME}}({{PARAMS}}) {
 // FETCH_FROM reads a K tile's stored texels of two operands (orientations LT / RT, extents
 // L_R x L_C and R_R x R_C) into registers, TEXEL the read; SCATTER_AS writes them k-major into
 // local buffer `q`. FETCH / SCATTER are the product's own operands.
-#define FETCH_FROM(kk, loadA, argA, LT, L_R, L_C, loadB, argB, RT, R_R, R_C, TEXEL)               \
+#define FETCH_FROM(kk, loadA, argA, LT, L_R, L_C, LSR, LSW, loadB, argB, RT, R_R, R_C, RSR, RSW, TEXEL) \
   do {                                                                                         \
     for (uint p = 0; p < LPT; ++p) {                                                           \
       const uint sc = (LT) ? TM / 4u : TK / 4u;                                                \
-      const uint t = tid + p * NT, r = t / sc, c = (t % sc) * 4u;                              \
+      const uint t = tid + p * NT, r = STAGED_R(t, sc, LSR, LSW), c = STAGED_C(t, sc, LSR, LSW); \
       lv[p] = TEXEL(loadA, argA, bat, ((LT) ? (kk) : m0) + r, ((LT) ? m0 : (kk)) + c, L_R, L_C); \
     }                                                                                          \
     for (uint p = 0; p < RPT; ++p) {                                                           \
       const uint sc = (RT) ? TK / 4u : TN / 4u;                                                \
-      const uint t = tid + p * NT, r = t / sc, c = (t % sc) * 4u;                              \
+      const uint t = tid + p * NT, r = STAGED_R(t, sc, RSR, RSW), c = STAGED_C(t, sc, RSR, RSW); \
       rv[p] = TEXEL(loadB, argB, bat, ((RT) ? n0 : (kk)) + r, ((RT) ? (kk) : n0) + c, R_R, R_C); \
     }                                                                                          \
   } while (0)
-#define FETCH(kk) FETCH_FROM(kk, loadL, lhs, L_T, L_ROWS, L_COLS, loadR, rhs, R_T, R_ROWS, R_COLS, TILE_TEXEL)
+#define FETCH(kk) \
+  FETCH_FROM(kk, loadL, lhs, L_T, L_ROWS, L_COLS, L_SR, L_SW, loadR, rhs, R_T, R_ROWS, R_COLS, R_SR, R_SW, TILE_TEXEL)
   // Scatter the fetched stored regions into the k-major local tiles of buffer `q` (transposed
   // reads land transposed, so the inner loop is the same for every operand orientation).
-#define SCATTER_AS(q, LT, RT)                                                                  \
+#define SCATTER_AS(q, LT, LSR, LSW, RT, RSR, RSW)                                              \
   do {                                                                                         \
     for (uint p = 0; p < LPT; ++p) {                                                           \
       const uint sc = (LT) ? TM / 4u : TK / 4u;                                                \
-      const uint t = tid + p * NT, r = t / sc, c = (t % sc) * 4u;                              \
+      const uint t = tid + p * NT, r = STAGED_R(t, sc, LSR, LSW), c = STAGED_C(t, sc, LSR, LSW); \
       const float4 v = lv[p];                                                                  \
       if (LT) {                                                                                \
         vstore4(v, 0, &ls[q][r][c]);                                                           \
@@ -129,7 +144,7 @@ __kernel void WG_SIZE {{NAME}}({{PARAMS}}) {
     }                                                                                          \
     for (uint p = 0; p < RPT; ++p) {                                                           \
       const uint sc = (RT) ? TK / 4u : TN / 4u;                                                \
-      const uint t = tid + p * NT, r = t / sc, c = (t % sc) * 4u;                              \
+      const uint t = tid + p * NT, r = STAGED_R(t, sc, RSR, RSW), c = STAGED_C(t, sc, RSR, RSW); \
       const float4 v = rv[p];                                                                  \
       if (RT) {                                                                                \
         rs[q][c][r] = v.x; rs[q][c + 1][r] = v.y; rs[q][c + 2][r] = v.z; rs[q][c + 3][r] = v.w; \
@@ -138,7 +153,7 @@ __kernel void WG_SIZE {{NAME}}({{PARAMS}}) {
       }                                                                                        \
     }                                                                                          \
   } while (0)
-#define SCATTER(q) SCATTER_AS(q, L_T, R_T)
+#define SCATTER(q) SCATTER_AS(q, L_T, L_SR, L_SW, R_T, R_SR, R_SW)
   // RM x RN outer products of one K tile out of local buffer `q`. PIPE = 3 also double-buffers the
   // fragments: row k + 1's a and b are read from local memory while row k's products run, so the
   // local-memory latency hides behind the FMAs of the same work-item.
@@ -216,9 +231,9 @@ __kernel void WG_SIZE {{NAME}}({{PARAMS}}) {
   // operands' own orientations; L2 scaled as it is fetched).
   if (slice == 0u)
     for (uint k0 = 0; k0 < K2; k0 += TK) {
-      FETCH_FROM(k0, loadL2, lhs2, L2_T, L2_ROWS, L2_COLS, loadR2, rhs2, R2_T, R2_ROWS, R2_COLS, MASKED_B);
+      FETCH_FROM(k0, loadL2, lhs2, L2_T, L2_ROWS, L2_COLS, 1u, 0u, loadR2, rhs2, R2_T, R2_ROWS, R2_COLS, 1u, 0u, MASKED_B);
       for (uint p = 0; p < LPT; ++p) lv[p] *= SCALE;
-      SCATTER_AS(0, L2_T, R2_T);
+      SCATTER_AS(0, L2_T, 1u, 0u, R2_T, 1u, 0u);
       barrier(CLK_LOCAL_MEM_FENCE);
       MULTIPLY(0);
       barrier(CLK_LOCAL_MEM_FENCE);

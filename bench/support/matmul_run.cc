@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "compiler/codegen/matmul_staging.h"
+
 namespace fbl::bench {
 
 using codegen::RTileKernel;
@@ -61,10 +63,9 @@ Result<MatmulRun> runMatmulPlan(ClSession& s, const MatmulPlan& plan, const Sche
     auto addPart = [&](const codegen::MatmulTiling& t, codegen::ColumnRange cols) -> Status {
       const std::string suffix = fmt::format("{}_{}", matmulPassName(st.pass), step.parts.size());
       Part part;
-      FBL_ASSIGN(part.product, codegen::emitRTileMatmul("matmul_" + suffix, m, k, n,
-                                                        {plan.tensors.at(st.lhs).layout, st.lhsT},
-                                                        {plan.tensors.at(st.rhs).layout, st.rhsT}, outLayout, t,
-                                                        nullptr, cols));
+      codegen::MatmulOperand lhs{plan.tensors.at(st.lhs).layout, st.lhsT, {}}, rhs{plan.tensors.at(st.rhs).layout, st.rhsT, {}};
+      codegen::chooseStaging(m, k, n, lhs, rhs, t, plan.wave, plan.textureL1s);
+      FBL_ASSIGN(part.product, codegen::emitRTileMatmul("matmul_" + suffix, m, k, n, lhs, rhs, outLayout, t, nullptr, cols));
       part.args = {mem.at(st.lhs), mem.at(st.rhs), mem.at(st.out)};
       if (t.splitK > 1) {
         FBL_ASSIGN(cl_mem partial, s.buffer(static_cast<size_t>(t.splitK * m * (cols.end - cols.begin))));

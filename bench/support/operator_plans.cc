@@ -9,6 +9,8 @@
 //     before each backward product (B^T before dA, A^T before dB).
 #include "bench/support/operator_plans.h"
 
+#include "compiler/layout/rtile_wave_cost.h"
+
 #include <fmt/format.h>
 
 namespace fbl::bench {
@@ -102,6 +104,8 @@ Result<MatmulPlan> planMatmul(Strategy s, const MatmulShape& shape, const profil
       break;
   }
   plan.steps = {fwd, da, db};
+  if (p.waveFootprint) plan.textureL1s = layout::bracketedTextureL1s(p);
+  plan.wave = p.waveSize;
   return plan;
 }
 

@@ -19,11 +19,13 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "compiler/layout/layout.h"
 #include "compiler/layout/rtile.h"
+#include "compiler/layout/wave_footprint.h"
 #include "compiler/profile/profile.h"
 #include "compiler/strategy/strategy.h"
 #include "compiler/support/result.h"
@@ -62,6 +64,11 @@ struct MatmulPlan {
   // "A", "B", "dC" (inputs), "C", "dA", "dB" (outputs), and explicit's converted copies.
   std::map<std::string, Placement> tensors;
   std::vector<MatmulStep> steps;  // forward, dA, dB
+  // The profile's texture L1s (its own and its bracket's) where it scores R-Tiles by wave
+  // footprint: the products then stage their image operands as a compiled plan's would
+  // (codegen/matmul_staging.h), every strategy. Empty: row-major.
+  std::vector<layout::TextureL1> textureL1s;
+  int64_t wave = 1;
 };
 
 // The stored [rows x cols] shape of a plan tensor.

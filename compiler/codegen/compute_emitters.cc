@@ -13,6 +13,7 @@
 
 #include "compiler/codegen/emit_util.h"
 #include "compiler/codegen/index_code.h"
+#include "compiler/codegen/matmul_staging.h"
 #include "compiler/codegen/fused_elementwise.h"
 #include "compiler/codegen/operand_layout.h"
 #include "compiler/codegen/rtile_kernels.h"
@@ -606,7 +607,9 @@ Result<NodeCode> emitTiledMatmul(const ir::Graph& g, const ir::Node& n, const Ta
   // One product launch (and its split-K sum) per part of the schedule: its columns of the output.
   auto emitPart = [&](const MatmulTiling& tiling, ColumnRange cols) -> Status {
     const bool split = tiling.splitK > 1;
-    auto kernel = emitRTileMatmul("{{NAME}}", M, K, N, ops[0], ops[1], outL, tiling,
+    std::array<MatmulOperand, 2> staged = {ops[0], ops[1]};
+    chooseStaging(M, K, N, staged[0], staged[1], tiling, t.wave, t.textureL1s);
+    auto kernel = emitRTileMatmul("{{NAME}}", M, K, N, staged[0], staged[1], outL, tiling,
                                   epi && !split ? &epi->kernel : nullptr, cols, term);
     if (!kernel.ok()) return makeError("{}: {}", ir::describeNode(g, n), kernel.error().message);
     if (!split) {

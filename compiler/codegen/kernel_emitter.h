@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compiler/codegen/device_tuning.h"
+#include "compiler/layout/wave_footprint.h"
 #include "compiler/codegen/matmul_tiling.h"
 #include "compiler/ir/graph.h"
 #include "compiler/support/result.h"
@@ -61,6 +62,11 @@ struct Target {
   MatmulCostModel matmul;
   // The per-device numbers of the tiling rules (the profile's "kernels" block).
   DeviceTuning tuning = defaultTuning(DeviceClass::kCpu);
+  // Where the profile scores R-Tiles by wave footprint: its texture L1 (and the bracket's) and
+  // wave size, by which MatMuls choose the staging order of their image operands
+  // (matmul_staging.h). Empty: row-major staging.
+  std::vector<layout::TextureL1> textureL1s;
+  int64_t wave = 1;
 };
 
 // The launches computing node `n`; an error naming the node when no template fits.

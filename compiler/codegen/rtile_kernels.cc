@@ -328,7 +328,7 @@ Result<std::optional<FoldedProduct>> foldBatch(int64_t m, int64_t k, int64_t n, 
   FBL_ASSIGN(Layout l2, lhs.stored.reshape({rows, k}));
   FBL_ASSIGN(Layout r2, unbatched(rhs.stored));
   FBL_ASSIGN(Layout o2, out.reshape({rows, n}));
-  FoldedProduct f{rows, {l2, false}, {r2, rhs.transposed}, o2, std::nullopt};
+  FoldedProduct f{rows, {l2, false, lhs.staging}, {r2, rhs.transposed, rhs.staging}, o2, std::nullopt};
   if (lowRank) {
     FBL_ASSIGN(Layout tl, lowRank->lhs.stored.reshape({rows, lowRank->k}));
     FBL_ASSIGN(Layout tr, unbatched(lowRank->rhs.stored));
@@ -460,8 +460,24 @@ Result<RTileKernel> emitRTileMatmul(const std::string& name, int64_t m, int64_t 
   const int64_t kSlice = ((k + t.splitK - 1) / t.splitK + t.tk - 1) / t.tk * t.tk;
   if (split && (k + kSlice - 1) / kSlice != t.splitK)
     return makeError("rtile matmul {}: split-K {} of K={} in steps of {} leaves a slice empty", name, t.splitK, k, t.tk);
+  const layout::StagedTiling staged{t.tm, t.tn, t.tk, t.wgX() * t.wgY(), 1};
+  for (auto [op, left] : {std::pair{&lhs, true}, std::pair{&rhs, false}}) {
+    auto [rows, texels] = layout::stagedRegion(left, op->transposed, staged);
+    if (!layout::fitsRegion(op->staging, rows, texels))
+      return makeError("rtile matmul {}: staging chunk {}x{} does not tile the {} region of {}x{} texels", name,
+                       op->staging.rows, op->staging.texels, left ? "lhs" : "rhs", rows, texels);
+  }
+  // Row-major stays the plain formula (SW 0), so the kernels that keep it read as before.
+  auto chunk = [&](const MatmulOperand& op, bool left) {
+    const int64_t texels = layout::stagedRegion(left, op.transposed, staged).second;
+    const bool plain = op.staging.rowMajor(texels);
+    return std::pair{std::to_string(plain ? 1 : op.staging.rows), std::to_string(plain ? 0 : op.staging.texels)};
+  };
+  const auto [lsr, lsw] = chunk(lhs, true);
+  const auto [rsr, rsw] = chunk(rhs, false);
   FBL_ASSIGN(ProductSource src, productSource(m, n, lhs, rhs, out, split, epi, lowRank));
   std::map<std::string, std::string> v = {
+      {"L_SR", lsr}, {"L_SW", lsw}, {"R_SR", rsr}, {"R_SW", rsw},
       {"M", std::to_string(m)},   {"N", std::to_string(n)},      {"K", std::to_string(k)},
       {"LOW_RANK", lowRank ? "1" : "0"},
       {"TM", std::to_string(t.tm)}, {"TN", std::to_string(t.tn)}, {"TK", std::to_string(t.tk)},

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <array>
@@ -21,13 +22,21 @@
 #include "compiler/codegen/kernel_emitter.h"
 #include "compiler/codegen/matmul_tiling.h"
 #include "compiler/layout/layout.h"
+#include "compiler/layout/wave_footprint.h"
 #include "compiler/support/result.h"
 
 namespace fbl::codegen {
 
 struct MatmulOperand {
+  MatmulOperand() = default;
+  MatmulOperand(layout::Layout s, bool t, layout::StagingOrder order = {})
+      : stored(std::move(s)), transposed(t), staging(order) {}
+
   layout::Layout stored;     // how the tensor lies in memory
   bool transposed = false;   // the operand is stored^T (read through the same layout)
+  // The order rtile_matmul.cl's work-items read a K tile of it (matmul_staging.h chooses one for
+  // a texture cache); row-major by default. The narrow kernel reads in its own order.
+  layout::StagingOrder staging;
 };
 
 // A low-rank term the product adds before its epilogue (rtile_low_rank.cl): out += scale * L2 R2,

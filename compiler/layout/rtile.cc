@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "compiler/layout/layout.h"
+#include "compiler/layout/rtile_wave_cost.h"
 #include "compiler/support/int_math.h"
 
 namespace fbl::layout {
@@ -74,6 +75,21 @@ auto tieKey(const RTileChoice& c) {
 }
 
 }  // namespace
+
+RTileCost scoreRTile(const RTileLayout& l, const std::vector<ReductionUse>& uses, const profile::HardwareProfile& p) {
+  if (p.waveFootprint) return waveFootprintPerformance(l, uses, p);
+  return tileTraversalPerformance(l.tile, l.extent, uses, p);
+}
+
+const char* rtileCostName(const profile::HardwareProfile& p) {
+  return p.waveFootprint ? kWaveFootprintCostName : kRTileCostName;
+}
+
+double streamThroughput(const profile::HardwareProfile& p) {
+  if (p.waveFootprint || !p.accessTable) return 1.0;
+  return patternThroughput(*p.accessTable, profile::AccessPattern::kRow, p.waveSize) /
+         patternThroughput(*p.accessTable, profile::AccessPattern::kColumn, p.waveSize);
+}
 
 const char* interOrderName(InterOrder o) {
   return o == InterOrder::kColsAlongX ? "cols-along-x" : "rows-along-x";
@@ -164,7 +180,7 @@ Result<RTileChoice> selectRTile(const RTileProblem& prob, const profile::Hardwar
   if (prob.extent.rows <= 0 || prob.extent.cols <= 0 || prob.extent.batch <= 0)
     return makeError("tensor '{}': empty extent {}x{}x{}", prob.tensor, prob.extent.batch, prob.extent.rows,
                      prob.extent.cols);
-  if (!p.accessTable)
+  if (!p.accessTable && !p.waveFootprint)
     return makeError("tensor '{}': profile '{}' has no access table (pending measurement); run `fblc profile` "
                      "on the device first",
                      prob.tensor, p.name);
@@ -178,7 +194,7 @@ Result<RTileChoice> selectRTile(const RTileProblem& prob, const profile::Hardwar
     c.layout.tile = tileGeometry(v.tileH, v.tileW, p);
     c.layout.inter = chooseInterOrder(c.layout.tile, prob.extent, prob.uses);
     c.paddingRatio = paddingRatio(v.tileH, v.tileW, prob.extent);
-    c.cost = tileTraversalPerformance(c.layout.tile, prob.extent, prob.uses, p);
+    c.cost = scoreRTile(c.layout, prob.uses, p);
     survivors.push_back(std::move(c));
   }
   if (survivors.empty()) {

@@ -12,7 +12,8 @@
 //     cache blocks (no partially fetched blocks).
 //  5. C3 shape compatibility: padding ratio (padded - logical) / logical <= 10%.
 //  6. The laid-out texture must fit the profile's image2d limits.
-//  7. Eq. 2 over the survivors with the named cost (rtile_cost.h); scores within
+//  7. Eq. 2 over the survivors with the profile's cost (scoreRTile: the paper's walk table,
+//     rtile_cost.h, or the kernel's wave footprint, rtile_wave_cost.h); scores within
 //     kScoreTieTolerance tie and are broken by less padding, larger tile, squarer tile, lower h.
 //  8. Inter-tile order: tiles row-major, the dimension the reductions traverse more tiles of
 //     placed horizontally (weighted tiles walked per reduction; ties keep columns along x).
@@ -86,6 +87,15 @@ struct RTileChoice {
   RTileCost cost;  // modeled Eq. 2 score of the chosen tile
   std::vector<CandidateVerdict> verdicts;
 };
+
+// Step 7's score of one laid-out tile: the profile's "rtile_cost" model (wave-footprint) where it
+// names one, else tile-traversal-performance.
+RTileCost scoreRTile(const RTileLayout& l, const std::vector<ReductionUse>& uses, const profile::HardwareProfile& p);
+const char* rtileCostName(const profile::HardwareProfile& p);
+
+// Throughput of a row-major stream (a conversion kernel's) in the score's units: the table's
+// row over column-major, or 1 (every fetched byte used) under the wave footprint.
+double streamThroughput(const profile::HardwareProfile& p);
 
 // Resolves the intra-tile mapping and texel rectangle of a tile shape (step 3); no pruning.
 TileGeometry tileGeometry(int64_t tileH, int64_t tileW, const profile::HardwareProfile& p);

@@ -106,7 +106,7 @@ layout::RTileChoice choiceForTile(const std::string& tensor, const layout::Tenso
   c.layout.tile = layout::tileGeometry(tileH, tileW, p);
   c.layout.inter = layout::chooseInterOrder(c.layout.tile, e, uses);
   c.paddingRatio = layout::paddingRatio(tileH, tileW, e);
-  c.cost = layout::tileTraversalPerformance(c.layout.tile, e, uses, p);
+  c.cost = layout::scoreRTile(c.layout, uses, p);
   return c;
 }
 
@@ -116,8 +116,9 @@ std::vector<layout::TileConfig> survivingTiles(const layout::RTileChoice& c,
   std::vector<std::pair<double, layout::TileConfig>> scored;
   for (const auto& v : c.verdicts) {
     if (v.failed != layout::Constraint::kNone) continue;
-    auto geo = layout::tileGeometry(v.tileH, v.tileW, p);
-    scored.push_back({layout::tileTraversalPerformance(geo, c.layout.extent, uses, p).score, {v.tileH, v.tileW}});
+    layout::RTileLayout l{c.layout.extent, layout::tileGeometry(v.tileH, v.tileW, p), {}};
+    l.inter = layout::chooseInterOrder(l.tile, l.extent, uses);
+    scored.push_back({layout::scoreRTile(l, uses, p).score, {v.tileH, v.tileW}});
   }
   std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<layout::TileConfig> out;

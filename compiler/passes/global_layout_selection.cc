@@ -43,8 +43,9 @@ struct UnionFind {
 double tensorCost(const layout::RTileChoice& c, const std::vector<layout::ReductionUse>& uses,
                   const profile::HardwareProfile& p) {
   const double bytes = static_cast<double>(bytesOf(c.layout.extent));
-  if (!p.accessTable || uses.empty()) return bytes / std::max(1e-9, layout::memEfficiency(c.layout.tile, c.layout.extent, p));
-  layout::RTileCost cost = layout::tileTraversalPerformance(c.layout.tile, c.layout.extent, uses, p);
+  if ((!p.accessTable && !p.waveFootprint) || uses.empty())
+    return bytes / std::max(1e-9, layout::memEfficiency(c.layout.tile, c.layout.extent, p));
+  layout::RTileCost cost = layout::scoreRTile(c.layout, uses, p);
   double sumW = 0, t = 0;
   for (const auto& u : uses) sumW += u.weight;
   for (const auto& u : cost.uses)
@@ -53,11 +54,7 @@ double tensorCost(const layout::RTileChoice& c, const std::vector<layout::Reduct
 }
 
 double conversionCost(int64_t bytes, const profile::HardwareProfile& p) {
-  double row = 1.0;
-  if (p.accessTable)
-    row = layout::patternThroughput(*p.accessTable, profile::AccessPattern::kRow, p.waveSize) /
-          layout::patternThroughput(*p.accessTable, profile::AccessPattern::kColumn, p.waveSize);
-  return kConversionPasses * static_cast<double>(bytes) / row;
+  return kConversionPasses * static_cast<double>(bytes) / layout::streamThroughput(p);
 }
 
 void GlobalLayoutSelection::propagate(const ir::Graph& g) {

@@ -67,6 +67,8 @@ class Builder {
     target.computeUnits = profile_.computeUnits;
     target.matmul = profile_.matmul;
     target.tuning = profile_.tuning;
+    target.textureL1s = profile_.textureL1s;
+    target.wave = profile_.waveSize;
     // A materialised value is copied in right before the first launch that reads it. The
     // lowering attaches the copy to the first consumer that asked for it, but an earlier node may
     // read the value as stored (its chain left to run op by op), or a fused kernel may move.

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compiler/layout/rtile_wave_cost.h"
+
 namespace fbl::plan {
 
 Result<Profile> plannerProfile(const profile::HardwareProfile& hw, const std::string& origin) {
@@ -37,6 +39,17 @@ Result<Profile> plannerProfile(const profile::HardwareProfile& hw, const std::st
   if (p.matmul.localMemoryBytes > 0) p.tuning.attention.localBytes = p.matmul.localMemoryBytes;
   if (hw.extra.contains("kernels")) {
     FBL_ASSIGN(p.tuning, codegen::parseDeviceTuning(hw.extra["kernels"], p.tuning, origin));
+  }
+  p.waveSize = hw.waveSize;
+  if (hw.waveFootprint) {
+    // R-Tiles are scored for the staging of the tiling named in the profile: it must be the one
+    // the MatMuls get.
+    const profile::WaveFootprintScoring& w = *hw.waveFootprint;
+    const codegen::MatmulTiling& t = p.matmul.candidates.empty() ? p.tuning.matmulTile : p.matmul.candidates[0].tiling;
+    if (w.tm != t.tm || w.tn != t.tn || w.tk != t.tk || w.workItems != t.wgX() * t.wgY())
+      return makeError("{}: rtile_cost scores tiles for {}x{}x{} with {} work-items, but the MatMuls run {}x{}x{} with {}",
+                       origin, w.tm, w.tn, w.tk, w.workItems, t.tm, t.tn, t.tk, t.wgX() * t.wgY());
+    p.textureL1s = layout::bracketedTextureL1s(hw);
   }
   return p;
 }

@@ -5,10 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 #include <string>
 
 #include "compiler/codegen/device_tuning.h"
 #include "compiler/codegen/matmul_tiling.h"
+#include "compiler/layout/wave_footprint.h"
 #include "compiler/profile/profile.h"
 #include "compiler/support/result.h"
 
@@ -34,6 +36,11 @@ struct Profile {
   // The tiling rules' per-device numbers: the "kernels" block over the device class's defaults
   // (codegen/device_tuning.h).
   codegen::DeviceTuning tuning;
+  // The profile's texture L1, and its bracket's, where it scores R-Tiles by wave footprint
+  // ("rtile_cost"): MatMuls then stage their image operands in the order that fetches the fewest
+  // bytes of them. Empty otherwise.
+  std::vector<layout::TextureL1> textureL1s;
+  int64_t waveSize = 1;
 };
 
 // `origin` (the file) names the profile in errors.

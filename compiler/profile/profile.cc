@@ -26,7 +26,7 @@ const std::vector<std::string>& valueFields() {
 const std::set<std::string>& knownKeys() {
   static const std::set<std::string> k = [] {
     std::set<std::string> s(valueFields().begin(), valueFields().end());
-    s.insert({"schema", "name", "device", "notes", "provenance", "memory", "compile_defaults"});
+    s.insert({"schema", "name", "device", "notes", "provenance", "memory", "compile_defaults", "rtile_cost", "bracket"});
     return s;
   }();
   return k;
@@ -214,9 +214,35 @@ Status validateProfile(const HardwareProfile& p, const std::string& origin) {
     if (d.memoryBudget == "auto" && !p.memory.appBudgetBytes)
       return bad("compile_defaults.memory_budget", "is auto but memory.app_budget_bytes is not given");
   }
+  const Bracket& b = p.bracket;
+  const bool bracketed = !b.l1TextureBytes.empty() || !b.textureBlocks.empty() || !b.l2GBs.empty();
+  if (bracketed != (p.provenance.count("bracket") > 0))
+    return bad("provenance.bracket", bracketed ? "missing (say where each end comes from)"
+                                               : "names no profile field (there is no bracket block)");
+  if (bracketed) FBL_TRY(checkProvenanceText("bracket", p.provenance.at("bracket"), origin));
+  if (!b.l1TextureBytes.empty() &&
+      std::find(b.l1TextureBytes.begin(), b.l1TextureBytes.end(), p.l1TextureCacheBytes) == b.l1TextureBytes.end())
+    return bad("bracket.l1_texture_cache_bytes", "must hold the profile's own l1_texture_cache_bytes");
+  if (!b.textureBlocks.empty() && std::none_of(b.textureBlocks.begin(), b.textureBlocks.end(), [&](TextureBlock t) {
+        return t.h == p.textureBlock.h && t.w == p.textureBlock.w;
+      }))
+    return bad("bracket.texture_block", "must hold the profile's own texture_block");
+  if (p.waveFootprint.has_value() != (p.provenance.count("rtile_cost") > 0))
+    return bad("provenance.rtile_cost", p.waveFootprint ? "missing (say why R-Tiles are scored this way here)"
+                                                        : "names no profile field (there is no rtile_cost block)");
+  if (p.waveFootprint) {
+    FBL_TRY(checkProvenanceText("rtile_cost", p.provenance.at("rtile_cost"), origin));
+    const WaveFootprintScoring& w = *p.waveFootprint;
+    if (w.tm <= 0 || w.tn <= 0 || w.tk <= 0 || w.tm % 4 || w.tn % 4 || w.tk % 4)
+      return bad("rtile_cost.tile", "expected three positive multiples of 4 (TM, TN, TK)");
+    if (w.workItems <= 0 || (w.tm * w.tk / 4) % w.workItems || (w.tn * w.tk / 4) % w.workItems)
+      return bad("rtile_cost.work_items", "must divide the texels of a TM x TK and a TK x TN tile");
+    if (p.l1TextureCacheBytes < int64_t{16} * p.textureBlock.h * p.textureBlock.w)
+      return bad("rtile_cost", "needs an L1 texture cache of at least one texture_block");
+  }
   for (const auto& [f, text] : p.provenance)
     if (std::find(valueFields().begin(), valueFields().end(), f) == valueFields().end() && f.rfind("memory.", 0) != 0 &&
-        f != "compile_defaults")
+        f != "compile_defaults" && f != "rtile_cost" && f != "bracket")
       return bad("provenance." + f, "names no profile field");
   return Status::success();
 }
@@ -309,6 +335,52 @@ Result<HardwareProfile> profileFromJson(const json& j, const std::string& origin
       *field = value.get<std::string>();
     }
   }
+  if (j.contains("bracket")) {
+    const json& b = j.at("bracket");
+    if (!b.is_object())
+      return r.bad("bracket", "expected {\"l1_texture_cache_bytes\", \"texture_block\", \"l2_bandwidth_gbps\"} lists");
+    for (const auto& [key, v] : b.items()) {
+      const std::string at = "bracket." + key;
+      if (!v.is_array() || v.empty()) return r.bad(at, "expected a non-empty list of values");
+      for (size_t i = 0; i < v.size(); ++i) {
+        const std::string item = fmt::format("{}[{}]", at, i);
+        if (key == "l1_texture_cache_bytes") {
+          if (!v[i].is_number_integer() || v[i].get<int64_t>() <= 0) return r.bad(item, "expected a positive integer");
+          p.bracket.l1TextureBytes.push_back(v[i].get<int64_t>());
+        } else if (key == "texture_block") {
+          if (!v[i].is_object()) return r.bad(item, "expected {\"h\": C_h, \"w\": C_w} in texels");
+          FBL_ASSIGN(int64_t h, r.positiveInt(v[i], "h", item + ".h"));
+          FBL_ASSIGN(int64_t w, r.positiveInt(v[i], "w", item + ".w"));
+          p.bracket.textureBlocks.push_back({static_cast<int>(h), static_cast<int>(w)});
+        } else if (key == "l2_bandwidth_gbps") {
+          FBL_ASSIGN(double x, r.positiveNumber(v[i], item));
+          p.bracket.l2GBs.push_back(x);
+        } else {
+          return r.bad(at, "is not a bracketed number (l1_texture_cache_bytes, texture_block, l2_bandwidth_gbps)");
+        }
+      }
+    }
+  }
+  if (j.contains("rtile_cost")) {
+    const json& c = j.at("rtile_cost");
+    const char* shape = "expected {\"model\": \"wave-footprint\", \"tile\": [TM, TN, TK], \"work_items\": W}";
+    if (!c.is_object()) return r.bad("rtile_cost", shape);
+    FBL_ASSIGN(std::string model, r.string(c, "model", "rtile_cost.model"));
+    if (model != "wave-footprint")
+      return r.bad("rtile_cost.model", "'" + model + "' is not wave-footprint (omit the block for the paper's table)");
+    FBL_ASSIGN(const json* tile, r.get(c, "tile", "rtile_cost.tile"));
+    if (!tile->is_array() || tile->size() != 3 || !std::all_of(tile->begin(), tile->end(), [](const json& v) {
+          return v.is_number_integer();
+        }))
+      return r.bad("rtile_cost.tile", "expected [TM, TN, TK], three integers");
+    WaveFootprintScoring w;
+    w.tm = (*tile)[0].get<int64_t>(), w.tn = (*tile)[1].get<int64_t>(), w.tk = (*tile)[2].get<int64_t>();
+    FBL_ASSIGN(w.workItems, r.positiveInt(c, "work_items", "rtile_cost.work_items"));
+    for (const auto& [key, value] : c.items())
+      if (key != "model" && key != "tile" && key != "work_items")
+        return r.bad("rtile_cost." + key, "is not an rtile_cost field (model, tile, work_items)");
+    p.waveFootprint = w;
+  }
   FBL_ASSIGN(const json* prov, r.get(j, "provenance", "provenance"));
   if (!prov->is_object()) return r.bad("provenance", "expected an object of field -> source");
   for (const auto& [field, text] : prov->items()) {
@@ -352,6 +424,13 @@ json profileToJson(const HardwareProfile& p) {
     if (!p.compileDefaults.baseWeights.empty()) j["compile_defaults"]["base_weights"] = p.compileDefaults.baseWeights;
     if (!p.compileDefaults.precision.empty()) j["compile_defaults"]["precision"] = p.compileDefaults.precision;
     if (!p.compileDefaults.memoryBudget.empty()) j["compile_defaults"]["memory_budget"] = p.compileDefaults.memoryBudget;
+  }
+  if (!p.bracket.l1TextureBytes.empty()) j["bracket"]["l1_texture_cache_bytes"] = p.bracket.l1TextureBytes;
+  for (const TextureBlock& t : p.bracket.textureBlocks) j["bracket"]["texture_block"].push_back({{"h", t.h}, {"w", t.w}});
+  if (!p.bracket.l2GBs.empty()) j["bracket"]["l2_bandwidth_gbps"] = p.bracket.l2GBs;
+  if (p.waveFootprint) {
+    const WaveFootprintScoring& w = *p.waveFootprint;
+    j["rtile_cost"] = {{"model", "wave-footprint"}, {"tile", {w.tm, w.tn, w.tk}}, {"work_items", w.workItems}};
   }
   j["provenance"] = p.provenance;
   for (const auto& [key, value] : p.extra.items()) j[key] = value;

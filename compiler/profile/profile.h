@@ -90,6 +90,27 @@ struct CompileDefaults {
   std::string memoryBudget;
 };
 
+// How R-Tile candidates are scored (compiler/layout/rtile_cost.h), the profile's optional
+// "rtile_cost" block; its provenance key is "rtile_cost". Without it: the paper's per-thread walk
+// table (tile-traversal-performance). {"model": "wave-footprint", "tile": [TM, TN, TK],
+// "work_items": W}: the texture-L1 lines the waves of rtile_matmul.cl's staging fetch
+// (compiler/layout/wave_footprint.h) with the kernel tiling named here, which must be the one the
+// planner gives its MatMuls (plan/profile.cc refuses a profile where they differ).
+struct WaveFootprintScoring {
+  int64_t tm = 0, tn = 0, tk = 0, workItems = 0;
+};
+
+// The values a number no public source pins down may take, from the profile's optional
+// "bracket" block (provenance key "bracket" gives each end's source); every list holds the
+// profile's own value. The wave-footprint cost scores tiles and staging orders across the texture
+// L1's sizes and line shapes, and `fbl-bench waves` reports every combination, so a verdict says
+// which unknown it rests on. An empty list: the profile's value only.
+struct Bracket {
+  std::vector<int64_t> l1TextureBytes;     // l1_texture_cache_bytes
+  std::vector<TextureBlock> textureBlocks;  // texture_block: the texture-L1 line's shape
+  std::vector<double> l2GBs;               // memory_model.l2_bandwidth_gbps
+};
+
 struct HardwareProfile {
   std::string name;    // file stem, e.g. "adreno-830"
   std::string device;  // the device as its vendor or driver names it
@@ -111,6 +132,8 @@ struct HardwareProfile {
   std::optional<AccessTable> accessTable;
   MemoryLimits memory;  // provenance keys "memory.global_bytes", ...
   CompileDefaults compileDefaults;
+  std::optional<WaveFootprintScoring> waveFootprint;
+  Bracket bracket;
 
   // Field name (as in the JSON) -> provenance text; every field above has one.
   std::map<std::string, std::string> provenance;

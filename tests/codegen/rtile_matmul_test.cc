@@ -104,8 +104,11 @@ struct PassCase {
 
 // One launch of a product's schedule: a tiling over some of the output's columns.
 struct Part {
+  Part(MatmulTiling t, ColumnRange c = {}, fbl::layout::StagingOrder l = {}, fbl::layout::StagingOrder r = {})
+      : tiling(t), cols(c), lhsStaging(l), rhsStaging(r) {}
   MatmulTiling tiling;
   ColumnRange cols;
+  fbl::layout::StagingOrder lhsStaging, rhsStaging;  // the order the tiled kernel reads K tiles in
 };
 
 // A low-rank term for checkParts: out += scale * L2 R2 with rank `k`, L2 and R2 in `layout`,
@@ -160,8 +163,8 @@ void checkParts(ClSession& s, const PassCase& pc, int64_t m, int64_t k, int64_t 
     if (tl.splitK == 0) tl.splitK = 1;
     auto kern = narrow ? fbl::codegen::emitRTileMatmulNarrow("mm", m, k, n, {lhs, pc.lt}, {rhs, pc.rt}, out, *narrow,
                                                              49152, nullptr, lrp)
-                    : fbl::codegen::emitRTileMatmul("mm", m, k, n, {lhs, pc.lt}, {rhs, pc.rt}, out, tl, nullptr,
-                                                    part.cols, lrp);
+                    : fbl::codegen::emitRTileMatmul("mm", m, k, n, {lhs, pc.lt, part.lhsStaging},
+                                                    {rhs, pc.rt, part.rhsStaging}, out, tl, nullptr, part.cols, lrp);
     if (!kern.ok()) FAIL(kern.error().message);
     if (tl.splitK > 1 && !narrow) {
       const int64_t width = (part.cols.end == 0 ? n : part.cols.end) - part.cols.begin;
@@ -488,6 +491,43 @@ TEST_CASE("rtile matmul: mixed operand layouts and the GPU tiling", "[rtile_kern
   for (const PassCase& pc : kPasses) {
     checkProduct(*s, pc, 33, 70, 29, ls[4], ls[2], ls[0], fbl::codegen::matmulTiling(fbl::codegen::DeviceClass::kCpu));
     checkProduct(*s, pc, 33, 70, 29, ls[0], ls[5], ls[3], fbl::codegen::matmulTiling(fbl::codegen::DeviceClass::kGpu));
+  }
+}
+
+TEST_CASE("rtile matmul: every staging order reads the same product", "[rtile_kernels]") {
+  auto s = openSession();
+  auto ls = allLayouts();
+  // The GPU tiling (regions of 128 x 4 and 16 x 32 texels), each operand in three chunk shapes
+  // from its candidates (the first after row-major, the middle one, the last: tall, square-ish,
+  // wide); odd sides pad every tile. Each case is a kernel build, so not all ~20 per region.
+  const MatmulTiling t = fbl::codegen::matmulTiling(fbl::codegen::DeviceClass::kGpu);
+  const fbl::layout::StagedTiling st{t.tm, t.tn, t.tk, t.wgX() * t.wgY(), 64};
+  for (const PassCase& pc : kPasses) {
+    auto [lr, lt] = fbl::layout::stagedRegion(true, pc.lt, st);
+    auto [rr, rt] = fbl::layout::stagedRegion(false, pc.rt, st);
+    const auto lo = fbl::layout::stagingCandidates(lr, lt, st.wave);
+    const auto ro = fbl::layout::stagingCandidates(rr, rt, st.wave);
+    REQUIRE((lo.size() >= 3 && ro.size() >= 3));
+    auto pick = [](const std::vector<fbl::layout::StagingOrder>& v, int i) {
+      return v[i == 0 ? 1 : i == 1 ? v.size() / 2 : v.size() - 1];
+    };
+    for (int i = 0; i < 3; ++i) {
+      Part part{t, {}, pick(lo, i), pick(ro, 2 - i)};
+      DYNAMIC_SECTION(pc.name << " lhs " << part.lhsStaging.rows << "x" << part.lhsStaging.texels << " rhs "
+                              << part.rhsStaging.rows << "x" << part.rhsStaging.texels) {
+        checkParts(*s, pc, 133, 70, 141, ls[4], ls[5], ls[2], {part});
+      }
+    }
+  }
+  SECTION("a chunk that does not tile the region is refused") {
+    fbl::ir::Shape sh{128, 128};
+    MatmulTiling one = t;
+    one.splitK = 1;
+    auto bad = fbl::codegen::emitRTileMatmul("mm", 128, 128, 128, {Layout::image(sh), false, {3, 1}},
+                                             {Layout::image(sh), false}, Layout::image(sh), one);
+    REQUIRE_FALSE(bad.ok());
+    INFO(bad.error().message);
+    CHECK(bad.error().message.find("staging chunk 3x1") != std::string::npos);
   }
 }
 

@@ -8,16 +8,13 @@
 #include "compiler/passes/layout_pipeline.h"
 #include "compiler/passes/assign_rtile.h"
 #include "compiler/profile/profile.h"
+#include "tests/passes/paper_profile.h"
 
 using namespace fbl;
 
 namespace {
 
-profile::HardwareProfile adreno() {
-  auto p = profile::loadProfile(FBL_SOURCE_DIR "/profiles/adreno-830.json");
-  REQUIRE(p.ok());
-  return *p;
-}
+profile::HardwareProfile adreno() { return fbl::testing::paperAdreno(); }
 
 // One attention head: S = Q K^T, P = softmax(S * c), O = P V.
 const char* kAttention = R"(graph "t" opset 20

@@ -8,16 +8,13 @@
 #include "compiler/passes/layout_assignment_printer.h"
 #include "compiler/passes/layout_pipeline.h"
 #include "compiler/profile/profile.h"
+#include "tests/passes/paper_profile.h"
 
 using namespace fbl;
 
 namespace {
 
-profile::HardwareProfile adreno() {
-  auto p = profile::loadProfile(FBL_SOURCE_DIR "/profiles/adreno-830.json");
-  REQUIRE(p.ok());
-  return *p;
-}
+profile::HardwareProfile adreno() { return fbl::testing::paperAdreno(); }
 
 autodiff::TrainingGraph joint(const std::string& model) {
   auto fwd = onnx::loadModel(std::string(FBL_TEST_DATA_DIR) + "/" + model + "/model.onnx");

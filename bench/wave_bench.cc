@@ -1,0 +1,202 @@
+// `fbl-bench waves`; the model is in wave_bench.h.
+#include "bench/wave_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "bench/strategy_run.h"
+#include "bench/support/operator_plans.h"
+#include "compiler/codegen/matmul_staging.h"
+#include "compiler/layout/rtile_wave_cost.h"
+#include "compiler/plan/profile.h"
+#include "compiler/profile/profile.h"
+#include "compiler/support/int_math.h"
+#include "sim/memory_model.h"
+
+namespace fbl::bench {
+
+namespace {
+
+using nlohmann::json;
+
+double storedBytes(const layout::Layout& l) {
+  return l.storage() == layout::Storage::Image2D ? 16.0 * l.imageWidth() * l.imageHeight() : 4.0 * l.bufferSize();
+}
+
+// One pass of one plan on one texture L1, before rates.
+struct PassWork {
+  std::string pass;
+  double flops = 0, dramBytes = 0, l1Misses = 0, l2Bytes = 0, conversionBytes = 0;
+};
+
+struct Rates {
+  double peakGflops = 0, dramGBs = 0, l2GBs = 0;
+};
+
+// Seconds of a pass and the term that binds it.
+std::pair<double, const char*> passSeconds(const PassWork& w, const Rates& r) {
+  const double c = w.flops / (r.peakGflops * 1e9), d = w.dramBytes / (r.dramGBs * 1e9),
+               l = w.l2Bytes / (r.l2GBs * 1e9);
+  const double conv = w.conversionBytes / (std::min(r.dramGBs, r.l2GBs) * 1e9);
+  if (c >= d && c >= l) return {c + conv, "compute"};
+  return d >= l ? std::pair{d + conv, "DRAM"} : std::pair{l + conv, "L2"};
+}
+
+// The plan's products staged as the compiler stages them (for the profile's L1s), costed on
+// `actual`.
+std::vector<PassWork> planWork(const MatmulPlan& plan, const codegen::MatmulTiling& t, const layout::TextureL1& actual,
+                               int64_t l2CacheBytes, int64_t computeUnits, int64_t groups) {
+  std::vector<PassWork> out;
+  const MatmulShape& sh = plan.shape;
+  const layout::StagedTiling staged{t.tm, t.tn, t.tk, t.wgX() * t.wgY(), plan.wave};
+  for (const MatmulStep& st : plan.steps) {
+    int64_t m = sh.m, k = sh.k, n = sh.n;
+    if (st.pass == MatmulPass::kGradA) k = sh.n, n = sh.k;
+    if (st.pass == MatmulPass::kGradB) m = sh.k, k = sh.m;
+    codegen::MatmulOperand lhs{plan.tensors.at(st.lhs).layout, st.lhsT, {}}, rhs{plan.tensors.at(st.rhs).layout, st.rhsT, {}};
+    codegen::chooseStaging(m, k, n, lhs, rhs, t, plan.wave, plan.textureL1s);
+    layout::StagedOperand l{codegen::texelMap(lhs.stored), st.lhsT ? k : m, st.lhsT ? m : k, st.lhsT, lhs.staging};
+    layout::StagedOperand r{codegen::texelMap(rhs.stored), st.rhsT ? n : k, st.rhsT ? k : n, st.rhsT, rhs.staging};
+    const int64_t all = ceilDiv(m, t.tm) * ceilDiv(n, t.tn);
+    const int64_t sampled = groups > 0 ? std::min(groups, all) : all;
+    const layout::FootprintCount c = layout::textureL1Misses(m, n, k, l, r, staged, actual, sampled);
+    PassWork w;
+    w.pass = matmulPassName(st.pass);
+    w.flops = 2.0 * ceilDiv(m, t.tm) * t.tm * ceilDiv(n, t.tn) * t.tn * k;
+    const double lb = storedBytes(lhs.stored), rb = storedBytes(rhs.stored), ob = storedBytes(plan.tensors.at(st.out).layout);
+    // A right operand past L2 is read again for every row panel of M; a left panel past half of
+    // L2 once for every round of groups along N.
+    const double rReads = rb > l2CacheBytes ? ceilDiv(m, t.tm) : 1;
+    const double lReads = 4.0 * t.tm * k > l2CacheBytes / 2.0 ? std::ceil(ceilDiv(n, t.tn) / double(computeUnits)) : 1;
+    w.dramBytes = lb * lReads + rb * rReads + ob;
+    w.l1Misses = static_cast<double>(c.misses) * all / sampled;
+    w.l2Bytes = w.l1Misses * static_cast<double>(actual.lineBytes()) + ob;
+    for (const Conversion& cv : st.before)
+      w.conversionBytes += storedBytes(plan.tensors.at(cv.src).layout) + storedBytes(plan.tensors.at(cv.dst).layout);
+    out.push_back(w);
+  }
+  return out;
+}
+
+std::vector<std::string> passMillions(const std::vector<PassWork>& w) {
+  std::vector<std::string> out;
+  for (const PassWork& p : w) out.push_back(fmt::format("{:.2f}", p.l1Misses / 1e6));
+  return out;
+}
+
+template <typename T>
+std::vector<T> orNominal(const std::vector<T>& v, T nominal) {
+  return v.empty() ? std::vector<T>{nominal} : v;
+}
+
+}  // namespace
+
+int runWaveBench(const WaveBenchOptions& o) {
+  auto fail = [](const std::string& e) {
+    fmt::print(stderr, "fbl-bench waves: {}\n", e);
+    return 1;
+  };
+  if (o.profiles.empty()) return fail("give at least one --profile");
+  if (o.scale < 1 || 512 % o.scale || 2048 % o.scale || 8192 % o.scale)
+    return fail(fmt::format("--scale {} must divide M=512, K=2048 and N=8192", o.scale));
+  if (o.groups < 0) return fail(fmt::format("--groups {} must be 0 (all) or more", o.groups));
+  std::vector<std::string> names;
+  if (auto e = expandStrategies(o.strategies, &names); !e.empty()) return fail(e);
+  const MatmulShape shape{512 / o.scale, 2048 / o.scale, 8192 / o.scale};
+  const auto start = std::chrono::steady_clock::now();
+  json report = {{"command", "waves"}, {"M", shape.m}, {"K", shape.k}, {"N", shape.n}, {"groups", o.groups},
+                 {"model", "lane model of rtile_matmul.cl's staging (wave_footprint.h); per pass max(FLOPs / peak, "
+                           "DRAM bytes / bandwidth, L2 request bytes / L2 bandwidth), explicit's conversions added"},
+                 {"profiles", json::array()}};
+  for (const std::string& path : o.profiles) {
+    auto hw = profile::loadProfile(path);
+    if (!hw.ok()) return fail(hw.error().message);
+    auto mm = sim::loadMemoryModel(path);
+    if (!mm.ok()) return fail(mm.error().message);
+    auto planner = plan::plannerProfile(*hw, path);
+    if (!planner.ok()) return fail(planner.error().message);
+    const codegen::MatmulTiling t =
+        planner->matmul.candidates.empty() ? planner->tuning.matmulTile : planner->matmul.candidates[0].tiling;
+    std::vector<std::pair<std::string, MatmulPlan>> plans;
+    for (const std::string& name : names) {
+      auto st = strategy::parseStrategy(name);
+      if (!st.ok()) return fail(st.error().message);
+      auto pl = planMatmul(*st, shape, *hw);
+      if (!pl.ok()) return fail(fmt::format("{}: {}", name, pl.error().message));
+      plans.emplace_back(name, std::move(*pl));
+    }
+    json pj = {{"profile", hw->name},
+               {"tiling", fmt::format("{}x{}x{}/{}x{}", t.tm, t.tn, t.tk, t.rm, t.rn)},
+               {"nominal", {{"l1_texture_cache_bytes", hw->l1TextureCacheBytes},
+                            {"texture_block", {{"h", hw->textureBlock.h}, {"w", hw->textureBlock.w}}},
+                            {"l2_bandwidth_gbps", mm->l2GBs}}},
+               {"bracket_provenance", hw->provenance.count("bracket") ? hw->provenance.at("bracket") : ""},
+               {"layouts", json::object()},
+               {"points", json::array()}};
+    for (const auto& [name, pl] : plans) pj["layouts"][name] = pl.tensors.at("A").layout.str();
+    fmt::print("fbl-bench waves: Figure 16 (M={} K={} N={}) on {}, tiling {}, {} groups sampled per product\n",
+               shape.m, shape.k, shape.n, hw->name, pj["tiling"].get<std::string>(),
+               o.groups > 0 ? std::to_string(o.groups) : std::string("all"));
+    fmt::print("  {:>8} {:>5} {:>7}", "L1 B", "line", "L2 GB/s");
+    for (const auto& [name, pl] : plans) fmt::print(" {:>10}", name + " us");
+    for (size_t i = 1; i < plans.size(); ++i) fmt::print(" {:>13}", "fbl/" + plans[i].first);
+    fmt::print("  binds (fwd dA dB, {})\n", plans[0].first);
+    const Rates base{mm->peakGflops, mm->dramGBs, mm->l2GBs};
+    for (profile::TextureBlock block : orNominal(hw->bracket.textureBlocks, hw->textureBlock))
+      for (int64_t l1Bytes : orNominal(hw->bracket.l1TextureBytes, hw->l1TextureCacheBytes)) {
+        const int64_t lineBytes = int64_t{16} * block.h * block.w;
+        const layout::TextureL1 actual{std::max<int64_t>(1, l1Bytes / lineBytes), block.h, block.w};
+        std::vector<std::vector<PassWork>> work;
+        std::string misses;
+        for (const auto& [name, pl] : plans) {
+          work.push_back(planWork(pl, t, actual, hw->l2CacheBytes, hw->computeUnits, o.groups));
+          misses += fmt::format("  {} {}", name, fmt::join(passMillions(work.back()), "/"));
+        }
+        fmt::print("  {:>8} {:>5} texture-L1 misses, millions (fwd/dA/dB):{}\n", l1Bytes,
+                   fmt::format("{}x{}", block.h, block.w), misses);
+        for (double l2 : orNominal(hw->bracket.l2GBs, mm->l2GBs)) {
+          Rates r = base;
+          r.l2GBs = l2;
+          json point = {{"l1_texture_cache_bytes", l1Bytes},
+                        {"texture_block", {{"h", block.h}, {"w", block.w}}},
+                        {"l2_bandwidth_gbps", l2},
+                        {"strategies", json::object()}};
+          std::vector<double> totals;
+          std::string binds;
+          for (size_t s = 0; s < plans.size(); ++s) {
+            double total = 0;
+            json passes = json::object();
+            for (const PassWork& w : work[s]) {
+              auto [sec, bind] = passSeconds(w, r);
+              total += sec;
+              passes[w.pass] = {{"us", sec * 1e6},     {"binds", bind},         {"flops", w.flops},
+                                {"dram_bytes", w.dramBytes}, {"l1_misses", w.l1Misses}, {"l2_bytes", w.l2Bytes},
+                                {"conversion_bytes", w.conversionBytes}};
+              if (s == 0) binds += std::string(binds.empty() ? "" : " ") + bind;
+            }
+            totals.push_back(total);
+            point["strategies"][plans[s].first] = {{"us", total * 1e6}, {"passes", passes}};
+          }
+          fmt::print("  {:>8} {:>5} {:>7.0f}", l1Bytes, fmt::format("{}x{}", block.h, block.w), l2);
+          for (double tt : totals) fmt::print(" {:>10.1f}", tt * 1e6);
+          for (size_t i = 1; i < totals.size(); ++i) fmt::print(" {:>12.2f}x", totals[i] / totals[0]);
+          fmt::print("  {}\n", binds);
+          pj["points"].push_back(point);
+        }
+      }
+    report["profiles"].push_back(pj);
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report["wall_s"] = wall;
+  fmt::print("({:.1f} s)\n", wall);
+  if (!o.json.empty())
+    if (auto e = writeTextFile(o.json, report.dump(1) + "\n"); !e.empty()) return fail(e);
+  return 0;
+}
+
+}  // namespace fbl::bench

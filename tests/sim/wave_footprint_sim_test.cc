@@ -1,0 +1,69 @@
+// The lane model (compiler/layout/wave_footprint.h) against the simulator it abstracts: Figure 16's
+// products at 1/32 size, fblayout and reuse, on an Adreno (8 lines of 2 x 8 texels) and on Mali
+// (128 lines of 4 x 4, waves of 16). The texture-L1 misses of each pass must be equal: the model
+// is what R-Tile selection and the staging choice rely on.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "bench/support/operator_plans.h"
+#include "compiler/codegen/matmul_staging.h"
+#include "compiler/codegen/matmul_tiling.h"
+#include "compiler/layout/rtile_wave_cost.h"
+#include "compiler/profile/profile.h"
+
+using namespace fbl;
+
+TEST_CASE("lane model: Figure 16's texture-L1 misses equal the simulator's", "[sim][oclgrind]") {
+  const std::vector<std::string> names = {"adreno-830", "mali-g925"};
+  const std::string out =
+      (std::filesystem::temp_directory_path() / ("fbl-lane-test-" + std::to_string(::getpid()) + ".json")).string();
+  std::string cmd = std::string(FBL_BIN_DIR) + "/fbl-bench cache matmul --scale 32 --strategy fblayout --strategy reuse";
+  for (const std::string& n : names) cmd += " --profile " + std::string(FBL_SOURCE_DIR) + "/profiles/" + n + ".json";
+  REQUIRE(std::system((cmd + " --json " + out + " > /dev/null").c_str()) == 0);
+  std::ifstream in(out);
+  const nlohmann::json report = nlohmann::json::parse(in);
+  std::filesystem::remove(out);
+  const codegen::MatmulTiling t = codegen::matmulTiling(codegen::DeviceClass::kGpu);
+  const bench::MatmulShape shape{512 / 32, 2048 / 32, 8192 / 32};
+  int compared = 0;
+  for (const nlohmann::json& r : report.at("results")) {
+    auto p = profile::loadProfile(std::string(FBL_SOURCE_DIR) + "/profiles/" + r.at("profile").get<std::string>() + ".json");
+    REQUIRE(p.ok());
+    auto st = strategy::parseStrategy(r.at("strategy").get<std::string>());
+    REQUIRE(st.ok());
+    auto plan = bench::planMatmul(*st, shape, *p);
+    REQUIRE(plan.ok());
+    const layout::TextureL1 l1 = layout::textureL1Of(*p);
+    const layout::StagedTiling staged{t.tm, t.tn, t.tk, t.wgX() * t.wgY(), p->waveSize};
+    for (const bench::MatmulStep& step : plan->steps) {
+      int64_t m = shape.m, k = shape.k, n = shape.n;
+      if (step.pass == bench::MatmulPass::kGradA) k = shape.n, n = shape.k;
+      if (step.pass == bench::MatmulPass::kGradB) m = shape.k, k = shape.m;
+      codegen::MatmulOperand lhs{plan->tensors.at(step.lhs).layout, step.lhsT, {}};
+      codegen::MatmulOperand rhs{plan->tensors.at(step.rhs).layout, step.rhsT, {}};
+      codegen::chooseStaging(m, k, n, lhs, rhs, t, p->waveSize, plan->textureL1s);  // as the bench's products do
+      layout::StagedOperand l{codegen::texelMap(lhs.stored), step.lhsT ? k : m, step.lhsT ? m : k, step.lhsT,
+                              lhs.staging};
+      layout::StagedOperand rr{codegen::texelMap(rhs.stored), step.rhsT ? n : k, step.rhsT ? k : n, step.rhsT,
+                               rhs.staging};
+      const layout::FootprintCount lane = layout::textureL1Misses(m, n, k, l, rr, staged, l1);
+      const std::string pass = bench::matmulPassName(step.pass);
+      INFO(r.at("profile").get<std::string>() << " " << r.at("strategy").get<std::string>() << " " << pass);
+      // Phases are the kernels' names, matmul_<pass>_<launch>: one launch a pass at this size.
+      int64_t simulated = 0;
+      for (const auto& [phase, c] : r.at("phases").items())
+        if (phase.rfind(pass + "_", 0) == 0) simulated += c.at("counters").at("l1_texture_misses").get<int64_t>();
+      CHECK(simulated > 0);
+      CHECK(lane.misses == simulated);
+      ++compared;
+    }
+  }
+  CHECK(compared == 12);
+}
