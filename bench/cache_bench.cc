@@ -49,6 +49,9 @@ struct Context {
   OclgrindDevice device;
   ProfileRuns all;
   nlohmann::json report;
+  // The profile file each model's work is compiled for: a bracket variant shares its profile's
+  // plans (the compiler cannot see which end is real), so it shares its execution too.
+  std::vector<std::string> paths;
 
   Status begin(const std::vector<size_t>& group, const std::string& name) {
     return device.setModels(all.begin(group, name));
@@ -112,7 +115,7 @@ std::string simulatePlan(Context& cx, const std::string& planPath, const ir::Gra
       return fmt::format("phase {}: {} launches but the simulator saw {}", phase, mine.size(), recs->size());
     for (size_t k = 0; k < mine.size(); ++k) {
       const planfile::Launch& l = p.launches[mine[k]];
-      cx.add(group, {l.phase, l.kind, l.node, p.kernelNames[l.kernel], {}, 0}, (*recs)[k].counters);
+      cx.add(group, {l.phase, l.kind, l.node, p.kernelNames[l.kernel], {}, 0, {}}, (*recs)[k].counters);
     }
   }
   return "";
@@ -134,7 +137,7 @@ std::string simulateModel(Context& cx, const std::string& model) {
   for (const std::string& st : strategies) {
     std::vector<planfile::Plan> plans;
     std::vector<std::string> keys;
-    for (const std::string& prof : o.profiles) {
+    for (const std::string& prof : cx.paths) {
       driver::CompileArgs ca;
       ca.model = model;
       ca.profile = prof;
@@ -190,7 +193,7 @@ std::string simulateMatmul(Context& cx) {
   cx.report["M"] = shape.m, cx.report["K"] = shape.k, cx.report["N"] = shape.n;
   cx.report["tiling"] = fmt::format("{}x{}x{}/{}x{}", tiling.tm, tiling.tn, tiling.tk, tiling.rm, tiling.rn);
   std::vector<profile::HardwareProfile> profiles;
-  for (const std::string& path : o.profiles) {
+  for (const std::string& path : cx.paths) {
     auto prof = profile::loadProfile(path);
     if (!prof.ok()) return prof.error().message;
     profiles.push_back(*prof);
@@ -230,14 +233,34 @@ std::string simulateMatmul(Context& cx) {
         }
         const size_t us = r.kernel.find('_');
         const std::string pass = us == std::string::npos ? r.kernel : r.kernel.substr(us + 1);
-        for (const LaunchRecord* c : conversions) cx.add(group, {pass, "conversion", c->kernel, c->kernel, {}, 0}, c->counters);
+        for (const LaunchRecord* c : conversions) cx.add(group, {pass, "conversion", c->kernel, c->kernel, {}, 0, {}}, c->counters);
         conversions.clear();
-        cx.add(group, {pass, "compute", r.kernel, r.kernel, {}, 0}, r.counters);
+        cx.add(group, {pass, "compute", r.kernel, r.kernel, {}, 0, {}}, r.counters);
       }
       if (!conversions.empty()) return fmt::format("{}: a conversion ran after the last product", name);
     }
   }
   return "";
+}
+
+// The memory model at every other combination of the profile's bracket (texture-L1 size, line
+// shape, L2 bandwidth), named "<profile>@l1=B,line=HxW,l2=G".
+std::vector<sim::MemoryModel> bracketVariants(const sim::MemoryModel& m, const profile::HardwareProfile& hw) {
+  auto orOwn = [](auto list, auto own) { return list.empty() ? decltype(list){own} : list; };
+  std::vector<sim::MemoryModel> out;
+  for (profile::TextureBlock b : orOwn(hw.bracket.textureBlocks, hw.textureBlock))
+    for (int64_t l1 : orOwn(hw.bracket.l1TextureBytes, hw.l1TextureCacheBytes))
+      for (double l2 : orOwn(hw.bracket.l2GBs, m.l2GBs)) {
+        if (b.h == m.textureBlock.h && b.w == m.textureBlock.w && l1 == m.textureL1.bytes && l2 == m.l2GBs) continue;
+        sim::MemoryModel v = m;
+        v.textureBlock = {b.h, b.w};
+        v.textureL1.bytes = l1;
+        v.textureL1.lineBytes = int64_t{16} * b.h * b.w;
+        v.l2GBs = l2;
+        v.profile = fmt::format("{}@l1={},line={}x{},l2={:g}", m.profile, l1, b.h, b.w, l2);
+        out.push_back(std::move(v));
+      }
+  return out;
 }
 
 // `path` with "-<profile>" before its extension, when several profiles share one --svg.
@@ -256,15 +279,24 @@ int runCacheBench(const CacheBenchOptions& o) {
   };
   if (o.profiles.empty()) return fail("give at least one --profile");
   std::vector<sim::MemoryModel> models;
+  std::vector<std::string> paths;
   for (const std::string& path : o.profiles) {
     auto m = sim::loadMemoryModel(path);
     if (!m.ok()) return fail(m.error().message);
     models.push_back(*m);
+    paths.push_back(path);
+    if (!o.bracket) continue;
+    auto hw = profile::loadProfile(path);
+    if (!hw.ok()) return fail(hw.error().message);
+    for (sim::MemoryModel v : bracketVariants(*m, *hw)) {
+      models.push_back(std::move(v));
+      paths.push_back(path);
+    }
   }
   auto dev = OclgrindDevice::useOclgrind();
   if (!dev.ok()) return fail(dev.error().message);
   Context cx{o, std::move(dev.value()), {models, std::vector<std::vector<SimulatedRun>>(models.size()), 0, 0},
-             nlohmann::json::object()};
+             nlohmann::json::object(), paths};
   struct Cleanup {
     std::string dir;
     ~Cleanup() { std::error_code ec; fs::remove_all(dir, ec); }

@@ -27,6 +27,9 @@ struct CacheBenchOptions {
   uint64_t seed = 0;
   std::string json, svg;                // output paths ("-": stdout for JSON)
   bool launches = false;                // the JSON lists every launch
+  // Each profile also at every other combination of its `bracket` (texture-L1 size and line
+  // shape, L2 bandwidth), on the plans made for the profile as it stands.
+  bool bracket = false;
 };
 
 int runCacheBench(const CacheBenchOptions& o);

@@ -161,7 +161,7 @@ std::string simulatePatterns(const CacheBenchOptions& o, OclgrindDevice& device,
       auto recs = device.take();
       if (!recs.ok()) return recs.error().message;
       if (recs->size() != 1) return fmt::format("{} x{}: the simulator saw {} launches, not 1", p.name, t, recs->size());
-      all->add(every, {"", "compute", p.name, (*recs)[0].kernel, {}, 0}, (*recs)[0].counters);
+      all->add(every, {"", "compute", p.name, (*recs)[0].kernel, {}, 0, {}}, (*recs)[0].counters);
     }
   nlohmann::json rel = nlohmann::json::object();
   for (size_t p = 0; p < all->models.size(); ++p) rel[all->models[p].profile] = relativeThroughput(all->runs[p]);

@@ -13,6 +13,7 @@ void SimulatedRun::add(SimulatedLaunch l) {
   estimatedMs += l.estimatedMs;
   byPhase[l.phase] += l.counters;
   estimatedMsByPhase[l.phase] += l.estimatedMs;
+  boundMsByPhase[l.phase][l.binds] += l.estimatedMs;
   if (isLayoutKind(l.kind)) {
     layout += l.counters;
     layoutEstimatedMs += l.estimatedMs;
@@ -37,6 +38,7 @@ void ProfileRuns::add(const std::vector<size_t>& group, SimulatedLaunch l, const
   for (size_t i = 0; i < group.size(); ++i) {
     l.counters = counters[i];
     l.estimatedMs = sim::estimatedMs(counters[i], models[group[i]]);
+    l.binds = sim::bindingTerm(counters[i], models[group[i]]);
     runs[group[i]].back().add(l);
   }
 }
@@ -60,14 +62,17 @@ nlohmann::json resultJson(const SimulatedRun& r, bool withLaunches) {
   } else {
     j["strategy"] = r.strategy;
     j["phases"] = nlohmann::json::object();
-    for (const auto& [ph, c] : r.byPhase) j["phases"][ph] = summary(c, r.estimatedMsByPhase.at(ph));
+    for (const auto& [ph, c] : r.byPhase) {
+      j["phases"][ph] = summary(c, r.estimatedMsByPhase.at(ph));
+      j["phases"][ph]["bound_ms"] = r.boundMsByPhase.at(ph);  // estimated ms by the term that binds each launch
+    }
     j["layout_launches"] = summary(r.layout, r.layoutEstimatedMs);
   }
   if (withLaunches) {
     j["launches"] = nlohmann::json::array();
     for (const SimulatedLaunch& l : r.launches) {
       nlohmann::json e = summary(l.counters, l.estimatedMs);
-      e["phase"] = l.phase, e["kind"] = l.kind, e["node"] = l.node, e["kernel"] = l.kernel;
+      e["phase"] = l.phase, e["kind"] = l.kind, e["node"] = l.node, e["kernel"] = l.kernel, e["binds"] = l.binds;
       j["launches"].push_back(e);
     }
   }

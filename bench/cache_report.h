@@ -18,6 +18,7 @@ struct SimulatedLaunch {
   std::string phase, kind, node, kernel;  // kind: compute, transform, conversion (plans)
   sim::AccessCounters counters;
   double estimatedMs = 0;
+  std::string binds;  // the estimate's largest term: compute, DRAM or L2
 };
 
 // One strategy's run (or one operator pass's, or one access pattern at one thread count).
@@ -29,6 +30,8 @@ struct SimulatedRun {
   double estimatedMs = 0;             // summed per-launch estimates
   std::map<std::string, sim::AccessCounters> byPhase;
   std::map<std::string, double> estimatedMsByPhase;
+  // Per phase, the estimated ms of its launches by the term that binds each one.
+  std::map<std::string, std::map<std::string, double>> boundMsByPhase;
   sim::AccessCounters layout;         // launches of kind transform or conversion
   double layoutEstimatedMs = 0;
 

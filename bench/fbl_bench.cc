@@ -208,6 +208,9 @@ int main(int argc, char** argv) {
     cache->add_option("--strategy", cb.strategies, strategyHelp(true));
     cache->add_option("--storage", cb.storage, "MODEL: buffer, image or auto (the profile's choice; default)")
         ->check(CLI::IsMember({"buffer", "image", "auto"}));
+    cache->add_flag("--bracket", cb.bracket,
+                    "Also simulate each profile at every other combination of its bracket (texture-L1 size and "
+                    "line shape, L2 bandwidth), on the plans made for the profile");
     cache->add_option("--scale", cb.scale, "matmul: divide Figure 16's M=512, K=2048, N=8192 by this")->default_val(4);
     cache->add_option("--seq", cb.seq, "transforms: tokens")->default_val(32);
     cache->add_option("--heads", cb.heads, "transforms: attention heads")->default_val(4);

@@ -45,11 +45,27 @@ AccessCounters AccessCounters::operator-(const AccessCounters& o) const {
   return d;
 }
 
+namespace {
+
+struct Terms {
+  double compute, dram, l2;  // seconds
+};
+Terms terms(const AccessCounters& c, const MemoryModel& m) {
+  return {static_cast<double>(c.flops) / (m.peakGflops * 1e9), static_cast<double>(c.dramBytes()) / (m.dramGBs * 1e9),
+          static_cast<double>(c.l2Requests() * m.l2.lineBytes) / (m.l2GBs * 1e9)};
+}
+
+}  // namespace
+
 double estimatedMs(const AccessCounters& c, const MemoryModel& m) {
-  const double computeS = static_cast<double>(c.flops) / (m.peakGflops * 1e9);
-  const double dramS = static_cast<double>(c.dramBytes()) / (m.dramGBs * 1e9);
-  const double l2S = static_cast<double>(c.l2Requests() * m.l2.lineBytes) / (m.l2GBs * 1e9);
-  return std::max({computeS, dramS, l2S}) * 1e3;
+  const Terms t = terms(c, m);
+  return std::max({t.compute, t.dram, t.l2}) * 1e3;
+}
+
+const char* bindingTerm(const AccessCounters& c, const MemoryModel& m) {
+  const Terms t = terms(c, m);
+  if (t.compute >= t.dram && t.compute >= t.l2) return "compute";
+  return t.dram >= t.l2 ? "DRAM" : "L2";
 }
 
 nlohmann::json countersToJson(const AccessCounters& c) {

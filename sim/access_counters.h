@@ -40,6 +40,8 @@ struct AccessCounters {
 // that bypass L1, stores) at the L2 bandwidth. Latency, the scheduler, the compiler and launch
 // overheads are not in it.
 double estimatedMs(const AccessCounters& c, const MemoryModel& m);
+// The term of estimatedMs that is largest: "compute", "DRAM" or "L2".
+const char* bindingTerm(const AccessCounters& c, const MemoryModel& m);
 
 nlohmann::json countersToJson(const AccessCounters& c);
 Result<AccessCounters> countersFromJson(const nlohmann::json& j, const std::string& origin);

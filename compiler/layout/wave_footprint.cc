@@ -86,6 +86,9 @@ FootprintCount textureL1Misses(int64_t m, int64_t n, int64_t k, const StagedOper
   const int64_t groups = maxGroups > 0 ? std::min(maxGroups, groupsM * groupsN) : groupsM * groupsN;
   const int64_t kSteps = maxKSteps > 0 ? std::min(maxKSteps, steps) : steps;
   const int64_t waves = ceilDiv(t.workItems, t.wave);
+  // Per work-item, the lines of its reads in one K step, in program order (masked reads make
+  // none); a wave's k-th instruction is the k-th read of each of its lanes.
+  std::vector<std::vector<LineKey>> reads(static_cast<size_t>(t.workItems));
   std::vector<LineKey> instruction, touched;
   for (int64_t i = 0; i < groups; ++i) {
     // Spread over the product when sampled. The kernel's group (x, y) = (N tile, M tile), x fastest.
@@ -95,6 +98,7 @@ FootprintCount textureL1Misses(int64_t m, int64_t n, int64_t k, const StagedOper
     touched.clear();
     for (int64_t s = 0; s < kSteps; ++s) {
       const int64_t kk = s * t.tk;
+      for (auto& v : reads) v.clear();
       for (const OperandReads& r : ops) {
         const StagedOperand& op = *r.op;
         const int64_t outer = r.left ? m0 : n0;
@@ -103,28 +107,32 @@ FootprintCount textureL1Misses(int64_t m, int64_t n, int64_t k, const StagedOper
         const bool kDown = r.left == op.transposed;
         const int64_t row0 = kDown ? kk : outer, col0 = kDown ? outer : kk;
         for (int64_t p = 0; p < r.perItem; ++p)
-          for (int64_t w = 0; w < waves; ++w) {
-            instruction.clear();
-            for (int64_t lane = 0; lane < t.wave; ++lane) {
-              const int64_t tid = w * t.wave + lane;
-              if (tid >= t.workItems) break;
-              const int64_t e = tid + p * t.workItems;
-              if (e >= r.regionRows * r.regionTexels) continue;
-              auto [rr, tc] = stagedTexel(e, r.regionTexels, op.order);
-              const int64_t row = row0 + rr, col = col0 + tc * 4;
-              if (row >= op.rows || col >= op.cols) continue;
-              auto [x, y] = op.texel(row, col);
-              ++count.texels;
-              instruction.push_back(lineKey(r.id, y / l1.blockH, x / l1.blockW));
-            }
-            std::sort(instruction.begin(), instruction.end());
-            instruction.erase(std::unique(instruction.begin(), instruction.end()), instruction.end());
-            for (LineKey key : instruction) {
-              if (!cache.touch(key)) ++count.misses;
-              touched.push_back(key);
-            }
+          for (int64_t tid = 0; tid < t.workItems; ++tid) {
+            const int64_t e = tid + p * t.workItems;
+            if (e >= r.regionRows * r.regionTexels) continue;
+            auto [rr, tc] = stagedTexel(e, r.regionTexels, op.order);
+            const int64_t row = row0 + rr, col = col0 + tc * 4;
+            if (row >= op.rows || col >= op.cols) continue;
+            auto [x, y] = op.texel(row, col);
+            ++count.texels;
+            reads[static_cast<size_t>(tid)].push_back(lineKey(r.id, y / l1.blockH, x / l1.blockW));
           }
       }
+      // The waves take turns, one instruction each.
+      size_t longest = 0;
+      for (const auto& v : reads) longest = std::max(longest, v.size());
+      for (size_t ins = 0; ins < longest; ++ins)
+        for (int64_t w = 0; w < waves; ++w) {
+          instruction.clear();
+          for (int64_t tid = w * t.wave; tid < std::min(t.workItems, (w + 1) * t.wave); ++tid)
+            if (ins < reads[static_cast<size_t>(tid)].size()) instruction.push_back(reads[static_cast<size_t>(tid)][ins]);
+          std::sort(instruction.begin(), instruction.end());
+          instruction.erase(std::unique(instruction.begin(), instruction.end()), instruction.end());
+          for (LineKey key : instruction) {
+            if (!cache.touch(key)) ++count.misses;
+            touched.push_back(key);
+          }
+        }
     }
     std::sort(touched.begin(), touched.end());
     count.lines += std::unique(touched.begin(), touched.end()) - touched.begin();

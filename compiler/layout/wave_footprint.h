@@ -9,8 +9,10 @@
 //     stored columns) per read: an operand read along its stored rows gives a T x TK region
 //     (T = TM or TN), one read across them a TK x T region. Work-item `tid`'s p-th read is
 //     element t = tid + p W of the region, in the staging order (StagingOrder).
-//  2. Work-items tid / wave form a wave; the waves of a group issue their p-th read one after
-//     another, the left operand's reads before the right's (the kernel's FETCH).
+//  2. Work-items tid / wave form a wave. A work-item's reads of a K step come in program order,
+//     the left operand's before the right's (the kernel's FETCH), masked ones skipped; a wave's
+//     k-th instruction is its lanes' k-th reads, and the waves of a group take turns, one
+//     instruction each. (Where no read is masked, instruction k is read p = k of every lane.)
 //  3. A wave instruction requests each distinct texture-L1 line its lanes touch once; a line is
 //     a blockH x blockW texel block of the image; the L1 holds `lines` of them, fully
 //     associative and LRU, per compute unit, and starts empty for each group.

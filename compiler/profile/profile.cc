@@ -227,6 +227,10 @@ Status validateProfile(const HardwareProfile& p, const std::string& origin) {
         return t.h == p.textureBlock.h && t.w == p.textureBlock.w;
       }))
     return bad("bracket.texture_block", "must hold the profile's own texture_block");
+  if (!b.l2GBs.empty() && p.extra.contains("memory_model") && p.extra["memory_model"].is_object() &&
+      p.extra["memory_model"].contains("l2_bandwidth_gbps") && p.extra["memory_model"]["l2_bandwidth_gbps"].is_number() &&
+      std::find(b.l2GBs.begin(), b.l2GBs.end(), p.extra["memory_model"]["l2_bandwidth_gbps"].get<double>()) == b.l2GBs.end())
+    return bad("bracket.l2_bandwidth_gbps", "must hold the profile's own memory_model.l2_bandwidth_gbps");
   if (p.waveFootprint.has_value() != (p.provenance.count("rtile_cost") > 0))
     return bad("provenance.rtile_cost", p.waveFootprint ? "missing (say why R-Tiles are scored this way here)"
                                                         : "names no profile field (there is no rtile_cost block)");

@@ -1,7 +1,8 @@
 // The lane model (compiler/layout/wave_footprint.h) against the simulator it abstracts: Figure 16's
 // products at 1/32 size, fblayout and reuse, on an Adreno (8 lines of 2 x 8 texels) and on Mali
-// (128 lines of 4 x 4, waves of 16). The texture-L1 misses of each pass must be equal: the model
-// is what R-Tile selection and the staging choice rely on.
+// (128 lines of 4 x 4, waves of 16), each also at every point of its bracket (`--bracket`: 2 and
+// 4 KiB, lines of 2 x 8, 4 x 4 and 2 x 2 texels). The texture-L1 misses of each pass must be
+// equal: the model is what R-Tile selection and the staging choice rely on.
 #include <unistd.h>
 
 #include <cstdlib>
@@ -24,7 +25,8 @@ TEST_CASE("lane model: Figure 16's texture-L1 misses equal the simulator's", "[s
   const std::vector<std::string> names = {"adreno-830", "mali-g925"};
   const std::string out =
       (std::filesystem::temp_directory_path() / ("fbl-lane-test-" + std::to_string(::getpid()) + ".json")).string();
-  std::string cmd = std::string(FBL_BIN_DIR) + "/fbl-bench cache matmul --scale 32 --strategy fblayout --strategy reuse";
+  std::string cmd =
+      std::string(FBL_BIN_DIR) + "/fbl-bench cache matmul --scale 32 --bracket --strategy fblayout --strategy reuse";
   for (const std::string& n : names) cmd += " --profile " + std::string(FBL_SOURCE_DIR) + "/profiles/" + n + ".json";
   REQUIRE(std::system((cmd + " --json " + out + " > /dev/null").c_str()) == 0);
   std::ifstream in(out);
@@ -34,13 +36,17 @@ TEST_CASE("lane model: Figure 16's texture-L1 misses equal the simulator's", "[s
   const bench::MatmulShape shape{512 / 32, 2048 / 32, 8192 / 32};
   int compared = 0;
   for (const nlohmann::json& r : report.at("results")) {
-    auto p = profile::loadProfile(std::string(FBL_SOURCE_DIR) + "/profiles/" + r.at("profile").get<std::string>() + ".json");
+    // "adreno-830", or a bracket point "adreno-830@l1=...": the plans are the profile's.
+    const std::string model = r.at("profile").get<std::string>();
+    auto p = profile::loadProfile(std::string(FBL_SOURCE_DIR) + "/profiles/" + model.substr(0, model.find('@')) + ".json");
     REQUIRE(p.ok());
     auto st = strategy::parseStrategy(r.at("strategy").get<std::string>());
     REQUIRE(st.ok());
     auto plan = bench::planMatmul(*st, shape, *p);
     REQUIRE(plan.ok());
-    const layout::TextureL1 l1 = layout::textureL1Of(*p);
+    const nlohmann::json& mm = report.at("memory_models").at(model);
+    const layout::TextureL1 l1{mm.at("texture_l1").at("bytes").get<int64_t>() / mm.at("texture_l1").at("line_bytes").get<int64_t>(),
+                               mm.at("texture_block").at("h").get<int>(), mm.at("texture_block").at("w").get<int>()};
     const layout::StagedTiling staged{t.tm, t.tn, t.tk, t.wgX() * t.wgY(), p->waveSize};
     for (const bench::MatmulStep& step : plan->steps) {
       int64_t m = shape.m, k = shape.k, n = shape.n;
@@ -55,7 +61,7 @@ TEST_CASE("lane model: Figure 16's texture-L1 misses equal the simulator's", "[s
                                rhs.staging};
       const layout::FootprintCount lane = layout::textureL1Misses(m, n, k, l, rr, staged, l1);
       const std::string pass = bench::matmulPassName(step.pass);
-      INFO(r.at("profile").get<std::string>() << " " << r.at("strategy").get<std::string>() << " " << pass);
+      INFO(model << " " << r.at("strategy").get<std::string>() << " " << pass);
       // Phases are the kernels' names, matmul_<pass>_<launch>: one launch a pass at this size.
       int64_t simulated = 0;
       for (const auto& [phase, c] : r.at("phases").items())
@@ -65,5 +71,6 @@ TEST_CASE("lane model: Figure 16's texture-L1 misses equal the simulator's", "[s
       ++compared;
     }
   }
-  CHECK(compared == 12);
+  CHECK(compared == 3 * static_cast<int>(report.at("results").size()));
+  CHECK(compared == 6 * (12 + 6));  // 2 strategies x 3 passes, at 12 Adreno and 6 Mali bracket points
 }
