@@ -2,6 +2,7 @@
 #include "compiler/layout/wave_footprint.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "compiler/support/int_math.h"
 #include "compiler/support/result.h"
@@ -24,8 +25,10 @@ class LruLines {
   explicit LruLines(int64_t capacity) : capacity_(static_cast<size_t>(capacity)) { lines_.reserve(capacity_ + 1); }
   // True on a hit.
   bool touch(LineKey k) {
-    auto it = std::find(lines_.begin(), lines_.end(), k);
-    if (it != lines_.end()) {
+    // Most hits are on lines just used: search from the most recent end.
+    auto rit = std::find(lines_.rbegin(), lines_.rend(), k);
+    if (rit != lines_.rend()) {
+      auto it = std::prev(rit.base());
       std::rotate(it, it + 1, lines_.end());
       return true;
     }
