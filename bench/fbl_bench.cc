@@ -15,6 +15,7 @@
 
 #include "bench/base_weights_bench.h"
 #include "bench/cache_bench.h"
+#include "bench/estimate_bench.h"
 #include "bench/matmul_bench.h"
 #include "bench/matmul_sweep.h"
 #include "bench/step_bench.h"
@@ -186,6 +187,20 @@ int main(int argc, char** argv) {
       if (given == 3) tb.configs.push_back(ac);
       rc = fbl::bench::runTransformsBench(tb);
     });
+
+    fbl::bench::EstimateBenchOptions eb;
+    auto* estimate = app.add_subcommand(
+        "estimate", "A training step's time on a profile's GPU from the plan's own work and bytes, per launch and "
+                    "strategy: compute, DRAM and L2 terms, at each ALU efficiency and L2 bandwidth of the bracket");
+    estimate->add_option("input", eb.input, "MODEL.onnx (compiled per strategy, weights not needed) or PLAN.fbp")->required();
+    estimate->add_option("--profile", eb.profile, "Hardware profile (its peak, DRAM and L2 numbers)")->required();
+    estimate->add_option("--strategy", eb.strategies, strategyHelp(false));
+    estimate->add_option("--alu-efficiency", eb.aluEfficiency,
+                         "Fraction of the FP32 peak MatMul and attention kernels reach (repeatable; default 1)");
+    estimate->add_option("--top", eb.top, "Costliest launches listed per strategy")->default_val(10);
+    estimate->add_flag("--launches", eb.launches, "The JSON lists every launch's FLOPs and bytes, in plan order");
+    estimate->add_option("--json", eb.json, "Write the report here");
+    estimate->callback([&] { rc = fbl::bench::runEstimateBench(eb); });
 
     fbl::bench::WaveBenchOptions wb;
     auto* waves = app.add_subcommand(
