@@ -8,6 +8,7 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "bench/strategy_run.h"
@@ -158,18 +159,23 @@ int runEstimateBench(const EstimateBenchOptions& o) {
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     planfile::Plan p;
     if (std::string e = planfile::parse(bytes, &p); !e.empty()) return fail(o.input + ": " + e);
-    plans.emplace_back(p.profile.empty() ? "plan" : "plan", std::move(p));
+    plans.emplace_back("plan", std::move(p));
   } else {
     std::vector<std::string> names;
     if (auto e = expandStrategies(o.strategies, &names); !e.empty()) return fail(e);
-    for (const std::string& st : names) {
-      driver::CompileArgs ca;
-      ca.model = o.input, ca.profile = o.profile, ca.strategy = st;
-      ca.noWeights = true, ca.allowOverLimit = true;  // an estimate, not a plan for a device
-      auto c = driver::compileModel(ca);
-      if (!c.ok()) return fail(fmt::format("strategy {}: {}", st, c.error().message));
-      plans.emplace_back(st, std::move(c->plan));
-    }
+    // Each strategy as it is, then without each pass of --without, then without all of them.
+    std::vector<std::vector<std::string>> variants = {{}};
+    for (const std::string& p : o.without) variants.push_back({p});
+    if (o.without.size() > 1) variants.push_back(o.without);
+    for (const std::string& st : names)
+      for (const std::vector<std::string>& off : variants) {
+        driver::CompileArgs ca;
+        ca.model = o.input, ca.profile = o.profile, ca.strategy = st, ca.disabledPasses = off;
+        ca.noWeights = true, ca.allowOverLimit = true;  // an estimate, not a plan for a device
+        auto c = driver::compileModel(ca);
+        if (!c.ok()) return fail(fmt::format("strategy {}: {}", st, c.error().message));
+        plans.emplace_back(off.empty() ? st : fmt::format("{} without {}", st, fmt::join(off, ", ")), std::move(c->plan));
+      }
   }
 
   json report = {{"command", "estimate"}, {"input", o.input}, {"profile", hw->name},

@@ -26,6 +26,9 @@ struct EstimateBenchOptions {
   std::string input;                    // MODEL.onnx (compiled per strategy, no weights needed) or PLAN.fbp
   std::string profile;
   std::vector<std::string> strategies;  // MODEL only; empty: all three
+  // MODEL only: each strategy is also estimated with each of these passes switched off
+  // (`fblc compile --disable-pass`: fusion, fuse-attention), so a lead splits into its causes.
+  std::vector<std::string> without;
   std::vector<double> aluEfficiency;    // empty: 1
   int top = 10;                         // costliest launches listed per strategy
   bool launches = false;                // the JSON lists every launch's work, in plan order

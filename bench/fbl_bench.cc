@@ -195,6 +195,9 @@ int main(int argc, char** argv) {
     estimate->add_option("input", eb.input, "MODEL.onnx (compiled per strategy, weights not needed) or PLAN.fbp")->required();
     estimate->add_option("--profile", eb.profile, "Hardware profile (its peak, DRAM and L2 numbers)")->required();
     estimate->add_option("--strategy", eb.strategies, strategyHelp(false));
+    estimate->add_option("--without", eb.without,
+                         "MODEL: also estimate each strategy with this pass off, and with all of them off (repeatable: "
+                         "fusion, fuse-attention)");
     estimate->add_option("--alu-efficiency", eb.aluEfficiency,
                          "Fraction of the FP32 peak MatMul and attention kernels reach (repeatable; default 1)");
     estimate->add_option("--top", eb.top, "Costliest launches listed per strategy")->default_val(10);
