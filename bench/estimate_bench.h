@@ -1,20 +1,9 @@
 // `fbl-bench estimate MODEL.onnx|PLAN.fbp --profile P`: a full-size training step's time on a
-// profile's GPU, per launch, from the plan's own work and bytes (no device, no simulator), per
-// strategy. Per launch the largest of three terms:
-//
-//   compute  executed FLOPs / (peak_gflops x ALU efficiency). A tiled MatMul's FLOPs are its
-//            padded tiles' (2 x Mp x Np x Kp, from the kernel's #defines: the kernel computes
-//            them); any other launch's are its nodes' modelled FLOPs (fblc explain). The ALU
-//            efficiency (--alu-efficiency, repeatable; default 1, the peak) applies to MatMul and
-//            attention kernels; elementwise kernels are bound by memory anyway.
-//   DRAM     each distinct argument's bytes once (images at 16 B a texel); a tiled MatMul's right
-//            operand larger than L2 once per 128-row panel of M, and its left panel once per round
-//            of groups along N when it exceeds half of L2.
-//   L2       a tiled MatMul's K panels, each group's once (TM + TN) x Kp x 4 B, and its output;
-//            any other launch's DRAM bytes. At every L2 bandwidth of the profile's bracket.
-//
-// No latency, occupancy or launch overhead: read the result as a floor for the ALU efficiency
-// given, and compare strategies by ratio. docs/benchmarks.md lists what it leaves out.
+// profile's GPU, per launch and strategy, from the plan's own work and bytes (no device, no
+// simulator): the model of compiler/analysis/step_estimate.h at each ALU efficiency given and
+// each L2 bandwidth of the profile's bracket, with the term that binds each phase and the
+// costliest launches; with --without, each strategy also with passes switched off. Compare
+// strategies by ratio: there is no latency, occupancy or launch overhead.
 #pragma once
 
 #include <string>
@@ -23,7 +12,9 @@
 namespace fbl::bench {
 
 struct EstimateBenchOptions {
-  std::string input;                    // MODEL.onnx (compiled per strategy, no weights needed) or PLAN.fbp
+  // MODEL.onnx (compiled per strategy as `fblc compile` would, the profile's compile_defaults
+  // included; no weights needed) or PLAN.fbp.
+  std::string input;
   std::string profile;
   std::vector<std::string> strategies;  // MODEL only; empty: all three
   // MODEL only: each strategy is also estimated with each of these passes switched off
@@ -32,6 +23,9 @@ struct EstimateBenchOptions {
   std::vector<double> aluEfficiency;    // empty: 1
   int top = 10;                         // costliest launches listed per strategy
   bool launches = false;                // the JSON lists every launch's work, in plan order
+  // MODEL: take the profile's compile_defaults, as `fblc compile` does; false compiles exactly
+  // what the options say, as `fbl-bench cache MODEL` does (to compare the two launch by launch).
+  bool profileDefaults = true;
   std::string json;                     // write the report here
 };
 

@@ -202,8 +202,14 @@ int main(int argc, char** argv) {
                          "Fraction of the FP32 peak MatMul and attention kernels reach (repeatable; default 1)");
     estimate->add_option("--top", eb.top, "Costliest launches listed per strategy")->default_val(10);
     estimate->add_flag("--launches", eb.launches, "The JSON lists every launch's FLOPs and bytes, in plan order");
+    bool noDefaults = false;
+    estimate->add_flag("--no-profile-defaults", noDefaults,
+                       "MODEL: compile without the profile's compile_defaults (as fbl-bench cache MODEL does)");
     estimate->add_option("--json", eb.json, "Write the report here");
-    estimate->callback([&] { rc = fbl::bench::runEstimateBench(eb); });
+    estimate->callback([&] {
+      eb.profileDefaults = !noDefaults;
+      rc = fbl::bench::runEstimateBench(eb);
+    });
 
     fbl::bench::WaveBenchOptions wb;
     auto* waves = app.add_subcommand(

@@ -19,6 +19,7 @@
 
 #include "compiler/analysis/flops.h"
 #include "compiler/analysis/memory_report.h"
+#include "compiler/analysis/step_estimate.h"
 #include "compiler/passes/layout_assignment_printer.h"
 
 namespace fbl::analysis {
@@ -255,6 +256,7 @@ std::string formatExplain(const ExplainReport& r) {
   o << fmt::format("plan {} (profile {}), layout strategy {}\n", r.model, r.profile,
                    r.strategy.empty() ? "unknown" : r.strategy);
   if (!r.memory.empty()) o << r.memory << "\n";
+  if (!r.estimate.empty()) o << "estimate: " << r.estimate << " (fbl-bench estimate, docs/benchmarks.md)\n";
   if (!r.hasSection)
     o << "note: this plan has no explain section (compiled before `fblc explain` existed): layouts and "
          "FLOPs are unknown; recompile it for them\n";
@@ -342,6 +344,17 @@ int runExplain(const ExplainArgs& args) {
     judgedBy = hw->name;
     r->peakGflops = hw->peakGflops.value_or(0.0);
     r->bandwidthGBs = hw->bandwidthGBs.value_or(0.0);
+    // The L2 term at the low end of the profile's bracket, where it has one.
+    const double l2 = hw->bracket.l2GBs.empty() ? 0.0
+                                                : *std::min_element(hw->bracket.l2GBs.begin(), hw->bracket.l2GBs.end());
+    if (auto rates = estimateRates(*hw, l2); rates.ok()) {
+      auto work = launchWork(plan, *r, *rates);
+      if (!work.ok()) {
+        fmt::print(stderr, "error: {}: {}\n", args.plan, work.error().message);
+        return 1;
+      }
+      r->estimate = estimateLine(*work, *rates, 1.0, hw->name);
+    }
   }
   const MemoryReport memory = memoryReport(plan, limits);
   r->memory = memorySummaryLine(memory, judgedBy);

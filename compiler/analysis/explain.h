@@ -60,6 +60,8 @@ struct ExplainReport {
   bool memoryFits = true;  // the plan within the profile's limits (or none known)
   // From --profile: the roofline that models each launch's time on the page (0: not given).
   double peakGflops = 0, bandwidthGBs = 0;
+  // From --profile: the step estimate (step_estimate.h) at the FP32 peak; empty without one.
+  std::string estimate;
   std::vector<ExplainTensor> tensors;
   std::vector<ExplainNode> nodes;  // graph order (topological)
   std::vector<ExplainLaunch> launches;
