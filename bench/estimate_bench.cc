@@ -46,6 +46,7 @@ int runEstimateBench(const EstimateBenchOptions& o) {
     l2s = {0};  // no memory model: no L2 term
   }
   std::vector<double> alus = o.aluEfficiency.empty() ? std::vector<double>{1.0} : o.aluEfficiency;
+  const std::vector<int64_t> slcs = hw->bracket.slcBytes.empty() ? std::vector<int64_t>{0} : hw->bracket.slcBytes;
   for (double e : alus)
     if (!(e > 0 && e <= 1)) return fail(fmt::format("--alu-efficiency {} must be in (0, 1]", e));
 
@@ -106,17 +107,32 @@ int runEstimateBench(const EstimateBenchOptions& o) {
     sj["executed_flops"] = flops, sj["dram_bytes"] = dram;
     fmt::print("\n{}: {} launches, {:.3f} TFLOP executed, {:.2f} GB from DRAM\n", name, work->size(), flops / 1e12,
                dram / 1e9);
-    fmt::print("  {:>8} {:>8} {:>10}  {}\n", "ALU eff", "L2 GB/s", "step s", "per phase: seconds (bound by compute / DRAM / L2)");
+    fmt::print("  {:>8} {:>8} {:>7} {:>10}  {}\n", "ALU eff", "L2 GB/s", "SLC MB", "step s",
+               "per phase: seconds (bound by compute / DRAM / L2)");
+    // The system-level cache changes what a launch re-reads from DRAM, so the work is per SLC.
+    std::vector<std::vector<analysis::LaunchWork>> bySlc;
+    for (int64_t slc : slcs) {
+      analysis::EstimateRates r = base;
+      r.slcBytes = slc;
+      auto w = analysis::launchWork(plan, *ex, r);
+      if (!w.ok()) return fail(fmt::format("{}: {}", name, w.error().message));
+      bySlc.push_back(std::move(*w));
+    }
+    int64_t l2Bound = 0;  // launches the L2 term binds, at any point
     for (double alu : alus)
+      for (size_t si = 0; si < slcs.size(); ++si)
       for (double l2 : l2s) {
         analysis::EstimateRates r = base;
         r.l2GBs = l2;
+        r.slcBytes = slcs[si];
+        const std::vector<analysis::LaunchWork>& points = bySlc[si];
         std::map<std::string, std::map<std::string, double>> byPhase;
         double total = 0;
-        for (const analysis::LaunchWork& w : *work) {
+        for (const analysis::LaunchWork& w : points) {
           const analysis::LaunchTime t = analysis::launchTime(w, r, alu);
           byPhase[w.phase][t.binds()] += t.seconds();
           total += t.seconds();
+          if (std::string(t.binds()) == "L2") ++l2Bound;
         }
         std::string phases;
         json pj = json::object();
@@ -127,9 +143,18 @@ int runEstimateBench(const EstimateBenchOptions& o) {
           phases += fmt::format("  {} {:.3f} ({:.0f}/{:.0f}/{:.0f}%)", ph, s, share("compute"), share("DRAM"), share("L2"));
           pj[ph] = {{"seconds", s}, {"bound_seconds", m}};
         }
-        fmt::print("  {:>8.2f} {:>8.0f} {:>10.3f}{}\n", alu, l2, total, phases);
-        sj["points"].push_back({{"alu_efficiency", alu}, {"l2_gbps", l2}, {"seconds", total}, {"phases", pj}});
+        fmt::print("  {:>8.2f} {:>8.0f} {:>7.0f} {:>10.3f}{}\n", alu, l2, slcs[si] / 1048576.0, total, phases);
+        sj["points"].push_back({{"alu_efficiency", alu}, {"l2_gbps", l2}, {"slc_bytes", slcs[si]}, {"seconds", total},
+                                {"phases", pj}});
       }
+    // A cluster cache between the L1s and L2 can only lower the L2 term: where that binds no launch,
+    // no cluster cache of the bracket changes a figure.
+    sj["l2_bound_launches"] = l2Bound;
+    if (!hw->bracket.clusterCacheBytes.empty())
+      fmt::print("  cluster cache (up to {} KiB, not modelled): {}\n",
+                 *std::max_element(hw->bracket.clusterCacheBytes.begin(), hw->bracket.clusterCacheBytes.end()) / 1024,
+                 l2Bound == 0 ? "the L2 term binds no launch at any point, so it changes no figure"
+                              : fmt::format("the L2 term binds {} launch-points, which it could lower", l2Bound));
     // The costliest launches at the first point.
     analysis::EstimateRates r = base;
     r.l2GBs = l2s[0];

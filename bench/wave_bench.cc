@@ -32,6 +32,9 @@ double storedBytes(const layout::Layout& l) {
 struct PassWork {
   std::string pass;
   double flops = 0, dramBytes = 0, l1Misses = 0, l2Bytes = 0, conversionBytes = 0;
+  // What the DRAM bytes depend on: the operands' bytes, the right operand's reads when it does
+  // not stay cached (one per row panel), the left panel's bytes and its reads when it does not.
+  double lb = 0, rb = 0, ob = 0, rPanels = 1, leftPanel = 0, lRounds = 1;
 };
 
 struct Rates {
@@ -45,6 +48,13 @@ std::pair<double, const char*> passSeconds(const PassWork& w, const Rates& r) {
   const double conv = w.conversionBytes / (std::min(r.dramGBs, r.l2GBs) * 1e9);
   if (c >= d && c >= l) return {c + conv, "compute"};
   return d >= l ? std::pair{d + conv, "DRAM"} : std::pair{l + conv, "L2"};
+}
+
+// A right operand larger than what stays cached (L2, and a system-level cache where one is
+// assumed) is read again for every row panel of M; a left panel past half of it once for every
+// round of groups along N.
+double dramBytes(const PassWork& w, double cached) {
+  return w.lb * (w.leftPanel > cached / 2.0 ? w.lRounds : 1.0) + w.rb * (w.rb > cached ? w.rPanels : 1.0) + w.ob;
 }
 
 // The plan's products staged as the compiler stages them (for the profile's L1s), costed on
@@ -71,9 +81,9 @@ std::vector<PassWork> planWork(const MatmulPlan& plan, const codegen::MatmulTili
     const double lb = storedBytes(lhs.stored), rb = storedBytes(rhs.stored), ob = storedBytes(plan.tensors.at(st.out).layout);
     // A right operand past L2 is read again for every row panel of M; a left panel past half of
     // L2 once for every round of groups along N.
-    const double rReads = rb > l2CacheBytes ? ceilDiv(m, t.tm) : 1;
-    const double lReads = 4.0 * t.tm * k > l2CacheBytes / 2.0 ? std::ceil(ceilDiv(n, t.tn) / double(computeUnits)) : 1;
-    w.dramBytes = lb * lReads + rb * rReads + ob;
+    w.lb = lb, w.rb = rb, w.ob = ob, w.rPanels = static_cast<double>(ceilDiv(m, t.tm));
+    w.leftPanel = 4.0 * t.tm * k, w.lRounds = std::ceil(ceilDiv(n, t.tn) / double(computeUnits));
+    w.dramBytes = dramBytes(w, static_cast<double>(l2CacheBytes));
     w.l1Misses = static_cast<double>(c.misses) * all / sampled;
     w.l2Bytes = w.l1Misses * static_cast<double>(actual.lineBytes()) + ob;
     for (const Conversion& cv : st.before)
@@ -142,11 +152,12 @@ int runWaveBench(const WaveBenchOptions& o) {
     fmt::print("fbl-bench waves: Figure 16 (M={} K={} N={}) on {}, tiling {}, {} groups sampled per product\n",
                shape.m, shape.k, shape.n, hw->name, pj["tiling"].get<std::string>(),
                o.groups > 0 ? std::to_string(o.groups) : std::string("all"));
-    fmt::print("  {:>8} {:>5} {:>7}", "L1 B", "line", "L2 GB/s");
+    fmt::print("  {:>8} {:>5} {:>7} {:>6}", "L1 B", "line", "L2 GB/s", "SLC MB");
     for (const auto& [name, pl] : plans) fmt::print(" {:>10}", name + " us");
     for (size_t i = 1; i < plans.size(); ++i) fmt::print(" {:>13}", "fbl/" + plans[i].first);
     fmt::print("  binds (fwd dA dB, {})\n", plans[0].first);
     const Rates base{mm->peakGflops, mm->dramGBs, mm->l2GBs};
+    double worstL2 = 0;  // the L2 term over its pass's time, at worst
     for (profile::TextureBlock block : orNominal(hw->bracket.textureBlocks, hw->textureBlock))
       for (int64_t l1Bytes : orNominal(hw->bracket.l1TextureBytes, hw->l1TextureCacheBytes)) {
         const int64_t lineBytes = int64_t{16} * block.h * block.w;
@@ -159,12 +170,16 @@ int runWaveBench(const WaveBenchOptions& o) {
         }
         fmt::print("  {:>8} {:>5} texture-L1 misses, millions (fwd/dA/dB):{}\n", l1Bytes,
                    fmt::format("{}x{}", block.h, block.w), misses);
+        for (int64_t slc : orNominal(hw->bracket.slcBytes, int64_t{0}))
         for (double l2 : orNominal(hw->bracket.l2GBs, mm->l2GBs)) {
           Rates r = base;
           r.l2GBs = l2;
+          for (auto& passes : work)
+            for (PassWork& w : passes) w.dramBytes = dramBytes(w, static_cast<double>(hw->l2CacheBytes + slc));
           json point = {{"l1_texture_cache_bytes", l1Bytes},
                         {"texture_block", {{"h", block.h}, {"w", block.w}}},
                         {"l2_bandwidth_gbps", l2},
+                        {"slc_bytes", slc},
                         {"strategies", json::object()}};
           std::vector<double> totals;
           std::string binds;
@@ -174,6 +189,7 @@ int runWaveBench(const WaveBenchOptions& o) {
             for (const PassWork& w : work[s]) {
               auto [sec, bind] = passSeconds(w, r);
               total += sec;
+              worstL2 = std::max(worstL2, w.l2Bytes / (r.l2GBs * 1e9) / sec);
               passes[w.pass] = {{"us", sec * 1e6},     {"binds", bind},         {"flops", w.flops},
                                 {"dram_bytes", w.dramBytes}, {"l1_misses", w.l1Misses}, {"l2_bytes", w.l2Bytes},
                                 {"conversion_bytes", w.conversionBytes}};
@@ -182,13 +198,21 @@ int runWaveBench(const WaveBenchOptions& o) {
             totals.push_back(total);
             point["strategies"][plans[s].first] = {{"us", total * 1e6}, {"passes", passes}};
           }
-          fmt::print("  {:>8} {:>5} {:>7.0f}", l1Bytes, fmt::format("{}x{}", block.h, block.w), l2);
+          fmt::print("  {:>8} {:>5} {:>7.0f} {:>6.0f}", l1Bytes, fmt::format("{}x{}", block.h, block.w), l2,
+                     slc / 1048576.0);
           for (double tt : totals) fmt::print(" {:>10.1f}", tt * 1e6);
           for (size_t i = 1; i < totals.size(); ++i) fmt::print(" {:>12.2f}x", totals[i] / totals[0]);
           fmt::print("  {}\n", binds);
           pj["points"].push_back(point);
         }
       }
+    // A cluster cache between the L1s and L2 can only lower the L2 term: below the binding term
+    // everywhere, no cluster cache changes a figure.
+    pj["l2_term_worst_share"] = worstL2;
+    if (!hw->bracket.clusterCacheBytes.empty())
+      fmt::print("  cluster cache (up to {} KiB, not modelled): the L2 term is at most {:.2f}x of a pass's time, so {}\n",
+                 *std::max_element(hw->bracket.clusterCacheBytes.begin(), hw->bracket.clusterCacheBytes.end()) / 1024,
+                 worstL2, worstL2 < 1 ? "it changes no figure" : "it could lower the passes the L2 term binds");
     report["profiles"].push_back(pj);
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -1,9 +1,9 @@
 // `fbl-bench waves`: the paper's Figure-16 operator at any size on the phone profiles, from the
 // lane model of the MatMul's staging (compiler/layout/wave_footprint.h) instead of Oclgrind, so
 // full size takes seconds. Each strategy's plans are made for the profile as it stands (R-Tiles
-// and staging orders chosen for its nominal texture L1), then costed on every combination of the
-// profile's bracketed unknowns (memory_model.bracket: texture-L1 size, line shape, L2 bandwidth),
-// as hardware the compiler could not see:
+// and staging orders chosen across its bracket, as the compiler chooses them), then costed on
+// every combination of the profile's bracketed unknowns (`bracket`: texture-L1 size, line shape,
+// L2 bandwidth), as hardware the compiler could not see:
 //
 //   per pass  time = max(executed FLOPs / peak, DRAM bytes / DRAM bandwidth,
 //                        L2 request bytes / L2 bandwidth)

@@ -99,8 +99,9 @@ Result<std::vector<LaunchWork>> launchWork(const planfile::Plan& plan, const Exp
       const double lb = bytes(l.args[0]), rb = bytes(l.args[1]), ob = bytes(l.args[2]);
       double rest = 0;
       for (size_t a = 3; a < l.args.size(); ++a) rest += bytes(l.args[a]);
-      const double rReads = rb > static_cast<double>(r.l2Bytes) ? static_cast<double>(ceilDiv(m, tm)) : 1.0;
-      const double lReads = 4.0 * static_cast<double>(tm * k) > r.l2Bytes / 2.0
+      const double cached = static_cast<double>(r.l2Bytes + r.slcBytes);
+      const double rReads = rb > cached ? static_cast<double>(ceilDiv(m, tm)) : 1.0;
+      const double lReads = 4.0 * static_cast<double>(tm * k) > cached / 2.0
                                 ? std::ceil(static_cast<double>(ceilDiv(cols, tn)) / static_cast<double>(r.computeUnits))
                                 : 1.0;
       w.dramBytes = lb * lReads + rb * rReads + ob + rest;

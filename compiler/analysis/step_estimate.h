@@ -7,8 +7,8 @@
 //            steps, plus its fused work); any other launch's are its nodes' modelled FLOPs. The
 //            efficiency applies to MatMul and attention kernels.
 //   DRAM     each distinct argument's bytes once (images at 16 B a texel); a tiled MatMul's right
-//            operand larger than L2 once per TM-row panel, its left panel once per round of groups
-//            along N when it exceeds half of L2.
+//            operand larger than L2 (and a system-level cache, where one is assumed) once per
+//            TM-row panel, its left panel once per round of groups along N when it exceeds half.
 //   L2       a tiled MatMul's K panels, each group's once ((TM + TN) x Kp x 4 B), and its output;
 //            any other launch's DRAM bytes. Off when the L2 bandwidth is 0.
 // No latency, occupancy or launch overhead.
@@ -29,6 +29,7 @@ struct EstimateRates {
   double peakGflops = 0, dramGBs = 0;
   double l2GBs = 0;  // 0: no L2 term
   int64_t l2Bytes = 0, computeUnits = 1;
+  int64_t slcBytes = 0;  // a system-level cache behind L2 (the profile's bracket); 0: none
 };
 // The profile's rates; l2GBs as given. An error when peak or DRAM bandwidth is pending.
 Result<EstimateRates> estimateRates(const profile::HardwareProfile& p, double l2GBs);

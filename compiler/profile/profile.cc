@@ -215,7 +215,8 @@ Status validateProfile(const HardwareProfile& p, const std::string& origin) {
       return bad("compile_defaults.memory_budget", "is auto but memory.app_budget_bytes is not given");
   }
   const Bracket& b = p.bracket;
-  const bool bracketed = !b.l1TextureBytes.empty() || !b.textureBlocks.empty() || !b.l2GBs.empty();
+  const bool bracketed = !b.l1TextureBytes.empty() || !b.textureBlocks.empty() || !b.l2GBs.empty() ||
+                         !b.clusterCacheBytes.empty() || !b.slcBytes.empty();
   if (bracketed != (p.provenance.count("bracket") > 0))
     return bad("provenance.bracket", bracketed ? "missing (say where each end comes from)"
                                                : "names no profile field (there is no bracket block)");
@@ -227,6 +228,10 @@ Status validateProfile(const HardwareProfile& p, const std::string& origin) {
         return t.h == p.textureBlock.h && t.w == p.textureBlock.w;
       }))
     return bad("bracket.texture_block", "must hold the profile's own texture_block");
+  for (const auto& [name, list] : {std::pair<const char*, const std::vector<int64_t>*>{"cluster_cache_bytes", &b.clusterCacheBytes},
+                                   {"slc_bytes", &b.slcBytes}})
+    if (!list->empty() && std::find(list->begin(), list->end(), int64_t{0}) == list->end())
+      return bad(std::string("bracket.") + name, "must hold 0, the models' value (the level absent)");
   if (!b.l2GBs.empty() && p.extra.contains("memory_model") && p.extra["memory_model"].is_object() &&
       p.extra["memory_model"].contains("l2_bandwidth_gbps") && p.extra["memory_model"]["l2_bandwidth_gbps"].is_number() &&
       std::find(b.l2GBs.begin(), b.l2GBs.end(), p.extra["memory_model"]["l2_bandwidth_gbps"].get<double>()) == b.l2GBs.end())
@@ -359,8 +364,12 @@ Result<HardwareProfile> profileFromJson(const json& j, const std::string& origin
         } else if (key == "l2_bandwidth_gbps") {
           FBL_ASSIGN(double x, r.positiveNumber(v[i], item));
           p.bracket.l2GBs.push_back(x);
+        } else if (key == "cluster_cache_bytes" || key == "slc_bytes") {
+          if (!v[i].is_number_integer() || v[i].get<int64_t>() < 0) return r.bad(item, "expected bytes, 0 or more");
+          (key == "slc_bytes" ? p.bracket.slcBytes : p.bracket.clusterCacheBytes).push_back(v[i].get<int64_t>());
         } else {
-          return r.bad(at, "is not a bracketed number (l1_texture_cache_bytes, texture_block, l2_bandwidth_gbps)");
+          return r.bad(at, "is not a bracketed number (l1_texture_cache_bytes, texture_block, l2_bandwidth_gbps, "
+                           "cluster_cache_bytes, slc_bytes)");
         }
       }
     }
@@ -432,6 +441,8 @@ json profileToJson(const HardwareProfile& p) {
   if (!p.bracket.l1TextureBytes.empty()) j["bracket"]["l1_texture_cache_bytes"] = p.bracket.l1TextureBytes;
   for (const TextureBlock& t : p.bracket.textureBlocks) j["bracket"]["texture_block"].push_back({{"h", t.h}, {"w", t.w}});
   if (!p.bracket.l2GBs.empty()) j["bracket"]["l2_bandwidth_gbps"] = p.bracket.l2GBs;
+  if (!p.bracket.clusterCacheBytes.empty()) j["bracket"]["cluster_cache_bytes"] = p.bracket.clusterCacheBytes;
+  if (!p.bracket.slcBytes.empty()) j["bracket"]["slc_bytes"] = p.bracket.slcBytes;
   if (p.waveFootprint) {
     const WaveFootprintScoring& w = *p.waveFootprint;
     j["rtile_cost"] = {{"model", "wave-footprint"}, {"tile", {w.tm, w.tn, w.tk}}, {"work_items", w.workItems}};

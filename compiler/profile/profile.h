@@ -109,6 +109,12 @@ struct Bracket {
   std::vector<int64_t> l1TextureBytes;     // l1_texture_cache_bytes
   std::vector<TextureBlock> textureBlocks;  // texture_block: the texture-L1 line's shape
   std::vector<double> l2GBs;               // memory_model.l2_bandwidth_gbps
+  // Cache levels no model has yet, 0 standing for absent (the models' own value, so every list
+  // holds 0): a cluster cache between the texture L1s and L2 (Adreno 7xx/8xx), and a system-level
+  // cache behind L2. The estimates cost the SLC in their DRAM term; a cluster cache could only
+  // lower their L2 term, so they report whether that term binds anywhere.
+  std::vector<int64_t> clusterCacheBytes;  // cluster_cache_bytes
+  std::vector<int64_t> slcBytes;           // slc_bytes
 };
 
 struct HardwareProfile {

@@ -171,6 +171,40 @@ TEST_CASE("compile defaults: a base, a precision and a budget with provenance, e
                        "provenance.compile_defaults");
 }
 
+TEST_CASE("rtile_cost and bracket: the wave-footprint scoring and the unknowns' ends, each checked", "[profile]") {
+  const fbl::profile::HardwareProfile sample = sampleProfile();
+  auto withBlocks = [&](json& j) {
+    j["rtile_cost"] = {{"model", "wave-footprint"}, {"tile", {128, 128, 16}}, {"work_items", 256}};
+    j["provenance"]["rtile_cost"] = "derived: the MatMul's tiling";
+    j["bracket"] = {{"l1_texture_cache_bytes", {sample.l1TextureCacheBytes, 2 * sample.l1TextureCacheBytes}},
+                    {"texture_block", {{{"h", sample.textureBlock.h}, {"w", sample.textureBlock.w}}, {{"h", 2}, {"w", 2}}}},
+                    {"cluster_cache_bytes", {0, 131072}},
+                    {"slc_bytes", {0, 8388608}}};
+    j["provenance"]["bracket"] = "estimated: each end's source";
+  };
+  json j = profileToJson(sample);
+  withBlocks(j);
+  auto back = profileFromJson(j, "blocks");
+  INFO((back.ok() ? "" : back.error().message));
+  REQUIRE(back.ok());
+  REQUIRE(back->waveFootprint.has_value());
+  CHECK(back->waveFootprint->workItems == 256);
+  CHECK(back->bracket.textureBlocks.size() == 2);
+  CHECK(back->bracket.slcBytes == std::vector<int64_t>{0, 8388608});
+  CHECK(profileToJson(*back) == j);  // round trip
+  requireOneLineNaming(errorAfter([&](json& k) { withBlocks(k); k["rtile_cost"]["model"] = "walk"; }), "rtile_cost.model");
+  requireOneLineNaming(errorAfter([&](json& k) { withBlocks(k); k["rtile_cost"]["work_items"] = 100; }),
+                       "rtile_cost.work_items");
+  // Every list holds the profile's own value (0 for the levels no model has).
+  requireOneLineNaming(errorAfter([&](json& k) { withBlocks(k); k["bracket"]["l1_texture_cache_bytes"] = {1}; }),
+                       "bracket.l1_texture_cache_bytes");
+  requireOneLineNaming(errorAfter([&](json& k) { withBlocks(k); k["bracket"]["texture_block"] = {{{"h", 7}, {"w", 7}}}; }),
+                       "bracket.texture_block");
+  requireOneLineNaming(errorAfter([&](json& k) { withBlocks(k); k["bracket"]["slc_bytes"] = {8388608}; }), "bracket.slc_bytes");
+  requireOneLineNaming(errorAfter([&](json& k) { withBlocks(k); k["bracket"]["l3"] = {0}; }), "bracket.l3");
+  requireOneLineNaming(errorAfter([&](json& k) { withBlocks(k); k["provenance"].erase("bracket"); }), "provenance.bracket");
+}
+
 TEST_CASE("profile load reports unreadable files in one line", "[profile]") {
   auto missing = loadProfile("/nonexistent/x.json");
   REQUIRE_FALSE(missing.ok());
