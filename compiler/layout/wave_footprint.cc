@@ -48,6 +48,17 @@ struct OperandReads {
   int id = 0;
   bool left = true;
   int64_t regionRows = 0, regionTexels = 0, perItem = 0;
+  std::vector<std::pair<int64_t, int64_t>> staged;  // read e's (row, texel) in the region, once for all K steps
+};
+
+// x / d for the line's extent: a shift where d is a power of two, as every profile's is.
+struct Divider {
+  explicit Divider(int64_t d) : d_(d), shift_((d & (d - 1)) == 0 ? __builtin_ctzll(static_cast<uint64_t>(d)) : -1) {}
+  int64_t operator()(int64_t x) const { return shift_ >= 0 ? x >> shift_ : x / d_; }
+
+ private:
+  int64_t d_;
+  int shift_;
 };
 
 }  // namespace
@@ -82,13 +93,16 @@ FootprintCount textureL1Misses(int64_t m, int64_t n, int64_t k, const StagedOper
     std::tie(r.regionRows, r.regionTexels) = stagedRegion(left, op->transposed, t);
     r.perItem = ceilDiv(r.regionRows * r.regionTexels, t.workItems);
     FBL_ASSERT(fitsRegion(op->order, r.regionRows, r.regionTexels));
-    ops.push_back(r);
+    r.staged.reserve(static_cast<size_t>(r.regionRows * r.regionTexels));
+    for (int64_t e = 0; e < r.regionRows * r.regionTexels; ++e) r.staged.push_back(stagedTexel(e, r.regionTexels, op->order));
+    ops.push_back(std::move(r));
   }
   FootprintCount count;
   const int64_t groupsM = ceilDiv(m, t.tm), groupsN = ceilDiv(n, t.tn), steps = ceilDiv(k, t.tk);
   const int64_t groups = maxGroups > 0 ? std::min(maxGroups, groupsM * groupsN) : groupsM * groupsN;
   const int64_t kSteps = maxKSteps > 0 ? std::min(maxKSteps, steps) : steps;
   const int64_t waves = ceilDiv(t.workItems, t.wave);
+  const Divider lineY(l1.blockH), lineX(l1.blockW);
   // Per work-item, the lines of its reads in one K step, in program order (masked reads make
   // none); a wave's k-th instruction is the k-th read of each of its lanes.
   std::vector<std::vector<LineKey>> reads(static_cast<size_t>(t.workItems));
@@ -113,12 +127,12 @@ FootprintCount textureL1Misses(int64_t m, int64_t n, int64_t k, const StagedOper
           for (int64_t tid = 0; tid < t.workItems; ++tid) {
             const int64_t e = tid + p * t.workItems;
             if (e >= r.regionRows * r.regionTexels) continue;
-            auto [rr, tc] = stagedTexel(e, r.regionTexels, op.order);
+            const auto [rr, tc] = r.staged[static_cast<size_t>(e)];
             const int64_t row = row0 + rr, col = col0 + tc * 4;
             if (row >= op.rows || col >= op.cols) continue;
             auto [x, y] = op.texel(row, col);
             ++count.texels;
-            reads[static_cast<size_t>(tid)].push_back(lineKey(r.id, y / l1.blockH, x / l1.blockW));
+            reads[static_cast<size_t>(tid)].push_back(lineKey(r.id, lineY(y), lineX(x)));
           }
       }
       // The waves take turns, one instruction each.
