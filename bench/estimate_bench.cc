@@ -180,10 +180,7 @@ int runEstimateBench(const EstimateBenchOptions& o) {
     report["strategies"].push_back(sj);
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  report["wall_s"] = wall;
-  fmt::print("({:.1f} s)\n", wall);
-  if (!o.json.empty())
-    if (auto e = writeTextFile(o.json, report.dump(1) + "\n"); !e.empty()) return fail(e);
+  if (auto e = finishReport(report, wall, o.json); !e.empty()) return fail(e);
   return 0;
 }
 

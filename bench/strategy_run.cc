@@ -390,4 +390,10 @@ std::string writeTextFile(const std::string& path, const std::string& text) {
   return out.good() ? "" : fmt::format("cannot write '{}'", path);
 }
 
+std::string finishReport(nlohmann::json& report, double wallSeconds, const std::string& jsonPath) {
+  report["wall_s"] = wallSeconds;
+  fmt::print("({:.1f} s)\n", wallSeconds);
+  return jsonPath.empty() ? "" : writeTextFile(jsonPath, report.dump(1) + "\n");
+}
+
 }  // namespace fbl::bench

@@ -98,4 +98,8 @@ std::string planComparison(const std::vector<StrategyRun>& runs, bool* identical
 
 std::string writeTextFile(const std::string& path, const std::string& text);
 
+// A report's end: its wall time since `start` in `wall_s` and printed, then the JSON written to
+// `jsonPath` (none when empty); an error message, or "".
+std::string finishReport(nlohmann::json& report, double wallSeconds, const std::string& jsonPath);
+
 }  // namespace fbl::bench

@@ -60,20 +60,10 @@ RTileCost tileTraversalPerformance(const TileGeometry& t, const TensorExtent& e,
                                    const profile::HardwareProfile& p) {
   FBL_ASSERT(p.accessTable.has_value());
   const profile::AccessTable& table = *p.accessTable;
-  double column = patternThroughput(table, profile::AccessPattern::kColumn, p.waveSize);
-  double eff = memEfficiency(t, e, p);
-  RTileCost cost;
-  for (const ReductionUse& u : uses) {
-    UseCost c;
-    c.use = u;
-    c.pattern = walkPattern(t.intra, t.blockW, u.dir);
-    c.throughput = patternThroughput(table, c.pattern, p.waveSize) / column;
-    c.memEfficiency = eff;
-    c.performance = u.weight * c.throughput * eff;
-    cost.score += c.performance;
-    cost.uses.push_back(c);
-  }
-  return cost;
+  const double column = patternThroughput(table, profile::AccessPattern::kColumn, p.waveSize);
+  return sumEq2(t, memEfficiency(t, e, p), uses, [&](const ReductionUse&, profile::AccessPattern pattern) {
+    return patternThroughput(table, pattern, p.waveSize) / column;
+  });
 }
 
 }  // namespace fbl::layout

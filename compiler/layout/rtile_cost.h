@@ -101,6 +101,24 @@ int64_t cacheBlocksPerTile(const TileGeometry& t, const profile::TextureBlock& b
 
 double memEfficiency(const TileGeometry& t, const TensorExtent& e, const profile::HardwareProfile& p);
 
+// Eq. 2's sum: each use's `throughputOf(use)` times the tile's MemEfficiency `eff`, weighted;
+// the pattern reported beside each is the Figure-4 walk the tile induces. Both costs use it.
+template <typename ThroughputOf>
+RTileCost sumEq2(const TileGeometry& t, double eff, const std::vector<ReductionUse>& uses, ThroughputOf throughputOf) {
+  RTileCost cost;
+  for (const ReductionUse& u : uses) {
+    UseCost c;
+    c.use = u;
+    c.pattern = walkPattern(t.intra, t.blockW, u.dir);
+    c.throughput = throughputOf(u, c.pattern);
+    c.memEfficiency = eff;
+    c.performance = u.weight * c.throughput * eff;
+    cost.score += c.performance;
+    cost.uses.push_back(c);
+  }
+  return cost;
+}
+
 // Requires p.accessTable (callers check; rtile.h reports a missing table as an error).
 RTileCost tileTraversalPerformance(const TileGeometry& t, const TensorExtent& e,
                                    const std::vector<ReductionUse>& uses,

@@ -76,19 +76,8 @@ double waveEfficiency(const RTileLayout& l, ReductionDir dir, const profile::Har
 
 RTileCost waveFootprintPerformance(const RTileLayout& l, const std::vector<ReductionUse>& uses,
                                    const profile::HardwareProfile& p) {
-  const double eff = memEfficiency(l.tile, l.extent, p);
-  RTileCost cost;
-  for (const ReductionUse& u : uses) {
-    UseCost c;
-    c.use = u;
-    c.pattern = walkPattern(l.tile.intra, l.tile.blockW, u.dir);  // reported beside the score
-    c.throughput = waveEfficiency(l, u.dir, p);
-    c.memEfficiency = eff;
-    c.performance = u.weight * c.throughput * eff;
-    cost.score += c.performance;
-    cost.uses.push_back(c);
-  }
-  return cost;
+  return sumEq2(l.tile, memEfficiency(l.tile, l.extent, p), uses,
+                [&](const ReductionUse& u, profile::AccessPattern) { return waveEfficiency(l, u.dir, p); });
 }
 
 }  // namespace fbl::layout
