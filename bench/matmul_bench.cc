@@ -164,9 +164,7 @@ int runMatmulBench(const MatmulBenchOptions& o) {
     }
     std::map<MatmulPass, PassTraffic> traffic;
     for (const MatmulStep& step : plan->steps) {
-      int64_t m = shape.m, k = shape.k, n = shape.n;
-      if (step.pass == MatmulPass::kGradA) k = shape.n, n = shape.k;
-      if (step.pass == MatmulPass::kGradB) m = shape.k, k = shape.m;
+      const auto [m, k, n] = productShape(shape, step.pass);
       traffic[step.pass] = modelPassTraffic(*plan, step, scheduleFor(m, n, k).main, *prof, s.computeUnits());
     }
     struct Row {

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/strategy_run.h"
+#include "bench/support/matmul_run.h"
 #include "bench/support/operator_plans.h"
-#include "compiler/codegen/matmul_staging.h"
 #include "compiler/layout/rtile_wave_cost.h"
 #include "compiler/plan/profile.h"
 #include "compiler/profile/profile.h"
@@ -62,23 +62,19 @@ double dramBytes(const PassWork& w, double cached) {
 std::vector<PassWork> planWork(const MatmulPlan& plan, const codegen::MatmulTiling& t, const layout::TextureL1& actual,
                                int64_t l2CacheBytes, int64_t computeUnits, int64_t groups) {
   std::vector<PassWork> out;
-  const MatmulShape& sh = plan.shape;
   const layout::StagedTiling staged{t.tm, t.tn, t.tk, t.wgX() * t.wgY(), plan.wave};
   for (const MatmulStep& st : plan.steps) {
-    int64_t m = sh.m, k = sh.k, n = sh.n;
-    if (st.pass == MatmulPass::kGradA) k = sh.n, n = sh.k;
-    if (st.pass == MatmulPass::kGradB) m = sh.k, k = sh.m;
-    codegen::MatmulOperand lhs{plan.tensors.at(st.lhs).layout, st.lhsT, {}}, rhs{plan.tensors.at(st.rhs).layout, st.rhsT, {}};
-    codegen::chooseStaging(m, k, n, lhs, rhs, t, plan.wave, plan.textureL1s);
-    layout::StagedOperand l{codegen::texelMap(lhs.stored), st.lhsT ? k : m, st.lhsT ? m : k, st.lhsT, lhs.staging};
-    layout::StagedOperand r{codegen::texelMap(rhs.stored), st.rhsT ? n : k, st.rhsT ? k : n, st.rhsT, rhs.staging};
+    const StagedOperands ops = stagedOperands(plan, st, t);
+    const auto [m, k, n] = ops.dims;
+    const auto [l, r] = laneOperands(ops);
     const int64_t all = ceilDiv(m, t.tm) * ceilDiv(n, t.tn);
     const int64_t sampled = groups > 0 ? std::min(groups, all) : all;
     const layout::FootprintCount c = layout::textureL1Misses(m, n, k, l, r, staged, actual, sampled);
     PassWork w;
     w.pass = matmulPassName(st.pass);
     w.flops = 2.0 * ceilDiv(m, t.tm) * t.tm * ceilDiv(n, t.tn) * t.tn * k;
-    const double lb = storedBytes(lhs.stored), rb = storedBytes(rhs.stored), ob = storedBytes(plan.tensors.at(st.out).layout);
+    const double lb = storedBytes(ops.lhs.stored), rb = storedBytes(ops.rhs.stored);
+    const double ob = storedBytes(plan.tensors.at(st.out).layout);
     // A right operand past L2 is read again for every row panel of M; a left panel past half of
     // L2 once for every round of groups along N.
     w.lb = lb, w.rb = rb, w.ob = ob, w.rPanels = static_cast<double>(ceilDiv(m, t.tm));
@@ -130,8 +126,7 @@ int runWaveBench(const WaveBenchOptions& o) {
     if (!mm.ok()) return fail(mm.error().message);
     auto planner = plan::plannerProfile(*hw, path);
     if (!planner.ok()) return fail(planner.error().message);
-    const codegen::MatmulTiling t =
-        planner->matmul.candidates.empty() ? planner->tuning.matmulTile : planner->matmul.candidates[0].tiling;
+    const codegen::MatmulTiling t = planner->productTiling();
     std::vector<std::pair<std::string, MatmulPlan>> plans;
     for (const std::string& name : names) {
       auto st = strategy::parseStrategy(name);
@@ -171,40 +166,40 @@ int runWaveBench(const WaveBenchOptions& o) {
         fmt::print("  {:>8} {:>5} texture-L1 misses, millions (fwd/dA/dB):{}\n", l1Bytes,
                    fmt::format("{}x{}", block.h, block.w), misses);
         for (int64_t slc : orNominal(hw->bracket.slcBytes, int64_t{0}))
-        for (double l2 : orNominal(hw->bracket.l2GBs, mm->l2GBs)) {
-          Rates r = base;
-          r.l2GBs = l2;
-          for (auto& passes : work)
-            for (PassWork& w : passes) w.dramBytes = dramBytes(w, static_cast<double>(hw->l2CacheBytes + slc));
-          json point = {{"l1_texture_cache_bytes", l1Bytes},
-                        {"texture_block", {{"h", block.h}, {"w", block.w}}},
-                        {"l2_bandwidth_gbps", l2},
-                        {"slc_bytes", slc},
-                        {"strategies", json::object()}};
-          std::vector<double> totals;
-          std::string binds;
-          for (size_t s = 0; s < plans.size(); ++s) {
-            double total = 0;
-            json passes = json::object();
-            for (const PassWork& w : work[s]) {
-              auto [sec, bind] = passSeconds(w, r);
-              total += sec;
-              worstL2 = std::max(worstL2, w.l2Bytes / (r.l2GBs * 1e9) / sec);
-              passes[w.pass] = {{"us", sec * 1e6},     {"binds", bind},         {"flops", w.flops},
-                                {"dram_bytes", w.dramBytes}, {"l1_misses", w.l1Misses}, {"l2_bytes", w.l2Bytes},
-                                {"conversion_bytes", w.conversionBytes}};
-              if (s == 0) binds += std::string(binds.empty() ? "" : " ") + bind;
+          for (double l2 : orNominal(hw->bracket.l2GBs, mm->l2GBs)) {
+            Rates r = base;
+            r.l2GBs = l2;
+            for (auto& passes : work)
+              for (PassWork& w : passes) w.dramBytes = dramBytes(w, static_cast<double>(hw->l2CacheBytes + slc));
+            json point = {{"l1_texture_cache_bytes", l1Bytes},
+                          {"texture_block", {{"h", block.h}, {"w", block.w}}},
+                          {"l2_bandwidth_gbps", l2},
+                          {"slc_bytes", slc},
+                          {"strategies", json::object()}};
+            std::vector<double> totals;
+            std::string binds;
+            for (size_t s = 0; s < plans.size(); ++s) {
+              double total = 0;
+              json passes = json::object();
+              for (const PassWork& w : work[s]) {
+                auto [sec, bind] = passSeconds(w, r);
+                total += sec;
+                worstL2 = std::max(worstL2, w.l2Bytes / (r.l2GBs * 1e9) / sec);
+                passes[w.pass] = {{"us", sec * 1e6},     {"binds", bind},         {"flops", w.flops},
+                                  {"dram_bytes", w.dramBytes}, {"l1_misses", w.l1Misses}, {"l2_bytes", w.l2Bytes},
+                                  {"conversion_bytes", w.conversionBytes}};
+                if (s == 0) binds += std::string(binds.empty() ? "" : " ") + bind;
+              }
+              totals.push_back(total);
+              point["strategies"][plans[s].first] = {{"us", total * 1e6}, {"passes", passes}};
             }
-            totals.push_back(total);
-            point["strategies"][plans[s].first] = {{"us", total * 1e6}, {"passes", passes}};
+            fmt::print("  {:>8} {:>5} {:>7.0f} {:>6.0f}", l1Bytes, fmt::format("{}x{}", block.h, block.w), l2,
+                       slc / 1048576.0);
+            for (double tt : totals) fmt::print(" {:>10.1f}", tt * 1e6);
+            for (size_t i = 1; i < totals.size(); ++i) fmt::print(" {:>12.2f}x", totals[i] / totals[0]);
+            fmt::print("  {}\n", binds);
+            pj["points"].push_back(point);
           }
-          fmt::print("  {:>8} {:>5} {:>7.0f} {:>6.0f}", l1Bytes, fmt::format("{}x{}", block.h, block.w), l2,
-                     slc / 1048576.0);
-          for (double tt : totals) fmt::print(" {:>10.1f}", tt * 1e6);
-          for (size_t i = 1; i < totals.size(); ++i) fmt::print(" {:>12.2f}x", totals[i] / totals[0]);
-          fmt::print("  {}\n", binds);
-          pj["points"].push_back(point);
-        }
       }
     // A cluster cache between the L1s and L2 can only lower the L2 term: below the binding term
     // everywhere, no cluster cache changes a figure.

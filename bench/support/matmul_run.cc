@@ -23,6 +23,22 @@ ScheduleFor fixedTiling(const codegen::MatmulTiling& tiling, int64_t computeUnit
   };
 }
 
+StagedOperands stagedOperands(const MatmulPlan& plan, const MatmulStep& step, const codegen::MatmulTiling& t) {
+  StagedOperands s{productShape(plan.shape, step.pass), {plan.tensors.at(step.lhs).layout, step.lhsT},
+                   {plan.tensors.at(step.rhs).layout, step.rhsT}};
+  codegen::chooseStaging(s.dims.m, s.dims.k, s.dims.n, s.lhs, s.rhs, t, plan.wave, plan.textureL1s);
+  return s;
+}
+
+std::pair<layout::StagedOperand, layout::StagedOperand> laneOperands(const StagedOperands& s) {
+  const int64_t m = s.dims.m, k = s.dims.k, n = s.dims.n;
+  auto lane = [](const codegen::MatmulOperand& op, int64_t rows, int64_t cols) {
+    return layout::StagedOperand{codegen::texelMap(op.stored), rows, cols, op.transposed, op.staging};
+  };
+  return {lane(s.lhs, s.lhs.transposed ? k : m, s.lhs.transposed ? m : k),
+          lane(s.rhs, s.rhs.transposed ? n : k, s.rhs.transposed ? k : n)};
+}
+
 Result<MatmulRun> runMatmulPlan(ClSession& s, const MatmulPlan& plan, const ScheduleFor& scheduleFor,
                                 MatmulData data, int repeats) {
   std::map<std::string, cl_mem> mem;
@@ -55,17 +71,15 @@ Result<MatmulRun> runMatmulPlan(ClSession& s, const MatmulPlan& plan, const Sche
                                                           plan.tensors.at(c.dst).layout));
       step.conversions.push_back({std::move(k), {mem.at(c.src), mem.at(c.dst)}});
     }
-    int64_t m = sh.m, k = sh.k, n = sh.n;
-    if (st.pass == MatmulPass::kGradA) k = sh.n, n = sh.k;          // dA[M,K] = dC[M,N] B^T
-    if (st.pass == MatmulPass::kGradB) m = sh.k, k = sh.m;          // dB[K,N] = A^T[K,M] dC
+    const auto [m, k, n] = productShape(sh, st.pass);
     const codegen::MatmulSchedule sched = scheduleFor(m, n, k);
     const Layout& outLayout = plan.tensors.at(st.out).layout;
     auto addPart = [&](const codegen::MatmulTiling& t, codegen::ColumnRange cols) -> Status {
       const std::string suffix = fmt::format("{}_{}", matmulPassName(st.pass), step.parts.size());
       Part part;
-      codegen::MatmulOperand lhs{plan.tensors.at(st.lhs).layout, st.lhsT, {}}, rhs{plan.tensors.at(st.rhs).layout, st.rhsT, {}};
-      codegen::chooseStaging(m, k, n, lhs, rhs, t, plan.wave, plan.textureL1s);
-      FBL_ASSIGN(part.product, codegen::emitRTileMatmul("matmul_" + suffix, m, k, n, lhs, rhs, outLayout, t, nullptr, cols));
+      const StagedOperands ops = stagedOperands(plan, st, t);
+      FBL_ASSIGN(part.product,
+                 codegen::emitRTileMatmul("matmul_" + suffix, m, k, n, ops.lhs, ops.rhs, outLayout, t, nullptr, cols));
       part.args = {mem.at(st.lhs), mem.at(st.rhs), mem.at(st.out)};
       if (t.splitK > 1) {
         FBL_ASSIGN(cl_mem partial, s.buffer(static_cast<size_t>(t.splitK * m * (cols.end - cols.begin))));

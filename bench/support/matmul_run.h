@@ -10,6 +10,7 @@
 #include "bench/support/cl_session.h"
 #include "bench/support/operator_plans.h"
 #include "compiler/codegen/rtile_kernels.h"
+#include "compiler/layout/wave_footprint.h"
 
 namespace fbl::bench {
 
@@ -28,6 +29,16 @@ struct MatmulRun {
   MatmulData data;                              // inputs and the outputs of the last repeat
   std::vector<std::map<MatmulPass, PassTime>> repeats;
 };
+
+// A pass's operands as its product reads them with tiling `t`: staged as a compiled plan's are
+// (codegen/matmul_staging.h), for the profile's texture L1s the plan carries.
+struct StagedOperands {
+  MatmulShape dims;  // productShape of the pass
+  codegen::MatmulOperand lhs, rhs;
+};
+StagedOperands stagedOperands(const MatmulPlan& plan, const MatmulStep& step, const codegen::MatmulTiling& t);
+// Those operands as the lane model reads them (layout/wave_footprint.h).
+std::pair<layout::StagedOperand, layout::StagedOperand> laneOperands(const StagedOperands& s);
 
 // The launches of one [m x k] x [k x n] product (codegen::chooseMatmulSchedule), splitK resolved.
 using ScheduleFor = std::function<codegen::MatmulSchedule(int64_t m, int64_t n, int64_t k)>;

@@ -62,10 +62,7 @@ double operandBytes(const Layout& l, int64_t rowsPer, int64_t colsPer, int64_t r
 
 PassTraffic modelPassTraffic(const MatmulPlan& plan, const MatmulStep& step, const codegen::MatmulTiling& t,
                              const profile::HardwareProfile& p, int64_t computeUnits, int samples) {
-  const MatmulShape& s = plan.shape;
-  int64_t m = s.m, k = s.k, n = s.n;
-  if (step.pass == MatmulPass::kGradA) k = s.n, n = s.k;
-  if (step.pass == MatmulPass::kGradB) m = s.k, k = s.m;
+  const auto [m, k, n] = productShape(plan.shape, step.pass);
   const Layout& lhs = plan.tensors.at(step.lhs).layout;
   const Layout& rhs = plan.tensors.at(step.rhs).layout;
   const int64_t gridM = (m + t.tm - 1) / t.tm, gridN = (n + t.tn - 1) / t.tn;

@@ -29,6 +29,12 @@ const char* matmulPassName(MatmulPass p) {
   return "?";
 }
 
+MatmulShape productShape(const MatmulShape& s, MatmulPass p) {
+  if (p == MatmulPass::kGradA) return {s.m, s.n, s.k};
+  if (p == MatmulPass::kGradB) return {s.k, s.m, s.n};
+  return s;
+}
+
 ir::Shape matmulTensorShape(const MatmulShape& s, const std::string& t) {
   if (t == "A" || t == "dA") return {s.m, s.k};
   if (t == "B" || t == "dB") return {s.k, s.n};

@@ -74,6 +74,9 @@ struct MatmulPlan {
 // The stored [rows x cols] shape of a plan tensor.
 ir::Shape matmulTensorShape(const MatmulShape& s, const std::string& tensor);
 
+// The M, K, N of a pass's product: dA[M,K] = dC[M,N] B^T, dB[K,N] = A^T[K,M] dC.
+MatmulShape productShape(const MatmulShape& s, MatmulPass p);
+
 // Errors: an empty shape; for fblayout, a profile whose access table is pending is reported
 // (R-Tile cannot choose without it), other R-Tile rejections fall back to the plain image.
 Result<MatmulPlan> planMatmul(strategy::Strategy s, const MatmulShape& shape, const profile::HardwareProfile& p);

@@ -4,11 +4,10 @@
 #include <map>
 #include <memory>
 #include <tuple>
-
-#include <fmt/format.h>
 #include <unordered_map>
 #include <vector>
 
+#include <fmt/format.h>
 
 namespace fbl::codegen {
 

@@ -81,9 +81,7 @@ RTileCost scoreRTile(const RTileLayout& l, const std::vector<ReductionUse>& uses
   return tileTraversalPerformance(l.tile, l.extent, uses, p);
 }
 
-const char* rtileCostName(const profile::HardwareProfile& p) {
-  return p.waveFootprint ? kWaveFootprintCostName : kRTileCostName;
-}
+bool canScoreRTiles(const profile::HardwareProfile& p) { return p.waveFootprint || p.accessTable; }
 
 double streamThroughput(const profile::HardwareProfile& p) {
   if (p.waveFootprint || !p.accessTable) return 1.0;
@@ -180,7 +178,7 @@ Result<RTileChoice> selectRTile(const RTileProblem& prob, const profile::Hardwar
   if (prob.extent.rows <= 0 || prob.extent.cols <= 0 || prob.extent.batch <= 0)
     return makeError("tensor '{}': empty extent {}x{}x{}", prob.tensor, prob.extent.batch, prob.extent.rows,
                      prob.extent.cols);
-  if (!p.accessTable && !p.waveFootprint)
+  if (!canScoreRTiles(p))
     return makeError("tensor '{}': profile '{}' has no access table (pending measurement); run `fblc profile` "
                      "on the device first",
                      prob.tensor, p.name);

@@ -91,7 +91,8 @@ struct RTileChoice {
 // Step 7's score of one laid-out tile: the profile's "rtile_cost" model (wave-footprint) where it
 // names one, else tile-traversal-performance.
 RTileCost scoreRTile(const RTileLayout& l, const std::vector<ReductionUse>& uses, const profile::HardwareProfile& p);
-const char* rtileCostName(const profile::HardwareProfile& p);
+// Whether scoreRTile can score on `p`: it has a wave-footprint block or a measured access table.
+bool canScoreRTiles(const profile::HardwareProfile& p);
 
 // Throughput of a row-major stream (a conversion kernel's) in the score's units: the table's
 // row over column-major, or 1 (every fetched byte used) under the wave footprint.

@@ -10,11 +10,6 @@
 
 namespace fbl::layout {
 
-TextureL1 textureL1Of(const profile::HardwareProfile& p) {
-  const int64_t lineBytes = int64_t{kTexelBytes} * p.textureBlock.h * p.textureBlock.w;
-  return {std::max<int64_t>(1, p.l1TextureCacheBytes / lineBytes), p.textureBlock.h, p.textureBlock.w};
-}
-
 std::vector<TextureL1> bracketedTextureL1s(const profile::HardwareProfile& p) {
   std::vector<int64_t> sizes = {p.l1TextureCacheBytes};
   for (int64_t b : p.bracket.l1TextureBytes)

@@ -21,11 +21,8 @@
 
 namespace fbl::layout {
 
-inline constexpr const char* kWaveFootprintCostName = "wave-footprint";
-
-// The texture L1 of a profile: l1_texture_cache_bytes in texture_block lines of 16-byte texels.
-TextureL1 textureL1Of(const profile::HardwareProfile& p);
-// That L1 at every combination of the bracket's sizes and line shapes, the profile's own first.
+// The texture L1 of a profile (l1_texture_cache_bytes in texture_block lines of 16-byte texels)
+// at every combination of the bracket's sizes and line shapes, the profile's own first.
 std::vector<TextureL1> bracketedTextureL1s(const profile::HardwareProfile& p);
 StagedTiling stagedTilingOf(const profile::HardwareProfile& p);  // requires p.waveFootprint
 

@@ -43,7 +43,7 @@ struct UnionFind {
 double tensorCost(const layout::RTileChoice& c, const std::vector<layout::ReductionUse>& uses,
                   const profile::HardwareProfile& p) {
   const double bytes = static_cast<double>(bytesOf(c.layout.extent));
-  if ((!p.accessTable && !p.waveFootprint) || uses.empty())
+  if (!layout::canScoreRTiles(p) || uses.empty())
     return bytes / std::max(1e-9, layout::memEfficiency(c.layout.tile, c.layout.extent, p));
   layout::RTileCost cost = layout::scoreRTile(c.layout, uses, p);
   double sumW = 0, t = 0;

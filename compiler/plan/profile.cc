@@ -45,7 +45,7 @@ Result<Profile> plannerProfile(const profile::HardwareProfile& hw, const std::st
     // R-Tiles are scored for the staging of the tiling named in the profile: it must be the one
     // the MatMuls get.
     const profile::WaveFootprintScoring& w = *hw.waveFootprint;
-    const codegen::MatmulTiling& t = p.matmul.candidates.empty() ? p.tuning.matmulTile : p.matmul.candidates[0].tiling;
+    const codegen::MatmulTiling& t = p.productTiling();
     if (w.tm != t.tm || w.tn != t.tn || w.tk != t.tk || w.workItems != t.wgX() * t.wgY())
       return makeError("{}: rtile_cost scores tiles for {}x{}x{} with {} work-items, but the MatMuls run {}x{}x{} with {}",
                        origin, w.tm, w.tn, w.tk, w.workItems, t.tm, t.tn, t.tk, t.wgX() * t.wgY());

@@ -36,6 +36,11 @@ struct Profile {
   // The tiling rules' per-device numbers: the "kernels" block over the device class's defaults
   // (codegen/device_tuning.h).
   codegen::DeviceTuning tuning;
+  // The tiling a MatMul gets without a cost model's choice: the first candidate of the `matmul`
+  // block, else kernels.matmul_tile.
+  const codegen::MatmulTiling& productTiling() const {
+    return matmul.candidates.empty() ? tuning.matmulTile : matmul.candidates.front().tiling;
+  }
   // The profile's texture L1, and its bracket's, where it scores R-Tiles by wave footprint
   // ("rtile_cost"): MatMuls then stage their image operands in the order that fetches the fewest
   // bytes of them. Empty otherwise.

@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "bench/support/matmul_run.h"
 #include "bench/support/operator_plans.h"
 #include "compiler/codegen/matmul_staging.h"
 #include "compiler/layout/layout.h"
@@ -30,19 +31,13 @@ fbl::profile::HardwareProfile phone(const std::string& name) {
 // Misses of one Figure-16 pass of a bench plan, its operands staged as the plan's products are.
 FootprintCount passMisses(const fbl::bench::MatmulPlan& plan, const fbl::bench::MatmulStep& st, const TextureL1& l1,
                           int64_t maxGroups) {
-  const fbl::bench::MatmulShape& sh = plan.shape;
-  int64_t m = sh.m, k = sh.k, n = sh.n;
-  if (st.pass == fbl::bench::MatmulPass::kGradA) k = sh.n, n = sh.k;
-  if (st.pass == fbl::bench::MatmulPass::kGradB) m = sh.k, k = sh.m;
-  fbl::codegen::MatmulOperand lhs{plan.tensors.at(st.lhs).layout, st.lhsT, {}}, rhs{plan.tensors.at(st.rhs).layout, st.rhsT, {}};
   fbl::codegen::MatmulTiling t;
   t.tm = kGpu.tm, t.tn = kGpu.tn, t.tk = kGpu.tk, t.rm = 8, t.rn = 8;
-  fbl::codegen::chooseStaging(m, k, n, lhs, rhs, t, plan.wave, plan.textureL1s);
-  StagedOperand l{fbl::codegen::texelMap(lhs.stored), st.lhsT ? k : m, st.lhsT ? m : k, st.lhsT, lhs.staging};
-  StagedOperand r{fbl::codegen::texelMap(rhs.stored), st.rhsT ? n : k, st.rhsT ? k : n, st.rhsT, rhs.staging};
+  const fbl::bench::StagedOperands ops = fbl::bench::stagedOperands(plan, st, t);
+  const auto [l, r] = fbl::bench::laneOperands(ops);
   StagedTiling staged = kGpu;
   staged.wave = plan.wave;
-  return textureL1Misses(m, n, k, l, r, staged, l1, maxGroups);
+  return textureL1Misses(ops.dims.m, ops.dims.n, ops.dims.k, l, r, staged, l1, maxGroups);
 }
 
 }  // namespace

@@ -13,8 +13,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "bench/support/matmul_run.h"
 #include "bench/support/operator_plans.h"
-#include "compiler/codegen/matmul_staging.h"
 #include "compiler/codegen/matmul_tiling.h"
 #include "compiler/layout/rtile_wave_cost.h"
 #include "compiler/profile/profile.h"
@@ -49,17 +49,9 @@ TEST_CASE("lane model: Figure 16's texture-L1 misses equal the simulator's", "[s
                                mm.at("texture_block").at("h").get<int>(), mm.at("texture_block").at("w").get<int>()};
     const layout::StagedTiling staged{t.tm, t.tn, t.tk, t.wgX() * t.wgY(), p->waveSize};
     for (const bench::MatmulStep& step : plan->steps) {
-      int64_t m = shape.m, k = shape.k, n = shape.n;
-      if (step.pass == bench::MatmulPass::kGradA) k = shape.n, n = shape.k;
-      if (step.pass == bench::MatmulPass::kGradB) m = shape.k, k = shape.m;
-      codegen::MatmulOperand lhs{plan->tensors.at(step.lhs).layout, step.lhsT, {}};
-      codegen::MatmulOperand rhs{plan->tensors.at(step.rhs).layout, step.rhsT, {}};
-      codegen::chooseStaging(m, k, n, lhs, rhs, t, p->waveSize, plan->textureL1s);  // as the bench's products do
-      layout::StagedOperand l{codegen::texelMap(lhs.stored), step.lhsT ? k : m, step.lhsT ? m : k, step.lhsT,
-                              lhs.staging};
-      layout::StagedOperand rr{codegen::texelMap(rhs.stored), step.rhsT ? n : k, step.rhsT ? k : n, step.rhsT,
-                               rhs.staging};
-      const layout::FootprintCount lane = layout::textureL1Misses(m, n, k, l, rr, staged, l1);
+      const bench::StagedOperands ops = bench::stagedOperands(*plan, step, t);  // as the bench's products are
+      const auto [l, rr] = bench::laneOperands(ops);
+      const layout::FootprintCount lane = layout::textureL1Misses(ops.dims.m, ops.dims.n, ops.dims.k, l, rr, staged, l1);
       const std::string pass = bench::matmulPassName(step.pass);
       INFO(model << " " << r.at("strategy").get<std::string>() << " " << pass);
       // Phases are the kernels' names, matmul_<pass>_<launch>: one launch a pass at this size.
