@@ -6,7 +6,7 @@
 //     feeding the same accesses to each one's memory model.
 //  3. Per group: write the group's models, run the work once (a plan's launches phase by phase
 //     through Session::runPhases, so every launch runs whatever the loss; the MatMul plans of
-//     bench/support/operator_plans.h; the pattern kernels), and pair the plugin's records with
+//     harness/operator_plans.h; the pattern kernels), and pair the plugin's records with
 //     what ran.
 //  4. Sum per phase and strategy per profile and report (bench/cache_report.h).
 // Values do not change the simulated traffic of these kernels (no data-dependent addresses but
@@ -25,19 +25,21 @@
 #include "bench/cache_report.h"
 #include "bench/oclgrind_device.h"
 #include "bench/strategy_run.h"
-#include "bench/support/matmul_run.h"
-#include "compiler/onnx/load_model.h"
 #include "compiler/driver/compile_command.h"
+#include "compiler/passes/load_model.h"
 #include "compiler/profile/profile.h"
 #include "compiler/strategy/strategy.h"
 #include "compiler/zoo/synthetic_inputs.h"
 #include "compiler/zoo/zoo.h"
+#include "harness/matmul_run.h"
 #include "runtime/plan_file.h"
 #include "runtime/safetensors.h"
 #include "runtime/session.h"
 #include "sim/memory_model.h"
 
 namespace fbl::bench {
+
+using namespace fbl::harness;  // the kernel harness: strategy plans, their traffic, ClSession
 
 namespace {
 
@@ -132,7 +134,7 @@ std::string simulateModel(Context& cx, const std::string& model) {
   }
   std::vector<std::string> strategies;
   if (auto e = expandStrategies(o.strategies, &strategies); !e.empty()) return e;
-  auto g = onnx::loadModel(model);
+  auto g = passes::loadModel(model);
   if (!g.ok()) return g.error().message;
   for (const std::string& st : strategies) {
     std::vector<planfile::Plan> plans;

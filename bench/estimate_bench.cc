@@ -12,10 +12,10 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/strategy_run.h"
-#include "compiler/analysis/explain.h"
-#include "compiler/analysis/step_estimate.h"
 #include "compiler/driver/compile_command.h"
 #include "compiler/profile/profile.h"
+#include "compiler/report/explain.h"
+#include "compiler/report/step_estimate.h"
 #include "compiler/support/int_math.h"
 #include "runtime/plan_file.h"
 #include "sim/memory_model.h"
@@ -36,9 +36,9 @@ int runEstimateBench(const EstimateBenchOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   auto hw = profile::loadProfile(o.profile);
   if (!hw.ok()) return fail(hw.error().message);
-  auto rates = analysis::estimateRates(*hw, 0);
+  auto rates = report::estimateRates(*hw, 0);
   if (!rates.ok()) return fail(rates.error().message);
-  const analysis::EstimateRates base = *rates;
+  const report::EstimateRates base = *rates;
   std::vector<double> l2s;
   if (auto mm = sim::loadMemoryModel(o.profile); mm.ok()) {
     l2s = hw->bracket.l2GBs.empty() ? std::vector<double>{mm->l2GBs} : hw->bracket.l2GBs;
@@ -97,23 +97,23 @@ int runEstimateBench(const EstimateBenchOptions& o) {
              base.peakGflops, base.dramGBs,
              l2s[0] > 0 ? fmt::format(", L2 {} GB/s", fmt::join(l2s, " to ")) : std::string(", no L2 term"));
   for (const auto& [name, plan] : plans) {
-    auto ex = analysis::buildExplainReport(plan);
+    auto ex = report::buildExplainReport(plan);
     if (!ex.ok()) return fail(fmt::format("{}: {}", name, ex.error().message));
     // The system-level cache changes what a launch re-reads from DRAM, so the work is per SLC; the
     // totals and the costliest launches are without one (the bracket always holds 0).
-    std::vector<std::vector<analysis::LaunchWork>> bySlc;
+    std::vector<std::vector<report::LaunchWork>> bySlc;
     for (int64_t slc : slcs) {
-      analysis::EstimateRates r = base;
+      report::EstimateRates r = base;
       r.slcBytes = slc;
-      auto w = analysis::launchWork(plan, *ex, r);
+      auto w = report::launchWork(plan, *ex, r);
       if (!w.ok()) return fail(fmt::format("{}: {}", name, w.error().message));
       bySlc.push_back(std::move(*w));
     }
-    const std::vector<analysis::LaunchWork>* work =
+    const std::vector<report::LaunchWork>* work =
         &bySlc[static_cast<size_t>(std::find(slcs.begin(), slcs.end(), int64_t{0}) - slcs.begin())];
     json sj = {{"strategy", name}, {"launches", work->size()}, {"points", json::array()}};
     double flops = 0, dram = 0;
-    for (const analysis::LaunchWork& w : *work) flops += w.flops, dram += w.dramBytes;
+    for (const report::LaunchWork& w : *work) flops += w.flops, dram += w.dramBytes;
     sj["executed_flops"] = flops, sj["dram_bytes"] = dram;
     fmt::print("\n{}: {} launches, {:.3f} TFLOP executed, {:.2f} GB from DRAM\n", name, work->size(), flops / 1e12,
                dram / 1e9);
@@ -123,14 +123,14 @@ int runEstimateBench(const EstimateBenchOptions& o) {
     for (double alu : alus)
       for (size_t si = 0; si < slcs.size(); ++si)
         for (double l2 : l2s) {
-          analysis::EstimateRates r = base;
+          report::EstimateRates r = base;
           r.l2GBs = l2;
           r.slcBytes = slcs[si];
-          const std::vector<analysis::LaunchWork>& points = bySlc[si];
+          const std::vector<report::LaunchWork>& points = bySlc[si];
           std::map<std::string, std::map<std::string, double>> byPhase;
           double total = 0;
-          for (const analysis::LaunchWork& w : points) {
-            const analysis::LaunchTime t = analysis::launchTime(w, r, alu);
+          for (const report::LaunchWork& w : points) {
+            const report::LaunchTime t = report::launchTime(w, r, alu);
             byPhase[w.phase][t.binds()] += t.seconds();
             total += t.seconds();
             if (std::string(t.binds()) == "L2") ++l2Bound;
@@ -157,16 +157,16 @@ int runEstimateBench(const EstimateBenchOptions& o) {
                  l2Bound == 0 ? "the L2 term binds no launch at any point, so it changes no figure"
                               : fmt::format("the L2 term binds {} launch-points, which it could lower", l2Bound));
     // The costliest launches at the first point.
-    analysis::EstimateRates r = base;
+    report::EstimateRates r = base;
     r.l2GBs = l2s[0];
     std::vector<std::pair<double, size_t>> order;
-    for (size_t i = 0; i < work->size(); ++i) order.push_back({analysis::launchTime((*work)[i], r, alus[0]).seconds(), i});
+    for (size_t i = 0; i < work->size(); ++i) order.push_back({report::launchTime((*work)[i], r, alus[0]).seconds(), i});
     std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
     fmt::print("  costliest launches (ALU efficiency {:.2f}, L2 {:.0f} GB/s):\n", alus[0], l2s[0]);
     json top = json::array();
     for (size_t i = 0; i < order.size() && static_cast<int>(i) < o.top; ++i) {
-      const analysis::LaunchWork& w = (*work)[order[i].second];
-      const analysis::LaunchTime t = analysis::launchTime(w, r, alus[0]);
+      const report::LaunchWork& w = (*work)[order[i].second];
+      const report::LaunchTime t = report::launchTime(w, r, alus[0]);
       fmt::print("    {:>9.3f} ms  {:<7}  {:<9} {}  ({})\n", t.seconds() * 1e3, t.binds(), w.phase, w.node, w.kernel);
       top.push_back({{"ms", t.seconds() * 1e3}, {"binds", t.binds()}, {"phase", w.phase}, {"node", w.node},
                      {"kernel", w.kernel}, {"flops", w.flops}, {"dram_bytes", w.dramBytes}, {"l2_bytes", w.l2Bytes}});
@@ -174,7 +174,7 @@ int runEstimateBench(const EstimateBenchOptions& o) {
     sj["costliest"] = top;
     if (o.launches) {
       sj["launch_work"] = json::array();
-      for (const analysis::LaunchWork& w : *work)
+      for (const report::LaunchWork& w : *work)
         sj["launch_work"].push_back({{"phase", w.phase}, {"node", w.node}, {"kernel", w.kernel}, {"flops", w.flops},
                                      {"dram_bytes", w.dramBytes}, {"l2_bytes", w.l2Bytes}});
     }

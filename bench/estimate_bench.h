@@ -1,6 +1,6 @@
 // `fbl-bench estimate MODEL.onnx|PLAN.fbp --profile P`: a full-size training step's time on a
 // profile's GPU, per launch and strategy, from the plan's own work and bytes (no device, no
-// simulator): the model of compiler/analysis/step_estimate.h at each ALU efficiency given and
+// simulator): the model of compiler/report/step_estimate.h at each ALU efficiency given and
 // each L2 bandwidth of the profile's bracket, with the term that binds each phase and the
 // costliest launches; with --without, each strategy also with passes switched off. Compare
 // strategies by ratio: there is no latency, occupancy or launch overhead.

@@ -22,7 +22,7 @@
 #include "bench/transforms_bench.h"
 #include "bench/wave_bench.h"
 #include "compiler/onnx/importer.h"
-#include "compiler/onnx/load_model.h"
+#include "compiler/passes/load_model.h"
 #include "compiler/strategy/strategy.h"
 
 namespace {
@@ -59,7 +59,7 @@ int benchInspect(const std::string& model, int runs, bool json) {
     return g.ok();
   });
   auto load = timeRuns(runs, [&] {
-    auto g = fbl::onnx::loadModel(model);
+    auto g = fbl::passes::loadModel(model);
     if (!g.ok()) err = g.error().message;
     return g.ok();
   });

@@ -1,7 +1,7 @@
 // `fbl-bench matmul`, see matmul_bench.h. Each strategy's plan runs `runs` times after a warm-up;
 // per pass the minimum and median device time over the runs are reported (kernel time from
 // OpenCL profiling events, conversions included in the pass they precede). GFLOP/s uses the
-// minimum. Bytes read are modelled from the access pattern (bench/support/matmul_traffic.h), not
+// minimum. Bytes read are modelled from the access pattern (harness/matmul_traffic.h), not
 // counted by the hardware.
 #include "bench/matmul_bench.h"
 
@@ -15,14 +15,16 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/profile_paths.h"
-#include "bench/support/matmul_run.h"
-#include "bench/support/matmul_traffic.h"
 #include "compiler/codegen/matmul_tiling.h"
 #include "compiler/plan/profile.h"
 #include "compiler/profile/profile.h"
 #include "compiler/strategy/strategy.h"
+#include "harness/matmul_run.h"
+#include "harness/matmul_traffic.h"
 
 namespace fbl::bench {
+
+using namespace fbl::harness;  // the kernel harness: strategy plans, their traffic, ClSession
 
 using strategy::kAllStrategies;
 using strategy::parseStrategy;

@@ -12,13 +12,15 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/profile_paths.h"
-#include "bench/support/cl_session.h"
 #include "compiler/codegen/matmul_tiling.h"
 #include "compiler/codegen/rtile_kernels.h"
 #include "compiler/plan/profile.h"
 #include "compiler/profile/profile.h"
+#include "harness/cl_session.h"
 
 namespace fbl::bench {
+
+using namespace fbl::harness;  // the kernel harness: strategy plans, their traffic, ClSession
 
 namespace {
 

@@ -17,8 +17,8 @@
 
 #include "bench/strategy_run.h"
 #include "compiler/driver/compile_command.h"
-#include "compiler/onnx/load_model.h"
 #include "compiler/passes/layout_pipeline.h"
+#include "compiler/passes/load_model.h"
 
 namespace fbl::bench {
 
@@ -139,7 +139,7 @@ int runStepBench(const StepBenchOptions& o) {
   };
   forEach(o.baseWeights, &RunOptions::baseWeights, &RunOptions::labelBaseWeights);
   forEach(o.precisions, &RunOptions::precision, &RunOptions::labelPrecision);
-  auto g = onnx::loadModel(o.model);
+  auto g = passes::loadModel(o.model);
   if (!g.ok()) return fmt::print(stderr, "error: {}\n", g.error().message), 1;
 
   std::vector<StrategyRun> results(runs.size());

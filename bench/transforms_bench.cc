@@ -24,7 +24,7 @@
 
 #include "bench/profile_paths.h"
 #include "bench/strategy_run.h"
-#include "compiler/onnx/load_model.h"
+#include "compiler/passes/load_model.h"
 #include "compiler/zoo/zoo.h"
 #include "runtime/session.h"
 
@@ -70,7 +70,7 @@ std::string runConfig(const TransformsBenchOptions& o, const std::string& profil
     ~Remove() { std::error_code ec; fs::remove(p, ec); }
   } remove{model};
   if (Status st = (*b)->write(model); !st.ok()) return st.error().message;
-  auto g = onnx::loadModel(model);
+  auto g = passes::loadModel(model);
   if (!g.ok()) return g.error().message;
   for (const std::string& s : strategies) {
     out->runs.emplace_back();

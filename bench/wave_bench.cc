@@ -10,15 +10,17 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/strategy_run.h"
-#include "bench/support/matmul_run.h"
-#include "bench/support/operator_plans.h"
 #include "compiler/layout/rtile_wave_cost.h"
 #include "compiler/plan/profile.h"
 #include "compiler/profile/profile.h"
 #include "compiler/support/int_math.h"
+#include "harness/matmul_run.h"
+#include "harness/operator_plans.h"
 #include "sim/memory_model.h"
 
 namespace fbl::bench {
+
+using namespace fbl::harness;  // the kernel harness: strategy plans, their traffic, ClSession
 
 namespace {
 

@@ -74,7 +74,7 @@
 
 // loadL, loadR, storeOut and MASKED_B (compiler/codegen/rtile_kernels.cc, layoutAccess), and
 // EPILOGUE(v, b, r, c): the fused elementwise work on outputs (b, r, c..c+3) before they are
-// stored, `v` itself when nothing is fused (compiler/codegen/matmul_epilogue.h).
+// stored, `v` itself when nothing is fused (compiler/codegen/fused_elementwise.h).
 {{ACCESS}}
 
 // ALIGNED (codegen: the tiles divide M, N and K) puts every tile inside the operands, so texel

@@ -1,6 +1,6 @@
 #include "compiler/analysis/flops.h"
 
-#include "compiler/autodiff/attention.h"
+#include "compiler/ops/attention.h"
 
 #include <algorithm>
 #include <string_view>
@@ -56,7 +56,7 @@ int64_t attentionFlops(const ir::Graph& g, const ir::Node& n) {
   const size_t q = n.op == "fbl.AttentionGrad" ? 1 : 0;
   const ir::Shape *qs = shapeOf(g, n.input(q)), *ks = shapeOf(g, n.input(q + 1)), *vs = shapeOf(g, n.input(q + 2));
   if (!qs || !ks || !vs) return 0;
-  auto d = autodiff::attentionDims(n, *qs, *ks, *vs);
+  auto d = ops::attentionDims(n, *qs, *ks, *vs);
   if (!d.ok()) return 0;
   int64_t pairs = 0;
   for (int64_t i = 0; i < d->qLen; ++i) {

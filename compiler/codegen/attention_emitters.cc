@@ -1,4 +1,4 @@
-// fbl.Attention and fbl.AttentionGrad (compiler/autodiff/attention.h) as the flash kernel pair:
+// fbl.Attention and fbl.AttentionGrad (compiler/ops/attention.h) as the flash kernel pair:
 //   1. the tilings: square tiles register-blocked like a GEMM, as large as local memory allows
 //      with the head dims in chunks where needed (attentionTiling, attentionGradTiling); where
 //      the device would idle, backward GQA heads get work-groups of their own, and every
@@ -12,18 +12,18 @@
 //      scratch.
 #include <fmt/format.h>
 
-#include "compiler/autodiff/attention.h"
 #include "compiler/codegen/emit_util.h"
 #include "compiler/codegen/index_code.h"
 #include "compiler/codegen/operand_layout.h"
 #include "compiler/codegen/templates.h"
+#include "compiler/ops/attention.h"
 #include "compiler/support/int_math.h"
 
 namespace fbl::codegen {
 
 namespace {
 
-using autodiff::AttentionDims;
+using ops::AttentionDims;
 
 std::string str(int64_t v) { return std::to_string(v); }
 
@@ -231,7 +231,7 @@ std::string common(std::map<std::string, std::string> holes, const std::string& 
 Result<NodeCode> emitAttention(const ir::Graph& g, const ir::Node& n, const Target& t, const NodeLayouts* layouts) {
   const bool backward = n.op == "fbl.AttentionGrad";
   const size_t q = backward ? 1 : 0;  // slot of q
-  auto dims = autodiff::attentionDims(n, g.values[n.inputs[q]].shape, g.values[n.inputs[q + 1]].shape,
+  auto dims = ops::attentionDims(n, g.values[n.inputs[q]].shape, g.values[n.inputs[q + 1]].shape,
                                       g.values[n.inputs[q + 2]].shape);
   if (!dims.ok()) return makeError("{}: {}", ir::describeNode(g, n), dims.error().message);
   const AttentionDims& d = *dims;

@@ -1,5 +1,5 @@
 // Kernels of 2-D (and unit-height 1-D) convolution with any group count, and of its two
-// gradients fbl.ConvGradInput / fbl.ConvGradWeight (compiler/autodiff/training_ops.cc).
+// gradients fbl.ConvGradInput / fbl.ConvGradWeight (compiler/ops/training_schemas.cc).
 #pragma once
 
 #include <vector>

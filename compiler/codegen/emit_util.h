@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "compiler/autodiff/attention.h"
 #include "compiler/codegen/kernel_emitter.h"
+#include "compiler/ops/attention.h"
 
 namespace fbl::codegen {
 
@@ -147,9 +147,9 @@ struct AttentionTiling {
   // writing partials that a combining kernel sums; 1: one work-group a block.
   int64_t splits = 1;
 };
-AttentionTiling attentionTiling(const autodiff::AttentionDims& d, const Target& t);
-AttentionTiling attentionGradTiling(const autodiff::AttentionDims& d, const Target& t);  // _rowterm, _dkdv
-AttentionTiling attentionDqTiling(const autodiff::AttentionDims& d, const Target& t);    // _dq
+AttentionTiling attentionTiling(const ops::AttentionDims& d, const Target& t);
+AttentionTiling attentionGradTiling(const ops::AttentionDims& d, const Target& t);  // _rowterm, _dkdv
+AttentionTiling attentionDqTiling(const ops::AttentionDims& d, const Target& t);    // _dq
 bool isAttentionOp(std::string_view op);
 Result<NodeCode> emitAttention(const ir::Graph& g, const ir::Node& n, const Target& t, const NodeLayouts* layouts);
 Result<NodeCode> emitAttentionNode(const ir::Graph& g, const ir::Node& n, const Target& t);

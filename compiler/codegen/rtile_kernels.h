@@ -74,7 +74,7 @@ struct RTileKernel {
   int64_t chunkPartialFloats = 0, chunkArrivals = 0;
 };
 
-// Elementwise work fused into a product's store (compiler/codegen/matmul_epilogue.h builds it
+// Elementwise work fused into a product's store (compiler/codegen/fused_elementwise.h builds it
 // from graph nodes): `code` defines EPILOGUE(v, b, r, c), the float4 of outputs (b, r, c..c+3)
 // as the template numbers them, after the work; `params` (", __global const float* restrict
 // e0, ...") are kernel parameters that follow the kernel's own arguments. Without one, EPILOGUE

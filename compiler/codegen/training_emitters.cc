@@ -1,4 +1,4 @@
-// Kernels for fbl's backward and optimizer ops (compiler/autodiff/training_ops.cc defines them):
+// Kernels for fbl's backward and optimizer ops (compiler/ops/training_schemas.cc defines them):
 //  - (fbl.SigmoidGrad/TanhGrad/ErfGrad/GeluGrad are elementwise ops: kernel_emitter.cc);
 //  - fbl.ReduceSumTo: reduce.cl over the broadcast dims; fbl.SliceGrad: zero fill, then a
 //    strided copy of dy into the sliced positions;

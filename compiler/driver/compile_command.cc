@@ -15,18 +15,19 @@
 #include <nlohmann/json.hpp>
 #include <onnx/onnx_pb.h>
 
-#include "compiler/analysis/explain.h"
 #include "compiler/driver/compile_report.h"
 #include "compiler/onnx/external_data.h"
-#include "compiler/onnx/load_model.h"
 #include "compiler/passes/fuse_attention.h"
 #include "compiler/passes/layout_assignment_printer.h"
 #include "compiler/passes/layout_pipeline.h"
+#include "compiler/passes/load_model.h"
 #include "compiler/passes/pack_saved.h"
+#include "compiler/passes/recompute.h"
 #include "compiler/plan/layout_lowering.h"
 #include "compiler/plan/peft_adapter.h"
 #include "compiler/profile/profile.h"
 #include "compiler/quant/base_weights.h"
+#include "compiler/report/explain.h"
 #include "compiler/strategy/strategy.h"
 #include "runtime/plan_check.h"
 #include "runtime/safetensors.h"
@@ -150,7 +151,7 @@ class Differentiate {
       : opts_(o), mustExist_(mustExist), lowering_(lowering) {}
   static constexpr std::string_view name() { return "autodiff"; }
   Result<bool> run(ir::Graph& g) {
-    FBL_TRY(onnx::checkStaticShapes(g));
+    FBL_TRY(passes::checkStaticShapes(g));
     // The frozen base's encodings are chosen on the forward graph, as run-ref chooses them.
     FBL_ASSIGN(encodings, quant::encodingsFor(g, opts_.trainableGlobs, baseWeights, &encodingsSkipped));
     FBL_ASSIGN(tg, autodiff::buildTrainingGraph(g, opts_));
@@ -184,33 +185,9 @@ class Differentiate {
   LoweringOptions& lowering_;
 };
 
-// Recomputation as a pass on the joint graph (autodiff/recompute.h): `count` segments, -1 all,
-// 0 none (the pass does not run).
-class Recompute {
- public:
-  explicit Recompute(const passes::ChunkLoss& chunks) : chunks_(chunks) {}
-  static constexpr std::string_view name() { return "recompute"; }
-  Result<bool> run(ir::Graph& g) {
-    // A loss in chunks keeps its segment: the forward pass takes its gradient (chunk_loss.h).
-    std::vector<ir::ValueId> kept;
-    for (const passes::ChunkLoss::Chunked& c : chunks_.chunked()) kept.insert(kept.end(), c.wide.begin(), c.wide.end());
-    if (count == 0) {
-      summary.candidates = static_cast<int64_t>(autodiff::recomputeSegments(g, kept).size());
-      return false;
-    }
-    summary = autodiff::recompute(g, count, kept);
-    return summary.segments > 0;
-  }
-  int64_t count = 0;
-  autodiff::RecomputeSummary summary;
-
- private:
-  const passes::ChunkLoss& chunks_;
-};
-
 // Every pass of `fblc compile`, in order, over one graph that autodiff turns from the forward
 // into the joint graph: load (fold-and-infer, decompose-ops, drop-noops, dead-code), fuse-attention and
-// chunk-loss (fblayout only), autodiff, recompute (autodiff/recompute.h), schedule-loss-chunks
+// chunk-loss (fblayout only), autodiff, recompute (recompute.h), schedule-loss-chunks
 // (chunk_loss.h), pack-saved (pack_saved.h), the layout pipeline (layout_pipeline.h), the lowering (layout_lowering.h).
 struct CompilePipeline {
   CompilePipeline(strategy::Strategy strategy, const profile::HardwareProfile& hw, const autodiff::TrainingOptions& to)
@@ -238,7 +215,7 @@ struct CompilePipeline {
     layout.disableForStrategy(po);
   }
 
-  onnx::LoadPasses load;
+  passes::LoadPasses load;
   passes::FuseAttention fuseAttention;
   passes::ChunkLoss chunkLoss;
   passes::SplitRows splitRows{chunkLoss};
@@ -247,7 +224,7 @@ struct CompilePipeline {
   passes::PackSaved packSaved{mustExist};
   LoweringOptions lowerOpts;
   Differentiate autodiff;
-  Recompute recompute{chunkLoss};
+  passes::Recompute recompute{chunkLoss};
   passes::LayoutAssignment assignment;
   passes::LayoutPasses layout;
   LoweringPasses lowering;
@@ -282,13 +259,13 @@ static nlohmann::json lossChunksJson(const Compiled& c) {
   return j;
 }
 
-// The whole pipeline once, recomputing `recompute` segments (Recompute::count).
+// The whole pipeline once, recomputing `recompute` segments (passes::Recompute::count).
 static Result<Compiled> compileWith(const CompileArgs& args, const profile::HardwareProfile& hw, int64_t recompute) {
   FBL_ASSIGN(Profile profile, plannerProfile(hw, args.profile));
-  onnx::LoadOptions lo;
+  passes::LoadOptions lo;
   lo.shapeOverrides = args.shapes;
   lo.simplify = false;  // the load passes run in the pipeline below
-  FBL_ASSIGN(ir::Graph g, onnx::loadModel(args.model, lo));
+  FBL_ASSIGN(ir::Graph g, passes::loadModel(args.model, lo));
   Compiled c;
   autodiff::TrainingOptions to;
   FBL_ASSIGN(to.trainableGlobs, trainableGlobs(args));
@@ -364,7 +341,7 @@ static Result<Compiled> compileWith(const CompileArgs& args, const profile::Hard
   in.lowering = &lowering;
   in.stagingBytes = args.stagingBytes;
   FBL_ASSIGN(c.plan, buildPlan(in, profile, &c.stats));
-  c.plan.explain = analysis::explainSection(tg.graph, assignment);  // for `fblc explain`
+  c.plan.explain = report::explainSection(tg.graph, assignment);  // for `fblc explain`
   for (const auto& [v, why] : lowering.storageWhy) c.plan.explain["storage_why"][tg.graph.values[v].name] = why;
   c.storage = storageReport(tg, c.plan, c.stats);
   c.storage["base_weights"] = baseWeightsReport(args.baseWeights, p.autodiff.encodings, p.autodiff.encodingsSkipped, c.plan);
@@ -387,7 +364,7 @@ static Result<Compiled> compileWith(const CompileArgs& args, const profile::Hard
     c.plan.loop.totalSteps = args.totalSteps;
   }
   FBL_TRY(checkForRuntime(args, c.plan));
-  c.memory = analysis::memoryReport(c.plan, hw.memory);
+  c.memory = report::memoryReport(c.plan, hw.memory);
   c.recompute = p.recompute.summary;
   return c;
 }
@@ -456,7 +433,7 @@ Result<Compiled> compileModel(const CompileArgs& given) {
     // falls with each segment, so the search halves the count).
     FBL_ASSIGN(Compiled all, compileWith(args, hw, -1));
     if (all.memory.peakBytes > budget) {
-      const analysis::MemoryReport& m = all.memory;
+      const report::MemoryReport& m = all.memory;
       const std::pair<const char*, int64_t> roles[] = {{"frozen weights", m.frozenWeightBytes},
                                                        {"the transient peak", m.transientBytes},
                                                        {"trainables and optimizer state", m.trainableBytes + m.optimizerStateBytes},
@@ -467,10 +444,10 @@ Result<Compiled> compileModel(const CompileArgs& given) {
       const bool narrower = top->second == m.frozenWeightBytes && args.baseWeights != "int4";
       return makeError("{}: --memory-budget {} ({} bytes) cannot be met: with all {} segments recomputed the peak is {}, "
                        "{} over; {} dominate with {} (frozen weights {}, transient peak {}){}",
-                       args.model, analysis::humanBytes(budget), budget, all.recompute.segments,
-                       analysis::humanBytes(m.peakBytes), analysis::humanBytes(m.peakBytes - budget), top->first,
-                       analysis::humanBytes(top->second), analysis::humanBytes(m.frozenWeightBytes),
-                       analysis::humanBytes(m.transientBytes),
+                       args.model, report::humanBytes(budget), budget, all.recompute.segments,
+                       report::humanBytes(m.peakBytes), report::humanBytes(m.peakBytes - budget), top->first,
+                       report::humanBytes(top->second), report::humanBytes(m.frozenWeightBytes),
+                       report::humanBytes(m.transientBytes),
                        narrower ? fmt::format("; --base-weights int4 stores the frozen weights that products read in "
                                               "about a seventh of fp32's bytes (now {})", args.baseWeights)
                                 : "");
@@ -496,8 +473,8 @@ Result<Compiled> compileModel(const CompileArgs& given) {
                      "({}), so no device of that profile can allocate it; the peak is {}, frozen weights {}, the "
                      "transient region {}. --allow-over-limit writes it anyway, for analysis",
                      args.model, c.memory.largestAllocation, c.memory.largestAllocationBytes, hw.name,
-                     *hw.memory.maxAllocBytes, source.substr(0, source.find(':')), analysis::humanBytes(c.memory.peakBytes),
-                     analysis::humanBytes(c.memory.frozenWeightBytes), analysis::humanBytes(c.memory.transientBytes));
+                     *hw.memory.maxAllocBytes, source.substr(0, source.find(':')), report::humanBytes(c.memory.peakBytes),
+                     report::humanBytes(c.memory.frozenWeightBytes), report::humanBytes(c.memory.transientBytes));
   }
   c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return c;
@@ -506,10 +483,10 @@ Result<Compiled> compileModel(const CompileArgs& given) {
 Result<safetensors::File> collectWeights(const CompileArgs& args, const Plan& plan) {
   // A raw import keeps every initializer under its ONNX name; importModel read its external
   // data, and for one whose file is absent loadExternalTensor says so.
-  onnx::LoadOptions lo;
+  passes::LoadOptions lo;
   lo.simplify = false;
   lo.shapeOverrides = args.shapes;
-  FBL_ASSIGN(ir::Graph g, onnx::loadModel(args.model, lo));
+  FBL_ASSIGN(ir::Graph g, passes::loadModel(args.model, lo));
   // Row blocks (passes/split_rows.h): rows [row, row + rows) of initializer `of`.
   struct RowBlock {
     std::string of;
@@ -649,7 +626,7 @@ int runCompile(const CompileArgs& args) {
   fmt::print("{}: {} kernels, {} launches, arena {} bytes ({} persistent), {} images ({} bytes), {:.2f} s\nweights: {}\n",
              args.output, c->stats.kernels, c->stats.launches, c->plan.arenaBytes, c->stats.persistentBytes,
              c->plan.imageSlots.size(), c->plan.imageBytes(), c->seconds, weightsNote);
-  fmt::print("{}\n", analysis::memorySummaryLine(c->memory, c->plan.profile));
+  fmt::print("{}\n", report::memorySummaryLine(c->memory, c->plan.profile));
   if (!c->profileDefaults.empty())
     fmt::print("{}'s compile defaults: {} (docs/profiles.md; the command line overrides them: --base-weights fp32, "
                "--precision fp32, --memory-budget none)\n",
@@ -657,19 +634,19 @@ int runCompile(const CompileArgs& args) {
   if (const nlohmann::json& b = c->storage["base_weights"]; b["option"] != "fp32") {
     const size_t decoded = b["decoded_but_stored_f32"].size(), left = b["left_f32"].size();
     fmt::print("base weights: {} matrices stored {}, {} ({} as f32){}{}\n", b["encoded"].get<int64_t>(),
-               b["option"].get<std::string>(), analysis::humanBytes(b["encoded_bytes"].get<int64_t>()),
-               analysis::humanBytes(b["f32_bytes_of_those"].get<int64_t>()),
+               b["option"].get<std::string>(), report::humanBytes(b["encoded_bytes"].get<int64_t>()),
+               report::humanBytes(b["f32_bytes_of_those"].get<int64_t>()),
                decoded ? fmt::format("; {} decoded but stored f32", decoded) : "",
                left ? fmt::format("; {} frozen matrices left f32 (the report's storage.base_weights says why)", left) : "");
   }
   if (c->precision != "fp32")
     fmt::print("precision: {} values the backward pass reads kept {} between the passes, {} ({} as f32); "
                "everything computes in f32\n",
-               c->packedValues, c->precision, analysis::humanBytes(c->packedBytes / 2), analysis::humanBytes(c->packedBytes));
+               c->packedValues, c->precision, report::humanBytes(c->packedBytes / 2), report::humanBytes(c->packedBytes));
   if (c->recompute.segments > 0 || c->memoryBudget > 0)
     fmt::print("recompute: {} of {} forward segments ({} nodes cloned, {} no longer kept){}\n", c->recompute.segments,
-               c->recompute.candidates, c->recompute.clonedNodes, analysis::humanBytes(c->recompute.savedBytes),
-               c->memoryBudget > 0 ? fmt::format(", for --memory-budget {}", analysis::humanBytes(c->memoryBudget)) : "");
+               c->recompute.candidates, c->recompute.clonedNodes, report::humanBytes(c->recompute.savedBytes),
+               c->memoryBudget > 0 ? fmt::format(", for --memory-budget {}", report::humanBytes(c->memoryBudget)) : "");
   if (!args.report.empty()) {
     nlohmann::json r{{"model", args.model},
                      {"profile", c->plan.profile},
@@ -678,7 +655,7 @@ int runCompile(const CompileArgs& args) {
                      {"launches", c->stats.launches},
                      {"tensors", c->plan.tensors.size()},
                      {"peak_bytes", c->memory.peakBytes},
-                     {"memory", analysis::memoryReportJson(c->memory)},
+                     {"memory", report::memoryReportJson(c->memory)},
                      {"recompute",
                       {{"memory_budget_bytes", c->memoryBudget > 0 ? nlohmann::json(c->memoryBudget) : nlohmann::json(nullptr)},
                        {"segments", c->recompute.segments},

@@ -11,7 +11,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "compiler/analysis/memory_report.h"
 #include "compiler/autodiff/recompute.h"
 #include "compiler/autodiff/training_graph.h"
 #include "compiler/ir/tensor.h"
@@ -20,6 +19,7 @@
 #include "compiler/passes/split_rows.h"
 #include "compiler/plan/plan_builder.h"
 #include "compiler/profile/profile.h"
+#include "compiler/report/memory_report.h"
 #include "compiler/strategy/strategy.h"
 #include "compiler/support/result.h"
 #include "runtime/safetensors.h"
@@ -84,7 +84,7 @@ struct CompileArgs : autodiff::TrainingFlags {
 
 struct Compiled {
   plan::Plan plan;
-  analysis::MemoryReport memory;  // the plan against the profile's memory limits
+  report::MemoryReport memory;  // the plan against the profile's memory limits
   plan::BuildStats stats;
   double seconds = 0.0;
   nlohmann::json transforms;  // the layout pipeline's transform decisions (report's `transforms`)

@@ -8,6 +8,6 @@
 namespace fbl::ops {
 
 std::vector<OpSchema> onnxSchemas();      // compiler/ops/: the ONNX ops the corpus uses
-std::vector<OpSchema> trainingSchemas();  // compiler/autodiff/: fbl's backward and optimizer ops
+std::vector<OpSchema> trainingSchemas();  // training_schemas.cc: fbl's backward and optimizer ops
 
 }  // namespace fbl::ops

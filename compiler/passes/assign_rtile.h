@@ -24,8 +24,6 @@
 
 namespace fbl::passes {
 
-// The reduction a consumer performs on input `slot`, as an axis of that input (nullopt: none).
-std::optional<int64_t> reductionAxis(const ir::Graph& g, const ir::Node& n, int slot);
 // The modeled work of a reducing consumer (2 * M * N * K for a product, the elements read
 // otherwise): the weight of its use in Eq. 2.
 double reductionWeight(const ir::Graph& g, const ir::Node& n, int slot);

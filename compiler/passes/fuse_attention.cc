@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/autodiff/attention.h"
+#include "compiler/ops/attention.h"
 #include "compiler/ops/broadcast.h"
 #include "compiler/passes/dead_code.h"
 #include "compiler/passes/fold_and_infer.h"
@@ -232,7 +232,7 @@ int Matcher::classifyMaskUncached(ValueId mask, int64_t qLen, int64_t kvLen, int
     for (int64_t j = 0; j < cols; ++j) visible += m[i * cols + j] == 0.0f;
     w = std::max(w, visible);
   }
-  autodiff::AttentionDims d;
+  ops::AttentionDims d;
   d.causal = true;
   d.window = w >= kvLen ? 0 : w;
   for (int64_t p = 0; p < planes; ++p)

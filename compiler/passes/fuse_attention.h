@@ -1,5 +1,5 @@
 // fuse-attention: replaces every attention block of a forward graph by one fbl.Attention node
-// (compiler/autodiff/attention.h), so that neither the forward nor the backward (autodiff turns
+// (compiler/ops/attention.h), so that neither the forward nor the backward (autodiff turns
 // it into one fbl.AttentionGrad) stores the [B, H, Sq, Sk] scores. Runs before autodiff, under
 // --strategy fblayout only (reuse and explicit are the baselines); --disable-pass fuse-attention.
 //

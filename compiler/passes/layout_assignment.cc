@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/ops/reduction_axis.h"
 #include "compiler/passes/assign_rtile.h"
 #include "compiler/passes/classify_operators.h"
 #include "compiler/passes/layout_assignment_printer.h"
@@ -146,7 +147,7 @@ void explicitStrategyConversions(const ir::Graph& g, LayoutAssignment& a) {
     const ir::Node& n = g.nodes[id];
     if (n.dead || a.transforms[id].folded) continue;
     for (int s = 0; s < static_cast<int>(n.inputs.size()); ++s) {
-      auto axis = reductionAxis(g, n, s);
+      auto axis = ops::reductionAxis(g, n, s);
       if (!axis) continue;
       const ReadThrough* r = a.readAt(id, s);
       ValueId v = r ? r->source : n.inputs[s];

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "compiler/codegen/emit_util.h"
+#include "compiler/ops/reduction_axis.h"
 #include "compiler/passes/assign_rtile.h"
 
 namespace fbl::plan {
@@ -211,7 +212,7 @@ class Fuser {
     if (p.op != "MatMul" || !isTiledMatmul(g_, p) || !allFloat(g_, p)) return false;
     const ir::Shape& pl = g_.values[p.inputs[0]].shape;
     const ir::Shape& pr = g_.values[p.inputs[1]].shape;
-    const std::optional<int64_t> kAxis = passes::reductionAxis(g_, host, 0);
+    const std::optional<int64_t> kAxis = ops::reductionAxis(g_, host, 0);
     const int64_t hostK = kAxis ? g_.values[host.inputs[0]].shape[*kAxis] : 1;
     // L2 batched like the output and R2 a matrix: the term folds or batches with the host.
     if (pl.size() != shape.size() || pr.size() != 2 || pl.back() > kMaxLowRank || pl.back() * 8 > hostK ||

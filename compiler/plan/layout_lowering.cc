@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "compiler/codegen/emit_util.h"
+#include "compiler/ops/reduction_axis.h"
 #include "compiler/passes/assign_rtile.h"
 #include "compiler/plan/fusion.h"
 #include "compiler/plan/lowering_printer.h"
@@ -305,7 +306,7 @@ class Lowerer {
     for (const ValueRead& r : reads) {
       const ir::Node& n = g_.nodes[r.node];
       if (r.slot < 0 || r.slot > 1 || !isMatmul(n)) continue;
-      const std::optional<int64_t> axis = passes::reductionAxis(g_, n, r.slot);
+      const std::optional<int64_t> axis = ops::reductionAxis(g_, n, r.slot);
       if (!axis) continue;
       const int64_t dim = r.through ? passes::landingDim(views_.at({r.node, r.slot}), *axis) : *axis;
       if (dim == 0) return true;

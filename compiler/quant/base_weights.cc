@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "compiler/autodiff/training_graph.h"
-#include "compiler/passes/assign_rtile.h"
+#include "compiler/ops/reduction_axis.h"
 #include "compiler/support/float16.h"
 #include "runtime/plan_file.h"
 
@@ -74,7 +74,7 @@ std::map<std::string, layout::Encoding> chooseEncodings(const ir::Graph& g, cons
             else if (perm == std::vector<int64_t>{0, 1}) work.emplace_back(n.outputs[0], swapped);
             else refused = fmt::format("transposed by {}", ir::describeNode(g, n));
           } else if ((n.op == "MatMul" || n.op == "Gemm") && slot < 2) {
-            const std::optional<int64_t> r = passes::reductionAxis(g, n, slot);
+            const std::optional<int64_t> r = ops::reductionAxis(g, n, slot);
             if (!axis && r && *r >= 0 && *r < 2) axis = static_cast<int>(swapped ? 1 - *r : *r);
           } else if (n.op == "Gather" && slot == 0) {
             // An embedding table: each row read whole.

@@ -12,6 +12,6 @@ namespace fbl::ref {
 using KernelEntry = std::pair<std::string_view, EvalFn>;
 
 std::vector<KernelEntry> onnxKernels();      // compiler/ref/: ONNX ops
-std::vector<KernelEntry> trainingKernels();  // compiler/autodiff/: fbl's backward/optimizer ops
+std::vector<KernelEntry> trainingKernels();  // training_kernels.cc: fbl's backward/optimizer ops
 
 }  // namespace fbl::ref

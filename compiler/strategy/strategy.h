@@ -12,7 +12,7 @@
 // Where each stage implements them: the layout decisions in passes/layout_assignment.h (run by
 // passes/layout_pipeline.h), what each strategy executes and stores in plan/layout_lowering.h.
 // The same three on a single MatMul or norm, for `fbl-bench matmul` and the kernel tests:
-// bench/support/operator_plans.h.
+// harness/operator_plans.h.
 #pragma once
 
 #include <string>

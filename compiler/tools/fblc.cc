@@ -9,11 +9,11 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "compiler/analysis/explain.h"
-#include "compiler/analysis/plan_diff.h"
 #include "compiler/driver/compile_command.h"
+#include "compiler/driver/profile_command.h"
 #include "compiler/plan/plan_printer.h"
-#include "compiler/profile/profile_command.h"
+#include "compiler/report/explain.h"
+#include "compiler/report/plan_diff.h"
 #include "compiler/strategy/strategy.h"
 #include "compiler/tools/inspect_command.h"
 #include "compiler/train/ref_trainer.h"
@@ -130,7 +130,7 @@ void addInspect(CLI::App& app, int& rc) {
 }
 
 void addProfile(CLI::App& app, int& rc) {
-  static fbl::tools::ProfileArgs args;
+  static fbl::driver::ProfileArgs args;
   auto* cmd = app.add_subcommand("profile", "Measure the local OpenCL device into a hardware profile");
   cmd->add_option("-o,--output", args.output, "Profile JSON to write (profiles/<gpu>.json)");
   cmd->add_option("--device", args.device, "Device index, as `fblc profile --list` numbers them")
@@ -139,7 +139,7 @@ void addProfile(CLI::App& app, int& rc) {
   cmd->add_option("--name", args.name, "Profile name (default: the output file's stem)");
   cmd->add_option("--reps", args.reps, "Timed runs per configuration (the fastest is kept)")->default_val(5);
   cmd->add_flag("--list", args.list, "List the OpenCL devices and exit");
-  cmd->callback([&rc] { rc = fbl::tools::runProfile(args); });
+  cmd->callback([&rc] { rc = fbl::driver::runProfile(args); });
 }
 
 void addCompile(CLI::App& app, int& rc) {
@@ -197,12 +197,12 @@ void addCompile(CLI::App& app, int& rc) {
 }
 
 void addExplain(CLI::App& app, int& rc) {
-  static fbl::analysis::ExplainArgs args;
+  static fbl::report::ExplainArgs args;
   auto* cmd = app.add_subcommand("explain", "Explain a plan: each tensor's layout and why, transformations, launches");
   cmd->add_option("plan", args.plan, "Plan file (from fblc compile)")->required();
   cmd->add_option("--html", args.html, "Also write a self-contained HTML page of the graph and tables");
   cmd->add_option("--profile", args.profile, "Judge the plan's memory against this profile's limits");
-  cmd->callback([&rc] { rc = fbl::analysis::runExplain(args); });
+  cmd->callback([&rc] { rc = fbl::report::runExplain(args); });
 }
 
 void addPrintPlan(CLI::App& app, int& rc) {
@@ -213,12 +213,12 @@ void addPrintPlan(CLI::App& app, int& rc) {
 }
 
 void addDiff(CLI::App& app, int& rc) {
-  static fbl::analysis::DiffArgs args;
+  static fbl::report::DiffArgs args;
   auto* cmd = app.add_subcommand("diff", "What changed between two plans (exit 0: same, 1: different, 2: bad file)");
   cmd->add_option("old", args.oldPlan, "The plan before (a golden plan)")->required();
   cmd->add_option("new", args.newPlan, "The plan after")->required();
   cmd->add_flag("--json", args.json, "Machine-readable output");
-  cmd->callback([&rc] { rc = fbl::analysis::runDiff(args, std::cout, std::cerr); });
+  cmd->callback([&rc] { rc = fbl::report::runDiff(args, std::cout, std::cerr); });
 }
 
 void addRunRef(CLI::App& app, int& rc) {

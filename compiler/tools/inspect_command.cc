@@ -12,11 +12,11 @@
 #include "compiler/autodiff/training_graph.h"
 #include "compiler/autodiff/training_summary.h"
 #include "compiler/onnx/importer.h"
-#include "compiler/onnx/load_model.h"
 #include "compiler/ops/op_schema.h"
 #include "compiler/passes/classify_operators.h"
 #include "compiler/passes/layout_assignment_printer.h"
 #include "compiler/passes/layout_pipeline.h"
+#include "compiler/passes/load_model.h"
 #include "compiler/profile/profile.h"
 #include "compiler/strategy/strategy.h"
 
@@ -69,7 +69,7 @@ int runInspect(const InspectArgs& args) {
     fmt::print(stderr, "error: {}\n", raw.error().message);
     return 1;
   }
-  auto graph = onnx::simplifyModel(*raw);
+  auto graph = passes::simplifyModel(*raw);
   if (!graph.ok()) {
     fmt::print(stderr, "error: {}\n", graph.error().message);
     return 1;

@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 
 #include "compiler/onnx/external_data.h"
-#include "compiler/onnx/load_model.h"
 #include "compiler/onnx/tensor_proto.h"
+#include "compiler/passes/load_model.h"
 #include "compiler/passes/pack_saved.h"
 #include "compiler/quant/base_weights.h"
 #include "compiler/train/ref_dataset.h"
@@ -152,9 +152,9 @@ Status dump(const std::string& dir, const autodiff::TrainingGraph& tg, const Ste
 Status run(const RunRefArgs& args) {
   if (args.steps < 1) return makeError("--steps must be 1 or more, not {}", args.steps);
   FBL_ASSIGN(autodiff::TrainingOptions opts, trainingOptions(args));
-  onnx::LoadOptions load;
+  passes::LoadOptions load;
   load.shapeOverrides = args.shapes;
-  FBL_ASSIGN(ir::Graph forward, onnx::loadModel(args.model, load));
+  FBL_ASSIGN(ir::Graph forward, passes::loadModel(args.model, load));
   FBL_TRY(onnx::requireInitializerData(forward));  // external data: read at import, or say what is missing
   FBL_ASSIGN(RefDataset data, RefDataset::load(forward, args.dataDir, args.seed));
   FBL_TRY(applyBaseWeights(forward, args, opts.trainableGlobs));

@@ -2,7 +2,7 @@
 // DIR/test_data_set_*/input_K.pb) and the gradients --dump-grads writes. Only the protobuf wire
 // format's few fields a tensor needs are read: dims, data_type, name, raw_data and the typed data
 // fields; the dtypes are fbl's (f32, i64, i32, bool, u8, i8), as the compiler's reader
-// (compiler/onnx/tensor_proto.h) takes them, and tests/runtime/tensor_proto_io_test.cc holds
+// (compiler/onnx/tensor_proto.h) takes them, and tests/device/tensor_proto_io_test.cc holds
 // the two readers to the same tensors and refusals.
 #pragma once
 

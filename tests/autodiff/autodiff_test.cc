@@ -6,8 +6,8 @@
 #include "compiler/autodiff/grad_rules.h"
 #include "compiler/autodiff/training_graph.h"
 #include "compiler/autodiff/training_summary.h"
-#include "compiler/onnx/load_model.h"
 #include "compiler/ops/op_schema.h"
+#include "compiler/passes/load_model.h"
 #include "compiler/ref/executor.h"
 #include "tests/autodiff/tensor_diff.h"
 #include "tests/ops/graph_builder.h"
@@ -298,7 +298,7 @@ TEST_CASE("corpus joint graphs: every new node validates and matches its shape r
   for (std::string model : {"llama-tiny", "bert-tiny", "vit-tiny", "bert-tiny-torchscript",
                             "llama-full"}) {
     DYNAMIC_SECTION(model) {
-      auto fwd = onnx::loadModel(std::string(FBL_TEST_DATA_DIR) + "/" + model + "/model.onnx");
+      auto fwd = passes::loadModel(std::string(FBL_TEST_DATA_DIR) + "/" + model + "/model.onnx");
       REQUIRE(fwd.ok());
       auto tg = autodiff::buildTrainingGraph(fwd.value(), {});
       INFO((tg.ok() ? "" : tg.error().message));

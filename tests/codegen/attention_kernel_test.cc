@@ -16,10 +16,10 @@
 #include <map>
 #include <random>
 
-#include "bench/support/cl_session.h"
 #include "compiler/codegen/emit_util.h"
 #include "compiler/codegen/operand_layout.h"
 #include "compiler/ref/kernels.h"
+#include "harness/cl_session.h"
 #include "tests/ops/graph_builder.h"
 
 namespace fbl::testing {
@@ -44,10 +44,10 @@ struct AttnCase {
   bool wantDk = true;
 };
 
-bench::ClSession& session() {
-  static std::unique_ptr<bench::ClSession> s = [] {
+harness::ClSession& session() {
+  static std::unique_ptr<fbl::harness::ClSession> s = [] {
     setenv("POCL_CACHE_DIR", FBL_SOURCE_DIR "/build-pocl-cache", 0);
-    auto r = bench::ClSession::open();
+    auto r = fbl::harness::ClSession::open();
     if (!r.ok()) FAIL(r.error().message);
     return std::move(*r);
   }();
@@ -260,7 +260,7 @@ void runBothTilings(const AttnCase& c, unsigned seed) {
   split.computeUnits = 132;
   for (const codegen::Target* target : {&cpu, &phone, &h200, &split}) {
     const codegen::Target& t = *target;
-    autodiff::AttentionDims d;
+    ops::AttentionDims d;
     d.batch = c.batch, d.heads = c.heads, d.kvHeads = c.kvHeads, d.qLen = c.qLen, d.kvLen = c.kvLen;
     d.headDim = c.dim, d.valueDim = c.valueDim;
     auto describe = [](const codegen::AttentionTiling& a) {

@@ -10,10 +10,10 @@
 #include <map>
 #include <random>
 
-#include "bench/support/cl_session.h"
 #include "compiler/codegen/conv_emitters.h"
 #include "compiler/ops/op_schema.h"
 #include "compiler/ref/executor.h"
+#include "harness/cl_session.h"
 #include "tests/ops/graph_builder.h"
 
 namespace fbl::testing {
@@ -45,10 +45,10 @@ codegen::EmitFn emitterFor(const std::string& op) {
   return nullptr;
 }
 
-bench::ClSession& session() {
-  static std::unique_ptr<bench::ClSession> s = [] {
+harness::ClSession& session() {
+  static std::unique_ptr<fbl::harness::ClSession> s = [] {
     setenv("POCL_CACHE_DIR", FBL_SOURCE_DIR "/build-pocl-cache", 0);
-    auto r = bench::ClSession::open();
+    auto r = fbl::harness::ClSession::open();
     if (!r.ok()) FAIL(r.error().message);
     return std::move(*r);
   }();

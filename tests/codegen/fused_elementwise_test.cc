@@ -17,7 +17,7 @@
 namespace fbl::codegen {
 namespace {
 
-using namespace harness;
+using namespace kernel_test;
 
 double refOp(const std::string& op, const std::vector<double>& x) {
   if (op == "Add") return x[0] + x[1];
@@ -79,7 +79,7 @@ struct EpilogueCase {
   int64_t computeUnits = 2;  // many: split-K, whose sum kernel runs the epilogue
 };
 
-void checkEpilogue(bench::ClSession& s, const EpilogueCase& c, std::mt19937& rng) {
+void checkEpilogue(fbl::harness::ClSession& s, const EpilogueCase& c, std::mt19937& rng) {
   testing::GraphBuilder b;
   std::map<ir::ValueId, Buffer> bufs;
   const ir::ValueId x = b.input("a", ir::DType::F32, c.a), w = b.input("b", ir::DType::F32, c.b);
@@ -164,7 +164,7 @@ void checkEpilogue(bench::ClSession& s, const EpilogueCase& c, std::mt19937& rng
 
 // A random tree of float elementwise nodes, all of shape `out`; every non-leaf but the root is
 // inlined into the root's kernel.
-void checkGroup(bench::ClSession& s, std::mt19937& rng, int64_t items) {
+void checkGroup(fbl::harness::ClSession& s, std::mt19937& rng, int64_t items) {
   const Shape out = randomShape(rng, 2);
   testing::GraphBuilder b;
   std::map<ir::ValueId, Buffer> bufs;
@@ -231,7 +231,7 @@ void checkGroup(bench::ClSession& s, std::mt19937& rng, int64_t items) {
 
 // A reduction (ReduceSum / ReduceMean over random axes, or fbl.ReduceSumTo) whose input is
 // computed per element by fused producers: Op2(Op1(l0, l1), l2).
-void checkReduceGroup(bench::ClSession& s, std::mt19937& rng, const std::string& op) {
+void checkReduceGroup(fbl::harness::ClSession& s, std::mt19937& rng, const std::string& op) {
   const Shape in = randomShape(rng, 2);
   testing::GraphBuilder b;
   std::map<ir::ValueId, Buffer> bufs;

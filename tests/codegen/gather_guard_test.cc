@@ -6,9 +6,9 @@
 
 #include <random>
 
-#include "bench/support/cl_session.h"
 #include "compiler/codegen/emit_util.h"
 #include "compiler/codegen/operand_layout.h"
+#include "harness/cl_session.h"
 #include "tests/codegen/layout_kernel_harness.h"
 #include "tests/ops/graph_builder.h"
 
@@ -20,11 +20,11 @@ using layout::TileSpec;
 
 TEST_CASE("the layout gather writes 0 for an index outside its table", "[operand-layout][inputs]") {
   const int64_t V = 16, D = 8;
-  auto session = harness::openSession();
+  auto session = kernel_test::openSession();
   std::mt19937 rng(13);
   const std::vector<Layout> layouts = {
-      Layout::rowMajor({V, D}), harness::must(Layout::rtile({V, D}, TileSpec::rowStrips(8, 8), layout::Storage::Buffer)),
-      harness::must(Layout::rtile({V, D}, TileSpec::blocks(8, 8, 4, 4, 1, 4), layout::Storage::Image2D)),
+      Layout::rowMajor({V, D}), kernel_test::must(Layout::rtile({V, D}, TileSpec::rowStrips(8, 8), layout::Storage::Buffer)),
+      kernel_test::must(Layout::rtile({V, D}, TileSpec::blocks(8, 8, 4, 4, 1, 4), layout::Storage::Image2D)),
       Layout::image({V, D})};
   std::vector<float> table(V * D);
   for (float& x : table) x = std::uniform_real_distribution<float>(0.5f, 2.0f)(rng);  // never 0
@@ -33,7 +33,7 @@ TEST_CASE("the layout gather writes 0 for an index outside its table", "[operand
     INFO(l.str());
     testing::GraphBuilder b;
     const ir::ValueId data = b.input("data", ir::DType::F32, {V, D}), idx = b.input("idx", ir::DType::I64, {2, 4});
-    harness::typedOp(b, "Gather", {data, idx}, {2, 4, D});
+    kernel_test::typedOp(b, "Gather", {data, idx}, {2, 4, D});
     NodeLayouts nl;
     nl.inputs = {OperandLayout{data, l, false, std::nullopt}, std::nullopt};
     nl.outputs = {std::nullopt};

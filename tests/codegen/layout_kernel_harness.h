@@ -14,20 +14,20 @@
 #include <memory>
 #include <random>
 
-#include "bench/support/cl_session.h"
 #include "compiler/codegen/operand_layout.h"
+#include "harness/cl_session.h"
 #include "tests/ops/graph_builder.h"
 
-namespace fbl::codegen::harness {
+namespace fbl::codegen::kernel_test {
 
 using layout::Layout;
 using layout::MovementOp;
 using layout::TileSpec;
 using ir::Shape;
 
-inline std::unique_ptr<bench::ClSession> openSession() {
+inline std::unique_ptr<fbl::harness::ClSession> openSession() {
   setenv("POCL_CACHE_DIR", FBL_SOURCE_DIR "/build-pocl-cache", 0);
-  auto s = bench::ClSession::open();
+  auto s = fbl::harness::ClSession::open();
   if (!s.ok()) FAIL(s.error().message);
   return std::move(*s);
 }
@@ -146,7 +146,7 @@ struct Buffer {
 
 // Runs every launch of `code`, arguments bound to `bufs` by value id (scratch allocated here);
 // downloads every value buffer afterwards.
-inline void runCode(bench::ClSession& s, const NodeCode& code, std::map<ir::ValueId, Buffer>& bufs) {
+inline void runCode(fbl::harness::ClSession& s, const NodeCode& code, std::map<ir::ValueId, Buffer>& bufs) {
   std::map<ir::ValueId, cl_mem> mems;
   for (auto& [v, b] : bufs) {
     auto m = s.buffer(b.words.size(), b.words.data());
@@ -220,4 +220,4 @@ inline ir::ValueId typedOp(testing::GraphBuilder& b, const std::string& op, std:
   return y;
 }
 
-}  // namespace fbl::codegen::harness
+}  // namespace fbl::codegen::kernel_test

@@ -13,16 +13,16 @@
 #include <map>
 #include <random>
 
-#include "bench/support/cl_session.h"
 #include "compiler/codegen/emit_util.h"
 #include "compiler/codegen/operand_layout.h"
+#include "harness/cl_session.h"
 #include "tests/codegen/layout_kernel_harness.h"
 #include "tests/ops/graph_builder.h"
 
 namespace fbl::codegen {
 namespace {
 
-using namespace harness;
+using namespace kernel_test;
 
 using layout::Layout;
 using layout::MovementOp;
@@ -44,7 +44,7 @@ double ewRef(const std::string& op, const std::vector<double>& x) {
   return x[0];  // Expand
 }
 
-void checkElementwise(bench::ClSession& s, const EwCase& c, std::mt19937& rng, const Target& t) {
+void checkElementwise(fbl::harness::ClSession& s, const EwCase& c, std::mt19937& rng, const Target& t) {
   const Shape out = randomShape(rng);
   testing::GraphBuilder b;
   std::vector<ir::ValueId> ins;
@@ -124,7 +124,7 @@ Shape storedShape(Shape s, bool t) {
   return s;
 }
 
-void checkMatmul(bench::ClSession& s, const MmCase& c, std::mt19937& rng) {
+void checkMatmul(fbl::harness::ClSession& s, const MmCase& c, std::mt19937& rng) {
   testing::GraphBuilder b;
   const ir::ValueId x = b.input("a", ir::DType::F32, c.a), w = b.input("b", ir::DType::F32, c.b);
   std::map<std::string, ir::AttrValue> attrs;
@@ -193,7 +193,7 @@ void checkMatmul(bench::ClSession& s, const MmCase& c, std::mt19937& rng) {
   REQUIRE(bad == 0);
 }
 
-void checkCopy(bench::ClSession& s, std::mt19937& rng, ir::DType dt, const Target& t) {
+void checkCopy(fbl::harness::ClSession& s, std::mt19937& rng, ir::DType dt, const Target& t) {
   const Shape sh = randomShape(rng, 2);
   testing::GraphBuilder b;
   OperandLayout src;
@@ -286,7 +286,7 @@ TEST_CASE("layout copies move every element through both layouts", "[operand-lay
 TEST_CASE("trivial layouts emit exactly the plain kernels", "[operand-layout]") {
   testing::GraphBuilder b;
   const ir::ValueId x = b.input("x", ir::DType::F32, {2, 3, 4}), w = b.input("w", ir::DType::F32, {3, 1});
-  harness::typedOp(b, "Add", {x, w}, {2, 3, 4});
+  kernel_test::typedOp(b, "Add", {x, w}, {2, 3, 4});
   NodeLayouts none;
   none.inputs = {std::nullopt, std::nullopt};
   none.outputs = {std::nullopt};
@@ -315,7 +315,7 @@ TEST_CASE("a MatMul operand read through a transposing map takes the template's 
   testing::GraphBuilder b;
   const ir::ValueId x = b.input("x", ir::DType::F32, {4, 8}), wt = b.input("wt", ir::DType::F32, {8, 12});
   const ir::ValueId w = b.input("w", ir::DType::F32, {12, 8});
-  harness::typedOp(b, "MatMul", {x, wt}, {4, 12});
+  kernel_test::typedOp(b, "MatMul", {x, wt}, {4, 12});
   auto view = layout::Layout::rowMajor({12, 8}).transpose({1, 0});
   REQUIRE(view.ok());
   NodeLayouts nl;
@@ -351,7 +351,7 @@ TEST_CASE("Gather reads its table through buffer and image layouts", "[operand-l
     INFO(l.str());
     testing::GraphBuilder b;
     const ir::ValueId data = b.input("data", ir::DType::F32, {V, D}), idx = b.input("idx", ir::DType::I64, {2, 3});
-    harness::typedOp(b, "Gather", {data, idx}, {2, 3, D});
+    kernel_test::typedOp(b, "Gather", {data, idx}, {2, 3, D});
     NodeLayouts nl;
     nl.inputs = {OperandLayout{data, l, false, std::nullopt}, std::nullopt};
     nl.outputs = {std::nullopt};

@@ -12,16 +12,16 @@
 
 #include <fmt/format.h>
 
-#include "bench/support/matmul_run.h"
 #include "compiler/codegen/rtile_kernels.h"
 #include "compiler/profile/profile.h"
+#include "harness/matmul_run.h"
 
 using fbl::codegen::ColumnRange;
 using fbl::codegen::MatmulTiling;
 using fbl::codegen::NarrowOptions;
 using fbl::layout::Layout;
 using fbl::layout::TileSpec;
-using namespace fbl::bench;
+using namespace fbl::harness;
 using fbl::strategy::kAllStrategies;
 using fbl::strategy::Strategy;
 using fbl::strategy::strategyName;

@@ -9,7 +9,7 @@
 
 #include "compiler/onnx/importer.h"
 #ifdef FBL_FUZZ_LOAD_MODEL
-#include "compiler/onnx/load_model.h"
+#include "compiler/passes/load_model.h"
 #endif
 
 namespace {
@@ -63,7 +63,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (f == nullptr) std::abort();
   std::fwrite(bytes.data(), 1, bytes.size(), f);
   std::fclose(f);
-  auto loaded = fbl::onnx::loadModel(path);
+  auto loaded = fbl::passes::loadModel(path);
   if (!loaded.ok()) checkError(loaded.error());
 #endif
   return 0;

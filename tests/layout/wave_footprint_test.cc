@@ -9,12 +9,12 @@
 
 #include <catch2/catch.hpp>
 
-#include "bench/support/matmul_run.h"
-#include "bench/support/operator_plans.h"
 #include "compiler/codegen/matmul_staging.h"
 #include "compiler/layout/layout.h"
 #include "compiler/layout/rtile_wave_cost.h"
 #include "compiler/profile/profile.h"
+#include "harness/matmul_run.h"
+#include "harness/operator_plans.h"
 
 using namespace fbl::layout;
 
@@ -29,12 +29,12 @@ fbl::profile::HardwareProfile phone(const std::string& name) {
 }
 
 // Misses of one Figure-16 pass of a bench plan, its operands staged as the plan's products are.
-FootprintCount passMisses(const fbl::bench::MatmulPlan& plan, const fbl::bench::MatmulStep& st, const TextureL1& l1,
+FootprintCount passMisses(const fbl::harness::MatmulPlan& plan, const fbl::harness::MatmulStep& st, const TextureL1& l1,
                           int64_t maxGroups) {
   fbl::codegen::MatmulTiling t;
   t.tm = kGpu.tm, t.tn = kGpu.tn, t.tk = kGpu.tk, t.rm = 8, t.rn = 8;
-  const fbl::bench::StagedOperands ops = fbl::bench::stagedOperands(plan, st, t);
-  const auto [l, r] = fbl::bench::laneOperands(ops);
+  const fbl::harness::StagedOperands ops = fbl::harness::stagedOperands(plan, st, t);
+  const auto [l, r] = fbl::harness::laneOperands(ops);
   StagedTiling staged = kGpu;
   staged.wave = plan.wave;
   return textureL1Misses(ops.dims.m, ops.dims.n, ops.dims.k, l, r, staged, l1, maxGroups);
@@ -121,13 +121,13 @@ TEST_CASE("wave-footprint cost: Figure 16's fblayout fetches no more lines than 
   for (const char* name : {"adreno-830", "adreno-730", "mali-g925"}) {
     const fbl::profile::HardwareProfile p = phone(name);
     REQUIRE(p.waveFootprint.has_value());
-    auto fbl = fbl::bench::planMatmul(fbl::strategy::Strategy::kFBLayout, {512, 2048, 8192}, p);
-    auto reuse = fbl::bench::planMatmul(fbl::strategy::Strategy::kReuse, {512, 2048, 8192}, p);
+    auto fbl = fbl::harness::planMatmul(fbl::strategy::Strategy::kFBLayout, {512, 2048, 8192}, p);
+    auto reuse = fbl::harness::planMatmul(fbl::strategy::Strategy::kReuse, {512, 2048, 8192}, p);
     REQUIRE((fbl.ok() && reuse.ok()));
     for (const TextureL1& l1 : bracketedTextureL1s(p))
       for (size_t i = 0; i < fbl->steps.size(); ++i) {
         INFO(name << " " << l1.lines << " lines of " << l1.blockH << "x" << l1.blockW << " "
-                  << fbl::bench::matmulPassName(fbl->steps[i].pass) << ": A " << fbl->tensors.at("A").layout.str());
+                  << fbl::harness::matmulPassName(fbl->steps[i].pass) << ": A " << fbl->tensors.at("A").layout.str());
         FootprintCount f = passMisses(*fbl, fbl->steps[i], l1, 4), r = passMisses(*reuse, reuse->steps[i], l1, 4);
         CHECK(f.misses <= r.misses);
       }

@@ -9,7 +9,7 @@
 #include "compiler/autodiff/training_graph.h"
 #include "compiler/onnx/export_names.h"
 #include "compiler/onnx/importer.h"
-#include "compiler/onnx/load_model.h"
+#include "compiler/passes/load_model.h"
 #include "tests/onnx/onnx_test_util.h"
 
 namespace fbl {
@@ -66,7 +66,7 @@ TEST_CASE("export names: a renamed weight without metadata is reported as lost",
   for (auto& n : *m.mutable_graph()->mutable_node()) n.mutable_unknown_fields()->Clear();
   auto imported = onnx::importModelFromBytes(m.SerializeAsString(), "gpt2-opt-stripped.onnx");
   REQUIRE(imported.ok());
-  auto g = onnx::simplifyModel(std::move(imported).value());
+  auto g = passes::simplifyModel(std::move(imported).value());
   REQUIRE(g.ok());
   auto tg = autodiff::buildTrainingGraph(*g, {});
   REQUIRE_FALSE(tg.ok());

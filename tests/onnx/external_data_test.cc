@@ -14,11 +14,11 @@
 #include <filesystem>
 
 #include "compiler/autodiff/training_graph.h"
+#include "compiler/driver/compile_command.h"
 #include "compiler/ir/printer.h"
 #include "compiler/onnx/external_data.h"
 #include "compiler/onnx/importer.h"
-#include "compiler/onnx/load_model.h"
-#include "compiler/driver/compile_command.h"
+#include "compiler/passes/load_model.h"
 #include "compiler/train/ref_trainer.h"
 #include "runtime/safetensors.h"
 #include "tests/onnx/onnx_test_util.h"
@@ -136,8 +136,8 @@ std::pair<driver::Compiled, driver::Compiled> compileAlike(driver::CompileArgs& 
 }
 
 TEST_CASE("external data: load, run-ref, compile and the weight writer agree on both files", "[onnx][external]") {
-  auto inl = loadModel(kInline);
-  auto ext = loadModel(kFixture + "/model.onnx");
+  auto inl = passes::loadModel(kInline);
+  auto ext = passes::loadModel(kFixture + "/model.onnx");
   REQUIRE(inl.ok());
   REQUIRE(ext.ok());
   CHECK(printed(*inl) == printed(*ext));
@@ -201,8 +201,8 @@ TEST_CASE("external data: an optimize=True export gets its LoRA names back from 
   TempDir tmp;
   writeFile(tmp.file("model.onnx"), model);
   writeFile(tmp.file("model.onnx.data"), data);
-  auto inl = loadModel(inlinePath);
-  auto ext = loadModel(tmp.file("model.onnx"));
+  auto inl = passes::loadModel(inlinePath);
+  auto ext = passes::loadModel(tmp.file("model.onnx"));
   INFO((ext.ok() ? std::string() : ext.error().message));
   REQUIRE((inl.ok() && ext.ok()));
   CHECK(printed(*inl) == printed(*ext));
@@ -229,7 +229,7 @@ TEST_CASE("external data: an optimize=True export gets its LoRA names back from 
 TEST_CASE("external data: without the data file, what needs the bytes names it", "[onnx][external]") {
   TempDir tmp;
   fs::copy_file(kFixture + "/model.onnx", tmp.file("model.onnx"));
-  auto g = loadModel(tmp.file("model.onnx"));
+  auto g = passes::loadModel(tmp.file("model.onnx"));
   REQUIRE(g.ok());  // names and shapes need no bytes
   auto st = requireInitializerData(*g);
   REQUIRE_FALSE(st.ok());

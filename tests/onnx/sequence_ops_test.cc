@@ -6,8 +6,8 @@
 #include <random>
 
 #include "compiler/onnx/importer.h"
-#include "compiler/onnx/load_model.h"
 #include "compiler/onnx/sequence_ops.h"
+#include "compiler/passes/load_model.h"
 #include "compiler/ref/executor.h"
 #include "tests/onnx/onnx_test_util.h"
 
@@ -32,7 +32,7 @@ std::pair<ir::Tensor, std::vector<ir::Tensor>> run(::onnx::ModelProto& m, const 
   INFO((imported.ok() ? "" : imported.error().message));
   REQUIRE(imported.ok());
   for (const ir::Node& n : imported->nodes) CHECK(n.op.find("Sequence") == std::string::npos);
-  auto g = simplifyModel(*imported);
+  auto g = passes::simplifyModel(*imported);
   INFO((g.ok() ? "" : g.error().message));
   REQUIRE(g.ok());
   const ir::Value& xv = g->values[g->inputs[0]];

@@ -4,9 +4,9 @@
 
 
 #include "compiler/autodiff/training_graph.h"
-#include "compiler/onnx/load_model.h"
 #include "compiler/passes/layout_assignment_printer.h"
 #include "compiler/passes/layout_pipeline.h"
+#include "compiler/passes/load_model.h"
 #include "compiler/profile/profile.h"
 #include "tests/passes/paper_profile.h"
 
@@ -17,7 +17,7 @@ namespace {
 profile::HardwareProfile adreno() { return fbl::testing::paperAdreno(); }
 
 autodiff::TrainingGraph joint(const std::string& model) {
-  auto fwd = onnx::loadModel(std::string(FBL_TEST_DATA_DIR) + "/" + model + "/model.onnx");
+  auto fwd = passes::loadModel(std::string(FBL_TEST_DATA_DIR) + "/" + model + "/model.onnx");
   INFO(model << ": " << (fwd.ok() ? "" : fwd.error().message));
   REQUIRE(fwd.ok());
   auto tg = autodiff::buildTrainingGraph(*fwd, {});

@@ -8,8 +8,8 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "compiler/onnx/load_model.h"
 #include "compiler/passes/fold_and_infer.h"
+#include "compiler/passes/load_model.h"
 
 namespace ir = fbl::ir;
 
@@ -34,7 +34,7 @@ std::map<std::string, int> histogram(const ir::Graph& g) {
 TEST_CASE("every corpus model loads with static shapes and nothing left to fold", "[passes]") {
   for (std::string model : kModels) {
     SECTION(model) {
-      auto g = fbl::onnx::loadModel(modelPath(model));
+      auto g = fbl::passes::loadModel(modelPath(model));
       INFO((g.ok() ? std::string() : g.error().message));
       REQUIRE(g.ok());
       CHECK(fbl::passes::countValuesWithoutStaticShape(*g) == 0);
@@ -59,25 +59,25 @@ TEST_CASE("every corpus model loads with static shapes and nothing left to fold"
 }
 
 TEST_CASE("raw import keeps the file's nodes when simplify is off", "[passes]") {
-  fbl::onnx::LoadOptions opts;
+  fbl::passes::LoadOptions opts;
   opts.simplify = false;
-  auto g = fbl::onnx::loadModel(modelPath("llama-tiny"), opts);
+  auto g = fbl::passes::loadModel(modelPath("llama-tiny"), opts);
   REQUIRE(g.ok());
   CHECK(g->nodes.size() == 578);
 }
 
 TEST_CASE("the load passes run under the pass manager: verifier, --dump-after, --disable-pass", "[passes]") {
   for (std::string model : {"llama-tiny", "bert-tiny-torchscript"}) {
-    fbl::onnx::LoadOptions raw;
+    fbl::passes::LoadOptions raw;
     raw.simplify = false;
-    auto imported = fbl::onnx::loadModel(modelPath(model), raw);
+    auto imported = fbl::passes::loadModel(modelPath(model), raw);
     REQUIRE(imported.ok());
     fbl::passes::PassOptions o;
     o.verify = true;  // the raw import is checked without shapes, every pass after fold-and-infer with them
     std::string dumped;
     o.sink = [&](std::string_view s) { dumped += s; };
     o.dumpAfter = {"dead-code"};
-    auto g = fbl::onnx::simplifyModel(*imported, o);
+    auto g = fbl::passes::simplifyModel(*imported, o);
     INFO(model << ": " << (g.ok() ? std::string() : g.error().message));
     REQUIRE(g.ok());
     CHECK(dumped.rfind("// ---- IR after dead-code ----\n", 0) == 0);
@@ -85,7 +85,7 @@ TEST_CASE("the load passes run under the pass manager: verifier, --dump-after, -
 
     fbl::passes::PassOptions off;
     off.disabled = {"fold-and-infer"};
-    auto refused = fbl::onnx::simplifyModel(*imported, off);
+    auto refused = fbl::passes::simplifyModel(*imported, off);
     REQUIRE_FALSE(refused.ok());
     CHECK(refused.error().message ==
           "--disable-pass fold-and-infer: the pipeline cannot run without it (every later pass needs static shapes "
@@ -97,7 +97,7 @@ TEST_CASE("the load passes run under the pass manager: verifier, --dump-after, -
 TEST_CASE("load report", "[.][load-report]") {
   for (std::string model : kModels) {
     auto start = std::chrono::steady_clock::now();
-    auto g = fbl::onnx::loadModel(modelPath(model));
+    auto g = fbl::passes::loadModel(modelPath(model));
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     REQUIRE(g.ok());
     std::printf("%s: %zu nodes, loaded in %.3f s:", model.c_str(), g->liveNodeCount(), secs);
@@ -158,13 +158,13 @@ static std::string writeSymbolicModel() {
 
 TEST_CASE("a symbolic input dimension needs --shape, the override drives folding", "[passes]") {
   std::string path = writeSymbolicModel();
-  auto bare = fbl::onnx::loadModel(path);
+  auto bare = fbl::passes::loadModel(path);
   REQUIRE_FALSE(bare.ok());
   CHECK_THAT(bare.error().message, Catch::Contains("input 'x'") && Catch::Contains("batch"));
 
-  fbl::onnx::LoadOptions opts;
+  fbl::passes::LoadOptions opts;
   opts.shapeOverrides["x"] = {3, 4};
-  auto g = fbl::onnx::loadModel(path, opts);
+  auto g = fbl::passes::loadModel(path, opts);
   INFO((g.ok() ? std::string() : g.error().message));
   REQUIRE(g.ok());
   ir::ValueId y = g->findValue("y");

@@ -10,8 +10,8 @@
 
 #include "compiler/autodiff/recompute.h"
 #include "compiler/autodiff/training_graph.h"
-#include "compiler/onnx/load_model.h"
 #include "compiler/onnx/tensor_proto.h"
+#include "compiler/passes/load_model.h"
 #include "compiler/passes/pack_saved.h"
 #include "compiler/passes/verify.h"
 #include "compiler/ref/executor.h"
@@ -26,7 +26,7 @@ using ir::ValueId;
 const std::string kModel = std::string(FBL_TEST_DATA_DIR) + "/llama-tiny";
 
 autodiff::TrainingGraph llamaTiny() {
-  auto forward = onnx::loadModel(kModel + "/model.onnx");
+  auto forward = passes::loadModel(kModel + "/model.onnx");
   REQUIRE(forward.ok());
   auto tg = autodiff::buildTrainingGraph(*forward, {});
   INFO((tg.ok() ? "" : tg.error().message));

@@ -9,10 +9,10 @@
 
 #include "compiler/autodiff/training_graph.h"
 #include "compiler/ir/parser.h"
-#include "compiler/onnx/load_model.h"
 #include "compiler/passes/assign_rtile.h"
 #include "compiler/passes/classify_operators.h"
 #include "compiler/passes/layout_pipeline.h"
+#include "compiler/passes/load_model.h"
 #include "compiler/passes/tile_index_elimination.h"
 #include "compiler/profile/profile.h"
 #include "compiler/ref/executor.h"
@@ -25,7 +25,7 @@ namespace {
 profile::HardwareProfile adreno() { return fbl::testing::paperAdreno(); }
 
 autodiff::TrainingGraph joint(const std::string& model) {
-  auto fwd = onnx::loadModel(std::string(FBL_TEST_DATA_DIR) + "/" + model + "/model.onnx");
+  auto fwd = passes::loadModel(std::string(FBL_TEST_DATA_DIR) + "/" + model + "/model.onnx");
   INFO(model << ": " << (fwd.ok() ? "" : fwd.error().message));
   REQUIRE(fwd.ok());
   auto tg = autodiff::buildTrainingGraph(*fwd, {});

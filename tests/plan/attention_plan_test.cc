@@ -1,7 +1,7 @@
 // fuse-attention in whole plans: fblayout replaces every attention block of the corpus models by
 // the flash kernel pair, so no [B, H, S, S] tensor is left in the plan (forward or backward);
 // the baselines and --disable-pass fuse-attention keep the exported ops. That the fused plans
-// train as PyTorch does is tests/runtime/strategies_test.cc's job (every tiny corpus model) and
+// train as PyTorch does is tests/device/strategies_test.cc's job (every tiny corpus model) and
 // zoo_tiny_step_test.cc's (Gemma 2's softcap); the kernels are checked in
 // tests/codegen/attention_kernel_test.cc.
 #include <catch2/catch.hpp>
@@ -11,8 +11,8 @@
 
 #include <set>
 
-#include "compiler/onnx/load_model.h"
 #include "compiler/driver/compile_command.h"
+#include "compiler/passes/load_model.h"
 #include "compiler/zoo/zoo.h"
 #include <filesystem>
 
@@ -73,7 +73,7 @@ TEST_CASE("fblayout plans run attention as the flash pair and keep no [B,H,S,S] 
     CHECK(launchesOf(c.plan, "fbl.SoftmaxGrad") == 0);
     // head_dim = S = 16 here, so shape alone cannot tell scores from q: no plan tensor is a value
     // of the exported score chains (q k^T, scale, mask, Softmax, P v) or the gradient of one.
-    auto fwd = onnx::loadModel(std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/model.onnx");
+    auto fwd = passes::loadModel(std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/model.onnx");
     REQUIRE(fwd.ok());
     std::set<std::string> chain;
     for (const ir::Node& n : fwd->nodes) {

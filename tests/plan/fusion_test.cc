@@ -1,7 +1,7 @@
 // Fusion (compiler/plan/fusion.h) on the whole llama-tiny training graph: what fuses, what the
 // plan loses (launches, intermediate tensors, arena bytes), and that it is fblayout's alone and
 // switched off by --disable-pass fusion. That fused plans still train exactly as PyTorch does is
-// tests/runtime/strategies_test.cc's job (every tiny corpus model, every strategy); the fused
+// tests/device/strategies_test.cc's job (every tiny corpus model, every strategy); the fused
 // kernels themselves are checked element by element in tests/codegen/fused_elementwise_test.cc.
 #include <catch2/catch.hpp>
 

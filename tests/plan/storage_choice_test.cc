@@ -10,13 +10,13 @@
 //    (reuse) and TFLite's textures (explicit);
 //  - under the H200's profile (matmul.narrow.k_contiguous_weights) every lora_B and its AdamW
 //    state are stored transposed, and nothing else is.
-// That such plans still train exactly as PyTorch does is tests/runtime/strategies_test.cc's job.
+// That such plans still train exactly as PyTorch does is tests/device/strategies_test.cc's job.
 #include <catch2/catch.hpp>
 
 #include <set>
 
-#include "compiler/analysis/explain.h"
 #include "compiler/driver/compile_command.h"
+#include "compiler/report/explain.h"
 
 namespace fbl::plan {
 
@@ -95,10 +95,10 @@ TEST_CASE("the H200's profile stores every lora_B and its AdamW state transposed
     }
     const bool h200 = std::string(profile) == "nvidia-h200";
     // fblc explain says so, and why.
-    auto report = analysis::buildExplainReport(c.plan);
+    auto report = report::buildExplainReport(c.plan);
     REQUIRE(report.ok());
     int64_t explained = 0;
-    for (const analysis::ExplainTensor& t : report->tensors)
+    for (const report::ExplainTensor& t : report->tensors)
       if (t.layout == "linear, transposed") {
         ++explained;
         CHECK(t.why.find("k_contiguous_weights") != std::string::npos);

@@ -5,8 +5,8 @@
 #include <iomanip>
 #include <string>
 
-#include "compiler/onnx/load_model.h"
 #include "compiler/onnx/tensor_proto.h"
+#include "compiler/passes/load_model.h"
 #include "compiler/ref/executor.h"
 #include "tests/ref/ref_test_util.h"
 
@@ -22,9 +22,9 @@ struct Forward {
 
 Forward runForward(const std::string& model, bool simplify) {
   const std::string dir = std::string(FBL_TEST_DATA_DIR) + "/" + model;
-  onnx::LoadOptions opts;
+  passes::LoadOptions opts;
   opts.simplify = simplify;
-  auto g = onnx::loadModel(dir + "/model.onnx", opts);
+  auto g = passes::loadModel(dir + "/model.onnx", opts);
   INFO((g.ok() ? "" : g.error().message));
   REQUIRE(g.ok());
   std::map<ir::ValueId, ir::Tensor> feeds;

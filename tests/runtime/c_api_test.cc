@@ -265,7 +265,7 @@ TEST_CASE("C API: a session describes its plan's inputs, trainables and loss", "
   refused(fbl_tensor_info(s, nullptr, nullptr, nullptr, nullptr), "fbl_tensor_info", "name must not be NULL");
   refused(fbl_input_count(s, nullptr), "fbl_input_count", "count must not be NULL");
   refused(fbl_loss_name(s, nullptr), "fbl_loss_name", "loss_name must not be NULL");
-  // Compiled without --outputs: none (tests/runtime/outputs_test.cc reads them from a plan with).
+  // Compiled without --outputs: none (tests/device/outputs_test.cc reads them from a plan with).
   size_t outputs = 7;
   REQUIRE(fbl_output_count(s, &outputs) == FBL_OK);
   CHECK(outputs == plan().outputs.size());

@@ -9,13 +9,15 @@
 #include <limits>
 #include <set>
 
+#include <catch2/catch.hpp>
+
 #include "runtime/dataset.h"
 #include "runtime/dataset_position.h"
 #include "runtime/include/fbl/fbl_runtime.h"
 #include "runtime/npy.h"
 #include "runtime/safetensors.h"
 #include "runtime/sample_order.h"
-#include "tests/runtime/runtime_test_util.h"
+#include "tests/runtime/temp_dir.h"
 
 namespace fbl::testing {
 namespace {

@@ -5,7 +5,9 @@
 
 #include <regex>
 
-#include "tests/runtime/runtime_test_util.h"
+#include <catch2/catch.hpp>
+
+#include "tests/runtime/temp_dir.h"
 
 namespace fbl::testing {
 namespace {

@@ -3,9 +3,13 @@
 // profiling is off. The plan is written by hand so that the test needs only the runtime.
 #include <set>
 
-#include "runtime/plan_file.h"
+#include <catch2/catch.hpp>
 
-#include "tests/runtime/runtime_test_util.h"
+#include "runtime/plan_file.h"
+#include "runtime/safetensors.h"
+#include "runtime/session.h"
+
+#include "tests/runtime/temp_dir.h"
 
 namespace fbl::testing {
 namespace {

@@ -26,12 +26,9 @@ if ! command -v ninja >/dev/null; then
   exit 1
 fi
 
-# What loadModel reaches: import, IR, op schemas, reference kernels (folding), the training ops'
-# schemas and kernels that the shared tables list, and the passes.
+# What loadModel reaches: import, IR, op schemas, reference kernels (folding) and the passes.
 mapfile -t sources < <(cd "$src" && ls compiler/ir/*.cc compiler/onnx/*.cc compiler/ops/*.cc \
-  compiler/ref/*.cc compiler/support/*.cc compiler/passes/*.cc compiler/layout/*.cc compiler/autodiff/training_ops.cc \
-  compiler/autodiff/attention.cc \
-  compiler/autodiff/training_kernels*.cc 2>/dev/null)
+  compiler/ref/*.cc compiler/support/*.cc compiler/passes/*.cc compiler/layout/*.cc 2>/dev/null)
 
 mkdir -p "$out"
 {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The command-line path of the convolutional zoo models: `fblc zoo NAME --tiny`, `fblc compile`
 # for profiles/pocl-cpu.json and one `fbl-train` step on PoCL from synthetic inputs (no --data)
-# must end with a finite loss. (tests/runtime/zoo_tiny_step_test.cc compares the losses with the
+# must end with a finite loss. (tests/device/zoo_tiny_step_test.cc compares the losses with the
 # reference executor.) Args: BUILD_DIR SOURCE_DIR; FBL_ZOO_MODELS overrides the model list.
 set -euo pipefail
 build=${1:?build dir}; src=${2:?source dir}

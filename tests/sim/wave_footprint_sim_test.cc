@@ -13,11 +13,11 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "bench/support/matmul_run.h"
-#include "bench/support/operator_plans.h"
 #include "compiler/codegen/matmul_tiling.h"
 #include "compiler/layout/rtile_wave_cost.h"
 #include "compiler/profile/profile.h"
+#include "harness/matmul_run.h"
+#include "harness/operator_plans.h"
 
 using namespace fbl;
 
@@ -33,7 +33,7 @@ TEST_CASE("lane model: Figure 16's texture-L1 misses equal the simulator's", "[s
   const nlohmann::json report = nlohmann::json::parse(in);
   std::filesystem::remove(out);
   const codegen::MatmulTiling t = codegen::matmulTiling(codegen::DeviceClass::kGpu);
-  const bench::MatmulShape shape{512 / 32, 2048 / 32, 8192 / 32};
+  const harness::MatmulShape shape{512 / 32, 2048 / 32, 8192 / 32};
   int compared = 0;
   for (const nlohmann::json& r : report.at("results")) {
     // "adreno-830", or a bracket point "adreno-830@l1=...": the plans are the profile's.
@@ -42,17 +42,17 @@ TEST_CASE("lane model: Figure 16's texture-L1 misses equal the simulator's", "[s
     REQUIRE(p.ok());
     auto st = strategy::parseStrategy(r.at("strategy").get<std::string>());
     REQUIRE(st.ok());
-    auto plan = bench::planMatmul(*st, shape, *p);
+    auto plan = harness::planMatmul(*st, shape, *p);
     REQUIRE(plan.ok());
     const nlohmann::json& mm = report.at("memory_models").at(model);
     const layout::TextureL1 l1{mm.at("texture_l1").at("bytes").get<int64_t>() / mm.at("texture_l1").at("line_bytes").get<int64_t>(),
                                mm.at("texture_block").at("h").get<int>(), mm.at("texture_block").at("w").get<int>()};
     const layout::StagedTiling staged{t.tm, t.tn, t.tk, t.wgX() * t.wgY(), p->waveSize};
-    for (const bench::MatmulStep& step : plan->steps) {
-      const bench::StagedOperands ops = bench::stagedOperands(*plan, step, t);  // as the bench's products are
-      const auto [l, rr] = bench::laneOperands(ops);
+    for (const harness::MatmulStep& step : plan->steps) {
+      const harness::StagedOperands ops = harness::stagedOperands(*plan, step, t);  // as the bench's products are
+      const auto [l, rr] = harness::laneOperands(ops);
       const layout::FootprintCount lane = layout::textureL1Misses(ops.dims.m, ops.dims.n, ops.dims.k, l, rr, staged, l1);
-      const std::string pass = bench::matmulPassName(step.pass);
+      const std::string pass = harness::matmulPassName(step.pass);
       INFO(model << " " << r.at("strategy").get<std::string>() << " " << pass);
       // Phases are the kernels' names, matmul_<pass>_<launch>: one launch a pass at this size.
       int64_t simulated = 0;

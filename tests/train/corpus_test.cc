@@ -18,8 +18,8 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/autodiff/training_graph.h"
-#include "compiler/onnx/load_model.h"
 #include "compiler/onnx/tensor_proto.h"
+#include "compiler/passes/load_model.h"
 #include "compiler/plan/peft_adapter.h"
 #include "compiler/train/ref_trainer.h"
 #include "runtime/safetensors.h"
@@ -73,7 +73,7 @@ struct Trainer {
 
 // The model's training graph with `opts`, or the error that refused it.
 Result<Trainer> trainerFor(const std::string& arch, const std::string& style, const autodiff::TrainingOptions& opts) {
-  FBL_ASSIGN(ir::Graph g, onnx::loadModel(kCorpus + "/" + arch + "/" + style + "/model.onnx"));
+  FBL_ASSIGN(ir::Graph g, passes::loadModel(kCorpus + "/" + arch + "/" + style + "/model.onnx"));
   FBL_ASSIGN(auto batch, train::loadInputs(g, kCorpus + "/" + arch + "/test_data_set_0"));
   FBL_ASSIGN(autodiff::TrainingGraph tg, autodiff::buildTrainingGraph(g, opts));
   return Trainer{train::RefTrainer::create(std::move(tg)), std::move(batch)};
@@ -230,7 +230,7 @@ TEST_CASE("corpus: every export's adapter is the one peft saves", "[train][hf-co
       const std::string key = arch + "/" + style;
       if (!fs::exists(kCorpus + "/" + key + "/model.onnx") || kRefused.count(key)) continue;
       INFO(key);
-      auto g = onnx::loadModel(kCorpus + "/" + key + "/model.onnx");
+      auto g = passes::loadModel(kCorpus + "/" + key + "/model.onnx");
       REQUIRE(g.ok());
       auto picked = autodiff::selectTrainables(*g, autodiff::peftTrainableGlobs());
       INFO((picked.ok() ? "" : picked.error().message));
@@ -271,7 +271,7 @@ TEST_CASE("corpus: every export's adapter is the one peft saves", "[train][hf-co
 
 // Where r is not a square, the scaling settles alpha and rsLoRA; --lora-alpha must agree with it.
 TEST_CASE("corpus: --lora-alpha picks the reading of the graph's scaling it gives", "[train][hf-corpus]") {
-  auto g = onnx::loadModel(kCorpus + "/llama_rslora/noopt/model.onnx");
+  auto g = passes::loadModel(kCorpus + "/llama_rslora/noopt/model.onnx");
   REQUIRE(g.ok());
   auto picked = autodiff::selectTrainables(*g, autodiff::peftTrainableGlobs());
   REQUIRE(picked.ok());

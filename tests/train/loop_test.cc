@@ -8,7 +8,7 @@
 #include <cstdio>
 
 #include "compiler/autodiff/training_graph.h"
-#include "compiler/onnx/load_model.h"
+#include "compiler/passes/load_model.h"
 #include "compiler/train/ref_trainer.h"
 #include "runtime/training_loop.h"
 #include "tests/train/loop_reference.h"
@@ -17,7 +17,7 @@ namespace fbl::testing {
 namespace {
 
 std::vector<double> refTrajectory(const nlohmann::json& flags, size_t microBatches) {
-  auto g = onnx::loadModel(kLoopModel);
+  auto g = passes::loadModel(kLoopModel);
   REQUIRE(g.ok());
   auto batch = train::loadInputs(*g, kLoopData);
   REQUIRE(batch.ok());
@@ -71,7 +71,7 @@ TEST_CASE("training loop: the schedules give transformers' learning rates", "[tr
 }
 
 TEST_CASE("training loop: weight decay uses the scheduled lr (none at warmup's lr 0)", "[train][train-loop]") {
-  auto g = onnx::loadModel(kLoopModel);
+  auto g = passes::loadModel(kLoopModel);
   REQUIRE(g.ok());
   auto batch = train::loadInputs(*g, kLoopData);
   REQUIRE(batch.ok());
@@ -97,7 +97,7 @@ TEST_CASE("training loop: weight decay uses the scheduled lr (none at warmup's l
 }
 
 TEST_CASE("training loop: a bad option is refused with one line", "[train][train-loop]") {
-  auto g = onnx::loadModel(kLoopModel);
+  auto g = passes::loadModel(kLoopModel);
   REQUIRE(g.ok());
   struct Bad {
     autodiff::OptimizerOptions o;

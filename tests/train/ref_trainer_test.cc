@@ -11,8 +11,8 @@
 #include <fmt/format.h>
 
 #include "compiler/autodiff/training_graph.h"
-#include "compiler/onnx/load_model.h"
 #include "compiler/onnx/tensor_proto.h"
+#include "compiler/passes/load_model.h"
 #include "compiler/train/ref_trainer.h"
 #include "tests/autodiff/tensor_diff.h"
 
@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 std::string corpus(const std::string& model) { return std::string(FBL_TEST_DATA_DIR) + "/" + model; }
 
 ir::Graph load(const std::string& path) {
-  auto g = onnx::loadModel(path);
+  auto g = passes::loadModel(path);
   INFO((g.ok() ? "" : g.error().message));
   REQUIRE(g.ok());
   return std::move(g).value();

@@ -11,7 +11,7 @@
 #include "compiler/autodiff/training_graph.h"
 #include "compiler/autodiff/training_summary.h"
 #include "compiler/onnx/importer.h"
-#include "compiler/onnx/load_model.h"
+#include "compiler/passes/load_model.h"
 #include "compiler/train/ref_trainer.h"
 #include "compiler/zoo/synthetic_inputs.h"
 #include "compiler/zoo/zoo.h"
@@ -29,7 +29,7 @@ ir::Graph loadBuilt(zoo::OnnxBuilder& b, const std::string& name) {
   INFO(name);
   INFO((imported.ok() ? "" : imported.error().message));
   REQUIRE(imported.ok());
-  auto loaded = fonnx::simplifyModel(std::move(imported).value());
+  auto loaded = fbl::passes::simplifyModel(std::move(imported).value());
   INFO((loaded.ok() ? "" : loaded.error().message));
   REQUIRE(loaded.ok());
   return std::move(loaded).value();
@@ -115,7 +115,7 @@ namespace {
 
 void compareWithCorpus(zoo::OnnxBuilder& b, const std::string& corpus) {
   ir::Graph mine = loadBuilt(b, "zoo-" + corpus);
-  auto theirs = fonnx::loadModel(std::string(FBL_TEST_DATA_DIR) + "/" + corpus + "/model.onnx");
+  auto theirs = fbl::passes::loadModel(std::string(FBL_TEST_DATA_DIR) + "/" + corpus + "/model.onnx");
   REQUIRE(theirs.ok());
   INFO(corpus);
   CHECK(opCounts(mine) == opCounts(*theirs));
@@ -214,7 +214,7 @@ TEST_CASE("zoo: llama3.2-1b has the corpus llama-full's loaded structure", "[zoo
   auto b = zoo::buildZooModel("llama3.2-1b", {});
   REQUIRE(b.ok());
   ir::Graph mine = loadBuilt(**b, "zoo-llama-full");
-  auto theirs = fonnx::loadModel(std::string(FBL_TEST_DATA_DIR) + "/llama-full/model.onnx");
+  auto theirs = fbl::passes::loadModel(std::string(FBL_TEST_DATA_DIR) + "/llama-full/model.onnx");
   REQUIRE(theirs.ok());
   CHECK(opCounts(mine) == opCounts(*theirs));
   std::map<std::string, ir::Shape> shapes;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch's logits for corpus exports: OUT/ARCH/logits.pb, the model's output before its loss
 for test_data_set_0's batch, from the model export_corpus.py builds (seed 0: the same weights,
-checked against the loss it saved in meta.json). tests/runtime/outputs_test.cc compares what
+checked against the loss it saved in meta.json). tests/device/outputs_test.cc compares what
 `fblc compile --outputs` keeps with them.
 
     python3 export_logits.py OUT ARCH[,ARCH...]

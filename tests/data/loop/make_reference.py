@@ -12,7 +12,7 @@ loss before its update, each optimizer step's learning rate and gradient norm (b
 Micro-batch j (0-based, counting every call of the train step) is the stored batch with every
 input rolled by j % 4 positions along its last axis (torch.roll: element i moves to i + shift), so
 that accumulation averages different gradients; tests/train/loop_test.cc and
-tests/runtime/loop_device_test.cc feed the same batches.
+tests/device/loop_device_test.cc feed the same batches.
 """
 import json
 import os
