@@ -183,7 +183,7 @@ std::string simulateMatmul(Context& cx) {
   if (o.scale < 1 || 512 % o.scale || 2048 % o.scale || 8192 % o.scale)
     return fmt::format("--scale {} must divide M=512, K=2048 and N=8192", o.scale);
   const MatmulShape shape{512 / o.scale, 2048 / o.scale, 8192 / o.scale};
-  const codegen::MatmulTiling tiling = codegen::matmulTiling(codegen::DeviceClass::kGpu);
+  const codegen::MatmulTiling tiling = codegen::matmulTiling(profile::DeviceClass::kGpu);
   std::mt19937 rng(static_cast<unsigned>(o.seed));
   std::uniform_real_distribution<float> d(-1.0f, 1.0f);
   auto random = [&](int64_t n) {

@@ -36,7 +36,7 @@ namespace {
 // The committed profile of the device, by its OpenCL name.
 std::string defaultProfile(const ClSession& s) {
   if (s.deviceName().find("H200") != std::string::npos) return findProfile("nvidia-h200");
-  if (s.deviceClass() == codegen::DeviceClass::kCpu) return findProfile("pocl-cpu");
+  if (s.deviceClass() == profile::DeviceClass::kCpu) return findProfile("pocl-cpu");
   return findProfile("adreno-830");
 }
 
@@ -88,7 +88,7 @@ int runMatmulBench(const MatmulBenchOptions& o) {
   }
   ClSession& s = **session;
   // A CPU device runs the full shapes at a few GFLOP/s: by default it gets a quarter of each extent.
-  const int64_t scale = o.scale > 0 ? o.scale : s.deviceClass() == codegen::DeviceClass::kCpu ? 4 : 1;
+  const int64_t scale = o.scale > 0 ? o.scale : s.deviceClass() == profile::DeviceClass::kCpu ? 4 : 1;
   if (o.m % scale || o.k % scale || o.n % scale || o.runs < 1) {
     fmt::print(stderr, "error: --scale {} must divide M={} K={} N={} and --runs must be positive\n", scale, o.m, o.k,
                o.n);

@@ -42,7 +42,7 @@ Result<std::unique_ptr<ClSession>> ClSession::open(int deviceIndex) {
   s->name_ = clDeviceString(dev, CL_DEVICE_NAME);
   cl_device_type t = 0;
   clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof(t), &t, nullptr);
-  s->class_ = (t & CL_DEVICE_TYPE_GPU) ? codegen::DeviceClass::kGpu : codegen::DeviceClass::kCpu;
+  s->class_ = (t & CL_DEVICE_TYPE_GPU) ? profile::DeviceClass::kGpu : profile::DeviceClass::kCpu;
   cl_uint cus = 1;
   clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof(cus), &cus, nullptr);
   s->computeUnits_ = cus;

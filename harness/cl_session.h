@@ -30,7 +30,7 @@ class ClSession {
   ClSession& operator=(const ClSession&) = delete;
 
   const std::string& deviceName() const { return name_; }
-  codegen::DeviceClass deviceClass() const { return class_; }
+  profile::DeviceClass deviceClass() const { return class_; }
   int64_t computeUnits() const { return computeUnits_; }
   // Options every later build gets after -cl-std=CL1.2: a plan's profile's (Profile::buildOptions),
   // so benchmarks build kernels as the runtime builds the plan's program.
@@ -67,7 +67,7 @@ class ClSession {
   cl_command_queue queue_ = nullptr;
   std::string name_;
   std::string buildOptions_;
-  codegen::DeviceClass class_ = codegen::DeviceClass::kCpu;
+  profile::DeviceClass class_ = profile::DeviceClass::kCpu;
   int64_t computeUnits_ = 1;
   std::map<std::string, std::pair<cl_program, cl_kernel>> built_;
   std::vector<cl_mem> owned_;

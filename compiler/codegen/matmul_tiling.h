@@ -25,12 +25,13 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "compiler/profile/profile.h"
 #include "compiler/support/result.h"
 
 namespace fbl::codegen {
 
 // CPUs (PoCL: a work-group is a loop nest on one core) and GPUs want different matmul tilings.
-enum class DeviceClass { kCpu, kGpu };
+using profile::DeviceClass;
 
 // Work-group tiling of rtile_matmul.cl: a TM x TN output tile per work-group, K walked TK at a
 // time, RM x RN outputs per work-item (both multiples of 4); splitK > 1 splits K into that many

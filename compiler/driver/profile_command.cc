@@ -29,6 +29,8 @@ Result<std::optional<profile::HardwareProfile>> startingPoint(const ProfileArgs&
   auto existing = profile::profileFromJson(j, args.output);
   if (existing.ok()) return std::optional<profile::HardwareProfile>(std::move(existing).value());
   foreign = profile::extraFields(j);
+  // The planner's block is part of the schema but not measured: a partial profile keeps it too.
+  if (j.is_object() && j.contains("opencl")) foreign["opencl"] = j["opencl"];
   return std::optional<profile::HardwareProfile>();
 }
 

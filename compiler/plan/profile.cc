@@ -11,22 +11,10 @@ Result<Profile> plannerProfile(const profile::HardwareProfile& hw, const std::st
   p.name = hw.name;
   p.computeUnits = hw.computeUnits;
   p.maxAllocBytes = hw.memory.maxAllocBytes.value_or(0);
-  p.cpu = hw.device.rfind("pthread", 0) == 0 || hw.device.rfind("cpu", 0) == 0;
-  const nlohmann::json& cl = hw.extra.value("opencl", nlohmann::json::object());
-  if (!cl.is_object()) return makeError("{}: \"opencl\" must be an object", origin);
-  if (cl.contains("workgroup_size") && !cl["workgroup_size"].is_number_integer())
-    return makeError("{}: opencl.workgroup_size must be an integer", origin);
-  if (cl.contains("buffer_alignment_bytes") && !cl["buffer_alignment_bytes"].is_number_integer())
-    return makeError("{}: opencl.buffer_alignment_bytes must be an integer", origin);
-  p.workgroupSize = cl.value("workgroup_size", p.workgroupSize);
-  p.bufferAlignment = cl.value("buffer_alignment_bytes", p.bufferAlignment);
-  if (cl.contains("build_options") && !cl["build_options"].is_string())
-    return makeError("{}: opencl.build_options must be a string", origin);
-  p.buildOptions = cl.value("build_options", std::string());
-  if (p.workgroupSize <= 0 || p.workgroupSize > 1024)
-    return makeError("{}: opencl.workgroup_size must be in [1, 1024]", origin);
-  if (p.bufferAlignment <= 0 || (p.bufferAlignment & (p.bufferAlignment - 1)) != 0)
-    return makeError("{}: opencl.buffer_alignment_bytes must be a power of two", origin);
+  p.deviceClass = hw.deviceClass;
+  p.workgroupSize = hw.opencl.workgroupSize;
+  p.bufferAlignment = hw.opencl.bufferAlignment;
+  p.buildOptions = hw.opencl.buildOptions;
   // The cost model reads the profile's throughput facts beside its own block.
   nlohmann::json costInputs = hw.extra;
   costInputs["compute_units"] = hw.computeUnits;
@@ -35,7 +23,7 @@ Result<Profile> plannerProfile(const profile::HardwareProfile& hw, const std::st
   FBL_ASSIGN(p.matmul, codegen::parseMatmulCostModel(costInputs, origin));
   // Without a "kernels" block: the device class's numbers, attention within the local memory the
   // matmul block knows.
-  p.tuning = codegen::defaultTuning(p.cpu ? codegen::DeviceClass::kCpu : codegen::DeviceClass::kGpu, p.workgroupSize);
+  p.tuning = codegen::defaultTuning(p.deviceClass, p.workgroupSize);
   if (p.matmul.localMemoryBytes > 0) p.tuning.attention.localBytes = p.matmul.localMemoryBytes;
   if (hw.extra.contains("kernels")) {
     FBL_ASSIGN(p.tuning, codegen::parseDeviceTuning(hw.extra["kernels"], p.tuning, origin));

@@ -1,7 +1,7 @@
 // The planner's view of a hardware profile (profiles/<name>.json, read and validated once by
 // profile::loadProfile): the constants codegen and the planner need for one kind of GPU, from
-// the profile's facts and its "opencl", "matmul" and "kernels" blocks (which the profile schema keeps as
-// fields of other tools). Heuristics live here, not inline in passes.
+// the profile's facts, its "opencl" block, and its "matmul" and "kernels" blocks (codegen's own
+// parts, which the profile schema keeps for it). Heuristics live here, not inline in passes.
 #pragma once
 
 #include <cstdint>
@@ -18,15 +18,14 @@ namespace fbl::plan {
 
 struct Profile {
   std::string name;
-  int64_t workgroupSize = 64;    // work-items per group for 1-D launches
+  int64_t workgroupSize = 64;    // work-items per group for 1-D launches (profile opencl block)
   int64_t bufferAlignment = 512; // sub-buffer offsets: a multiple of every target's base alignment
   int64_t computeUnits = 0;      // 0: unknown (split-K stays off)
   // The device's largest allocation (profile memory.max_alloc_bytes): the arena's pools are no
   // larger. 0: unknown, one pool.
   int64_t maxAllocBytes = 0;
-  // A CPU device (PoCL): kernels pick CPU tilings. Profiles name the device as its driver does;
-  // PoCL's CPU devices are "pthread-..." or "cpu-...".
-  bool cpu = false;
+  // The profile's device_class: a CPU (PoCL) takes CPU tilings.
+  profile::DeviceClass deviceClass = profile::DeviceClass::kGpu;
   // Options the driver's OpenCL compiler gets for the plan's program, after -cl-std=CL1.2
   // (profile "opencl.build_options"). Vendor-specific by nature, hence in the per-GPU profile:
   // the H200's caps registers so that two MatMul work-groups share a multiprocessor.

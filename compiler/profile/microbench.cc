@@ -316,6 +316,8 @@ Result<HardwareProfile> measureProfile(const MeasureOptions& opts) {
   bool isCpu = (deviceValue<cl_device_type>(d, CL_DEVICE_TYPE) & CL_DEVICE_TYPE_CPU) != 0;
 
   // Step 1: what the driver says.
+  p.deviceClass = isCpu ? DeviceClass::kCpu : DeviceClass::kGpu;
+  p.provenance["device_class"] = "queried: CL_DEVICE_TYPE";
   p.computeUnits = static_cast<int>(deviceValue<cl_uint>(d, CL_DEVICE_MAX_COMPUTE_UNITS));
   p.provenance["compute_units"] = "queried: CL_DEVICE_MAX_COMPUTE_UNITS";
   p.memory.present = true;

@@ -18,7 +18,7 @@ constexpr const char* kSchema = "fbl-profile/1";
 // Every value field of the JSON, in the order they are written. Each needs a provenance entry.
 const std::vector<std::string>& valueFields() {
   static const std::vector<std::string> f = {
-      "wave_size",      "image2d_max",   "texel_formats",  "l1_texture_cache_bytes",
+      "device_class",   "wave_size",     "image2d_max",    "texel_formats",  "l1_texture_cache_bytes",
       "cache_line_bytes", "texture_block", "l2_cache_bytes", "compute_units",
       "bandwidth_gbps", "peak_gflops",   "access_table", "image_storage"};
   return f;
@@ -26,7 +26,8 @@ const std::vector<std::string>& valueFields() {
 const std::set<std::string>& knownKeys() {
   static const std::set<std::string> k = [] {
     std::set<std::string> s(valueFields().begin(), valueFields().end());
-    s.insert({"schema", "name", "device", "notes", "provenance", "memory", "compile_defaults", "rtile_cost", "bracket"});
+    s.insert({"schema", "name", "device", "notes", "provenance", "memory", "compile_defaults", "rtile_cost", "bracket",
+              "opencl"});
     return s;
   }();
   return k;
@@ -105,6 +106,29 @@ Status checkProvenanceText(const std::string& field, const std::string& text,
                    origin, field, text);
 }
 
+Result<OpenClOptions> readOpenCl(const Reader& r, const json& cl) {
+  OpenClOptions o;
+  o.present = true;
+  if (!cl.is_object())
+    return r.bad("opencl", "expected {\"workgroup_size\", \"buffer_alignment_bytes\", \"build_options\", \"provenance\"}");
+  for (const auto& [key, v] : cl.items()) {
+    const std::string at = "opencl." + key;
+    if (key == "workgroup_size" || key == "buffer_alignment_bytes") {
+      FBL_ASSIGN(int64_t x, r.positiveInt(cl, key, at));
+      (key == "workgroup_size" ? o.workgroupSize : o.bufferAlignment) = x;
+    } else if (key == "build_options" || key == "provenance") {
+      FBL_ASSIGN(std::string s, r.string(cl, key, at));
+      (key == "build_options" ? o.buildOptions : o.provenance) = s;
+    } else {
+      return r.bad(at, "is not an opencl field (workgroup_size, buffer_alignment_bytes, build_options, provenance)");
+    }
+  }
+  if (o.workgroupSize > 1024) return r.bad("opencl.workgroup_size", fmt::format("must be at most 1024, got {}", o.workgroupSize));
+  if ((o.bufferAlignment & (o.bufferAlignment - 1)) != 0)
+    return r.bad("opencl.buffer_alignment_bytes", fmt::format("must be a power of two, got {}", o.bufferAlignment));
+  return o;
+}
+
 }  // namespace
 
 const char* accessPatternName(AccessPattern p) {
@@ -116,6 +140,8 @@ const char* accessPatternName(AccessPattern p) {
   }
   return "?";
 }
+
+const char* deviceClassName(DeviceClass d) { return d == DeviceClass::kCpu ? "cpu" : "gpu"; }
 
 const char* sourceKindName(SourceKind k) {
   switch (k) {
@@ -267,6 +293,10 @@ Result<HardwareProfile> profileFromJson(const json& j, const std::string& origin
   if (j.contains("notes")) {
     FBL_ASSIGN(p.notes, r.string(j, "notes", "notes"));
   }
+  FBL_ASSIGN(std::string deviceClass, r.string(j, "device_class", "device_class"));
+  if (deviceClass != "gpu" && deviceClass != "cpu")
+    return r.bad("device_class", fmt::format("expected \"gpu\" or \"cpu\" (CL_DEVICE_TYPE), got '{}'", deviceClass));
+  p.deviceClass = deviceClass == "cpu" ? DeviceClass::kCpu : DeviceClass::kGpu;
   FBL_ASSIGN(int64_t wave, r.positiveInt(j, "wave_size", "wave_size"));
   p.waveSize = static_cast<int>(wave);
   FBL_ASSIGN(const json* img, r.get(j, "image2d_max", "image2d_max"));
@@ -374,6 +404,9 @@ Result<HardwareProfile> profileFromJson(const json& j, const std::string& origin
       }
     }
   }
+  if (j.contains("opencl")) {
+    FBL_ASSIGN(p.opencl, readOpenCl(r, j.at("opencl")));
+  }
   if (j.contains("rtile_cost")) {
     const json& c = j.at("rtile_cost");
     const char* shape = "expected {\"model\": \"wave-footprint\", \"tile\": [TM, TN, TK], \"work_items\": W}";
@@ -411,6 +444,7 @@ json profileToJson(const HardwareProfile& p) {
   j["name"] = p.name;
   j["device"] = p.device;
   j["notes"] = p.notes;
+  j["device_class"] = deviceClassName(p.deviceClass);
   j["wave_size"] = p.waveSize;
   j["image2d_max"] = {{"width", p.image2dMaxWidth}, {"height", p.image2dMaxHeight}};
   j["texel_formats"] = p.texelFormats;
@@ -446,6 +480,12 @@ json profileToJson(const HardwareProfile& p) {
   if (p.waveFootprint) {
     const WaveFootprintScoring& w = *p.waveFootprint;
     j["rtile_cost"] = {{"model", "wave-footprint"}, {"tile", {w.tm, w.tn, w.tk}}, {"work_items", w.workItems}};
+  }
+  if (p.opencl.present) {
+    const OpenClOptions& o = p.opencl;
+    j["opencl"] = {{"workgroup_size", o.workgroupSize}, {"buffer_alignment_bytes", o.bufferAlignment}};
+    if (!o.buildOptions.empty()) j["opencl"]["build_options"] = o.buildOptions;
+    if (!o.provenance.empty()) j["opencl"]["provenance"] = o.provenance;
   }
   j["provenance"] = p.provenance;
   for (const auto& [key, value] : p.extra.items()) j[key] = value;

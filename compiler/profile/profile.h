@@ -49,6 +49,23 @@ struct TextureBlock {
   int w = 1;
 };
 
+// What kind of OpenCL device runs the plan (CL_DEVICE_TYPE, the profile's "device_class"):
+// kernels take a CPU's or a GPU's tilings and defaults.
+enum class DeviceClass { kCpu, kGpu };
+const char* deviceClassName(DeviceClass d);  // "cpu", "gpu"
+
+// The planner's OpenCL settings, the profile's optional "opencl" block with its own
+// "provenance" string: the work-group size of 1-D launches, the alignment of tensor offsets in
+// the arena (a multiple of every target's base alignment), and options appended to
+// -cl-std=CL1.2 when the driver builds the plan's program (vendor flags such as a register cap).
+struct OpenClOptions {
+  bool present = false;
+  int64_t workgroupSize = 64;
+  int64_t bufferAlignment = 512;
+  std::string buildOptions;
+  std::string provenance;
+};
+
 // Where a number came from. The JSON spells it "<kind>" or "<kind>: <detail>".
 enum class SourceKind { kMeasured, kQueried, kPublic, kDerived, kEstimated, kPending };
 const char* sourceKindName(SourceKind k);  // "measured", "queried", "public", "derived", ...
@@ -121,6 +138,7 @@ struct HardwareProfile {
   std::string name;    // file stem, e.g. "adreno-830"
   std::string device;  // the device as its vendor or driver names it
   std::string notes;   // one line: how this profile was made
+  DeviceClass deviceClass = DeviceClass::kGpu;
 
   int waveSize = 0;  // threads a SIMD instruction runs in lock-step (warp, wave, sub-group)
   int64_t image2dMaxWidth = 0;
@@ -140,6 +158,7 @@ struct HardwareProfile {
   CompileDefaults compileDefaults;
   std::optional<WaveFootprintScoring> waveFootprint;
   Bracket bracket;
+  OpenClOptions opencl;
 
   // Field name (as in the JSON) -> provenance text; every field above has one.
   std::map<std::string, std::string> provenance;
@@ -154,7 +173,7 @@ nlohmann::json profileToJson(const HardwareProfile& p);
 Result<HardwareProfile> loadProfile(const std::string& path);
 
 // The top-level keys of `j` this schema does not define (other tools' fields in the same file,
-// e.g. the planner's "opencl" block), so that rewriting a profile keeps them.
+// e.g. the planner's "matmul" and "kernels" blocks), so that rewriting a profile keeps them.
 nlohmann::json extraFields(const nlohmann::json& j);
 Status saveProfile(const HardwareProfile& p, const std::string& path);
 

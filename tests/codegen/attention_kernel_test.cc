@@ -250,7 +250,7 @@ void runCase(const AttnCase& c, const codegen::Target& target, unsigned seed) {
 // kernel's partials and their combination).
 void runBothTilings(const AttnCase& c, unsigned seed) {
   codegen::Target cpu, phone, h200, split;
-  phone.tuning = h200.tuning = split.tuning = codegen::defaultTuning(codegen::DeviceClass::kGpu);
+  phone.tuning = h200.tuning = split.tuning = codegen::defaultTuning(profile::DeviceClass::kGpu);
   h200.tuning.attention.localBytes = 49152;
   h200.tuning.attention.dqMinWholeTile = 16;  // as profiles/nvidia-h200.json: dq chunks at head_dim 256
   h200.computeUnits = 132;

@@ -258,7 +258,7 @@ fbl::codegen::NarrowTiling emittedNarrowTiling(const PassCase& pc, int64_t m, in
 
 TEST_CASE("rtile matmul: every layout, forward and both backward products", "[rtile_kernels]") {
   auto s = openSession();
-  const MatmulTiling tiling = fbl::codegen::matmulTiling(fbl::codegen::DeviceClass::kCpu);
+  const MatmulTiling tiling = fbl::codegen::matmulTiling(fbl::profile::DeviceClass::kCpu);
   struct Dims { int64_t m, k, n; };
   // Odd: pads every tile, every texel and the work-group tile; multiple: exact tiles.
   for (Dims d : {Dims{37, 53, 45}, Dims{64, 128, 64}}) {
@@ -489,8 +489,8 @@ TEST_CASE("rtile matmul: mixed operand layouts and the GPU tiling", "[rtile_kern
   auto ls = allLayouts();
   // lhs R-Tile blocks, rhs plain image, out row-major buffer, and the reverse; GPU tiling 128x128.
   for (const PassCase& pc : kPasses) {
-    checkProduct(*s, pc, 33, 70, 29, ls[4], ls[2], ls[0], fbl::codegen::matmulTiling(fbl::codegen::DeviceClass::kCpu));
-    checkProduct(*s, pc, 33, 70, 29, ls[0], ls[5], ls[3], fbl::codegen::matmulTiling(fbl::codegen::DeviceClass::kGpu));
+    checkProduct(*s, pc, 33, 70, 29, ls[4], ls[2], ls[0], fbl::codegen::matmulTiling(fbl::profile::DeviceClass::kCpu));
+    checkProduct(*s, pc, 33, 70, 29, ls[0], ls[5], ls[3], fbl::codegen::matmulTiling(fbl::profile::DeviceClass::kGpu));
   }
 }
 
@@ -500,7 +500,7 @@ TEST_CASE("rtile matmul: every staging order reads the same product", "[rtile_ke
   // The GPU tiling (regions of 128 x 4 and 16 x 32 texels), each operand in three chunk shapes
   // from its candidates (the first after row-major, the middle one, the last: tall, square-ish,
   // wide); odd sides pad every tile. Each case is a kernel build, so not all ~20 per region.
-  const MatmulTiling t = fbl::codegen::matmulTiling(fbl::codegen::DeviceClass::kGpu);
+  const MatmulTiling t = fbl::codegen::matmulTiling(fbl::profile::DeviceClass::kGpu);
   const fbl::layout::StagedTiling st{t.tm, t.tn, t.tk, t.wgX() * t.wgY(), 64};
   for (const PassCase& pc : kPasses) {
     auto [lr, lt] = fbl::layout::stagedRegion(true, pc.lt, st);
@@ -534,11 +534,11 @@ TEST_CASE("rtile matmul: every staging order reads the same product", "[rtile_ke
 TEST_CASE("rtile matmul: split-K sums the slices into the output layout", "[rtile_kernels]") {
   auto s = openSession();
   auto ls = allLayouts();
-  MatmulTiling t = fbl::codegen::matmulTiling(fbl::codegen::DeviceClass::kCpu);
+  MatmulTiling t = fbl::codegen::matmulTiling(fbl::profile::DeviceClass::kCpu);
   t.splitK = 3;  // K=70 in steps of 16: slices of 32, 32, 6 (the last one partial)
   for (const PassCase& pc : kPasses) checkProduct(*s, pc, 33, 70, 29, ls[4], ls[2], ls[3], t);
   // chooseSplitK: Figure 16's dA on 132 compute units with 128 x 128 tiles has 64 tiles.
-  MatmulTiling g = fbl::codegen::matmulTiling(fbl::codegen::DeviceClass::kGpu);
+  MatmulTiling g = fbl::codegen::matmulTiling(fbl::profile::DeviceClass::kGpu);
   CHECK(fbl::codegen::chooseSplitK(512, 2048, 8192, g, 132) == 4);
   CHECK(fbl::codegen::chooseSplitK(512, 8192, 2048, g, 132) == 1);
   CHECK(fbl::codegen::chooseSplitK(512, 2048, 8192, g, 2) == 1);
@@ -549,7 +549,7 @@ TEST_CASE("rtile matmul: a schedule's column launches (whole tiles, then a split
           "[rtile_kernels]") {
   auto s = openSession();
   auto ls = allLayouts();
-  MatmulTiling whole = fbl::codegen::matmulTiling(fbl::codegen::DeviceClass::kCpu);  // 64 x 64 tiles
+  MatmulTiling whole = fbl::codegen::matmulTiling(fbl::profile::DeviceClass::kCpu);  // 64 x 64 tiles
   MatmulTiling tail = whole;
   tail.splitK = 3;
   for (const PassCase& pc : {kPasses[0], kPasses[1], kPasses[2], kBothTransposed}) {
@@ -570,8 +570,8 @@ TEST_CASE("rtile matmul: a schedule's column launches (whole tiles, then a split
 TEST_CASE("rtile matmul: a low-rank term (LoRA's t B, dt A) added inside the product", "[rtile_kernels]") {
   auto s = openSession();
   auto ls = allLayouts();
-  MatmulTiling cpu = fbl::codegen::matmulTiling(fbl::codegen::DeviceClass::kCpu);
-  MatmulTiling gpu = fbl::codegen::matmulTiling(fbl::codegen::DeviceClass::kGpu);
+  MatmulTiling cpu = fbl::codegen::matmulTiling(fbl::profile::DeviceClass::kCpu);
+  MatmulTiling gpu = fbl::codegen::matmulTiling(fbl::profile::DeviceClass::kGpu);
   MatmulTiling split = cpu;
   split.splitK = 3;
   // Every orientation of the term (LoRA's forward t B^T reads B transposed, the backward's dt A

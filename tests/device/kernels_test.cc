@@ -132,9 +132,9 @@ TEST_CASE("a MatMul scheduled as whole waves plus a split tail matches the refer
   p.matmul.computeUnits = 2;
   p.matmul.peakGflops = 100;
   p.matmul.bandwidthGbps = 100;
-  p.matmul.candidates = {{codegen::matmulTiling(codegen::DeviceClass::kCpu), 0.5, 1}};
+  p.matmul.candidates = {{codegen::matmulTiling(profile::DeviceClass::kCpu), 0.5, 1}};
   const codegen::MatmulSchedule sched =
-      codegen::chooseMatmulSchedule(p.matmul, codegen::matmulTiling(codegen::DeviceClass::kCpu), 60, 300, 480);
+      codegen::chooseMatmulSchedule(p.matmul, codegen::matmulTiling(profile::DeviceClass::kCpu), 60, 300, 480);
   REQUIRE(sched.mainCols == 256);
   REQUIRE(sched.tail.splitK > 1);
   {

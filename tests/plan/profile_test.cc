@@ -1,7 +1,7 @@
-// The planner's reading of a profile (compiler/plan/profile.h): the `opencl` block's build options
-// reach the plan's program (the H200's register cap, docs/kernels.md "Registers"), profiles
-// without them build with -cl-std=CL1.2 alone, and a malformed block is refused naming the field
-// and the file. The `kernels` block (codegen/device_tuning.h) likewise: every committed profile
+// The planner's reading of a profile (compiler/plan/profile.h): the device class and the `opencl`
+// block come from the profile's typed parts (tests/profile/profile_test.cc checks their parsing),
+// and the build options reach the plan's program (the H200's register cap, docs/kernels.md
+// "Registers"); profiles without them build with -cl-std=CL1.2 alone. The `kernels` block (codegen/device_tuning.h) likewise: every committed profile
 // has one, a bad one is refused naming the field, and its numbers reach the plan's launches.
 #include <filesystem>
 #include <fstream>
@@ -18,14 +18,6 @@ namespace fbl::plan {
 using driver::CompileArgs;
 using driver::compileModel;
 namespace {
-
-// The PoCL profile with its opencl block replaced, as the planner reads it.
-Result<Profile> withOpencl(const nlohmann::json& opencl) {
-  auto hw = profile::loadProfile(FBL_SOURCE_DIR "/profiles/pocl-cpu.json");
-  REQUIRE(hw.ok());
-  hw->extra["opencl"] = opencl;
-  return plannerProfile(*hw, "test-profile.json");
-}
 
 // The PoCL profile with its kernels block replaced.
 Result<Profile> withKernels(const nlohmann::json& kernels) {
@@ -62,24 +54,20 @@ TEST_CASE("a profile's opencl.build_options follow -cl-std=CL1.2 in the plan", "
   CHECK(compiledWith("pocl-cpu").buildOptions == "-cl-std=CL1.2");
 }
 
-TEST_CASE("a malformed opencl block is refused naming the field", "[plan][profile]") {
-  auto p = withOpencl({{"build_options", 128}});
-  REQUIRE_FALSE(p.ok());
-  CHECK(p.error().message.find("opencl.build_options") != std::string::npos);
-  CHECK(p.error().message.find("test-profile.json") != std::string::npos);
-  p = withOpencl({{"workgroup_size", 0}});
-  REQUIRE_FALSE(p.ok());
-  CHECK(p.error().message.find("opencl.workgroup_size") != std::string::npos);
-  p = withOpencl({{"workgroup_size", "64"}});
-  REQUIRE_FALSE(p.ok());
-  CHECK(p.error().message.find("opencl.workgroup_size") != std::string::npos);
-  p = withOpencl({{"buffer_alignment_bytes", 48}});
-  REQUIRE_FALSE(p.ok());
-  CHECK(p.error().message.find("opencl.buffer_alignment_bytes") != std::string::npos);
-  p = withOpencl(nlohmann::json::array());
-  REQUIRE_FALSE(p.ok());
-  CHECK(p.error().message.find("\"opencl\"") != std::string::npos);
-  REQUIRE(withOpencl({{"workgroup_size", 128}}).ok());
+TEST_CASE("the planner takes its device class from the profile", "[plan][profile]") {
+  auto hw = profile::loadProfile(FBL_SOURCE_DIR "/profiles/pocl-cpu.json");
+  REQUIRE(hw.ok());
+  hw->extra.erase("kernels");  // the device class's defaults, not the profile's numbers
+  auto cpu = plannerProfile(*hw, "pocl-cpu.json");
+  REQUIRE(cpu.ok());
+  CHECK(cpu->deviceClass == profile::DeviceClass::kCpu);
+  CHECK(cpu->workgroupSize == hw->opencl.workgroupSize);
+  hw->deviceClass = profile::DeviceClass::kGpu;  // the device's name still says pthread
+  auto gpu = plannerProfile(*hw, "pocl-cpu.json");
+  REQUIRE(gpu.ok());
+  CHECK(gpu->deviceClass == profile::DeviceClass::kGpu);
+  CHECK(cpu->tuning.matmulTile.tm == 64);   // codegen::matmulTiling of each class
+  CHECK(gpu->tuning.matmulTile.tm == 128);
 }
 
 TEST_CASE("every committed profile states its kernel tiling numbers", "[plan][profile]") {

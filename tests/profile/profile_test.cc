@@ -34,7 +34,7 @@ HardwareProfile sampleProfile() {
   t.throughput[AccessPattern::kBlock4] = {1.5, 1.5, 1.3};
   t.throughput[AccessPattern::kBlock8] = {1.55, 1.54, 1.36};
   p.accessTable = t;
-  for (const char* f : {"wave_size", "image2d_max", "texel_formats", "l1_texture_cache_bytes", "cache_line_bytes",
+  for (const char* f : {"device_class", "wave_size", "image2d_max", "texel_formats", "l1_texture_cache_bytes", "cache_line_bytes",
                         "texture_block", "l2_cache_bytes", "compute_units", "bandwidth_gbps", "access_table",
                         "image_storage"})
     p.provenance[f] = "estimated: test";
@@ -45,7 +45,9 @@ HardwareProfile sampleProfile() {
   p.provenance["memory.global_bytes"] = "queried: CL_DEVICE_GLOBAL_MEM_SIZE";
   p.provenance["memory.max_alloc_bytes"] = "public: a clinfo dump";
   p.provenance["memory.app_budget_bytes"] = "pending measurement";
-  p.extra["opencl"] = {{"workgroup_size", 64}};
+  p.opencl.present = true;
+  p.opencl.workgroupSize = 128;
+  p.extra["kernels"] = {{"matmul_tile", "64x64x16/4x4"}};  // another part's block, kept verbatim
   return p;
 }
 
@@ -74,7 +76,10 @@ TEST_CASE("profile JSON round trip keeps every field and foreign keys", "[profil
   auto back = profileFromJson(j, "mem");
   REQUIRE(back.ok());
   REQUIRE(profileToJson(*back) == j);
-  REQUIRE(back->extra.at("opencl").at("workgroup_size") == 64);
+  CHECK(back->deviceClass == DeviceClass::kGpu);
+  CHECK(back->opencl.workgroupSize == 128);
+  CHECK(back->opencl.bufferAlignment == 512);
+  REQUIRE(back->extra.at("kernels").at("matmul_tile") == "64x64x16/4x4");
   REQUIRE_FALSE(back->peakGflops.has_value());
   REQUIRE(back->accessTable->throughput.at(AccessPattern::kBlock8) ==
           p.accessTable->throughput.at(AccessPattern::kBlock8));
@@ -238,4 +243,38 @@ TEST_CASE("every committed profile loads and validates", "[profile]") {
     ++count;
   }
   REQUIRE(count >= 1);
+}
+
+TEST_CASE("the device class is stated, never guessed from the device's name", "[profile]") {
+  json j = profileToJson(sampleProfile());
+  j["device"] = "pthread-a-cpu-like-name";
+  j["device_class"] = "gpu";
+  auto gpu = profileFromJson(j, "mem");
+  REQUIRE(gpu.ok());
+  CHECK(gpu->deviceClass == DeviceClass::kGpu);
+  j["device_class"] = "cpu";
+  auto cpu = profileFromJson(j, "mem");
+  REQUIRE(cpu.ok());
+  CHECK(cpu->deviceClass == DeviceClass::kCpu);
+  requireOneLineNaming(errorAfter([](json& j) { j.erase("device_class"); }), "device_class");
+  requireOneLineNaming(errorAfter([](json& j) { j["device_class"] = "npu"; }), "device_class");
+  requireOneLineNaming(errorAfter([](json& j) { j["provenance"].erase("device_class"); }), "provenance.device_class");
+}
+
+TEST_CASE("the opencl block is read into its typed part, a bad field refused by name", "[profile]") {
+  requireOneLineNaming(errorAfter([](json& j) { j["opencl"] = {{"build_options", 128}}; }), "opencl.build_options");
+  requireOneLineNaming(errorAfter([](json& j) { j["opencl"] = {{"workgroup_size", 0}}; }), "opencl.workgroup_size");
+  requireOneLineNaming(errorAfter([](json& j) { j["opencl"] = {{"workgroup_size", "64"}}; }), "opencl.workgroup_size");
+  requireOneLineNaming(errorAfter([](json& j) { j["opencl"] = {{"workgroup_size", 2048}}; }), "opencl.workgroup_size");
+  requireOneLineNaming(errorAfter([](json& j) { j["opencl"] = {{"buffer_alignment_bytes", 48}}; }),
+                       "opencl.buffer_alignment_bytes");
+  requireOneLineNaming(errorAfter([](json& j) { j["opencl"] = {{"work_group", 64}}; }), "opencl.work_group");
+  requireOneLineNaming(errorAfter([](json& j) { j["opencl"] = json::array(); }), "opencl");
+  json j = profileToJson(sampleProfile());
+  j["opencl"] = {{"build_options", "-cl-fast-relaxed-math"}, {"buffer_alignment_bytes", 128}};
+  auto p = profileFromJson(j, "mem");
+  REQUIRE(p.ok());
+  CHECK(p->opencl.buildOptions == "-cl-fast-relaxed-math");
+  CHECK(p->opencl.bufferAlignment == 128);
+  CHECK(p->opencl.workgroupSize == 64);  // the default
 }

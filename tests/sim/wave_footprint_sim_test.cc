@@ -32,7 +32,7 @@ TEST_CASE("lane model: Figure 16's texture-L1 misses equal the simulator's", "[s
   std::ifstream in(out);
   const nlohmann::json report = nlohmann::json::parse(in);
   std::filesystem::remove(out);
-  const codegen::MatmulTiling t = codegen::matmulTiling(codegen::DeviceClass::kGpu);
+  const codegen::MatmulTiling t = codegen::matmulTiling(profile::DeviceClass::kGpu);
   const harness::MatmulShape shape{512 / 32, 2048 / 32, 8192 / 32};
   int compared = 0;
   for (const nlohmann::json& r : report.at("results")) {
