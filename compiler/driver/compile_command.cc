@@ -17,6 +17,7 @@
 
 #include "compiler/driver/compile_report.h"
 #include "compiler/onnx/external_data.h"
+#include "compiler/passes/differentiate.h"
 #include "compiler/passes/fuse_attention.h"
 #include "compiler/passes/layout_assignment_printer.h"
 #include "compiler/passes/layout_pipeline.h"
@@ -24,7 +25,6 @@
 #include "compiler/passes/pack_saved.h"
 #include "compiler/passes/recompute.h"
 #include "compiler/plan/layout_lowering.h"
-#include "compiler/plan/peft_adapter.h"
 #include "compiler/profile/profile.h"
 #include "compiler/quant/base_weights.h"
 #include "compiler/report/explain.h"
@@ -94,16 +94,6 @@ Result<std::vector<std::string>> trainableGlobs(const CompileArgs& args) {
   return autodiff::peftTrainableGlobs();
 }
 
-// Values the plan reads back or keeps: they must be computed even when their producer is a
-// movement op the strategy would fold into its readers.
-std::vector<ir::ValueId> valuesThatMustExist(const autodiff::TrainingGraph& tg) {
-  std::vector<ir::ValueId> v{tg.loss};
-  for (const auto& t : tg.trainables) v.insert(v.end(), {t.grad, t.updated});
-  for (const auto& s : tg.state) v.push_back(s.updated);
-  std::erase(v, ir::kNoValue);
-  return v;
-}
-
 Result<bool> useImages(const std::string& storage, const profile::HardwareProfile& hw) {
   if (storage == "buffer") return false;
   if (storage == "auto") return hw.imageStorage.supported && hw.imageStorage.textureCache;
@@ -112,78 +102,7 @@ Result<bool> useImages(const std::string& storage, const profile::HardwareProfil
   return true;
 }
 
-Result<std::vector<ir::ValueId>> modelOutputs(const ir::Graph& g) {
-  static const std::set<std::string> movement = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Slice",
-                                                 "Identity", "Transpose", "Cast"};
-  std::vector<ir::ValueId> out;
-  for (const ir::Node& n : g.nodes) {
-    if (n.dead || n.phase != ir::Phase::Forward || n.op != "SoftmaxCrossEntropyLoss") continue;
-    ir::ValueId v = n.inputs[0];
-    // Back through the reshape to [tokens, classes] and a causal LM's shift to what computed it.
-    for (ir::NodeId p = g.values[v].producer; p != ir::kNoNode && movement.count(g.nodes[p].op) && !g.nodes[p].inputs.empty();
-         p = g.values[v].producer)
-      v = g.nodes[p].inputs[0];
-    if (g.values[v].producer == ir::kNoNode)
-      return makeError("--outputs: the scores of loss node '{}' are not computed by the model", n.name);
-    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
-  }
-  if (out.empty())
-    return makeError("--outputs: the model's loss is not a cross-entropy (SoftmaxCrossEntropyLoss), whose scores "
-                     "would be its outputs");
-  return out;
-}
-
 namespace {
-
-// What the runtime writes and reads from the host, and what the optimizer updates in place.
-void hostValuesOf(const autodiff::TrainingGraph& tg, LoweringOptions& o) {
-  for (ir::ValueId v = 0; v < static_cast<ir::ValueId>(tg.graph.values.size()); ++v)
-    if (tg.graph.values[v].kind == ir::ValueKind::Initializer) o.hostValues.push_back(v);
-  for (const auto& t : tg.trainables) o.inPlaceUpdates.emplace_back(t.param, t.updated);
-  for (const auto& s : tg.state) o.inPlaceUpdates.emplace_back(s.current, s.updated);
-}
-
-// autodiff as a pass: the forward graph in, the joint training graph (forward, backward,
-// optimizer) out. What the lowering needs to know of the training graph is filled in here.
-class Differentiate {
- public:
-  Differentiate(const autodiff::TrainingOptions& o, std::vector<ir::ValueId>& mustExist, LoweringOptions& lowering)
-      : opts_(o), mustExist_(mustExist), lowering_(lowering) {}
-  static constexpr std::string_view name() { return "autodiff"; }
-  Result<bool> run(ir::Graph& g) {
-    FBL_TRY(passes::checkStaticShapes(g));
-    // The frozen base's encodings are chosen on the forward graph, as run-ref chooses them.
-    FBL_ASSIGN(encodings, quant::encodingsFor(g, opts_.trainableGlobs, baseWeights, &encodingsSkipped));
-    FBL_ASSIGN(tg, autodiff::buildTrainingGraph(g, opts_));
-    for (const auto& [name, e] : encodings)
-      if (const ir::ValueId v = tg.graph.findValue(name); v != ir::kNoValue) lowering_.encodings[v] = e;
-    // peft's adapter is read off the forward graph: lora_B's scaling is a forward Mul.
-    std::vector<std::string> names;
-    for (const auto& t : tg.trainables) names.push_back(tg.graph.values[t.param].name);
-    FBL_ASSIGN(adapter, plan::peftAdapter(g, names, adapterOpts));
-    mustExist_ = valuesThatMustExist(tg);
-    if (keepOutputs) {
-      FBL_ASSIGN(outputs, modelOutputs(tg.graph));
-      mustExist_.insert(mustExist_.end(), outputs.begin(), outputs.end());
-    }
-    hostValuesOf(tg, lowering_);
-    g = std::move(tg.graph);  // the pipeline's graph; compileModel puts it back
-    return true;
-  }
-  autodiff::TrainingGraph tg;
-  plan::PeftAdapterOptions adapterOpts;
-  plan::PeftAdapter adapter;
-  bool keepOutputs = false;           // --outputs
-  std::vector<ir::ValueId> outputs;   // modelOutputs(), when kept
-  quant::BaseWeights baseWeights;     // --base-weights
-  std::map<std::string, layout::Encoding> encodings;   // by initializer name
-  std::map<std::string, std::string> encodingsSkipped;  // frozen matrices left fp32, and why
-
- private:
-  const autodiff::TrainingOptions& opts_;
-  std::vector<ir::ValueId>& mustExist_;
-  LoweringOptions& lowering_;
-};
 
 // Every pass of `fblc compile`, in order, over one graph that autodiff turns from the forward
 // into the joint graph: load (fold-and-infer, decompose-ops, drop-noops, dead-code), fuse-attention and
@@ -191,7 +110,7 @@ class Differentiate {
 // (chunk_loss.h), pack-saved (pack_saved.h), the layout pipeline (layout_pipeline.h), the lowering (layout_lowering.h).
 struct CompilePipeline {
   CompilePipeline(strategy::Strategy strategy, const profile::HardwareProfile& hw, const autodiff::TrainingOptions& to)
-      : autodiff(to, mustExist, lowerOpts), layout(assignment, hw), lowering(assignment, mustExist, lowerOpts) {
+      : autodiff(to, mustExist, lowerOpts.host), layout(assignment, hw), lowering(assignment, mustExist, lowerOpts) {
     assignment.strategy = strategy;
     assignment.profile = hw.name;
   }
@@ -223,7 +142,7 @@ struct CompilePipeline {
   std::vector<ir::ValueId> mustExist;
   passes::PackSaved packSaved{mustExist};
   LoweringOptions lowerOpts;
-  Differentiate autodiff;
+  passes::Differentiate autodiff;
   passes::Recompute recompute{chunkLoss};
   passes::LayoutAssignment assignment;
   passes::LayoutPasses layout;

@@ -63,7 +63,7 @@ struct CompileArgs : autodiff::TrainingFlags {
   std::string memoryBudget;
   // Recompute this many segments whatever the budget (-1: all); for tests and measurements.
   std::optional<int64_t> recomputeSegments;
-  // Keep the model's outputs before its loss (modelOutputs) for the host to read after a step.
+  // Keep the model's outputs before its loss (passes::modelOutputs) for the host to read after a step.
   bool keepOutputs = false;
   // The head and cross-entropy in chunks of this many rows (passes/chunk_loss.h): "auto" (chunks
   // of logits of at most 32 MiB where the profile gives an app budget or --memory-budget is
@@ -126,11 +126,6 @@ Result<std::vector<std::string>> trainableGlobs(const CompileArgs& args);
 // --storage resolved against the profile: true for image storage; an error for an unknown
 // value, or images on a device without them.
 Result<bool> useImages(const std::string& storage, const profile::HardwareProfile& hw);
-// The model's outputs before its loss: the scores each SoftmaxCrossEntropyLoss of the forward
-// pass reads, followed back through reshapes, slices and casts (a causal LM's shift) to the value
-// a compute op produced: the logits, for a classifier or a language model. An error for a loss
-// of another kind.
-Result<std::vector<ir::ValueId>> modelOutputs(const ir::Graph& g);
 // --memory-budget in bytes: "" and "none" are 0 (none), "auto" the profile's app_budget_bytes, else bytes
 // with an optional kB/MB/GB or KiB/MiB/GiB unit; an error for anything else.
 Result<int64_t> memoryBudgetBytes(const std::string& budget, const profile::HardwareProfile& hw);

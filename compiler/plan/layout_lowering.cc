@@ -185,8 +185,8 @@ class Lowerer {
     const std::vector<std::vector<ValueRead>> reads = valueReads(g_, out);
     std::vector<bool> host(g_.values.size(), false), updatedInPlace(g_.values.size(), false),
         update(g_.values.size(), false);
-    for (ValueId v : options.hostValues) host[v] = true;
-    for (const auto& [current, updated] : options.inPlaceUpdates) {
+    for (ValueId v : options.host.hostValues) host[v] = true;
+    for (const auto& [current, updated] : options.host.inPlaceUpdates) {
       updatedInPlace[current] = true;
       if (updated != ir::kNoValue) update[updated] = true;
     }
@@ -200,7 +200,7 @@ class Lowerer {
     FBL_TRY(stateLikeParameters(out, reads, host));
     // The optimizer writes an updated value where its current value lies (in place, or through a
     // commit that copies bytes).
-    for (const auto& [current, updated] : options.inPlaceUpdates) {
+    for (const auto& [current, updated] : options.host.inPlaceUpdates) {
       auto it = out.storage.find(current);
       if (it == out.storage.end() || updated == ir::kNoValue) continue;
       const NodeId p = producer(updated);
@@ -230,7 +230,7 @@ class Lowerer {
                                                  const std::vector<bool>& updatedInPlace,
                                                  const LoweringOptions& options) {
     const ir::Value& val = g_.values[v];
-    if (auto enc = options.encodings.find(v); enc != options.encodings.end()) {
+    if (auto enc = options.host.encodings.find(v); enc != options.host.encodings.end()) {
       const std::string why = encodedUnreadable(reads);
       if (why.empty()) {
         FBL_ASSIGN(layout::Layout l, layout::Layout::encodedMatrix(enc->second));

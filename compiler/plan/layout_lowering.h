@@ -56,6 +56,7 @@
 #include <memory>
 
 #include "compiler/codegen/operand_layout.h"
+#include "compiler/passes/differentiate.h"
 #include "compiler/passes/layout_assignment.h"
 #include "compiler/passes/pass_manager.h"
 
@@ -105,23 +106,15 @@ struct StorageOptions {
 
 struct LoweringOptions {
   StorageOptions storage;
-  // Values the runtime fills or reads from the host (weights, trainables, optimizer state):
-  // stored in another layout, the runtime packs them at load and unpacks them on read-back.
-  std::vector<ir::ValueId> hostValues;
-  // (current, updated) pairs the optimizer writes in place: `updated` is stored like `current`,
-  // and `current` stays in a buffer under image storage (an OpenCL 1.2 kernel cannot read and
-  // write one image).
-  std::vector<std::pair<ir::ValueId, ir::ValueId>> inPlaceUpdates;
+  // What the host fills, reads and writes encoded, and what the optimizer updates in place
+  // (passes::Differentiate fills it).
+  passes::HostInterface host;
   // fblayout: a host-written matrix kept linear (no R-Tile), at most this many columns wide and
   // longer than wide, that a MatMul reduces along its columns (the narrow operand of a narrow
   // product stored along K: lora_B in dy B) is stored transposed, so the product walks its rows
   // as x A^T walks lora_A; its optimizer state is stored like it. 0: never
   // (codegen::NarrowOptions::kContiguousWeights gives the profile's max_side).
   int64_t narrowWeightSide = 0;
-  // Frozen weights stored narrower (compiler/quant/base_weights.h): a row-major buffer of the
-  // encoded bytes where every kernel that reads the weight dequantizes (products, gathers);
-  // otherwise f32 (the values are the decoded ones either way), with the reason in storageWhy.
-  std::map<ir::ValueId, layout::Encoding> encodings;
 };
 
 struct LayoutLowering {

@@ -30,7 +30,7 @@
 #include "compiler/plan/kernel_source_rewrite.h"
 #include "compiler/plan/launch_batching.h"
 #include "compiler/plan/memory_planner.h"
-#include "compiler/plan/peft_adapter.h"
+#include "compiler/autodiff/peft_adapter.h"
 
 namespace fbl::plan {
 
@@ -162,7 +162,7 @@ class Builder {
       planfile::Trainable pt;
       pt.param = tensorOf(t.param);
       pt.grad = t.grad != ir::kNoValue ? tensorOf(t.grad) : -1;
-      pt.adapterKey = peftAdapterKey(g_.values[t.param].name);
+      pt.adapterKey = autodiff::peftAdapterKey(g_.values[t.param].name);
       if (pt.grad >= 0) keep.insert(pt.grad);
       // A gradient that reaches its trainable through a view (IA3's [out, 1] vector, flattened
       // in the forward pass) is stored by the tensor the view aliases, shaped as that product.

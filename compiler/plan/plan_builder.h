@@ -42,9 +42,9 @@ struct PlanInputs {
   std::map<ir::ValueId, std::vector<analysis::InputBound>> lostInputBounds;
   std::string model;
   int64_t stagingBytes = kStagingBytes;  // the staging tensor's bound (addTransfers)
-  // peft's adapter_config.json (peft_adapter.h); empty: the plan has no adapter to export.
+  // peft's adapter_config.json (autodiff/peft_adapter.h); empty: the plan has no adapter to export.
   nlohmann::json adapterConfig = nlohmann::json::object();
-  std::string adapterRefusal;  // plan::PeftAdapter::refusal
+  std::string adapterRefusal;  // autodiff::PeftAdapter::refusal
   // Frozen initializers peft saves beside the adapter: value name, key.
   std::vector<std::pair<std::string, std::string>> adapterFrozen;
   // What each node emits under the chosen strategy (layout_lowering.h); null: every node as

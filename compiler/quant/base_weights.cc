@@ -46,7 +46,7 @@ std::map<std::string, layout::Encoding> chooseEncodings(const ir::Graph& g, cons
     auto skip = [&](std::string why) {
       if (skipped) (*skipped)[w.name] = std::move(why);
     };
-    // An adapted embedding's base layer: peft saves it with the adapter (plan/peft_adapter.h,
+    // An adapted embedding's base layer: peft saves it with the adapter (autodiff/peft_adapter.h,
     // step 6), which the runtime exports from the plan's fp32 tensor.
     if (w.name.find("embed_tokens.base_layer.") != std::string::npos ||
         w.name.find("lm_head.base_layer.") != std::string::npos) {

@@ -18,7 +18,7 @@
 #include "compiler/driver/compile_command.h"
 #include "compiler/onnx/tensor_proto.h"
 #include "compiler/passes/load_model.h"
-#include "compiler/plan/peft_adapter.h"
+#include "compiler/autodiff/peft_adapter.h"
 #include "compiler/train/ref_trainer.h"
 #include "runtime/plan_check.h"
 #include "tests/autodiff/tensor_diff.h"
@@ -193,7 +193,7 @@ std::map<std::string, ir::Tensor> trainsLikePyTorch(const std::string& arch, con
   REQUIRE(mine.size() == peft.size());
   // PyTorch's first-step gradient by adapter key (testing::adamParamError).
   std::map<std::string, const ir::Tensor*> firstGrad;
-  for (const auto& [name, g] : torch) firstGrad[plan::peftAdapterKey(name)] = &g;
+  for (const auto& [name, g] : torch) firstGrad[autodiff::peftAdapterKey(name)] = &g;
   double worstAdapter = 0, worstUnresolved = 0;
   for (const auto& [key, want] : peft) {
     INFO(key);

@@ -9,6 +9,7 @@
 
 #include "compiler/driver/compile_command.h"
 #include "compiler/onnx/tensor_proto.h"
+#include "compiler/passes/differentiate.h"
 #include "compiler/passes/load_model.h"
 #include "compiler/ref/executor.h"
 #include "tests/device/device_test_util.h"
@@ -157,7 +158,7 @@ TEST_CASE("the cross-entropy's gradient writes over the logits, unless the plan 
 
 TEST_CASE("the model's outputs are found from a cross-entropy loss, and no other", "[runtime][outputs]") {
   ir::Graph g;
-  CHECK_THAT(driver::modelOutputs(g).error().message, Catch::Contains("not a cross-entropy"));
+  CHECK_THAT(passes::modelOutputs(g).error().message, Catch::Contains("not a cross-entropy"));
 }
 
 }  // namespace

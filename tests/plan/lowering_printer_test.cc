@@ -40,7 +40,7 @@ TEST_CASE("the lowering passes' --dump-after prints what each pass decided", "[p
   passes::LayoutPasses layout(a, *hw);
   const std::vector<ir::ValueId> mustExist;
   LoweringOptions options;
-  options.hostValues = {g->findValue("w")};
+  options.host.hostValues = {g->findValue("w")};
   LoweringPasses lowering(a, mustExist, options);
   passes::PassOptions o;
   std::string dump;

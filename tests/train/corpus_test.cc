@@ -20,7 +20,7 @@
 #include "compiler/autodiff/training_graph.h"
 #include "compiler/onnx/tensor_proto.h"
 #include "compiler/passes/load_model.h"
-#include "compiler/plan/peft_adapter.h"
+#include "compiler/autodiff/peft_adapter.h"
 #include "compiler/train/ref_trainer.h"
 #include "runtime/safetensors.h"
 #include "tests/autodiff/tensor_diff.h"
@@ -167,7 +167,7 @@ TEST_CASE("corpus: 10 AdamW steps follow PyTorch's trajectory to peft's adapters
     double worstParam = 0, worstUnresolved = 0;
     for (size_t i = 0; i < tr.trainables.size(); ++i) {
       const std::string& name = tr.graph.values[tr.trainables[i].param].name;
-      const std::string key = plan::peftAdapterKey(name);
+      const std::string key = autodiff::peftAdapterKey(name);
       INFO(key);
       REQUIRE(adapter.tensors.count(key) == 1);
       const safetensors::Entry& e = adapter.tensors.at(key);
@@ -237,7 +237,7 @@ TEST_CASE("corpus: every export's adapter is the one peft saves", "[train][hf-co
       REQUIRE(picked.ok());
       std::vector<std::string> names;
       for (ir::ValueId v : *picked) names.push_back(g->values[v].name);
-      auto adapter = plan::peftAdapter(*g, names);
+      auto adapter = autodiff::peftAdapter(*g, names);
       INFO((adapter.ok() ? "" : adapter.error().message));
       REQUIRE(adapter.ok());
       const nlohmann::json& mine = adapter->config;
@@ -260,7 +260,7 @@ TEST_CASE("corpus: every export's adapter is the one peft saves", "[train][hf-co
       CHECK(!mine.contains("fbl_lora_alpha"));  // r=8: the graph settles alpha
       CHECK(adapter->refusal.empty());
       std::set<std::string> keys;
-      for (const std::string& n : names) keys.insert(plan::peftAdapterKey(n));
+      for (const std::string& n : names) keys.insert(autodiff::peftAdapterKey(n));
       for (const auto& [name, k] : adapter->frozen) keys.insert(k);
       CHECK(keys == peftKeys);
       ++compared;
@@ -278,19 +278,19 @@ TEST_CASE("corpus: --lora-alpha picks the reading of the graph's scaling it give
   std::vector<std::string> names;
   for (ir::ValueId v : *picked) names.push_back(g->values[v].name);
   const double scaling = 16.0 / std::sqrt(8.0);  // peft's alpha/sqrt(r) at alpha 16, r 8
-  plan::PeftAdapterOptions o;
+  autodiff::PeftAdapterOptions o;
   o.loraAlpha = scaling * 8;  // the same scaling read as alpha/r
-  auto plain = plan::peftAdapter(*g, names, o);
+  auto plain = autodiff::peftAdapter(*g, names, o);
   REQUIRE(plain.ok());
   CHECK(plain->config.at("use_rslora") == false);
   CHECK(plain->config.at("lora_alpha").get<double>() == Approx(scaling * 8).epsilon(1e-5));
   o.loraAlpha = 16;
-  auto rs = plan::peftAdapter(*g, names, o);
+  auto rs = autodiff::peftAdapter(*g, names, o);
   REQUIRE(rs.ok());
   CHECK(rs->config.at("use_rslora") == true);
   CHECK(rs->config.at("lora_alpha") == 16);
   o.loraAlpha = 10;
-  auto bad = plan::peftAdapter(*g, names, o);
+  auto bad = autodiff::peftAdapter(*g, names, o);
   REQUIRE_FALSE(bad.ok());
   CHECK_THAT(bad.error().message, Catch::Contains("--lora-alpha 10 does not give the graph's LoRA scaling"));
 }

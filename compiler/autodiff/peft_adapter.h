@@ -40,7 +40,7 @@
 #include "compiler/ir/graph.h"
 #include "compiler/support/result.h"
 
-namespace fbl::plan {
+namespace fbl::autodiff {
 
 // peft's key for a parameter: from "base_model.model." on (or without the export wrapper's
 // "m."), the adapter name removed as peft removes it, modules_to_save's copy under the module's
@@ -62,4 +62,4 @@ struct PeftAdapter {
 Result<PeftAdapter> peftAdapter(const ir::Graph& g, const std::vector<std::string>& trainables,
                                 const PeftAdapterOptions& opts = {});
 
-}  // namespace fbl::plan
+}  // namespace fbl::autodiff

@@ -9,9 +9,9 @@
 #include <fmt/format.h>
 
 #include "compiler/ir/parser.h"
-#include "compiler/plan/peft_adapter.h"
+#include "compiler/autodiff/peft_adapter.h"
 
-namespace fbl::plan {
+namespace fbl::autodiff {
 namespace {
 
 const std::string kRoot = "m.base_model.model.";
@@ -136,4 +136,4 @@ TEST_CASE("LoRA on a module's parameters (target_parameters) is not written, and
 }
 
 }  // namespace
-}  // namespace fbl::plan
+}  // namespace fbl::autodiff

@@ -1,5 +1,5 @@
 // peft's adapter_config.json and keys from the graph (the algorithm: peft_adapter.h).
-#include "compiler/plan/peft_adapter.h"
+#include "compiler/autodiff/peft_adapter.h"
 
 #include <algorithm>
 #include <cctype>
@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-namespace fbl::plan {
+namespace fbl::autodiff {
 
 namespace {
 
@@ -449,4 +449,4 @@ Result<PeftAdapter> peftAdapter(const ir::Graph& g, const std::vector<std::strin
   return out;
 }
 
-}  // namespace fbl::plan
+}  // namespace fbl::autodiff
