@@ -8,6 +8,7 @@
 #include "compiler/codegen/emit_util.h"
 #include "compiler/ops/reduction_axis.h"
 #include "compiler/passes/assign_rtile.h"
+#include "compiler/plan/lowering_printer.h"
 
 namespace fbl::plan {
 
@@ -365,5 +366,14 @@ Status finishFusion(const ir::Graph& g, LayoutLowering& out) {
   }
   return checkFusion(g, out);
 }
+
+Result<bool> FusionPass::run(ir::Graph& g) {
+  if (out_.strategy != strategy::Strategy::kFBLayout) return false;
+  planFusion(g, out_.keep, out_, out_.views);
+  out_.fusionPlanned = true;
+  return std::any_of(out_.nodes.begin(), out_.nodes.end(), [](const NodeLowering& nl) { return nl.fused; });
+}
+
+std::string FusionPass::dump(const ir::Graph& g) const { return formatFusion(g, out_); }
 
 }  // namespace fbl::plan

@@ -2,7 +2,7 @@
 // decided, elementwise nodes next to a tiled MatMul run inside its kernel, so their launches and
 // their intermediate tensors disappear and the memory plan (built on the launches the plan
 // builder emits) shrinks with them. Three rewrites, fblayout only, run by the `fusion` pass
-// (layout_lowering.h) and switched off with `--disable-pass fusion`:
+// (FusionPass below) and switched off with `--disable-pass fusion`:
 //
 //   epilogue  MatMul -> E1 -> ... -> Ek: each Ei float elementwise with the product's output
 //             shape, reading the previous value as its only reader, in the same phase. The
@@ -34,6 +34,8 @@
 #pragma once
 
 #include <map>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -54,5 +56,18 @@ void withdrawLowRankTerms(const ir::Graph& g, LayoutLowering& out);
 // Also checks the result: an error names a kernel that would read or write a value that only
 // exists inside another fused kernel.
 Status finishFusion(const ir::Graph& g, LayoutLowering& out);
+
+// The fusion pass: planFusion on the lowering lower-layouts (and low-rank-terms) left; fblayout
+// only. assign-storage calls finishFusion once storage is chosen. Never changes the IR.
+class FusionPass {
+ public:
+  explicit FusionPass(LayoutLowering& out) : out_(out) {}
+  static constexpr std::string_view name() { return "fusion"; }
+  Result<bool> run(ir::Graph& g);  // true when any node fused
+  std::string dump(const ir::Graph& g) const;
+
+ private:
+  LayoutLowering& out_;
+};
 
 }  // namespace fbl::plan

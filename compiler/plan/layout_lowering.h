@@ -39,10 +39,11 @@
 //   5. Fusion (fblayout, fusion.h): elementwise nodes run inside neighbouring MatMul kernels;
 //      planned between steps 3 and 4, completed after 4.
 //   6. Launch kinds: movement ops (FTI-D) run as kernels are "transform", copies "conversion".
-// These run as four passes over the joint graph (LoweringPasses, after the layout pipeline's):
-// lower-layouts (steps 1-3, required), low-rank-terms and fusion (step 5's plan, fblayout only;
-// --disable-pass low-rank-terms, fusion) and assign-storage (step 4, the end of step 5, step 6;
-// required).
+// These run as four passes over the joint graph (LoweringPasses, after the layout pipeline's),
+// each in a file pair of its own: lower-layouts (steps 1-3, required), low-rank-terms and fusion
+// (step 5's plan, fblayout only; --disable-pass low-rank-terms, fusion) and assign-storage
+// (step 4, the end of step 5, step 6; required). Each reads what the previous ones decided from
+// the LayoutLowering they share.
 // Images are their own OpenCL objects beside the arena buffer; the plan builder pools those
 // whose lifetimes do not overlap (plan_builder.h).
 #pragma once
@@ -126,6 +127,14 @@ struct LayoutLowering {
   std::map<ir::ValueId, std::string> storageWhy;
   std::vector<bool> inKernelOnly;  // by value: lives only inside a fused kernel, never stored
   LoweringCounts counts;
+
+  // What a pass leaves the next (lower-layouts writes the first three):
+  std::vector<bool> keep;  // by value: must exist in memory (read back, graph outputs)
+  // fblayout's reads through a map, by (consumer, slot): consumer index -> source index.
+  std::map<std::pair<ir::NodeId, int>, layout::IndexMap> views;
+  // Each materialised value's view of its copy's source (composed again if the source is tiled).
+  std::map<ir::ValueId, layout::IndexMap> materialiseViews;
+  bool fusionPlanned = false;  // fusion ran: assign-storage finishes its plan (else withdraws low-rank terms)
 };
 
 // One read of a value: input `slot` of `node` (or of the kernel a fused node runs in), as stored
@@ -140,58 +149,20 @@ struct ValueRead {
 // By value, its reads by every node that is not skipped, fused nodes included.
 std::vector<std::vector<ValueRead>> valueReads(const ir::Graph& g, const LayoutLowering& l);
 
-// The lowering's passes share one state: a pass sees what the previous ones decided.
-struct LoweringState;
+// Ops the plan builder turns into aliases of their input's bytes (kernel_emitter.cc's views).
+bool isViewOp(const std::string& op);
+bool isMatmul(const ir::Node& n);  // MatMul or Gemm
 
-class LowerLayoutsPass {
- public:
-  explicit LowerLayoutsPass(LoweringState& s) : s_(s) {}
-  static constexpr std::string_view name() { return "lower-layouts"; }
-  Result<bool> run(ir::Graph& g);  // never changes the IR
-  std::string dump(const ir::Graph& g) const;  // --dump-after: lowering_printer.h
+class LowerLayoutsPass;
+class LowRankTermsPass;
+class FusionPass;
+class AssignStoragePass;
 
- private:
-  LoweringState& s_;
-};
-
-// Step 5's low-rank terms (fusion.h): narrow-K products added inside the product their sum
-// joins; they need the fusion pass, and are withdrawn without it.
-class LowRankTermsPass {
- public:
-  explicit LowRankTermsPass(LoweringState& s) : s_(s) {}
-  static constexpr std::string_view name() { return "low-rank-terms"; }
-  Result<bool> run(ir::Graph& g);  // true when any term was found; never changes the IR
-  std::string dump(const ir::Graph& g) const;
-
- private:
-  LoweringState& s_;
-};
-
-class FusionPass {
- public:
-  explicit FusionPass(LoweringState& s) : s_(s) {}
-  static constexpr std::string_view name() { return "fusion"; }
-  Result<bool> run(ir::Graph& g);  // true when any node fused; never changes the IR
-  std::string dump(const ir::Graph& g) const;
-
- private:
-  LoweringState& s_;
-};
-
-class AssignStoragePass {
- public:
-  explicit AssignStoragePass(LoweringState& s) : s_(s) {}
-  static constexpr std::string_view name() { return "assign-storage"; }
-  Result<bool> run(ir::Graph& g);  // never changes the IR
-  std::string dump(const ir::Graph& g) const;
-
- private:
-  LoweringState& s_;
-};
-
-// The three passes on the graph the assignment was made for. `mustExist` (values the plan reads
-// back or keeps: gradients, updated parameters; graph outputs are added) and `options` are read
-// when the passes run, so a caller may fill them in between; all three outlive the manager.
+// The four passes on the graph the assignment was made for, in order, sharing one
+// LayoutLowering: lower-layouts (lower_layouts.h), low-rank-terms (low_rank_terms.h), fusion
+// (fusion.h) and assign-storage (assign_storage.h). `mustExist` (values the plan reads back or
+// keeps: gradients, updated parameters; graph outputs are added) and `options` are read when the
+// passes run, so a caller may fill them in between; all three outlive the manager.
 class LoweringPasses {
  public:
   LoweringPasses(const passes::LayoutAssignment& a, const std::vector<ir::ValueId>& mustExist,
@@ -201,11 +172,11 @@ class LoweringPasses {
   LayoutLowering& result();  // after assign-storage ran
 
  private:
-  std::unique_ptr<LoweringState> state_;
-  LowerLayoutsPass lower_;
-  LowRankTermsPass lowRank_;
-  FusionPass fusion_;
-  AssignStoragePass storage_;
+  std::unique_ptr<LayoutLowering> out_;
+  std::unique_ptr<LowerLayoutsPass> lower_;
+  std::unique_ptr<LowRankTermsPass> lowRank_;
+  std::unique_ptr<FusionPass> fusion_;
+  std::unique_ptr<AssignStoragePass> storage_;
 };
 
 }  // namespace fbl::plan

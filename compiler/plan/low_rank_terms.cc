@@ -1,0 +1,15 @@
+#include "compiler/plan/low_rank_terms.h"
+
+#include "compiler/plan/fusion.h"
+#include "compiler/plan/lowering_printer.h"
+
+namespace fbl::plan {
+
+Result<bool> LowRankTermsPass::run(ir::Graph& g) {
+  if (out_.strategy != strategy::Strategy::kFBLayout) return false;
+  return planLowRankTerms(g, out_.keep, out_);
+}
+
+std::string LowRankTermsPass::dump(const ir::Graph& g) const { return formatFusion(g, out_); }
+
+}  // namespace fbl::plan
