@@ -19,6 +19,7 @@
 #include "compiler/codegen/index_code.h"
 #include "compiler/codegen/operand_layout.h"
 #include "compiler/codegen/templates.h"
+#include "compiler/ops/op_traits.h"
 
 namespace fbl::codegen {
 
@@ -83,8 +84,6 @@ const EwRule kEwRules[] = {
     {"CastLike", "a"},
     {"Expand", "a"},
 };
-
-const char* const kViewOps[] = {"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity", "Dropout"};
 
 std::string gelu(const ir::Node& n) {
   if (n.attrString("approximate", "none") == "tanh")
@@ -266,12 +265,11 @@ Result<NodeCode> emitElementwiseNode(const ir::Graph& g, const ir::Node& n, cons
 }
 
 Result<NodeCode> emitNode(const ir::Graph& g, const ir::Node& n, const Target& t) {
-  for (const char* v : kViewOps)
-    if (n.op == v) {
-      NodeCode c;
-      c.aliasOf = n.inputs[0];
-      return c;
-    }
+  if (ops::isView(n.op)) {
+    NodeCode c;
+    c.aliasOf = n.inputs[0];
+    return c;
+  }
   FBL_TRY(checkOutputTypes(g, n));
   if (auto expr = elementwiseExpr(g, n)) return emitElementwise(g, n, t, *expr, nullptr);
   if (auto* f = findSpecialEmitter(n.op)) return f(g, n, t);

@@ -17,34 +17,6 @@ namespace {
 using ir::NodeId;
 using ir::ValueId;
 
-const std::map<std::string_view, OpClass>& classTable() {
-  static const std::map<std::string_view, OpClass> t = [] {
-    std::map<std::string_view, OpClass> m;
-    for (auto op : {"Add", "Sub", "Neg", "Sum", "Identity", "Cast", "CastLike", "Equal", "Less",
-                    "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Not", "Abs",
-                    "Sign", "Ceil", "Floor", "Round",
-                    "fbl.AdamW", "fbl.SGD", "Range", "Shape", "ConstantOfShape"})
-      m[op] = OpClass::kFtiC;
-    for (auto op : {"Mul", "Div", "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Softmax", "LogSoftmax",
-                    "Dropout", "Gelu", "Erf", "Exp", "Log", "Sqrt", "Reciprocal", "Pow", "Sin",
-                    "Cos", "Where", "Max", "Min", "Clip", "HardSigmoid", "Softplus",
-                    "SoftmaxCrossEntropyLoss", "fbl.SigmoidGrad", "fbl.TanhGrad", "fbl.GeluGrad",
-                    "fbl.ErfGrad", "fbl.SoftmaxGrad", "fbl.SoftmaxCrossEntropyLossGrad", "fbl.Attention",
-                    "fbl.AttentionGrad"})
-      m[op] = OpClass::kFtdC;
-    for (auto op : {"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand", "Slice",
-                    "Concat", "Split", "Pad", "Tile", "fbl.SliceGrad"})
-      m[op] = OpClass::kFtiD;
-    for (auto op : {"MatMul", "Gemm", "Conv", "ConvTranspose", "BatchNormalization",
-                    "LayerNormalization", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin",
-                    "fbl.ReduceSumTo", "Gather", "fbl.GatherGrad", "fbl.LayerNormGrad",
-                    "fbl.ConvGradInput", "fbl.ConvGradWeight"})
-      m[op] = OpClass::kFtdD;
-    return m;
-  }();
-  return t;
-}
-
 bool isCompileTime(const ir::Graph& g, ValueId v) {
   return v != ir::kNoValue && (g.values[v].kind == ir::ValueKind::Constant || g.values[v].data != nullptr);
 }
@@ -274,13 +246,8 @@ Status ReadAnalysis::run() {
 
 }  // namespace
 
-OpClass classOfOp(std::string_view op) {
-  auto it = classTable().find(op);
-  return it == classTable().end() ? OpClass::kNone : it->second;
-}
-
 OpClass classifyNode(const ir::Graph& g, const ir::Node& n) {
-  OpClass c = classOfOp(n.op);
+  OpClass c = ops::opClass(n.op);
   // Scale: a product or quotient with a compile-time operand needs no forward tensor.
   if ((n.op == "Mul" || n.op == "Div") && n.inputs.size() == 2 &&
       (isCompileTime(g, n.inputs[1]) || (n.op == "Mul" && isCompileTime(g, n.inputs[0]))))

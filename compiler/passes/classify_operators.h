@@ -2,7 +2,7 @@
 // share: which consumer inputs are fed by chains of movement ops, and through which composed
 // index map.
 //
-//   1. Class every live node of the joint graph by its op type (classTable()):
+//   1. Class every live node of the joint graph by its op type (ops::opClass, ops/op_traits.h):
 //        FTI-C  no forward tensor in its gradient, same access both ways (Add, Sub, Neg, and a
 //               Mul/Div by a compile-time constant: the paper's "Scale"), optimizer updates
 //        FTD-C  gradient reads forward tensors, same access (activations, Softmax, Mul of two
@@ -33,8 +33,6 @@
 
 namespace fbl::passes {
 
-// The Table-1 class of an op type, before the Scale refinement (kNone for an unknown op).
-OpClass classOfOp(std::string_view op);
 // The class of a node in its graph (the Scale refinement of Mul/Div applied).
 OpClass classifyNode(const ir::Graph& g, const ir::Node& n);
 // The movement op a transformation node performs, when it is one index map of its input 0.

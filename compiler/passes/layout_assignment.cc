@@ -18,17 +18,6 @@ using ir::ValueId;
 using strategy::Strategy;
 using strategy::strategyName;
 
-const char* opClassName(OpClass c) {
-  switch (c) {
-    case OpClass::kFtiC: return "FTI-C";
-    case OpClass::kFtdC: return "FTD-C";
-    case OpClass::kFtiD: return "FTI-D";
-    case OpClass::kFtdD: return "FTD-D";
-    case OpClass::kNone: return "-";
-  }
-  return "?";
-}
-
 const char* readDecisionName(ReadThrough::Decision d) {
   switch (d) {
     case ReadThrough::Decision::kUndecided: return "undecided";

@@ -38,14 +38,15 @@
 #include "compiler/layout/layout.h"
 #include "compiler/layout/rtile.h"
 #include "compiler/layout/tile_propagation.h"
+#include "compiler/ops/op_traits.h"
 #include "compiler/strategy/strategy.h"
 #include "compiler/support/result.h"
 
 namespace fbl::passes {
 
-// The paper's Table 1. kNone: dead nodes (not classified).
-enum class OpClass : uint8_t { kNone, kFtiC, kFtdC, kFtiD, kFtdD };
-const char* opClassName(OpClass c);  // "FTI-C", "FTD-C", "FTI-D", "FTD-D", "-"
+// The paper's Table 1 (ops/op_traits.h). kNone: dead nodes (not classified).
+using ops::OpClass;
+using ops::opClassName;
 
 struct RTileEntry {
   ir::ValueId value = ir::kNoValue;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "compiler/codegen/emit_util.h"
+#include "compiler/ops/op_traits.h"
 #include "compiler/ops/reduction_axis.h"
 #include "compiler/passes/assign_rtile.h"
 #include "compiler/plan/fusion.h"
@@ -45,7 +46,7 @@ class StorageLowering {
       }
       if (a_.nodeClass.size() > static_cast<size_t>(id) && a_.nodeClass[id] == passes::OpClass::kFtiD) {
         nl.kind = "transform";
-        if (!isViewOp(n.op)) ++out.counts.movementKernels;
+        if (!ops::isView(n.op)) ++out.counts.movementKernels;
       }
       for (const auto& in : nl.layouts.inputs)
         if (in) {

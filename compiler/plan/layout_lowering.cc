@@ -11,11 +11,6 @@ namespace fbl::plan {
 
 using ir::NodeId;
 
-bool isViewOp(const std::string& op) {
-  return op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" || op == "Flatten" || op == "Identity" ||
-         op == "Dropout";
-}
-
 bool isMatmul(const ir::Node& n) { return n.op == "MatMul" || n.op == "Gemm"; }
 
 std::vector<std::vector<ValueRead>> valueReads(const ir::Graph& g, const LayoutLowering& l) {

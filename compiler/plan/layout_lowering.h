@@ -149,8 +149,6 @@ struct ValueRead {
 // By value, its reads by every node that is not skipped, fused nodes included.
 std::vector<std::vector<ValueRead>> valueReads(const ir::Graph& g, const LayoutLowering& l);
 
-// Ops the plan builder turns into aliases of their input's bytes (kernel_emitter.cc's views).
-bool isViewOp(const std::string& op);
 bool isMatmul(const ir::Node& n);  // MatMul or Gemm
 
 class LowerLayoutsPass;

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "compiler/codegen/emit_util.h"
+#include "compiler/ops/op_traits.h"
 #include "compiler/plan/lowering_printer.h"
 
 namespace fbl::plan {
@@ -73,7 +74,7 @@ class ReadLowering {
         // A chain of views over a row-major source costs nothing as it is (the views alias its
         // bytes), so a consumer that cannot read maps reads it as written, not through a copy.
         const bool viewsOnly = std::all_of(r.chain.begin(), r.chain.end(),
-                                           [&](NodeId c) { return isViewOp(g_.nodes[c].op); });
+                                           [&](NodeId c) { return ops::isView(g_.nodes[c].op); });
         if (!readable && viewsOnly) continue;
         // An explicit transpose of the last two dims into a MatMul: the MatMul's transposed path
         // reads it as stored (what reuse does), cheaper than a conversion copy.

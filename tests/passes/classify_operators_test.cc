@@ -69,11 +69,11 @@ TEST_CASE("classify-operators: Table 1 classes", "[passes][layout-pipeline]") {
   CHECK(classOf(g, a, "reshape") == OpClass::kFtiD);
   CHECK(classOf(g, a, "mm") == OpClass::kFtdD);
   // The table rows the paper names.
-  for (auto op : {"Add", "Sub"}) CHECK(passes::classOfOp(op) == OpClass::kFtiC);
-  for (auto op : {"Relu", "Sigmoid", "Tanh", "Softmax", "Dropout"}) CHECK(passes::classOfOp(op) == OpClass::kFtdC);
-  for (auto op : {"Transpose", "Reshape"}) CHECK(passes::classOfOp(op) == OpClass::kFtiD);
+  for (auto op : {"Add", "Sub"}) CHECK(ops::opClass(op) == OpClass::kFtiC);
+  for (auto op : {"Relu", "Sigmoid", "Tanh", "Softmax", "Dropout"}) CHECK(ops::opClass(op) == OpClass::kFtdC);
+  for (auto op : {"Transpose", "Reshape"}) CHECK(ops::opClass(op) == OpClass::kFtiD);
   for (auto op : {"MatMul", "Conv", "BatchNormalization", "LayerNormalization"})
-    CHECK(passes::classOfOp(op) == OpClass::kFtdD);
+    CHECK(ops::opClass(op) == OpClass::kFtdD);
   // Two reads through transformations: Sub's inputs.
   REQUIRE(a.reads.size() == 2);
   const passes::ReadThrough* r = a.readAt(nodeId(g, "sub"), 0);
