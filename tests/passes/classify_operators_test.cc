@@ -7,18 +7,12 @@
 #include "compiler/passes/classify_operators.h"
 #include "compiler/passes/layout_assignment_printer.h"
 #include "compiler/ref/executor.h"
+#include "tests/passes/test_graphs.h"
 
 using namespace fbl;
 using passes::OpClass;
 
 namespace {
-
-ir::Graph parse(const char* text) {
-  auto g = ir::parseGraph(text);
-  INFO((g.ok() ? std::string() : g.error().message));
-  REQUIRE(g.ok());
-  return std::move(g).value();
-}
 
 OpClass classOf(const ir::Graph& g, const passes::LayoutAssignment& a, const char* node) {
   for (size_t i = 0; i < g.nodes.size(); ++i)
@@ -36,7 +30,7 @@ ir::NodeId nodeId(const ir::Graph& g, const char* node) {
 }  // namespace
 
 TEST_CASE("classify-operators: Table 1 classes", "[passes][layout-pipeline]") {
-  ir::Graph g = parse(R"(graph "t" opset 20
+  ir::Graph g = fbl::testing::parsedGraph(R"(graph "t" opset 20
   input %x : f32[4,8]
   init %w : f32[8,8]
   const %s : f32[] = [2.0]
@@ -87,7 +81,7 @@ TEST_CASE("classify-operators: Table 1 classes", "[passes][layout-pipeline]") {
 
 TEST_CASE("classify-operators: chains compose into one view, graph outputs stay materialised",
           "[passes][layout-pipeline]") {
-  ir::Graph g = parse(R"(graph "t" opset 20
+  ir::Graph g = fbl::testing::parsedGraph(R"(graph "t" opset 20
   input %x : f32[1,16,64]
   const %s4 : i64[4] = [1,16,4,16]
   %r : f32[1,16,4,16] = Reshape(%x, %s4) @reshape
@@ -114,7 +108,7 @@ TEST_CASE("classify-operators: chains compose into one view, graph outputs stay 
 // fbl.SliceGrad slabs: each is one roll view with a sign; checked against the reference
 // executor element by element.
 TEST_CASE("classify-operators: RoPE rotate-half and its mirror are rolls", "[passes][layout-pipeline]") {
-  ir::Graph g = parse(R"(graph "t" opset 20
+  ir::Graph g = fbl::testing::parsedGraph(R"(graph "t" opset 20
   input %x : f32[1,2,4,8]
   const %s0 : i64[1] = [0]
   const %s4 : i64[1] = [4]

@@ -4,21 +4,13 @@
 #include "compiler/ir/parser.h"
 #include "compiler/ir/printer.h"
 #include "compiler/passes/dead_code.h"
+#include "tests/passes/test_graphs.h"
 
 namespace ir = fbl::ir;
 namespace passes = fbl::passes;
 
-namespace {
-ir::Graph parse(const char* text) {
-  auto g = ir::parseGraph(text);
-  INFO((g.ok() ? std::string() : g.error().message));
-  REQUIRE(g.ok());
-  return std::move(g).value();
-}
-}  // namespace
-
 TEST_CASE("dead-code keeps exactly what the outputs need", "[passes]") {
-  ir::Graph g = parse(R"(graph "t" opset 20
+  ir::Graph g = fbl::testing::parsedGraph(R"(graph "t" opset 20
   input %x : f32[2,4]
   input %s : f32[4]
   %n : f32[2,4] = Neg(%x) @neg

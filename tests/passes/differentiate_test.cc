@@ -9,22 +9,17 @@
 
 #include "compiler/passes/differentiate.h"
 #include "compiler/passes/load_model.h"
+#include "tests/passes/test_graphs.h"
 
 namespace fbl::passes {
 namespace {
-
-ir::Graph llamaTiny() {
-  auto g = loadModel(std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/model.onnx");
-  REQUIRE(g.ok());
-  return std::move(*g);
-}
 
 bool contains(const std::vector<ir::ValueId>& v, ir::ValueId x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
 }  // namespace
 
 TEST_CASE("autodiff pass: the joint graph, the host's side and what must exist", "[passes][autodiff]") {
-  ir::Graph g = llamaTiny();
+  ir::Graph g = fbl::testing::forwardGraph("llama-tiny");
   const size_t forwardNodes = g.nodes.size();
   autodiff::TrainingOptions to;
   std::vector<ir::ValueId> mustExist;

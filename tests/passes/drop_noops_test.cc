@@ -7,6 +7,7 @@
 #include "compiler/passes/drop_noops.h"
 #include "compiler/passes/fold_and_infer.h"
 #include "tests/ops/graph_builder.h"
+#include "tests/passes/test_graphs.h"
 
 using fbl::ir::DType;
 using fbl::ir::Tensor;
@@ -15,13 +16,6 @@ namespace ir = fbl::ir;
 namespace passes = fbl::passes;
 
 namespace {
-ir::Graph parse(const char* text) {
-  auto g = ir::parseGraph(text);
-  INFO((g.ok() ? std::string() : g.error().message));
-  REQUIRE(g.ok());
-  return std::move(g).value();
-}
-
 void infer(ir::Graph& g) {
   passes::FoldAndInfer fold;
   auto r = fold.run(g);
@@ -31,7 +25,7 @@ void infer(ir::Graph& g) {
 }  // namespace
 
 TEST_CASE("Identity chains and same-dtype casts are dropped, real casts kept", "[passes]") {
-  ir::Graph g = parse(R"(graph "t" opset 20
+  ir::Graph g = fbl::testing::parsedGraph(R"(graph "t" opset 20
   input %x : f32[2,3]
   %i0 : f32[2,3] = Identity(%x) @i0
   %i1 : f32[2,3] = Identity(%i0) @i1

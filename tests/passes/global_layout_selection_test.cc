@@ -3,10 +3,10 @@
 #include <catch2/catch.hpp>
 
 #include "compiler/ir/parser.h"
+#include "compiler/passes/assign_rtile.h"
 #include "compiler/passes/global_layout_selection.h"
 #include "compiler/passes/layout_assignment_printer.h"
 #include "compiler/passes/layout_pipeline.h"
-#include "compiler/passes/assign_rtile.h"
 #include "compiler/profile/profile.h"
 #include "tests/passes/paper_profile.h"
 

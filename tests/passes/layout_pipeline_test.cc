@@ -9,21 +9,13 @@
 #include "compiler/passes/load_model.h"
 #include "compiler/profile/profile.h"
 #include "tests/passes/paper_profile.h"
+#include "tests/passes/test_graphs.h"
 
 using namespace fbl;
 
 namespace {
 
 profile::HardwareProfile adreno() { return fbl::testing::paperAdreno(); }
-
-autodiff::TrainingGraph joint(const std::string& model) {
-  auto fwd = passes::loadModel(std::string(FBL_TEST_DATA_DIR) + "/" + model + "/model.onnx");
-  INFO(model << ": " << (fwd.ok() ? "" : fwd.error().message));
-  REQUIRE(fwd.ok());
-  auto tg = autodiff::buildTrainingGraph(*fwd, {});
-  REQUIRE(tg.ok());
-  return std::move(tg).value();
-}
 
 passes::LayoutPipelineResult run(ir::Graph& g, const profile::HardwareProfile& p,
                                  passes::LayoutPipelineOptions o = {}) {
@@ -40,7 +32,7 @@ TEST_CASE("layout pipeline: eliminated share per corpus model", "[passes][layout
   std::string table = "model        transforms  eliminated  tile-maps  explicit  share   conversions\n";
   int64_t total = 0, eliminated = 0;
   for (const char* model : {"llama-tiny", "bert-tiny", "vit-tiny", "llama-full"}) {
-    autodiff::TrainingGraph tg = joint(model);
+    autodiff::TrainingGraph tg = fbl::testing::jointGraph(model);
     passes::LayoutPipelineOptions o;
     o.passes.verify = true;
     auto res = run(tg.graph, p, o);
@@ -63,7 +55,7 @@ TEST_CASE("layout pipeline: eliminated share per corpus model", "[passes][layout
 
 TEST_CASE("layout pipeline: ablations change the result as the paper's breakdown", "[passes][layout-pipeline]") {
   auto p = adreno();
-  autodiff::TrainingGraph tg = joint("llama-tiny");
+  autodiff::TrainingGraph tg = fbl::testing::jointGraph("llama-tiny");
   auto full = run(tg.graph, p).assignment;
   passes::LayoutPipelineOptions noSel;
   noSel.passes.disabled = {"global-layout-selection"};
@@ -109,7 +101,7 @@ TEST_CASE("layout pipeline: ablations change the result as the paper's breakdown
 
 TEST_CASE("layout pipeline: baseline strategies", "[passes][layout-pipeline]") {
   auto p = adreno();
-  autodiff::TrainingGraph tg = joint("llama-tiny");
+  autodiff::TrainingGraph tg = fbl::testing::jointGraph("llama-tiny");
   passes::LayoutPipelineOptions reuse, expl;
   reuse.strategy = strategy::Strategy::kReuse;
   expl.strategy = strategy::Strategy::kExplicit;
@@ -122,7 +114,7 @@ TEST_CASE("layout pipeline: baseline strategies", "[passes][layout-pipeline]") {
 
 TEST_CASE("layout pipeline: printable and JSON forms", "[passes][layout-pipeline]") {
   auto p = adreno();
-  autodiff::TrainingGraph tg = joint("bert-tiny");
+  autodiff::TrainingGraph tg = fbl::testing::jointGraph("bert-tiny");
   passes::LayoutPipelineOptions o;
   std::string dumped;
   o.passes.dumpAfter = {"tile-index-elimination"};
@@ -149,7 +141,7 @@ TEST_CASE("layout pipeline: printable and JSON forms", "[passes][layout-pipeline
 // --report gives layout_pass_ms, and docs/results/compile-time.md keeps the compile times.
 TEST_CASE("layout pipeline: every pass runs on llama-full's joint graph and reports its time", "[passes][layout-pipeline]") {
   auto p = adreno();
-  autodiff::TrainingGraph tg = joint("llama-full");
+  autodiff::TrainingGraph tg = fbl::testing::jointGraph("llama-full");
   auto res = run(tg.graph, p);
   std::vector<std::string> ran;
   for (const auto& r : res.runs) {

@@ -17,6 +17,7 @@
 #include "compiler/ref/executor.h"
 #include "compiler/support/float16.h"
 #include "tests/ops/graph_builder.h"
+#include "tests/passes/test_graphs.h"
 
 namespace fbl {
 namespace {
@@ -24,15 +25,6 @@ namespace {
 using ir::ValueId;
 
 const std::string kModel = std::string(FBL_TEST_DATA_DIR) + "/llama-tiny";
-
-autodiff::TrainingGraph llamaTiny() {
-  auto forward = passes::loadModel(kModel + "/model.onnx");
-  REQUIRE(forward.ok());
-  auto tg = autodiff::buildTrainingGraph(*forward, {});
-  INFO((tg.ok() ? "" : tg.error().message));
-  REQUIRE(tg.ok());
-  return std::move(*tg);
-}
 
 std::map<ValueId, ir::Tensor> feeds(const ir::Graph& g) {
   std::map<ValueId, ir::Tensor> f;
@@ -85,7 +77,7 @@ double errorOfMaxAbs(const ir::Tensor& got, const ir::Tensor& want) {
 
 TEST_CASE("pack-saved keeps what the backward pass reads in 16 bits and leaves the forward pass alone",
           "[passes][pack-saved]") {
-  const autodiff::TrainingGraph plain = llamaTiny();
+  const autodiff::TrainingGraph plain = fbl::testing::jointGraph("llama-tiny");
   const std::vector<ir::Tensor> want = run(plain);
   const int64_t saved = savedF32(plain.graph);
   REQUIRE(saved > 10);
@@ -155,7 +147,7 @@ TEST_CASE("pack-saved keeps what the backward pass reads in 16 bits and leaves t
 
 TEST_CASE("pack-saved after recompute keeps only the segments' inputs, and fp32 changes nothing",
           "[passes][pack-saved]") {
-  autodiff::TrainingGraph tg = llamaTiny();
+  autodiff::TrainingGraph tg = fbl::testing::jointGraph("llama-tiny");
   const std::vector<ValueId> keep{tg.loss};
   {
     passes::PackSaved pass(keep);

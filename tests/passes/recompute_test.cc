@@ -4,20 +4,16 @@
 // verifies. The algorithm's own checks (gradients unchanged) are tests/autodiff's.
 #include <catch2/catch.hpp>
 
-#include "compiler/autodiff/training_graph.h"
 #include "compiler/ir/printer.h"
-#include "compiler/passes/load_model.h"
 #include "compiler/passes/recompute.h"
 #include "compiler/passes/verify.h"
+#include "tests/passes/test_graphs.h"
 
 namespace fbl::passes {
 
 TEST_CASE("recompute pass: none counts the candidates, all recomputes every one", "[passes][recompute]") {
-  auto forward = loadModel(std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/model.onnx");
-  REQUIRE(forward.ok());
-  auto tg = autodiff::buildTrainingGraph(*forward, {});
-  REQUIRE(tg.ok());
-  ir::Graph g = tg->graph;
+  const autodiff::TrainingGraph tg = fbl::testing::jointGraph("llama-tiny");
+  ir::Graph g = tg.graph;
   const std::string before = ir::printGraph(g);
   ChunkLoss chunks;  // not run: no loss in chunks
 
@@ -37,7 +33,7 @@ TEST_CASE("recompute pass: none counts the candidates, all recomputes every one"
   CHECK(all.summary.segments == none.summary.candidates);
   CHECK(all.summary.clonedNodes > 0);
   CHECK(all.summary.savedBytes > 0);
-  CHECK(g.nodes.size() == tg->graph.nodes.size() + static_cast<size_t>(all.summary.clonedNodes));
+  CHECK(g.nodes.size() == tg.graph.nodes.size() + static_cast<size_t>(all.summary.clonedNodes));
   Status ok = verifyGraph(g);
   INFO((ok.ok() ? "" : ok.error().message));
   CHECK(ok.ok());

@@ -17,21 +17,13 @@
 #include "compiler/profile/profile.h"
 #include "compiler/ref/executor.h"
 #include "tests/passes/paper_profile.h"
+#include "tests/passes/test_graphs.h"
 
 using namespace fbl;
 
 namespace {
 
 profile::HardwareProfile adreno() { return fbl::testing::paperAdreno(); }
-
-autodiff::TrainingGraph joint(const std::string& model) {
-  auto fwd = passes::loadModel(std::string(FBL_TEST_DATA_DIR) + "/" + model + "/model.onnx");
-  INFO(model << ": " << (fwd.ok() ? "" : fwd.error().message));
-  REQUIRE(fwd.ok());
-  auto tg = autodiff::buildTrainingGraph(*fwd, {});
-  REQUIRE(tg.ok());
-  return std::move(tg).value();
-}
 
 ir::Tensor randomLike(const ir::Value& v, std::mt19937& rng) {
   ir::Tensor t(v.dtype, v.shape);
@@ -116,7 +108,7 @@ Verified verifyReads(const ir::Graph& g, const passes::LayoutAssignment& a, int6
 TEST_CASE("tile-index-elimination: corpus reads equal their materialised chains", "[passes][layout-pipeline]") {
   auto p = adreno();
   for (const char* model : {"llama-tiny", "bert-tiny", "vit-tiny"}) {
-    autodiff::TrainingGraph tg = joint(model);
+    autodiff::TrainingGraph tg = fbl::testing::jointGraph(model);
     auto res = passes::runLayoutPipeline(tg.graph, p);
     INFO(model << ": " << (res.ok() ? "" : res.error().message));
     REQUIRE(res.ok());
@@ -129,7 +121,7 @@ TEST_CASE("tile-index-elimination: corpus reads equal their materialised chains"
 
 TEST_CASE("tile-index-elimination: llama-full's attention chains are tile maps", "[passes][layout-pipeline]") {
   auto p = adreno();
-  autodiff::TrainingGraph tg = joint("llama-full");
+  autodiff::TrainingGraph tg = fbl::testing::jointGraph("llama-full");
   auto res = passes::runLayoutPipeline(tg.graph, p);
   REQUIRE(res.ok());
   const auto& a = res->assignment;

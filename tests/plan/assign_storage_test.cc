@@ -1,4 +1,5 @@
-// Storage choice (compiler/plan/layout_lowering.h, step 4) on whole training graphs, compile only:
+// assign-storage (compiler/plan/assign_storage.h; step 4 of layout_lowering.h) on whole training
+// graphs, compile only:
 //  - Llama-3.2-1B (tests/data/llama-full, no weights needed) for Adreno 830: every frozen weight
 //    a MatMul reads is stored in its R-Tile, the 128,256 x 2,048 lm_head included (read by the
 //    embedding's Gather as well; its tile grid wraps to fit 16384 x 16384 texels), and so are
