@@ -105,9 +105,10 @@ Result<bool> useImages(const std::string& storage, const profile::HardwareProfil
 namespace {
 
 // Every pass of `fblc compile`, in order, over one graph that autodiff turns from the forward
-// into the joint graph: load (fold-and-infer, decompose-ops, drop-noops, dead-code), fuse-attention and
-// chunk-loss (fblayout only), autodiff, recompute (recompute.h), schedule-loss-chunks
-// (chunk_loss.h), pack-saved (pack_saved.h), the layout pipeline (layout_pipeline.h), the lowering (layout_lowering.h).
+// into the joint graph: load (load_model.h: fold-and-infer, decompose-ops, drop-noops,
+// dead-code), fuse-attention and chunk-loss (fblayout only), autodiff (differentiate.h),
+// recompute (recompute.h), schedule-loss-chunks (chunk_loss.h), pack-saved (pack_saved.h), the
+// layout pipeline (layout_pipeline.h), the lowering (plan/layout_lowering.h).
 struct CompilePipeline {
   CompilePipeline(strategy::Strategy strategy, const profile::HardwareProfile& hw, const autodiff::TrainingOptions& to)
       : autodiff(to, mustExist, lowerOpts.host), layout(assignment, hw), lowering(assignment, mustExist, lowerOpts) {
