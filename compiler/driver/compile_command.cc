@@ -41,6 +41,7 @@ using plan::LayoutLowering;
 using plan::LoweringOptions;
 using plan::LoweringPasses;
 using plan::Plan;
+using plan::PlanDumps;
 using plan::PlanInputs;
 using plan::plannerProfile;
 using plan::Profile;
@@ -217,7 +218,20 @@ static Result<Compiled> compileWith(const CompileArgs& args, const profile::Hard
   p.lowerOpts.storage.blockH = hw.textureBlock.h;
   if (profile.matmul.narrow.kContiguousWeights) p.lowerOpts.narrowWeightSide = profile.matmul.narrow.maxSide;
   passes::PassOptions po;
-  po.dumpAfter.insert(args.dumpAfter.begin(), args.dumpAfter.end());
+  // --dump-after names a pass or a plan builder step (plan_builder.h), or "all".
+  const std::vector<std::string> steps = plan::planStepNames();
+  PlanDumps planDumps;
+  planDumps.sink = args.dumpSink;
+  po.sink = args.dumpSink;
+  const std::vector<std::string> passNames = compilePassNames();
+  for (const std::string& n : args.dumpAfter) {
+    const bool step = std::find(steps.begin(), steps.end(), n) != steps.end();
+    if (!step && n != "all" && std::find(passNames.begin(), passNames.end(), n) == passNames.end())
+      return makeError("--dump-after {}: no such pass or plan step (passes: {}; plan steps: {})", n,
+                       fmt::join(passNames, ", "), fmt::join(steps, ", "));
+    if (step || n == "all") planDumps.after.insert(n);
+    if (!step) po.dumpAfter.insert(n);
+  }
   po.disabled.insert(args.disabledPasses.begin(), args.disabledPasses.end());
   if (args.verifyPasses) po.verify = true;
   p.disableForStrategy(po);
@@ -260,7 +274,7 @@ static Result<Compiled> compileWith(const CompileArgs& args, const profile::Hard
   in.lostInputBounds = p.splitRows.lostBounds();
   in.lowering = &lowering;
   in.stagingBytes = args.stagingBytes;
-  FBL_ASSIGN(c.plan, buildPlan(in, profile, &c.stats));
+  FBL_ASSIGN(c.plan, buildPlan(in, profile, &c.stats, &planDumps));
   c.plan.explain = report::explainSection(tg.graph, assignment);  // for `fblc explain`
   for (const auto& [v, why] : lowering.storageWhy) c.plan.explain["storage_why"][tg.graph.values[v].name] = why;
   c.storage = storageReport(tg, c.plan, c.stats);

@@ -4,9 +4,11 @@
 // builds the plan; it owns no logic of its own. Benches, fbl-train and tests call it too. compiler/tools/fblc.cc only parses the command line.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -47,7 +49,10 @@ struct CompileArgs : autodiff::TrainingFlags {
   // objects where writer and readers take them), "auto" (images where the profile says image
   // reads go through a texture cache).
   std::string storage = "auto";
-  std::vector<std::string> dumpAfter;       // pass names, or "all"
+  // Pass names and plan builder steps (plan::planStepNames), or "all": the IR after the pass, the
+  // plan after the step, printed to dumpSink (stdout if empty).
+  std::vector<std::string> dumpAfter;
+  std::function<void(std::string_view)> dumpSink;
   std::vector<std::string> disabledPasses;  // ablation
   bool verifyPasses = false;
   // Write a plan whose largest allocation exceeds the profile's max_alloc_bytes (for analysis:

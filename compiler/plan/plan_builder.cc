@@ -12,9 +12,13 @@
 //     updated values until its end, everything else from first to last use;
 //  6. record, per integer input, the bounds its index and label consumers need (the runtime
 //     checks every input write against them).
+// They run as named steps (plan_builder.h): select-kernels (1-2), batch-launches, merge-kernels
+// (3's merge), bind-runtime (4, 6), add-transfers, plan-memory (5) and emit-program (3's
+// program); `--dump-after STEP` prints the plan after one.
 #include "compiler/plan/plan_builder.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <set>
@@ -30,6 +34,7 @@
 #include "compiler/plan/kernel_source_rewrite.h"
 #include "compiler/plan/launch_batching.h"
 #include "compiler/plan/memory_planner.h"
+#include "compiler/plan/plan_printer.h"
 #include "compiler/autodiff/peft_adapter.h"
 
 namespace fbl::plan {
@@ -49,7 +54,8 @@ const char* phaseName(ir::Phase p) {
 
 class Builder {
  public:
-  Builder(const PlanInputs& in, const Profile& profile) : in_(in), g_(*in.graph), profile_(profile) {
+  Builder(const PlanInputs& in, const Profile& profile, const PlanDumps* dumps)
+      : in_(in), g_(*in.graph), profile_(profile), dumps_(dumps) {
     root_.resize(g_.values.size());
     for (size_t v = 0; v < root_.size(); ++v) root_[v] = static_cast<ir::ValueId>(v);
     for (const auto& t : in.trainables) trainable_.insert(t.param);
@@ -143,9 +149,12 @@ class Builder {
       }
       addLaunches(n, code, nl ? nl->kind : "compute", scratch, fusedOps, fusedNodes, covered);
     }
+    dumpAfter("select-kernels");
     FBL_TRY(batchLaunches());
+    dumpAfter("batch-launches");
     for (size_t i = 0; i < plan_.launches.size(); ++i) plan_.launches[i].kernel = kernelFor(specs_[i]);
     specs_.clear();
+    dumpAfter("merge-kernels");
     for (ir::ValueId v : g_.inputs)
       if (!runtimeWritten(v)) {
         plan_.inputs.push_back(tensorOf(v));
@@ -187,6 +196,7 @@ class Builder {
       plan_.outputs.push_back(tensorOf(v));
       keep.insert(plan_.outputs.back());
     }
+    dumpAfter("bind-runtime");
     FBL_TRY(addTransfers(target));
     plan_.adapterConfig = in_.adapterConfig;
     plan_.adapterRefusal = in_.adapterRefusal;
@@ -196,10 +206,13 @@ class Builder {
       plan_.adapterFrozen.push_back({tensorOf(v), -1, key});
     }
     plan_.optimizer = {{"trainables", plan_.trainables.size()}, {"state_tensors", plan_.state.size()}};
+    dumpAfter("add-transfers");
     // 5: memory.
     planMemoryFor(keep, stats);
+    dumpAfter("plan-memory");
     plan_.program = fmt::format("// fbl plan for {}: {} kernels, OpenCL C 1.2\n", in_.model, kernelSources_.size());
     for (const std::string& src : kernelSources_) plan_.program += "\n" + src;
+    dumpAfter("emit-program");
     if (stats) {
       for (size_t v = 0; v < root_.size(); ++v) {
         auto it = tensorOfRoot_.find(root_[v]);
@@ -212,6 +225,14 @@ class Builder {
   }
 
  private:
+  // --dump-after STEP: the plan so far.
+  void dumpAfter(const std::string& step) const {
+    if (!dumps_ || (!dumps_->after.count(step) && !dumps_->after.count("all"))) return;
+    const std::string text = fmt::format("// ---- plan after {} ----\n{}", step, printPlan(plan_));
+    if (dumps_->sink) dumps_->sink(text);
+    else std::fwrite(text.data(), 1, text.size(), stdout);
+  }
+
   // The launches of `code` for node `n`; scratch arguments bind to `scratch` (the node's own
   // scratch tensors, or the value a layout copy materialises); `fused`: the nodes the kernel
   // computes besides `n`; `covered`: the nodes whose outputs it writes. Kernels are named once
@@ -583,6 +604,7 @@ class Builder {
   std::map<std::string, std::string> kernelBase_;
   std::map<std::string, int32_t> entryIndex_;
   std::map<std::string, std::pair<std::vector<int64_t>, std::vector<int64_t>>> entryWork_;  // global, local
+  const PlanDumps* dumps_;
   std::vector<std::string> kernelSources_;
   std::vector<std::pair<int32_t, layout::Layout>> packed_;  // host tensors in another layout
   // Per launch while the list is built: its kernel, and what batching needs of it.
@@ -593,9 +615,14 @@ class Builder {
 
 }  // namespace
 
-Result<Plan> buildPlan(const PlanInputs& in, const Profile& profile, BuildStats* stats) {
+std::vector<std::string> planStepNames() {
+  return {"select-kernels", "batch-launches", "merge-kernels", "bind-runtime", "add-transfers", "plan-memory",
+          "emit-program"};
+}
+
+Result<Plan> buildPlan(const PlanInputs& in, const Profile& profile, BuildStats* stats, const PlanDumps* dumps) {
   FBL_ASSERT(in.graph != nullptr);
-  return Builder(in, profile).build(stats);
+  return Builder(in, profile, dumps).build(stats);
 }
 
 PlanInputs trainingInputs(const autodiff::TrainingGraph& tg, std::string model) {

@@ -3,8 +3,11 @@
 // plan tensors with roles, and the memory plan.
 #pragma once
 
+#include <functional>
 #include <map>
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compiler/analysis/input_bounds.h"
@@ -63,7 +66,26 @@ struct BuildStats {
   std::map<ir::ValueId, int32_t> tensorOfValue;
 };
 
-Result<Plan> buildPlan(const PlanInputs& in, const Profile& profile, BuildStats* stats = nullptr);
+// The builder's steps, in order (the numbers of the list at the top of plan_builder.cc):
+//   select-kernels  1-2: the launches of every live node, its tensors and scratch
+//   batch-launches  independent narrow products of one kernel as one launch (launch_batching.h)
+//   merge-kernels   3: identical kernel sources as one kernel each, named in order of first use
+//   bind-runtime    4, 6: inputs and their bounds, loss, step, trainables, state, commits, outputs
+//   add-transfers   the pack and unpack launches of host values stored in another layout, and
+//                   the adapter's tensors
+//   plan-memory     5: offsets in the arena's pools and images
+//   emit-program    the kernels' sources as one OpenCL program
+std::vector<std::string> planStepNames();
+
+// `fblc compile --dump-after STEP` (or "all"): the plan as far as the steps up to STEP built it,
+// printed as `fblc print-plan` prints a plan (plan_printer.h), to `sink` (stdout if empty).
+struct PlanDumps {
+  std::set<std::string> after;
+  std::function<void(std::string_view)> sink;
+};
+
+Result<Plan> buildPlan(const PlanInputs& in, const Profile& profile, BuildStats* stats = nullptr,
+                       const PlanDumps* dumps = nullptr);
 
 // The inputs for a joint training graph.
 PlanInputs trainingInputs(const autodiff::TrainingGraph& tg, std::string model);

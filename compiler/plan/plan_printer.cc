@@ -10,6 +10,16 @@
 
 namespace fbl::plan {
 
+namespace {
+
+// A launch's kernel; before merge-kernels has named them (a --dump-after of an earlier step), none.
+std::string kernelName(const planfile::Plan& p, const planfile::Launch& l) {
+  return l.kernel >= 0 && static_cast<size_t>(l.kernel) < p.kernelNames.size() ? p.kernelNames[l.kernel]
+                                                                               : std::string("(kernel not yet named)");
+}
+
+}  // namespace
+
 std::string printPlan(const planfile::Plan& p) {
   std::string s;
   s += fmt::format("plan {} (format {}, profile {})\n", p.model, planfile::kVersion, p.profile);
@@ -56,7 +66,7 @@ std::string printPlan(const planfile::Plan& p) {
   for (const auto& c : p.commits) s += fmt::format(" t{}->t{}", c[0], c[1]);
   s += "\n\nlaunches:\n";
   for (const planfile::Launch& l : p.launches) {
-    s += fmt::format("  {} {}(t{}) global [{}]", l.phase, p.kernelNames[l.kernel], fmt::join(l.args, ", t"),
+    s += fmt::format("  {} {}(t{}) global [{}]", l.phase, kernelName(p, l), fmt::join(l.args, ", t"),
                      fmt::join(l.global, ","));
     if (!l.local.empty()) s += fmt::format(" local [{}]", fmt::join(l.local, ","));
     s += fmt::format("  # {}\n", l.node);
@@ -66,7 +76,7 @@ std::string printPlan(const planfile::Plan& p) {
   for (size_t i = 0; i < p.transfers.size(); ++i) {
     const planfile::Launch& l = p.transfers[i];
     const planfile::Tensor& t = p.tensors[l.args[l.phase == "pack" ? 1 : 0]];
-    s += fmt::format("  x{} {} {}(t{}) global [{}] local [{}] rows {} of {}  # {}\n", i, l.phase, p.kernelNames[l.kernel],
+    s += fmt::format("  x{} {} {}(t{}) global [{}] local [{}] rows {} of {}  # {}\n", i, l.phase, kernelName(p, l),
                      fmt::join(l.args, ", t"), fmt::join(l.global, ","), fmt::join(l.local, ","), t.transferRows,
                      planfile::transferRows(t.shape), l.node);
   }

@@ -100,7 +100,7 @@ template <typename Args>
 void addLayoutPipelineOptions(CLI::App* cmd, Args& args) {
   cmd->add_option("--strategy", args.strategy, "Layout strategy: fblayout, reuse or explicit")
       ->default_str("fblayout");
-  cmd->add_option("--dump-after", args.dumpAfter, "Print the IR after this pass (or all), and what the pass decided; an unknown name lists the passes");
+  cmd->add_option("--dump-after", args.dumpAfter, "Print the IR after this pass and what it decided, or the plan after this plan builder step (or all); an unknown name lists both");
   cmd->add_option("--disable-pass", args.disabledPasses, "Switch a pass off (ablation): fusion, fuse-attention, a layout pass, ...");
   cmd->add_flag("--verify-passes", args.verifyPasses, "Run the IR verifier between passes");
 }

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "compiler/driver/compile_command.h"
+#include "compiler/plan/plan_printer.h"
 
 using namespace fbl;
 
@@ -84,4 +85,46 @@ TEST_CASE("compile: the optional load passes may be disabled", "[driver][passes]
   INFO((c.ok() ? "" : c.error().message));
   REQUIRE(c.ok());
   CHECK(c->stats.launches > 0);
+}
+
+TEST_CASE("compile: --dump-after a plan builder step prints the plan as far as it is built", "[driver][passes]") {
+  CHECK(plan::planStepNames() == std::vector<std::string>{"select-kernels", "batch-launches", "merge-kernels",
+                                                          "bind-runtime", "add-transfers", "plan-memory",
+                                                          "emit-program"});
+  driver::CompileArgs a = llamaTiny();
+  std::string dump;
+  a.dumpSink = [&](std::string_view s) { dump += s; };
+  a.dumpAfter = {"select-kernels", "plan-memory", "emit-program", "fusion"};
+  auto c = driver::compileModel(a);
+  INFO((c.ok() ? "" : c.error().message));
+  REQUIRE(c.ok());
+  // In pipeline order: the pass's IR dump, then the builder's steps.
+  const size_t fusion = dump.find("// ---- IR after fusion ----\n");
+  const size_t selected = dump.find("// ---- plan after select-kernels ----\n");
+  const size_t memory = dump.find("// ---- plan after plan-memory ----\n");
+  const size_t program = dump.find("// ---- plan after emit-program ----\n");
+  REQUIRE(fusion != std::string::npos);
+  REQUIRE(selected != std::string::npos);
+  REQUIRE(memory != std::string::npos);
+  REQUIRE(program != std::string::npos);
+  CHECK(fusion < selected);
+  CHECK(selected < memory);
+  CHECK(memory < program);
+  // Before merge-kernels the launches have no kernel yet, and the program is empty until the end.
+  const std::string atSelect = dump.substr(selected, memory - selected);
+  CHECK(atSelect.find("(kernel not yet named)") != std::string::npos);
+  CHECK(atSelect.find("// fbl plan for") == std::string::npos);
+  // After the last step the plan is the one written.
+  CHECK(dump.substr(program + std::string("// ---- plan after emit-program ----\n").size()) ==
+        plan::printPlan(c->plan));
+}
+
+TEST_CASE("compile: --dump-after an unknown name lists the passes and the plan steps", "[driver][passes]") {
+  driver::CompileArgs a = llamaTiny();
+  a.dumpAfter = {"plan-memry"};
+  auto c = driver::compileModel(a);
+  REQUIRE_FALSE(c.ok());
+  CHECK(c.error().message.rfind("--dump-after plan-memry: no such pass or plan step (passes: fold-and-infer, ", 0) == 0);
+  CHECK(c.error().message.find("; plan steps: select-kernels, batch-launches, merge-kernels, bind-runtime, "
+                               "add-transfers, plan-memory, emit-program)") != std::string::npos);
 }
