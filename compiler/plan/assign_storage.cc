@@ -22,6 +22,7 @@ using ir::NodeId;
 using ir::ValueId;
 using strategy::Strategy;
 
+// Step 4 and the ends of steps 5 and 6 on one graph.
 class StorageLowering {
  public:
   StorageLowering(const ir::Graph& g, const passes::LayoutAssignment& a) : g_(g), a_(a) {}
@@ -57,6 +58,7 @@ class StorageLowering {
     }
     return Status::success();
   }
+
  private:
   NodeId producer(ValueId v) const { return v == ir::kNoValue ? ir::kNoNode : g_.values[v].producer; }
 
@@ -312,6 +314,7 @@ class StorageLowering {
     if (l.storage() == layout::Storage::Image2D) ++out.counts.imageValues;
     return Status::success();
   }
+
   const ir::Graph& g_;
   const passes::LayoutAssignment& a_;
 };

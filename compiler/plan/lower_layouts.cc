@@ -18,6 +18,7 @@ using ir::ValueId;
 using passes::ReadThrough;
 using strategy::Strategy;
 
+// Transpose swapping exactly the last two dims (what a MatMul's transposed path reads).
 bool swapsLastTwo(const ir::Graph& g, const ir::Node& n) {
   if (n.op != "Transpose" || n.inputs.empty()) return false;
   const size_t rank = g.values[n.inputs[0]].shape.size();
@@ -28,6 +29,8 @@ bool swapsLastTwo(const ir::Graph& g, const ir::Node& n) {
     if (perm[d] != static_cast<int64_t>(d)) return false;
   return perm[rank - 2] == static_cast<int64_t>(rank - 1) && perm[rank - 1] == static_cast<int64_t>(rank - 2);
 }
+
+// Steps 1-3 on one graph.
 class ReadLowering {
  public:
   ReadLowering(const ir::Graph& g, const passes::LayoutAssignment& a) : g_(g), a_(a) {}
@@ -111,11 +114,13 @@ class ReadLowering {
     }
     return Status::success();
   }
+
   // The first consumer (in node order) that needs `v` materialised gets the copy.
   void requestMaterialise(ValueId v, NodeId consumer, OperandLayout from, const layout::IndexMap& view) {
     auto it = materialise_.find(v);
     if (it == materialise_.end() || consumer < it->second.consumer) materialise_[v] = {consumer, std::move(from), view};
   }
+
   // Step 3.
   void liveness(LayoutLowering& out, const std::vector<ValueId>& mustExist) {
     std::vector<bool> needed(g_.nodes.size(), false);
@@ -149,6 +154,7 @@ class ReadLowering {
       });
     }
   }
+
   const ir::Graph& g_;
   const passes::LayoutAssignment& a_;
   std::vector<bool> foldable_;
