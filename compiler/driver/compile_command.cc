@@ -134,6 +134,7 @@ struct CompilePipeline {
       for (std::string_view name : {passes::FuseAttention::name(), passes::ChunkLoss::name(), passes::ScheduleLossChunks::name()})
         po.disabled.insert(std::string(name));
     layout.disableForStrategy(po);
+    lowering.disableForStrategy(po);
   }
 
   passes::LoadPasses load;

@@ -368,7 +368,7 @@ Status finishFusion(const ir::Graph& g, LayoutLowering& out) {
 }
 
 Result<bool> FusionPass::run(ir::Graph& g) {
-  if (out_.strategy != strategy::Strategy::kFBLayout) return false;
+  FBL_ASSERT(out_.strategy == strategy::Strategy::kFBLayout);  // the baselines disable the pass
   planFusion(g, out_.keep, out_, out_.views);
   out_.fusionPlanned = true;
   return std::any_of(out_.nodes.begin(), out_.nodes.end(), [](const NodeLowering& nl) { return nl.fused; });

@@ -30,7 +30,8 @@ std::vector<std::vector<ValueRead>> valueReads(const ir::Graph& g, const LayoutL
 
 LoweringPasses::LoweringPasses(const passes::LayoutAssignment& a, const std::vector<ir::ValueId>& mustExist,
                                const LoweringOptions& options)
-    : out_(std::make_unique<LayoutLowering>()),
+    : assignment_(a),
+      out_(std::make_unique<LayoutLowering>()),
       lower_(std::make_unique<LowerLayoutsPass>(a, mustExist, *out_)),
       lowRank_(std::make_unique<LowRankTermsPass>(*out_)),
       fusion_(std::make_unique<FusionPass>(*out_)),
@@ -43,6 +44,12 @@ void LoweringPasses::addTo(passes::PassManager& pm) {
   pm.add(*lowRank_);
   pm.add(*fusion_);
   pm.add(*storage_, passes::PassSpec::required("the plan builder needs every tensor's layout"));
+}
+
+void LoweringPasses::disableForStrategy(passes::PassOptions& po) const {
+  if (assignment_.strategy == strategy::Strategy::kFBLayout) return;
+  po.disabled.insert(std::string(LowRankTermsPass::name()));
+  po.disabled.insert(std::string(FusionPass::name()));
 }
 
 LayoutLowering& LoweringPasses::result() { return *out_; }

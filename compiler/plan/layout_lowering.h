@@ -167,9 +167,12 @@ class LoweringPasses {
                  const LoweringOptions& options);
   ~LoweringPasses();
   void addTo(passes::PassManager& pm);
+  // Under reuse and explicit, low-rank-terms and fusion (what fblayout adds) are disabled.
+  void disableForStrategy(passes::PassOptions& po) const;
   LayoutLowering& result();  // after assign-storage ran
 
  private:
+  const passes::LayoutAssignment& assignment_;
   std::unique_ptr<LayoutLowering> out_;
   std::unique_ptr<LowerLayoutsPass> lower_;
   std::unique_ptr<LowRankTermsPass> lowRank_;

@@ -6,7 +6,7 @@
 namespace fbl::plan {
 
 Result<bool> LowRankTermsPass::run(ir::Graph& g) {
-  if (out_.strategy != strategy::Strategy::kFBLayout) return false;
+  FBL_ASSERT(out_.strategy == strategy::Strategy::kFBLayout);  // the baselines disable the pass
   return planLowRankTerms(g, out_.keep, out_);
 }
 

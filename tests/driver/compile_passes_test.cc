@@ -48,7 +48,7 @@ TEST_CASE("compile: every stage after the import is a pass of one pipeline", "[d
   REQUIRE(reuse.ok());
   CHECK(ranPasses(*reuse) == std::vector<std::string>{"fold-and-infer", "decompose-ops", "drop-noops", "dead-code", "split-rows", "autodiff",
                                                       "recompute", "pack-saved", "classify-operators", "layout-assignment", "lower-layouts",
-                                                      "low-rank-terms", "fusion", "assign-storage"});
+                                                      "assign-storage"});
 }
 
 TEST_CASE("compile: a required pass refuses --disable-pass and says why", "[driver][passes]") {
