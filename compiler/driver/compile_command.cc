@@ -219,20 +219,12 @@ static Result<Compiled> compileWith(const CompileArgs& args, const profile::Hard
   p.lowerOpts.storage.blockH = hw.textureBlock.h;
   if (profile.matmul.narrow.kContiguousWeights) p.lowerOpts.narrowWeightSide = profile.matmul.narrow.maxSide;
   passes::PassOptions po;
-  // --dump-after names a pass or a plan builder step (plan_builder.h), or "all".
-  const std::vector<std::string> steps = plan::planStepNames();
-  PlanDumps planDumps;
-  planDumps.sink = args.dumpSink;
+  // --dump-after names a pass or a plan builder step (plan_builder.h), or "all"; the pass
+  // manager checks the names.
+  po.dumpAfter.insert(args.dumpAfter.begin(), args.dumpAfter.end());
+  po.planSteps = plan::planStepNames();
   po.sink = args.dumpSink;
-  const std::vector<std::string> passNames = compilePassNames();
-  for (const std::string& n : args.dumpAfter) {
-    const bool step = std::find(steps.begin(), steps.end(), n) != steps.end();
-    if (!step && n != "all" && std::find(passNames.begin(), passNames.end(), n) == passNames.end())
-      return makeError("--dump-after {}: no such pass or plan step (passes: {}; plan steps: {})", n,
-                       fmt::join(passNames, ", "), fmt::join(steps, ", "));
-    if (step || n == "all") planDumps.after.insert(n);
-    if (!step) po.dumpAfter.insert(n);
-  }
+  PlanDumps planDumps{po.dumpAfter, args.dumpSink};
   po.disabled.insert(args.disabledPasses.begin(), args.disabledPasses.end());
   if (args.verifyPasses) po.verify = true;
   p.disableForStrategy(po);

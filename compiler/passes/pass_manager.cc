@@ -1,10 +1,12 @@
 // PassManager: the algorithm is in pass_manager.h (steps 1-5).
 #include "compiler/passes/pass_manager.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "compiler/ir/printer.h"
 
@@ -43,8 +45,13 @@ Result<std::vector<PassRun>> PassManager::run(ir::Graph& g) {
       if (e.name == n && !e.spec.requiredBecause.empty())
         return makeError("--disable-pass {}: the pipeline cannot run without it ({})", n, e.spec.requiredBecause);
   }
-  for (const std::string& n : opts_.dumpAfter)
-    if (n != "all" && !known(n)) return makeError("--dump-after {}: no such pass (passes: {})", n, all);
+  const auto& steps = opts_.planSteps;
+  for (const std::string& n : opts_.dumpAfter) {
+    if (n == "all" || known(n) || std::find(steps.begin(), steps.end(), n) != steps.end()) continue;
+    if (steps.empty()) return makeError("--dump-after {}: no such pass (passes: {})", n, all);
+    return makeError("--dump-after {}: no such pass or plan step (passes: {}; plan steps: {})", n, all,
+                     fmt::join(steps, ", "));
+  }
 
   std::vector<PassRun> runs;
   VerifyOptions vo = opts_.verifyOptions;

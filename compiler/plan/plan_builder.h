@@ -80,7 +80,7 @@ std::vector<std::string> planStepNames();
 // `fblc compile --dump-after STEP` (or "all"): the plan as far as the steps up to STEP built it,
 // printed as `fblc print-plan` prints a plan (plan_printer.h), to `sink` (stdout if empty).
 struct PlanDumps {
-  std::set<std::string> after;
+  std::set<std::string> after;  // step names, or "all"; other names are not this stage's
   std::function<void(std::string_view)> sink;
 };
 
