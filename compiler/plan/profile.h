@@ -18,8 +18,10 @@ namespace fbl::plan {
 
 struct Profile {
   std::string name;
-  int64_t workgroupSize = 64;    // work-items per group for 1-D launches (profile opencl block)
-  int64_t bufferAlignment = 512; // sub-buffer offsets: a multiple of every target's base alignment
+  // The profile's opencl block (profile::OpenClOptions, whose defaults these are): work-items
+  // per group for 1-D launches, and sub-buffer offsets, a multiple of every target's alignment.
+  int64_t workgroupSize = profile::OpenClOptions{}.workgroupSize;
+  int64_t bufferAlignment = profile::OpenClOptions{}.bufferAlignment;
   int64_t computeUnits = 0;      // 0: unknown (split-K stays off)
   // The device's largest allocation (profile memory.max_alloc_bytes): the arena's pools are no
   // larger. 0: unknown, one pool.
