@@ -4,6 +4,8 @@
 #include <set>
 #include <string>
 
+#include "compiler/ops/op_traits.h"
+
 namespace fbl::driver {
 
 namespace {
@@ -17,7 +19,7 @@ bool readByMatmul(const ir::Graph& g, const std::vector<std::vector<ir::NodeId>>
                                                  "Identity", "Expand"};
   for (ir::NodeId id : consumers[v]) {
     const ir::Node& n = g.nodes[id];
-    if ((n.op == "MatMul" || n.op == "Gemm") && (n.inputs[0] == v || (n.inputs.size() > 1 && n.inputs[1] == v)))
+    if (ops::isProduct(n.op) && (n.inputs[0] == v || (n.inputs.size() > 1 && n.inputs[1] == v)))
       return true;
     if (movement.count(n.op) && !n.outputs.empty() && readByMatmul(g, consumers, n.outputs[0], depth + 1)) return true;
   }

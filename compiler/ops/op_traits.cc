@@ -66,6 +66,8 @@ bool isView(std::string_view op) {
   return t && t->view;
 }
 
+bool isProduct(std::string_view op) { return op == "MatMul" || op == "Gemm"; }
+
 std::vector<OpTraits> allTraits() { return table(); }
 
 }  // namespace fbl::ops

@@ -33,6 +33,7 @@ struct OpTraits {
 const OpTraits* findTraits(std::string_view op);
 OpClass opClass(std::string_view op);  // kNone without a row
 bool isView(std::string_view op);
+bool isProduct(std::string_view op);  // MatMul or Gemm: the products the tiled kernels run
 std::vector<OpTraits> allTraits();  // sorted by op
 
 }  // namespace fbl::ops

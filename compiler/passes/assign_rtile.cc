@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/ops/op_traits.h"
 #include "compiler/ops/reduction_axis.h"
 #include "compiler/passes/layout_assignment_printer.h"
 
@@ -27,7 +28,7 @@ std::string problemKey(const layout::TensorExtent& e, const std::vector<layout::
 }  // namespace
 
 double reductionWeight(const ir::Graph& g, const ir::Node& n, int slot) {
-  if ((n.op == "MatMul" || n.op == "Gemm") && n.outputs[0] != ir::kNoValue) {
+  if (ops::isProduct(n.op) && n.outputs[0] != ir::kNoValue) {
     const ir::Shape& a = shapeOf(g, n.inputs[0]);
     int64_t k = a.empty() ? 1 : (n.op == "Gemm" && n.attrInt("transA", 0) ? a.front() : a.back());
     return 2.0 * static_cast<double>(ir::numElements(shapeOf(g, n.outputs[0]))) * static_cast<double>(k);

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/ops/op_traits.h"
 #include "compiler/passes/assign_rtile.h"
 #include "compiler/passes/layout_assignment_printer.h"
 #include "compiler/passes/tile_index_elimination.h"
@@ -20,7 +21,6 @@ namespace {
 using ir::NodeId;
 using ir::ValueId;
 
-bool isProduct(const ir::Node& n) { return n.op == "MatMul" || n.op == "Gemm"; }
 bool flexible(OpClass c) { return c == OpClass::kFtiC || c == OpClass::kFtdC; }
 
 int64_t bytesOf(const layout::TensorExtent& e) { return int64_t{layout::kElementBytes} * e.batch * e.rows * e.cols; }
@@ -72,7 +72,7 @@ void GlobalLayoutSelection::propagate(const ir::Graph& g) {
     ValueId o = n.outputs[0];
     const ir::Value& ov = g.values[o];
     if (a_.values[o].kind != ValueLayout::Kind::kLinear || !ir::isFloat(ov.dtype) || ov.shape.size() < 2) continue;
-    if (isProduct(n) && n.inputs.size() >= 2) {
+    if (ops::isProduct(n.op) && n.inputs.size() >= 2) {
       // Step 2.
       const RTileEntry* l = a_.rtileOf(sourceOf(a_, n, id, 0));
       const RTileEntry* r = a_.rtileOf(sourceOf(a_, n, id, 1));
@@ -120,7 +120,7 @@ void GlobalLayoutSelection::searchChains(const ir::Graph& g) {
   std::vector<Link> links;
   for (NodeId b = 0; b < static_cast<NodeId>(nn); ++b) {
     const ir::Node& n = g.nodes[b];
-    if (n.dead || !isProduct(n)) continue;
+    if (n.dead || !ops::isProduct(n.op)) continue;
     const int phase = static_cast<int>(n.phase);
     for (int slot = 0; slot < 2 && slot < static_cast<int>(n.inputs.size()); ++slot) {
       ValueId x = sourceOf(a_, n, b, slot);
@@ -128,7 +128,7 @@ void GlobalLayoutSelection::searchChains(const ir::Graph& g) {
         NodeId p = g.values[x].producer;
         if (p == ir::kNoNode || uses[x][phase] != 1) break;
         const ir::Node& pn = g.nodes[p];
-        if (isProduct(pn)) {
+        if (ops::isProduct(pn.op)) {
           links.push_back({p, b, slot});
           uf.join(p, b);
           break;
@@ -152,7 +152,7 @@ void GlobalLayoutSelection::searchChains(const ir::Graph& g) {
     comps[uf.find(l.from)];
   }
   for (NodeId id = 0; id < static_cast<NodeId>(nn); ++id)
-    if (!g.nodes[id].dead && isProduct(g.nodes[id])) {
+    if (!g.nodes[id].dead && ops::isProduct(g.nodes[id].op)) {
       auto it = comps.find(uf.find(id));
       if (it != comps.end()) it->second.push_back(id);
     }

@@ -30,7 +30,7 @@ class StorageLowering {
   // Step 4, the end of step 5, step 6.
   Status run(LayoutLowering& out, const LoweringOptions& options) {
     if (!out.fusionPlanned) withdrawLowRankTerms(g_, out);
-    FBL_TRY(chooseStorage(out, out.keep, options));
+    FBL_TRY(chooseStorage(out, options));
     if (out.fusionPlanned) FBL_TRY(finishFusion(g_, out));
     // 6: kinds and counts.
     for (NodeId id = 0; id < static_cast<NodeId>(g_.nodes.size()); ++id) {
@@ -63,7 +63,7 @@ class StorageLowering {
   NodeId producer(ValueId v) const { return v == ir::kNoValue ? ir::kNoNode : g_.values[v].producer; }
 
   // Step 4.
-  Status chooseStorage(LayoutLowering& out, const std::vector<bool>& keep, const LoweringOptions& options) {
+  Status chooseStorage(LayoutLowering& out, const LoweringOptions& options) {
     // Who reads each value, and how: plain slots, reads through a map, copies (slot -1). A fused
     // node's operands are read by the kernel it runs in, through its slots' layouts (finishFusion).
     const std::vector<std::vector<ValueRead>> reads = valueReads(g_, out);
@@ -77,7 +77,7 @@ class StorageLowering {
     for (ValueId v = 0; v < static_cast<ValueId>(g_.values.size()); ++v) {
       if (out.inKernelOnly[v]) continue;  // fused away: no buffer to lay out
       if (update[v]) continue;            // stored like the value it updates (below)
-      FBL_ASSIGN(std::optional<StorageChoice> choice, chooseFor(v, out, reads[v], keep, host, updatedInPlace, options));
+      FBL_ASSIGN(std::optional<StorageChoice> choice, chooseFor(v, out, reads[v], host, updatedInPlace, options));
       if (!choice) continue;
       FBL_TRY(store(v, *choice, out, reads[v]));
     }
@@ -110,8 +110,7 @@ class StorageLowering {
   // The layout the strategy gives `v`, or nullopt for row-major; records why a layout the
   // strategy wanted was not used.
   Result<std::optional<StorageChoice>> chooseFor(ValueId v, LayoutLowering& out, const std::vector<ValueRead>& reads,
-                                                 const std::vector<bool>& keep, const std::vector<bool>& host,
-                                                 const std::vector<bool>& updatedInPlace,
+                                                 const std::vector<bool>& host, const std::vector<bool>& updatedInPlace,
                                                  const LoweringOptions& options) {
     const ir::Value& val = g_.values[v];
     if (auto enc = options.host.encodings.find(v); enc != options.host.encodings.end()) {
@@ -145,7 +144,7 @@ class StorageLowering {
     if (p == ir::kNoNode && !hostWritten) return demote("a constant of the plan, uploaded as it is");
     if (p != ir::kNoNode && (out.nodes[p].skip || !codegen::supportsOperandLayouts(g_, g_.nodes[p])))
       return demote(fmt::format("its producer {} writes row-major", g_.nodes[p].op));
-    if (keep[v] && !hostWritten) return demote("read back by the runtime");
+    if (out.keep[v] && !hostWritten) return demote("read back by the runtime");
     bool read = false;
     for (const ValueRead& r : reads) {
       if (r.slot < 0) continue;  // a copy reads any buffer layout
@@ -190,7 +189,7 @@ class StorageLowering {
     if (val.shape[1] > side || val.shape[0] <= val.shape[1]) return false;
     for (const ValueRead& r : reads) {
       const ir::Node& n = g_.nodes[r.node];
-      if (r.slot < 0 || r.slot > 1 || !isMatmul(n)) continue;
+      if (r.slot < 0 || r.slot > 1 || !ops::isProduct(n.op)) continue;
       const std::optional<int64_t> axis = ops::reductionAxis(g_, n, r.slot);
       if (!axis) continue;
       const int64_t dim = r.through ? passes::landingDim(out.views.at({r.node, r.slot}), *axis) : *axis;

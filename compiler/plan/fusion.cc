@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "compiler/codegen/emit_util.h"
+#include "compiler/ops/op_traits.h"
 #include "compiler/ops/reduction_axis.h"
 #include "compiler/passes/assign_rtile.h"
 #include "compiler/plan/lowering_printer.h"
@@ -18,7 +19,7 @@ using ir::NodeId;
 using ir::ValueId;
 
 bool isTiledMatmul(const ir::Graph& g, const ir::Node& n) {
-  return (n.op == "MatMul" || n.op == "Gemm") && codegen::usesTiledMatmul(g, n);
+  return ops::isProduct(n.op) && codegen::usesTiledMatmul(g, n);
 }
 
 bool allFloat(const ir::Graph& g, const ir::Node& n) {
@@ -34,9 +35,8 @@ bool runsAlone(const ir::Node& n, const NodeLowering& nl) {
 
 class Fuser {
  public:
-  Fuser(const ir::Graph& g, const std::vector<bool>& keep, LayoutLowering& out,
-        std::map<std::pair<NodeId, int>, layout::IndexMap>& views)
-      : g_(g), keep_(keep), out_(out), views_(views), reads_(valueReads(g, out)) {}
+  Fuser(const ir::Graph& g, LayoutLowering& out)
+      : g_(g), keep_(out.keep), out_(out), views_(out.views), reads_(valueReads(g, out)) {}
 
   void epilogues() {
     for (NodeId id = 0; id < static_cast<NodeId>(g_.nodes.size()); ++id) {
@@ -281,9 +281,8 @@ class Fuser {
 
 }  // namespace
 
-void planFusion(const ir::Graph& g, const std::vector<bool>& keep, LayoutLowering& out,
-                std::map<std::pair<ir::NodeId, int>, layout::IndexMap>& views) {
-  Fuser f(g, keep, out, views);
+void planFusion(const ir::Graph& g, LayoutLowering& out) {
+  Fuser f(g, out);
   // Prologues before groups: a group would otherwise absorb the producer of a Mul's x, which
   // the products then could not read.
   f.epilogues();
@@ -291,9 +290,8 @@ void planFusion(const ir::Graph& g, const std::vector<bool>& keep, LayoutLowerin
   f.groups();
 }
 
-bool planLowRankTerms(const ir::Graph& g, const std::vector<bool>& keep, LayoutLowering& out) {
-  std::map<std::pair<NodeId, int>, layout::IndexMap> views;  // low-rank terms add no reads through maps
-  return Fuser(g, keep, out, views).lowRanks();
+bool planLowRankTerms(const ir::Graph& g, LayoutLowering& out) {
+  return Fuser(g, out).lowRanks();
 }
 
 void withdrawLowRankTerms(const ir::Graph& g, LayoutLowering& out) {
@@ -369,7 +367,7 @@ Status finishFusion(const ir::Graph& g, LayoutLowering& out) {
 
 Result<bool> FusionPass::run(ir::Graph& g) {
   FBL_ASSERT(out_.strategy == strategy::Strategy::kFBLayout);  // the baselines disable the pass
-  planFusion(g, out_.keep, out_, out_.views);
+  planFusion(g, out_);
   out_.fusionPlanned = true;
   return std::any_of(out_.nodes.begin(), out_.nodes.end(), [](const NodeLowering& nl) { return nl.fused; });
 }

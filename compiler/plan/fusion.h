@@ -43,14 +43,13 @@
 
 namespace fbl::plan {
 
-// `keep`: by value, must exist in memory (read back, graph outputs). `views`: the lowering's
-// consumer-index -> source-index map per read through a layout; a rewritten read gets one.
-void planFusion(const ir::Graph& g, const std::vector<bool>& keep, LayoutLowering& out,
-                std::map<std::pair<ir::NodeId, int>, layout::IndexMap>& views);
+// Reads `out.keep` (values that must exist in memory: read back, graph outputs) and adds to
+// `out.views` (consumer index -> source index per read through a layout) for a rewritten read.
+void planFusion(const ir::Graph& g, LayoutLowering& out);
 
 // The low rank rewrite (before planFusion, whose epilogues chain the Adds). True when any term
 // was found. withdrawLowRankTerms undoes it where planFusion does not run (fusion disabled).
-bool planLowRankTerms(const ir::Graph& g, const std::vector<bool>& keep, LayoutLowering& out);
+bool planLowRankTerms(const ir::Graph& g, LayoutLowering& out);
 void withdrawLowRankTerms(const ir::Graph& g, LayoutLowering& out);
 
 // Also checks the result: an error names a kernel that would read or write a value that only

@@ -11,8 +11,6 @@ namespace fbl::plan {
 
 using ir::NodeId;
 
-bool isMatmul(const ir::Node& n) { return n.op == "MatMul" || n.op == "Gemm"; }
-
 std::vector<std::vector<ValueRead>> valueReads(const ir::Graph& g, const LayoutLowering& l) {
   std::vector<std::vector<ValueRead>> reads(g.values.size());
   for (NodeId id = 0; id < static_cast<NodeId>(g.nodes.size()); ++id) {

@@ -7,7 +7,7 @@ namespace fbl::plan {
 
 Result<bool> LowRankTermsPass::run(ir::Graph& g) {
   FBL_ASSERT(out_.strategy == strategy::Strategy::kFBLayout);  // the baselines disable the pass
-  return planLowRankTerms(g, out_.keep, out_);
+  return planLowRankTerms(g, out_);
 }
 
 std::string LowRankTermsPass::dump(const ir::Graph& g) const { return formatFusion(g, out_); }

@@ -73,7 +73,7 @@ class ReadLowering {
         const bool decided = r.decision == ReadThrough::Decision::kTileMap || r.decision == ReadThrough::Decision::kIndexMap;
         if (!decided && r.structural) continue;  // the chain runs op by op
         const bool readable = codegen::supportsOperandLayouts(g_, n) &&
-                              !(ol.sign && (isMatmul(n) || n.op == "Gather" || codegen::isAttentionOp(n.op)));
+                              !(ol.sign && (ops::isProduct(n.op) || n.op == "Gather" || codegen::isAttentionOp(n.op)));
         // A chain of views over a row-major source costs nothing as it is (the views alias its
         // bytes), so a consumer that cannot read maps reads it as written, not through a copy.
         const bool viewsOnly = std::all_of(r.chain.begin(), r.chain.end(),
@@ -81,7 +81,7 @@ class ReadLowering {
         if (!readable && viewsOnly) continue;
         // An explicit transpose of the last two dims into a MatMul: the MatMul's transposed path
         // reads it as stored (what reuse does), cheaper than a conversion copy.
-        if (!decided && readable && isMatmul(n) && r.slot < 2 && r.chain.size() == 1 &&
+        if (!decided && readable && ops::isProduct(n.op) && r.slot < 2 && r.chain.size() == 1 &&
             swapsLastTwo(g_, g_.nodes[r.chain[0]]) && !ol.sign) {
           out.nodes[r.consumer].layouts.inputs[r.slot] =
               OperandLayout{r.source, layout::Layout::rowMajor(src.shape), true, {}};
@@ -96,7 +96,7 @@ class ReadLowering {
     } else if (a_.strategy == Strategy::kReuse) {
       for (NodeId id = 0; id < static_cast<NodeId>(g_.nodes.size()); ++id) {
         const ir::Node& n = g_.nodes[id];
-        if (n.dead || !isMatmul(n) || !codegen::supportsOperandLayouts(g_, n)) continue;
+        if (n.dead || !ops::isProduct(n.op) || !codegen::supportsOperandLayouts(g_, n)) continue;
         for (int s = 0; s < 2 && s < static_cast<int>(n.inputs.size()); ++s) {
           const NodeId p = producer(n.inputs[s]);
           if (p == ir::kNoNode || !swapsLastTwo(g_, g_.nodes[p])) continue;
