@@ -7,11 +7,13 @@
 //    or a node (optionally prefixed by bwd/opt).
 // 4. Names resolve against the values defined so far; types, data and attributes are checked
 //    as they are read (element counts against shapes, list element kinds).
+// 5. `<...>` annotations are kept as text, keyed by what they follow (annotations.h).
 #include "compiler/ir/parser.h"
 
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -20,11 +22,12 @@ namespace fbl::ir {
 
 namespace {
 
-enum class Tok { Word, String, Value, Punct, End };
+enum class Tok { Word, String, Value, Punct, Annotation, End };
 
 struct Token {
   Tok kind = Tok::End;
-  std::string text;  // the word, the unescaped string, the value name, or the punctuation
+  std::string text;  // the word, the unescaped string, the value name, the punctuation, or
+                     // an annotation's text between its brackets
 };
 
 bool isWordChar(char c) {
@@ -41,8 +44,9 @@ int hexDigit(char c) {
 
 class LineParser {
  public:
-  LineParser(std::string_view source, int line, Graph& g, std::unordered_set<std::string>& names)
-      : source_(source), line_(line), g_(g), nodeNames_(names) {}
+  LineParser(std::string_view source, int line, Graph& g, std::unordered_set<std::string>& names,
+             ParsedAnnotations* annotations)
+      : source_(source), line_(line), g_(g), nodeNames_(names), annotations_(annotations) {}
 
   Status lex(std::string_view s) {
     size_t i = 0;
@@ -69,6 +73,10 @@ class LineParser {
       } else if (isWordChar(c)) {
         Token t{Tok::Word, {}};
         while (i < s.size() && isWordChar(s[i])) t.text += s[i++];
+        toks_.push_back(std::move(t));
+      } else if (c == '<') {
+        Token t{Tok::Annotation, {}};
+        FBL_TRY(lexAnnotation(s, i, t.text));
         toks_.push_back(std::move(t));
       } else if (std::string_view("()[]{},=:@").find(c) != std::string_view::npos) {
         toks_.push_back({Tok::Punct, std::string(1, c)});
@@ -136,6 +144,43 @@ class LineParser {
     return {};
   }
 
+  // From '<' to its matching '>', skipping quoted strings; the text between, trimmed.
+  Status lexAnnotation(std::string_view s, size_t& i, std::string& out) {
+    const size_t start = ++i;
+    int depth = 1;
+    while (i < s.size() && depth > 0) {
+      char c = s[i];
+      if (c == '"') {
+        std::string ignored;
+        FBL_TRY(lexString(s, i, ignored));
+        continue;
+      }
+      depth += c == '<' ? 1 : c == '>' ? -1 : 0;
+      ++i;
+    }
+    if (depth > 0) return fail("unterminated annotation: '<' without its '>'");
+    std::string_view body = s.substr(start, i - 1 - start);
+    while (!body.empty() && (body.front() == ' ' || body.front() == '\t')) body.remove_prefix(1);
+    while (!body.empty() && (body.back() == ' ' || body.back() == '\t')) body.remove_suffix(1);
+    if (body.empty()) return fail("empty annotation '<>'");
+    out = std::string(body);
+    return {};
+  }
+
+  // An optional `<...>` after a value, an input or a node, kept in `into`.
+  template <typename Key>
+  Status annotation(std::map<Key, Annotation> ParsedAnnotations::*into, const Key& key) {
+    if (peek().kind != Tok::Annotation) return {};
+    return keep(next(), into, key);
+  }
+  template <typename Key>
+  Status keep(Token t, std::map<Key, Annotation> ParsedAnnotations::*into, const Key& key) {
+    if (annotations_ == nullptr)
+      return fail(fmt::format("unexpected annotation '<{}>': this reader takes plain graph text", t.text));
+    (annotations_->*into)[key] = {std::move(t.text), line_};
+    return {};
+  }
+
   const Token& peek(size_t ahead = 0) const {
     static const Token kEnd;
     return pos_ + ahead < toks_.size() ? toks_[pos_ + ahead] : kEnd;
@@ -170,6 +215,7 @@ class LineParser {
       case Tok::End: return "the end of the line";
       case Tok::Value: return fmt::format("'%{}'", t.text);
       case Tok::String: return fmt::format("string \"{}\"", t.text);
+      case Tok::Annotation: return fmt::format("annotation '<{}>'", t.text);
       default: return fmt::format("'{}'", t.text);
     }
   }
@@ -224,7 +270,9 @@ class LineParser {
     v.name = t.text;
     v.kind = ValueKind::Input;
     if (accept(':')) FBL_TRY(type(v));
-    g_.inputs.push_back(g_.addValue(std::move(v)));
+    ValueId id = g_.addValue(std::move(v));
+    g_.inputs.push_back(id);
+    FBL_TRY(annotation(&ParsedAnnotations::values, id));
     return end();
   }
 
@@ -269,14 +317,18 @@ class LineParser {
       FBL_TRY(expect(')'));
       v.external = std::move(ext);
     }
+    std::optional<Token> note;
+    if (peek().kind == Tok::Annotation) note = next();
     if (accept('=')) {
       FBL_ASSIGN(Tensor data, tensorData(v.dtype, v.shape));
       v.data = std::make_shared<const Tensor>(std::move(data));
     } else if (kind == ValueKind::Constant) {
       return fail(fmt::format("const %{} needs '= [values]'", v.name));
     }
-    g_.addValue(std::move(v));
-    return end();
+    FBL_TRY(end());
+    ValueId id = g_.addValue(std::move(v));
+    if (note) FBL_TRY(keep(std::move(*note), &ParsedAnnotations::values, id));
+    return {};
   }
 
   // [v0,v1,...] with exactly numel(shape) elements of dtype t.
@@ -422,12 +474,14 @@ class LineParser {
     }
     std::vector<Value> outs;
     std::vector<bool> omitted;
+    std::vector<std::optional<Token>> outNotes;
     if (peek().kind == Tok::Value || (peek().kind == Tok::Word && peek().text == "_")) {
       do {
         Token t = next();
         if (t.kind == Tok::Word && t.text == "_") {
           outs.emplace_back();
           omitted.push_back(true);
+          outNotes.emplace_back();
           continue;
         }
         if (t.kind != Tok::Value) return fail(fmt::format("expected a %value but found {}", describe(t)));
@@ -436,6 +490,8 @@ class LineParser {
         if (accept(':')) FBL_TRY(type(v));
         outs.push_back(std::move(v));
         omitted.push_back(false);
+        outNotes.emplace_back();
+        if (peek().kind == Tok::Annotation) outNotes.back() = next();
       } while (accept(','));
       FBL_TRY(expect('='));
     }
@@ -445,9 +501,11 @@ class LineParser {
     n.op = op.text;
     FBL_TRY(expect('('));
     if (!accept(')')) {
+      const NodeId self = static_cast<NodeId>(g_.nodes.size());
       do {
         FBL_ASSIGN(ValueId id, use());
         n.inputs.push_back(id);
+        FBL_TRY(annotation(&ParsedAnnotations::inputs, std::pair(self, static_cast<int>(n.inputs.size()) - 1)));
       } while (accept(','));
       FBL_TRY(expect(')'));
     }
@@ -473,6 +531,7 @@ class LineParser {
       for (int k = 1; nodeNames_.count(n.name); ++k)
         n.name = fmt::format("{}_{}_{}", n.op, g_.nodes.size(), k);
     }
+    FBL_TRY(annotation(&ParsedAnnotations::nodes, static_cast<NodeId>(g_.nodes.size())));
     FBL_TRY(end());
     if (!nodeNames_.insert(n.name).second)
       return fail(fmt::format("node name '{}' is used twice", n.name));
@@ -483,6 +542,7 @@ class LineParser {
       }
       FBL_TRY(define(outs[i].name));
       n.outputs.push_back(g_.addValue(std::move(outs[i])));
+      if (outNotes[i]) FBL_TRY(keep(std::move(*outNotes[i]), &ParsedAnnotations::values, n.outputs.back()));
     }
     g_.addNode(std::move(n));
     return {};
@@ -492,13 +552,14 @@ class LineParser {
   int line_;
   Graph& g_;
   std::unordered_set<std::string>& nodeNames_;
+  ParsedAnnotations* annotations_;
   std::vector<Token> toks_;
   size_t pos_ = 0;
 };
 
 }  // namespace
 
-Result<Graph> parseGraph(std::string_view text, std::string_view source) {
+Result<Graph> parseGraph(std::string_view text, std::string_view source, ParsedAnnotations* annotations) {
   Graph g;
   g.sourcePath = std::string(source);
   std::unordered_set<std::string> nodeNames;
@@ -510,7 +571,7 @@ Result<Graph> parseGraph(std::string_view text, std::string_view source) {
     std::string_view line =
         text.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
     ++lineNo;
-    LineParser p(source, lineNo, g, nodeNames);
+    LineParser p(source, lineNo, g, nodeNames, annotations);
     FBL_TRY(p.lex(line));
     if (!p.empty()) {
       if (!sawHeader) {

@@ -4,6 +4,7 @@
 
 #include <string_view>
 
+#include "compiler/ir/annotations.h"
 #include "compiler/ir/graph.h"
 #include "compiler/support/result.h"
 
@@ -12,6 +13,9 @@ namespace fbl::ir {
 // Values must be defined (input/init/const/node output) before they are used; node names are
 // optional (missing ones become "<op>_<index>"). Constants printed as a hash cannot be read
 // back: print with PrintOptions::maxInlineElements = -1 for a full round trip.
-Result<Graph> parseGraph(std::string_view text, std::string_view source = "<text>");
+// `<...>` annotations (annotations.h) are handed to `annotations`; without one they are an
+// error.
+Result<Graph> parseGraph(std::string_view text, std::string_view source = "<text>",
+                         ParsedAnnotations* annotations = nullptr);
 
 }  // namespace fbl::ir

@@ -120,6 +120,13 @@ std::string typeSuffix(const Value& v) {
   return ty.empty() ? ty : " : " + ty;
 }
 
+// " <text>" when the annotator has something to say, else nothing.
+std::string bracketed(std::string text) { return text.empty() ? text : " <" + text + ">"; }
+
+std::string valueAnnotation(const Graph& g, ValueId v, const PrintOptions& opts) {
+  return opts.annotator && v != kNoValue ? bracketed(opts.annotator->value(g, v)) : std::string();
+}
+
 std::string_view phasePrefix(Phase p) {
   switch (p) {
     case Phase::Forward: return "";
@@ -148,16 +155,24 @@ std::string tensorHash(const Tensor& t) {
 }
 
 std::string printNode(const Graph& g, const Node& n, const PrintOptions& opts) {
+  // Annotations are asked by id: only for a node of g itself, not a copy.
+  const bool ofGraph = !g.nodes.empty() && &n >= g.nodes.data() && &n < g.nodes.data() + g.nodes.size();
+  const Annotator* annotator = ofGraph ? opts.annotator : nullptr;
+  const NodeId id = ofGraph ? static_cast<NodeId>(&n - g.nodes.data()) : kNoNode;
   std::string out;
   for (size_t i = 0; i < n.outputs.size(); ++i) {
     if (i) out += ", ";
     out += valueRef(g, n.outputs[i]);
     if (n.outputs[i] != kNoValue) out += typeSuffix(g.values[n.outputs[i]]);
+    if (annotator && n.outputs[i] != kNoValue) out += bracketed(annotator->value(g, n.outputs[i]));
   }
   if (!n.outputs.empty()) out += " = ";
   out += word(n.op);
   out += '(';
-  for (size_t i = 0; i < n.inputs.size(); ++i) out += (i ? ", " : "") + valueRef(g, n.inputs[i]);
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    out += (i ? ", " : "") + valueRef(g, n.inputs[i]);
+    if (annotator && n.inputs[i] != kNoValue) out += bracketed(annotator->input(g, id, static_cast<int>(i)));
+  }
   out += ')';
   if (!n.attrs.empty()) {
     out += " {";
@@ -169,13 +184,14 @@ std::string printNode(const Graph& g, const Node& n, const PrintOptions& opts) {
     out += '}';
   }
   if (opts.nodeNames) out += " @" + word(n.name);
+  if (annotator) out += bracketed(annotator->node(g, id));
   return out;
 }
 
 std::string printGraph(const Graph& g, const PrintOptions& opts) {
   std::string out = fmt::format("graph {} opset {}\n", quoted(g.name), g.opset);
   for (ValueId v : g.inputs)
-    out += fmt::format("  input {}{}\n", valueRef(g, v), typeSuffix(g.values[v]));
+    out += fmt::format("  input {}{}{}\n", valueRef(g, v), typeSuffix(g.values[v]), valueAnnotation(g, v, opts));
 
   // Parameters and constants that no node produces, in id order; unused constants (left over
   // from folding) are skipped, parameters never are.
@@ -188,11 +204,12 @@ std::string printGraph(const Graph& g, const PrintOptions& opts) {
       if (v.external)
         out += fmt::format(" external({}, offset={}, length={})", quoted(v.external->location),
                            v.external->offset, v.external->length);
+      out += valueAnnotation(g, id, opts);
       if (v.data && opts.initializerData)
         out += " = " + tensorContents(*v.data, opts.maxInlineElements);
       out += '\n';
     } else if (v.kind == ValueKind::Constant && live[id]) {
-      out += fmt::format("  const {}{}", valueRef(g, id), typeSuffix(v));
+      out += fmt::format("  const {}{}{}", valueRef(g, id), typeSuffix(v), valueAnnotation(g, id, opts));
       if (v.data) out += " = " + tensorContents(*v.data, opts.maxInlineElements);
       out += '\n';
     }

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string>
 
+#include "compiler/ir/annotations.h"
 #include "compiler/ir/graph.h"
 
 namespace fbl::ir {
@@ -25,6 +26,8 @@ struct PrintOptions {
   bool initializerData = false;
   // Print "@name" after each node.
   bool nodeNames = true;
+  // Writes `<...>` after values, inputs and nodes (annotations.h); not owned.
+  const Annotator* annotator = nullptr;
 };
 
 std::string printGraph(const Graph& g, const PrintOptions& opts = {});

@@ -183,5 +183,71 @@ TEST_CASE("the default print of llama-full is compact", "[ir]") {
   CHECK(text.size() < 2'000'000);
 }
 
+// Writes back what the parser found, so print(parse(text)) == text covers every place.
+class Echo : public Annotator {
+ public:
+  explicit Echo(const ParsedAnnotations& a) : a_(a) {}
+  std::string value(const Graph&, ValueId v) const override { return find(a_.values, v); }
+  std::string input(const Graph&, NodeId n, int slot) const override { return find(a_.inputs, std::pair(n, slot)); }
+  std::string node(const Graph&, NodeId n) const override { return find(a_.nodes, n); }
+
+ private:
+  template <typename M, typename K>
+  static std::string find(const M& m, const K& k) {
+    auto it = m.find(k);
+    return it == m.end() ? std::string() : it->second.text;
+  }
+  const ParsedAnnotations& a_;
+};
+
+TEST_CASE("annotations are kept as text where they stand", "[ir]") {
+  const char* text = R"(graph "a" opset 20
+  input %x : f32[2,3] <rtile 2x4 strips>
+  init %w : f32[3,4] external("w.bin", offset=0, length=48) <anchor "a > b">
+  const %s : i64[2] = [4,2]
+  const %k : i64[1] <folded> = [1]
+  %y : f32[2,4] <one <nested> note>, _ = Split2(%x <read "<">, %k, %w) @mm <FTD-D>
+  %z = Reshape(%y, %s <shape>) @r
+  output %z
+)";
+  ParsedAnnotations found;
+  auto g = parseGraph(text, "a.ir", &found);
+  INFO((g.ok() ? "" : g.error().message));
+  REQUIRE(g.ok());
+  CHECK(found.values.at(g->findValue("x")).text == "rtile 2x4 strips");
+  CHECK(found.values.at(g->findValue("x")).line == 2);
+  CHECK(found.values.at(g->findValue("w")).text == "anchor \"a > b\"");
+  CHECK(found.values.at(g->findValue("k")).text == "folded");
+  CHECK(found.values.at(g->findValue("y")).text == "one <nested> note");
+  CHECK(found.inputs.at({0, 0}).text == "read \"<\"");
+  CHECK(found.inputs.count({0, 1}) == 0);
+  CHECK(found.inputs.count({0, 2}) == 0);
+  CHECK(found.inputs.at({1, 1}).text == "shape");
+  CHECK(found.nodes.at(0).text == "FTD-D");
+  CHECK(found.nodes.count(1) == 0);
+  Echo echo(found);
+  PrintOptions opts;
+  opts.annotator = &echo;
+  CHECK(printGraph(*g, opts) == text);
+  // Without an annotator the graph prints as it always did.
+  CHECK(printGraph(*g).find('<') == std::string::npos);
+}
+
+TEST_CASE("annotations are refused where nobody reads them, and must close", "[ir]") {
+  auto plain = parseGraph("graph \"a\" opset 20\n  input %x : f32[2] <linear>\n", "p.ir");
+  REQUIRE_FALSE(plain.ok());
+  CHECK(plain.error().message == "p.ir:2: unexpected annotation '<linear>': this reader takes plain graph text");
+  ParsedAnnotations found;
+  auto open = parseGraph("graph \"a\" opset 20\n  input %x : f32[2] <rtile <2x4>\n", "o.ir", &found);
+  REQUIRE_FALSE(open.ok());
+  CHECK(open.error().message == "o.ir:2: unterminated annotation: '<' without its '>'");
+  auto empty = parseGraph("graph \"a\" opset 20\n  input %x : f32[2] < >\n", "e.ir", &found);
+  REQUIRE_FALSE(empty.ok());
+  CHECK(empty.error().message == "e.ir:2: empty annotation '<>'");
+  auto misplaced = parseGraph("graph \"a\" opset 20\n  input %x : f32[2]\n  output %x <no>\n", "m.ir", &found);
+  REQUIRE_FALSE(misplaced.ok());
+  CHECK(misplaced.error().message == "m.ir:3: unexpected annotation '<no>' at the end of the line");
+}
+
 }  // namespace
 }  // namespace fbl::ir
