@@ -45,8 +45,10 @@ ClassCounts countClasses(const ir::Graph& g, const LayoutAssignment& a) {
   return c;
 }
 
+// TileSpec::str names only rows-along-x; the default order is named here.
 std::string tileText(const RTileEntry& e) {
-  return fmt::format("{} {}", e.spec().str(), layout::interOrderName(e.choice.layout.inter));
+  const layout::TileSpec s = e.spec();
+  return s.rowsAlongX ? s.str() : s.str() + " " + layout::interOrderName(e.choice.layout.inter);
 }
 
 }  // namespace
