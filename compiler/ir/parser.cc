@@ -89,6 +89,7 @@ class LineParser {
   }
 
   bool empty() const { return toks_.empty(); }
+  const std::vector<Token>& tokens() const { return toks_; }
 
   Status header() {
     FBL_TRY(expectWord("graph"));
@@ -558,6 +559,26 @@ class LineParser {
 };
 
 }  // namespace
+
+Result<std::vector<AnnotationToken>> lexAnnotation(const Annotation& a, std::string_view source) {
+  Graph unused;
+  std::unordered_set<std::string> names;
+  LineParser p(source, a.line, unused, names, nullptr);
+  FBL_TRY(p.lex(a.text));
+  std::vector<AnnotationToken> out;
+  for (const Token& t : p.tokens()) {
+    switch (t.kind) {
+      case Tok::Word: out.push_back({AnnotationToken::Kind::Word, t.text}); break;
+      case Tok::String: out.push_back({AnnotationToken::Kind::String, t.text}); break;
+      case Tok::Value: out.push_back({AnnotationToken::Kind::Value, t.text}); break;
+      case Tok::Punct: out.push_back({AnnotationToken::Kind::Punct, t.text}); break;
+      case Tok::Annotation:
+        return makeError("{}:{}: annotation '<{}>' holds another annotation", source, a.line, a.text);
+      case Tok::End: break;
+    }
+  }
+  return out;
+}
 
 Result<Graph> parseGraph(std::string_view text, std::string_view source, ParsedAnnotations* annotations) {
   Graph g;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string_view>
+#include <vector>
 
 #include "compiler/ir/annotations.h"
 #include "compiler/ir/graph.h"
@@ -17,5 +18,15 @@ namespace fbl::ir {
 // error.
 Result<Graph> parseGraph(std::string_view text, std::string_view source = "<text>",
                          ParsedAnnotations* annotations = nullptr);
+
+// An annotation's words as the IR's lexer reads them, for the layer that owns them: bare words
+// ("32x64", "tile-map"), strings (unescaped), %names and punctuation (one of ()[]{},=:@). Errors
+// are one line, "<source>:<line>: <what>".
+struct AnnotationToken {
+  enum class Kind { Word, String, Value, Punct };
+  Kind kind = Kind::Word;
+  std::string text;
+};
+Result<std::vector<AnnotationToken>> lexAnnotation(const Annotation& a, std::string_view source);
 
 }  // namespace fbl::ir

@@ -140,6 +140,8 @@ std::string_view phasePrefix(Phase p) {
 
 std::string printValueName(std::string_view name) { return "%" + word(name); }
 
+std::string printString(std::string_view s) { return quoted(s); }
+
 std::string printType(const Value& v) {
   if (v.shapeKnown) return fmt::format("{}{}", dtypeName(v.dtype), shapeToString(v.shape));
   if (v.dtype != DType::Undefined) return std::string(dtypeName(v.dtype));

@@ -37,6 +37,8 @@ std::string printNode(const Graph& g, const Node& n, const PrintOptions& opts = 
 std::string printType(const Value& v);
 // "%name", quoted ("%\"a b\"") when the name has characters outside [A-Za-z0-9_.-/].
 std::string printValueName(std::string_view name);
+// A double-quoted string with the escapes the parser reads back (\" \\ \n \t \xHH).
+std::string printString(std::string_view s);
 // 64-bit FNV-1a of a tensor's dtype, shape and bytes, as 16 hex digits.
 std::string tensorHash(const Tensor& t);
 

@@ -75,8 +75,7 @@ std::vector<layout::TileConfig> survivingTiles(const layout::RTileChoice& c,
   return out;
 }
 
-Result<bool> AssignRTile::run(ir::Graph& g) {
-  solved_ = 0;
+std::vector<TileUses> tileUses(const ir::Graph& g, const LayoutAssignment& a) {
   // Readers of every value: direct (consumer, slot) pairs and reads through views.
   struct Reader {
     NodeId node;
@@ -84,51 +83,64 @@ Result<bool> AssignRTile::run(ir::Graph& g) {
     const ReadThrough* read;
   };
   std::vector<std::vector<Reader>> readers(g.values.size());
-  std::vector<NodeId> firstTileReader(g.values.size(), ir::kNoNode);
+  std::vector<TileUses> out(g.values.size());
   for (NodeId id = 0; id < static_cast<NodeId>(g.nodes.size()); ++id) {
     const ir::Node& n = g.nodes[id];
     // A folded node's reads are its chain's: the chain's last consumer reads for it.
-    if (n.dead || a_.nodeClass[id] == OpClass::kNone || a_.transforms[id].folded) continue;
+    if (n.dead || a.nodeClass[id] == OpClass::kNone || a.transforms[id].folded) continue;
     for (size_t s = 0; s < n.inputs.size(); ++s) {
       ValueId v = n.inputs[s];
       if (v == ir::kNoValue || !isDataInput(n, static_cast<int>(s))) continue;
-      const ReadThrough* r = a_.readAt(id, static_cast<int>(s));
+      const ReadThrough* r = a.readAt(id, static_cast<int>(s));
       ValueId src = r ? r->source : v;
       readers[src].push_back({id, static_cast<int>(s), r});
-      if (a_.nodeClass[id] == OpClass::kFtdD && isTileReader(n, static_cast<int>(s)) &&
-          firstTileReader[src] == ir::kNoNode)
-        firstTileReader[src] = id;
+      if (a.nodeClass[id] == OpClass::kFtdD && isTileReader(n, static_cast<int>(s)) &&
+          out[src].firstTileReader == ir::kNoNode)
+        out[src].firstTileReader = id;
     }
   }
-  std::unordered_map<std::string, Result<layout::RTileChoice>> memo;
-  bool any = false;
   for (ValueId v = 0; v < static_cast<ValueId>(g.values.size()); ++v) {
-    if (firstTileReader[v] == ir::kNoNode) continue;
+    if (out[v].firstTileReader == ir::kNoNode) continue;
     const ir::Value& val = g.values[v];
-    if (!ir::isFloat(val.dtype) || !val.shapeKnown || val.shape.empty()) continue;
+    if (!ir::isFloat(val.dtype) || !val.shapeKnown || val.shape.empty()) {
+      out[v].firstTileReader = ir::kNoNode;
+      continue;
+    }
     const size_t pn = val.shape.size();
-    std::vector<layout::ReductionUse> uses;
+    std::vector<layout::ReductionUse>& uses = out[v].uses;
     for (const Reader& rd : readers[v]) {
       const ir::Node& c = g.nodes[rd.node];
       auto axis = ops::reductionAxis(g, c, rd.slot);
       if (!axis) continue;
       int dim = rd.read ? landingDim(rd.read->view, *axis) : static_cast<int>(*axis);
-      if (pn == 1 && dim == 0) dim = 0;
       layout::ReductionDir dir;
       if (dim == static_cast<int>(pn) - 1) dir = layout::ReductionDir::kAlongRow;
       else if (pn >= 2 && dim == static_cast<int>(pn) - 2) dir = layout::ReductionDir::kAlongColumn;
       else continue;
       uses.push_back({dir, reductionWeight(g, c, rd.slot), c.name});
     }
+    // Eq. 2 compares tiles for one tensor: normalise weights so equal layers share a problem.
+    double maxW = 0;
+    for (const auto& u : uses) maxW = std::max(maxW, u.weight);
+    for (auto& u : uses) u.weight /= maxW;
+  }
+  return out;
+}
+
+Result<bool> AssignRTile::run(ir::Graph& g) {
+  solved_ = 0;
+  const std::vector<TileUses> tiled = tileUses(g, a_);
+  std::unordered_map<std::string, Result<layout::RTileChoice>> memo;
+  bool any = false;
+  for (ValueId v = 0; v < static_cast<ValueId>(g.values.size()); ++v) {
+    if (tiled[v].firstTileReader == ir::kNoNode) continue;
+    const ir::Value& val = g.values[v];
+    const std::vector<layout::ReductionUse>& uses = tiled[v].uses;
     ValueLayout& vl = a_.values[v];
     if (uses.empty()) {
       vl.why = "linear: no tile reduction reaches it through its views";
       continue;
     }
-    // Eq. 2 compares tiles for one tensor: normalise weights so equal layers share a problem.
-    double maxW = 0;
-    for (const auto& u : uses) maxW = std::max(maxW, u.weight);
-    for (auto& u : uses) u.weight /= maxW;
     layout::TensorExtent e = layout::matrixView(val.shape);
     std::string key = problemKey(e, uses);
     auto it = memo.find(key);
@@ -153,7 +165,7 @@ Result<bool> AssignRTile::run(ir::Graph& g) {
     vl.kind = ValueLayout::Kind::kRTile;
     vl.rtile = static_cast<int>(a_.rtiles.size()) - 1;
     vl.anchor = true;
-    vl.why = "anchor: read tile by tile by " + g.nodes[firstTileReader[v]].name;
+    vl.why = "anchor: read tile by tile by " + g.nodes[tiled[v].firstTileReader].name;
     any = true;
   }
   return any;

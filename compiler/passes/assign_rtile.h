@@ -41,6 +41,15 @@ std::vector<layout::TileConfig> survivingTiles(const layout::RTileChoice& c,
                                                const std::vector<layout::ReductionUse>& uses,
                                                const profile::HardwareProfile& p);
 
+// Steps 1 and 2 for every value: the first FTD-D node that reads it tile by tile (kNoNode: not
+// an anchor, or not a float tensor of known shape) and its reductions, weights normalised to
+// the heaviest. By ValueId.
+struct TileUses {
+  ir::NodeId firstTileReader = ir::kNoNode;
+  std::vector<layout::ReductionUse> uses;
+};
+std::vector<TileUses> tileUses(const ir::Graph& g, const LayoutAssignment& a);
+
 class AssignRTile {
  public:
   AssignRTile(LayoutAssignment& a, const profile::HardwareProfile& p) : a_(a), profile_(p) {}

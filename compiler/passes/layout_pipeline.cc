@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "compiler/passes/layout_text.h"
+
 namespace fbl::passes {
 
 std::vector<std::string> layoutPassNames() {
@@ -25,13 +27,18 @@ void LayoutPasses::disableForStrategy(PassOptions& opts) const {
 void LayoutPasses::addTo(PassManager& pm) {
   LayoutAssignment& a = assignment;
   auto check = [&a](const ir::Graph& g) { return checkAssignment(g, a, /*final=*/false); };
+  auto print = [&a](const ir::Graph& g) { return printLayoutGraph(g, a); };
+  auto spec = [&](PassSpec s) {
+    s.printIR = print;
+    return s;
+  };
   PassSpec classifySpec = PassSpec::required("every layout pass reads its classes and read chains");
   classifySpec.check = check;
-  pm.add(classify, classifySpec);
-  pm.add(assign, PassSpec::checked(check));
-  pm.add(eliminate, PassSpec::checked(check));
-  pm.add(select, PassSpec::checked(check));
-  pm.add(finish, PassSpec::required("it decides the reads left undecided and checks the assignment"));
+  pm.add(classify, spec(classifySpec));
+  pm.add(assign, spec(PassSpec::checked(check)));
+  pm.add(eliminate, spec(PassSpec::checked(check)));
+  pm.add(select, spec(PassSpec::checked(check)));
+  pm.add(finish, spec(PassSpec::required("it decides the reads left undecided and checks the assignment")));
 }
 
 void LayoutPasses::noteDisabled(const std::vector<PassRun>& runs) {

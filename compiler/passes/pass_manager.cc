@@ -82,7 +82,8 @@ Result<std::vector<PassRun>> PassManager::run(ir::Graph& g) {
       r.verifyMs = msSince(t1);
     }
     if (opts_.dumpAfter.count(e.name) || opts_.dumpAfter.count("all")) {
-      std::string text = fmt::format("// ---- IR after {} ----\n{}", e.name, ir::printGraph(g));
+      std::string text =
+          fmt::format("// ---- IR after {} ----\n{}", e.name, e.spec.printIR ? e.spec.printIR(g) : ir::printGraph(g));
       if (e.dump) text += fmt::format("// ---- {} ----\n{}", e.name, e.dump(g));
       emit(text);
     }

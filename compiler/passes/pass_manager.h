@@ -64,6 +64,9 @@ struct PassSpec {
   bool infersShapes = false;
   // Checked after the pass, with the verifier (the pass's own invariants).
   std::function<Status(const ir::Graph&)> check;
+  // How --dump-after prints the IR after the pass; empty: ir::printGraph. The layout and
+  // lowering passes print the layout decisions into it (layout_text.h).
+  std::function<std::string(const ir::Graph&)> printIR;
 
   static PassSpec required(std::string because) {
     PassSpec s;

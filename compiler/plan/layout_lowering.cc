@@ -2,6 +2,7 @@
 // is in layout_lowering.h; each pass in its own file pair).
 #include "compiler/plan/layout_lowering.h"
 
+#include "compiler/passes/layout_text.h"
 #include "compiler/plan/assign_storage.h"
 #include "compiler/plan/fusion.h"
 #include "compiler/plan/low_rank_terms.h"
@@ -38,10 +39,16 @@ LoweringPasses::LoweringPasses(const passes::LayoutAssignment& a, const std::vec
 LoweringPasses::~LoweringPasses() = default;
 
 void LoweringPasses::addTo(passes::PassManager& pm) {
-  pm.add(*lower_, passes::PassSpec::required("the plan builder needs to know what each node runs and reads"));
-  pm.add(*lowRank_);
-  pm.add(*fusion_);
-  pm.add(*storage_, passes::PassSpec::required("the plan builder needs every tensor's layout"));
+  // Dumps print the IR with the assignment the passes lower (they never change the IR).
+  const passes::LayoutAssignment& a = assignment_;
+  auto spec = [&a](passes::PassSpec s) {
+    s.printIR = [&a](const ir::Graph& g) { return passes::printLayoutGraph(g, a); };
+    return s;
+  };
+  pm.add(*lower_, spec(passes::PassSpec::required("the plan builder needs to know what each node runs and reads")));
+  pm.add(*lowRank_, spec({}));
+  pm.add(*fusion_, spec({}));
+  pm.add(*storage_, spec(passes::PassSpec::required("the plan builder needs every tensor's layout")));
 }
 
 void LoweringPasses::disableForStrategy(passes::PassOptions& po) const {

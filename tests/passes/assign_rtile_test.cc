@@ -6,6 +6,7 @@
 #include "compiler/passes/assign_rtile.h"
 #include "compiler/passes/classify_operators.h"
 #include "compiler/profile/profile.h"
+#include "tests/passes/test_graphs.h"
 
 using namespace fbl;
 using layout::ReductionDir;
@@ -14,17 +15,7 @@ TEST_CASE("assign-rtile: a tensor read forward and backward gets one tile over b
           "[passes][layout-pipeline]") {
   auto p = profile::loadProfile(FBL_SOURCE_DIR "/profiles/adreno-830.json");
   REQUIRE(p.ok());
-  // Y = X W forward; dW = X^T dY backward (X read along columns through its transpose).
-  auto g = ir::parseGraph(R"(graph "t" opset 20
-  input %x : f32[64,128]
-  input %dy : f32[64,256]
-  init %w : f32[128,256]
-  %y : f32[64,256] = MatMul(%x, %w) @fwd
-  bwd %xt : f32[128,64] = Transpose(%x) {perm=[1,0]} @xt
-  bwd %dw : f32[128,256] = MatMul(%xt, %dy) @dw
-  output %y
-  output %dw
-)");
+  auto g = ir::parseGraph(fbl::testing::kProductAndGradient);
   REQUIRE(g.ok());
   passes::LayoutAssignment a;
   passes::ClassifyOperators classify(a);

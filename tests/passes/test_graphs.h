@@ -12,6 +12,19 @@
 
 namespace fbl::testing {
 
+// Y = X W forward; dW = X^T dY backward: X is read along rows, then along columns through its
+// transpose.
+inline constexpr const char* kProductAndGradient = R"(graph "t" opset 20
+  input %x : f32[64,128]
+  input %dy : f32[64,256]
+  init %w : f32[128,256]
+  %y : f32[64,256] = MatMul(%x, %w) @fwd
+  bwd %xt : f32[128,64] = Transpose(%x) {perm=[1,0]} @xt
+  bwd %dw : f32[128,256] = MatMul(%xt, %dy) @dw
+  output %y
+  output %dw
+)";
+
 inline ir::Graph parsedGraph(const char* text) {
   auto g = ir::parseGraph(text);
   INFO((g.ok() ? std::string() : g.error().message));

@@ -1,10 +1,12 @@
 // The lowering passes' dumps (compiler/plan/lowering_printer.h) on a small graph, diffed as text:
 // a transpose folded into the MatMul that reads it, a Relu fused into that MatMul's store, and
-// the weights' R-Tile.
+// the weights' R-Tile; then the same passes on an assignment stated in the layout text form
+// (compiler/passes/layout_text.h), with an explicit read lowered to one copy.
 #include <catch2/catch.hpp>
 
 #include "compiler/ir/parser.h"
 #include "compiler/passes/layout_pipeline.h"
+#include "compiler/passes/layout_text.h"
 #include "compiler/plan/layout_lowering.h"
 #include "compiler/profile/profile.h"
 
@@ -71,6 +73,46 @@ TEST_CASE("the lowering passes' --dump-after prints what each pass decided", "[p
         "%x: row-major, a constant of the plan, uploaded as it is\n"
         "%z: row-major, read back by the runtime\n"
         "%y: only inside a fused kernel\n");
+}
+
+TEST_CASE("the lowering passes lower an assignment stated as text", "[plan][lowering-dump]") {
+  auto hw = profile::loadProfile(FBL_SOURCE_DIR "/profiles/pocl-cpu.json");
+  REQUIRE(hw.ok());
+  // The graph above with a Reshape for the Transpose, its read stated explicit.
+  const std::string stated = R"(graph "t" opset 20
+  input %x : f32[8,16]
+  init %w : f32[8,32] <rtile 8x32 blocks 4x4:1x4 rows-along-x anchor written>
+  const %shape : i64[2] = [16,8]
+  %xt : f32[16,8] = Reshape(%x, %shape) @xt <FTI-D explicit "kept as a copy">
+  %y : f32[16,32] = MatMul(%xt <explicit "kept as a copy" convert>, %w) @mm <FTD-D>
+  %z : f32[16,32] = Relu(%y) @relu <FTD-C>
+  output %z
+)";
+  auto lg = passes::parseLayoutGraph(stated, *hw, "t.ir");
+  INFO((lg.ok() ? std::string() : lg.error().message));
+  REQUIRE(lg.ok());
+  const std::vector<ir::ValueId> mustExist;
+  LoweringOptions options;
+  options.host.hostValues = {lg->graph.findValue("w")};
+  LoweringPasses lowering(lg->assignment, mustExist, options);
+  passes::PassOptions o;
+  std::string dump;
+  o.sink = [&](std::string_view s) { dump += s; };
+  o.dumpAfter = {"lower-layouts", "assign-storage"};
+  passes::PassManager pm(o);
+  lowering.addTo(pm);
+  auto runs = pm.run(lg->graph);
+  INFO((runs.ok() ? dump : runs.error().message));
+  REQUIRE(runs.ok());
+  // The dumps print the IR with the assignment they lowered.
+  CHECK(section(dump, "IR after lower-layouts") == stated);
+  // The explicit read becomes one copy of x before the MatMul, in place of the Reshape.
+  CHECK(section(dump, "lower-layouts") ==
+        "fblayout: 1 movement ops skipped, 0 reads through a map (0 transposed), 1 chains materialised\n"
+        "xt (Reshape): skipped (its readers read through it)\n"
+        "mm (MatMul): materialises %xt first, one copy of %x through [16,8] -> buffer[128]: i0 * 8 + i1\n");
+  CHECK(section(dump, "assign-storage").find("%w: stored [8,32] -> buffer[256]: i0 * 32 + i1 (rtile 8x32 blocks") !=
+        std::string::npos);
 }
 
 }  // namespace fbl::plan

@@ -1,0 +1,174 @@
+// The layout text form (compiler/passes/layout_text.h): the pipeline's decisions printed into
+// the IR, read back to the same text and the same lowering on the corpus, layout passes run on a
+// graph stated as text, and one-line errors for texts the graph or the profile contradict.
+#include <catch2/catch.hpp>
+
+#include "compiler/passes/layout_pipeline.h"
+#include "compiler/passes/layout_text.h"
+#include "compiler/plan/layout_lowering.h"
+#include "compiler/plan/lowering_printer.h"
+#include "compiler/profile/profile.h"
+#include "tests/passes/test_graphs.h"
+
+using namespace fbl;
+
+namespace {
+
+profile::HardwareProfile adreno830() {
+  auto p = profile::loadProfile(FBL_SOURCE_DIR "/profiles/adreno-830.json");
+  REQUIRE(p.ok());
+  return *p;
+}
+
+passes::LayoutGraph parsed(const std::string& text, const profile::HardwareProfile& p) {
+  auto lg = passes::parseLayoutGraph(text, p, "layout.ir");
+  INFO((lg.ok() ? std::string() : lg.error().message));
+  REQUIRE(lg.ok());
+  return std::move(lg).value();
+}
+
+std::string parseError(const std::string& text, const profile::HardwareProfile& p) {
+  auto lg = passes::parseLayoutGraph(text, p, "layout.ir");
+  return lg.ok() ? std::string("(read without error)") : lg.error().message;
+}
+
+// The lowering passes over a copy of g under assignment a, as their dumps print it.
+std::string lowered(const ir::Graph& g, const passes::LayoutAssignment& a) {
+  ir::Graph copy = g;
+  const std::vector<ir::ValueId> mustExist;
+  plan::LoweringOptions options;
+  options.storage.images = true;
+  plan::LoweringPasses lowering(a, mustExist, options);
+  passes::PassManager pm;
+  lowering.addTo(pm);
+  auto runs = pm.run(copy);
+  INFO((runs.ok() ? std::string() : runs.error().message));
+  REQUIRE(runs.ok());
+  const plan::LayoutLowering& l = lowering.result();
+  return plan::formatLoweredReads(copy, l) + plan::formatFusion(copy, l) + plan::formatStorage(copy, l);
+}
+
+const std::string kProduct = fbl::testing::kProductAndGradient;
+
+}  // namespace
+
+TEST_CASE("layout text: the pipeline's decisions written into the IR", "[passes][layout-text]") {
+  auto p = adreno830();
+  ir::Graph g = fbl::testing::parsedGraph(kProduct.c_str());
+  auto res = passes::runLayoutPipeline(g, p);
+  REQUIRE(res.ok());
+  // One R-Tile of x serves both products: the forward walks its rows, dW reads its transpose
+  // tile by tile; the Transpose runs nothing. Each product's output is written in the tile its
+  // operands give it.
+  CHECK(passes::printLayoutGraph(g, res->assignment) == R"(graph "t" opset 20
+  input %x : f32[64,128] <rtile 16x32 strips cols-along-x anchor written>
+  input %dy : f32[64,256] <rtile 16x32 strips rows-along-x anchor written>
+  init %w : f32[128,256] <rtile 16x32 strips rows-along-x anchor written>
+  %y : f32[64,256] <rtile 16x32 strips cols-along-x written> = MatMul(%x, %w) @fwd <FTD-D>
+  bwd %xt : f32[128,64] = Transpose(%x) {perm=[1,0]} @xt <FTI-D eliminated>
+  bwd %dw : f32[128,256] <rtile 32x32 strips cols-along-x written> = MatMul(%xt <tile-map 16x32 transposed>, %dy) @dw <FTD-D>
+  output %y
+  output %dw
+)");
+}
+
+TEST_CASE("layout text: corpus assignments read back to the same text and the same lowering",
+          "[passes][layout-text]") {
+  auto p = adreno830();
+  for (const char* model : {"llama-tiny", "bert-tiny", "vit-tiny"}) {
+    INFO(model);
+    autodiff::TrainingGraph tg = fbl::testing::jointGraph(model);
+    auto res = passes::runLayoutPipeline(tg.graph, p);
+    REQUIRE(res.ok());
+    // Initializer data too: a Mul by a frozen parameter is a Scale (FTI-C) only when its data is known.
+    ir::PrintOptions full;
+    full.maxInlineElements = -1;
+    full.initializerData = true;
+    const std::string text = passes::printLayoutGraph(tg.graph, res->assignment, full);
+    CHECK(text.find("tile-map") != std::string::npos);
+    passes::LayoutGraph back = parsed(text, p);
+    CHECK(passes::printLayoutGraph(back.graph, back.assignment, full) == text);
+    CHECK(lowered(back.graph, back.assignment) == lowered(tg.graph, res->assignment));
+  }
+}
+
+TEST_CASE("layout text: tile-index-elimination and layout-assignment on a stated assignment",
+          "[passes][layout-text]") {
+  auto p = adreno830();
+  // The state after assign-rtile, stated: x's R-Tile serves the forward product, and d reads x
+  // through a Reshape that moves half rows across tile rows.
+  passes::LayoutGraph lg = parsed(R"(graph "t" opset 20
+  input %x : f32[64,128] <rtile 16x32 strips cols-along-x anchor>
+  input %v : f32[64,32] <rtile 16x32 strips rows-along-x anchor>
+  init %w : f32[128,256] <rtile 16x32 strips rows-along-x anchor>
+  const %shape : i64[2] = [128,64]
+  %y : f32[64,256] = MatMul(%x, %w) @fwd <FTD-D>
+  bwd %xr : f32[128,64] = Reshape(%x, %shape) @xr <FTI-D>
+  bwd %d : f32[128,32] = MatMul(%xr, %v) @d <FTD-D>
+  output %y
+  output %d
+)", p);
+  passes::TileIndexElimination eliminate(lg.assignment, p);
+  passes::GlobalLayoutSelection select(lg.assignment, p);
+  passes::LayoutAssignmentPass finish(lg.assignment);
+  passes::PassManager pm;
+  pm.add(eliminate);
+  pm.add(select);
+  pm.add(finish);
+  auto runs = pm.run(lg.graph);
+  INFO((runs.ok() ? std::string() : runs.error().message));
+  REQUIRE(runs.ok());
+  // No tile map survives the Reshape (a row of xr is half a row of x), so its read is explicit
+  // and the Reshape runs as one conversion; the anchors are written tiled, and each product
+  // writes its output in its natural tile.
+  CHECK(passes::printLayoutGraph(lg.graph, lg.assignment) == R"(graph "t" opset 20
+  input %x : f32[64,128] <rtile 16x32 strips cols-along-x anchor written>
+  input %v : f32[64,32] <rtile 16x32 strips rows-along-x anchor written>
+  init %w : f32[128,256] <rtile 16x32 strips rows-along-x anchor written>
+  const %shape : i64[2] = [128,64]
+  %y : f32[64,256] <rtile 16x32 strips cols-along-x written> = MatMul(%x, %w) @fwd <FTD-D>
+  bwd %xr : f32[128,64] = Reshape(%x, %shape) @xr <FTI-D explicit "read by d: dimension-dependency with tile 16x32: the tile's rows is split by a division or modulo: i0 * 8 + i1 / 2">
+  bwd %d : f32[128,32] <rtile 16x32 strips cols-along-x written> = MatMul(%xr <explicit "dimension-dependency with tile 16x32: the tile's rows is split by a division or modulo: i0 * 8 + i1 / 2" convert>, %v) @d <FTD-D>
+  output %y
+  output %d
+)");
+}
+
+TEST_CASE("layout text: texts the graph or the profile contradict are refused in one line",
+          "[passes][layout-text]") {
+  auto p = adreno830();
+  std::string text = kProduct;
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string t = text;
+    const size_t at = t.find(from);
+    REQUIRE(at != std::string::npos);
+    return t.replace(at, from.size(), to);
+  };
+  CHECK(parseError(with("@fwd", "@fwd <FTI-C>"), p) == "layout.ir:5: <FTI-C>: node fwd (MatMul) is FTD-D, not FTI-C");
+  CHECK(parseError(with("f32[64,128]", "f32[64,128] <rtile 16x32 blocks 4x8:1x8 cols-along-x>"), p) ==
+        "layout.ir:2: <rtile 16x32 blocks 4x8:1x8 cols-along-x>: on profile 'adreno-830' a 16x32 tile of %x is 16x32 "
+        "strips cols-along-x");
+  CHECK(parseError(with("f32[64,128]", "f32[64,128] <rtile 16x32 strips rows-along-x>"), p) ==
+        "layout.ir:2: <rtile 16x32 strips rows-along-x>: on profile 'adreno-830' a 16x32 tile of %x is 16x32 strips "
+        "cols-along-x");
+  CHECK(parseError(with("f32[64,128]", "f32[64,128] <rtile 16by32 strips>"), p) ==
+        "layout.ir:2: <rtile 16by32 strips>: '16by32' is not a tile (HxW)");
+  CHECK(parseError(with("f32[64,128]", "f32[64,128] <tiled>"), p) ==
+        "layout.ir:2: <tiled>: expected rtile, anchor, written or convert but found 'tiled'");
+  CHECK(parseError(with("f32[64,128]", "f32[64,128] <written>"), p) ==
+        "layout.ir:2: <written>: %x is linear: only an R-Tile is written tiled");
+  CHECK(parseError(with("f32[128,256] = M", "f32[128,256] <anchor> = M"), p) ==
+        "layout.ir:7: <anchor>: %dw is read tile by tile by no FTD-D operator: it is not an anchor");
+  CHECK(parseError(with("MatMul(%x, %w)", "MatMul(%x <index-map>, %w)"), p) ==
+        "layout.ir:5: <index-map>: input 0 of fwd reads %x directly, through no movement op");
+  CHECK(parseError(with("MatMul(%x, %w)", "Pad(%x, _ <index-map>, %w)"), p) ==
+        "layout.ir:5: <index-map>: input 1 of fwd is omitted");
+  CHECK(parseError(with("@dw", "@dw <FTD-D eliminated>"), p) ==
+        "layout.ir:7: <FTD-D eliminated>: node dw is folded into no read: it cannot be eliminated");
+  const std::string tiled = with("%x : f32[64,128]", "%x : f32[64,128] <rtile 16x32 strips cols-along-x>");
+  CHECK(parseError(tiled.substr(0, tiled.find("MatMul(%xt")) + "MatMul(%xt <tile-map 16x32>" +
+                       tiled.substr(tiled.find("MatMul(%xt") + 10),
+                   p) == "layout.ir:7: <tile-map 16x32>: the tile map of input 0 of dw is read transposed");
+  CHECK(parseError(with("MatMul(%xt, %dy)", "MatMul(%xt <tile-map 16x32>, %dy)"), p) ==
+        "layout.ir:7: <tile-map 16x32>: %x is stored linear, not in 16x32 tiles");
+}
