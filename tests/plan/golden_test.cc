@@ -14,6 +14,7 @@
 
 #include "compiler/driver/compile_command.h"
 #include "compiler/plan/plan_printer.h"
+#include "runtime/plan_check.h"
 
 namespace fbl::plan {
 
@@ -85,6 +86,27 @@ TEST_CASE("fblc print-plan prints a plan file as its golden, and refuses what th
   std::ofstream(plan, std::ios::binary | std::ios::trunc) << "not a plan";
   CHECK(run(plan) == 1);
   CHECK(slurp(err) == "error: plan '" + plan + "': not an fbl plan (bad magic); compile one with `fblc compile`\n");
+}
+
+// tests/runtime/c_api_test.cc drives the C API over a plan the repository keeps, so that
+// fbl_runtime_tests builds without the compiler. It need not be today's plan, only one that
+// today's runtime reads: that changes with the plan format's version, when this regenerates it.
+TEST_CASE("the C API tests' plan is one today's runtime reads", "[plan][golden]") {
+  const std::string dir = std::string(FBL_TEST_DATA_DIR) + "/c_api";
+  const std::string plan = dir + "/llama-tiny.fbp", weights = dir + "/llama-tiny.safetensors";
+  if (std::getenv("FBL_UPDATE_GOLDEN") != nullptr) {
+    const std::string cmd = fmt::format("{}/fblc compile {}/llama-tiny/model.onnx --profile {}/profiles/pocl-cpu.json "
+                                        "-o {} --weights {} > /dev/null",
+                                        FBL_BIN_DIR, FBL_TEST_DATA_DIR, FBL_SOURCE_DIR, plan, weights);
+    REQUIRE(std::system(cmd.c_str()) == 0);
+  }
+  std::stringstream bytes;
+  bytes << std::ifstream(plan, std::ios::binary).rdbuf();
+  planfile::Plan p;
+  const std::string refusal = rt::loadPlan(bytes.str(), plan, nullptr, &p);
+  INFO(refusal << "\nregenerate it: FBL_UPDATE_GOLDEN=1 build/bin/fbl_tests \"[golden]\"");
+  CHECK(refusal.empty());
+  CHECK(p.model.find("llama") != std::string::npos);
 }
 
 TEST_CASE("the same inputs give a byte-identical plan", "[plan]") {

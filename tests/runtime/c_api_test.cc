@@ -3,7 +3,8 @@
 // whose message starts with the function's name and names the argument at fault. Only the C API
 // and the runtime's own headers are used, so that this file also builds, with the runtime's
 // sources, into fbl_c_api_asan_tests (AddressSanitizer and UBSan; CMakeLists.txt). The plan is
-// llama-tiny's, compiled by fblc at build time (FBL_C_API_PLAN, FBL_C_API_WEIGHTS).
+// llama-tiny's, compiled by fblc and kept in tests/data/c_api/ (FBL_C_API_PLAN, FBL_C_API_WEIGHTS),
+// so this binary builds without the compiler.
 #include <unistd.h>
 
 #include <algorithm>
