@@ -296,26 +296,10 @@ Result<std::vector<std::string>> listDevices() {
   return out;
 }
 
-Result<HardwareProfile> measureProfile(const MeasureOptions& opts) {
-  auto log = [&](const std::string& s) {
-    if (opts.log) opts.log(s);
-  };
-  FBL_ASSIGN(std::vector<ClDevice> devices, listClDevices());
-  if (opts.device < 0 || opts.device >= static_cast<int>(devices.size()))
-    return makeError("--device {}: there are {} OpenCL devices (0..{})", opts.device, devices.size(),
-                     devices.size() - 1);
-  const ClDevice& dev = devices[static_cast<size_t>(opts.device)];
-  cl_device_id d = dev.device;
-  if (!deviceValue<cl_bool>(d, CL_DEVICE_IMAGE_SUPPORT))
-    return makeError("device '{}' has no image support; R-Tile needs image2d", dev.label);
-  log("device: " + dev.label);
+namespace {
 
-  HardwareProfile p = opts.base ? *opts.base : HardwareProfile{};
-  p.name = opts.name.empty() ? p.name : opts.name;
-  p.device = clDeviceString(d, CL_DEVICE_NAME);
-  bool isCpu = (deviceValue<cl_device_type>(d, CL_DEVICE_TYPE) & CL_DEVICE_TYPE_CPU) != 0;
-
-  // Step 1: what the driver says.
+// Step 1: what the driver says of the device, its images and its cache line.
+void queryDeviceFacts(cl_device_id d, bool isCpu, HardwareProfile& p) {
   p.deviceClass = isCpu ? DeviceClass::kCpu : DeviceClass::kGpu;
   p.provenance["device_class"] = "queried: CL_DEVICE_TYPE";
   p.computeUnits = static_cast<int>(deviceValue<cl_uint>(d, CL_DEVICE_MAX_COMPUTE_UNITS));
@@ -358,24 +342,31 @@ Result<HardwareProfile> measureProfile(const MeasureOptions& opts) {
     p.provenance["cache_line_bytes"] = "estimated: the driver reports none; 64 B is the common line";
   }
 
-  Bench b;
-  FBL_TRY(b.init(dev));
-  {
+}
+
+// The texel formats a read-only image2d takes; R-Tile needs RGBA/FLOAT.
+Status queryTexelFormats(Bench& b, const std::string& label, HardwareProfile& p) {
     cl_uint n = 0;
-    clGetSupportedImageFormats(b.context_, CL_MEM_READ_ONLY, CL_MEM_OBJECT_IMAGE2D, 0, nullptr, &n);
-    std::vector<cl_image_format> fmts(n);
-    clGetSupportedImageFormats(b.context_, CL_MEM_READ_ONLY, CL_MEM_OBJECT_IMAGE2D, n, fmts.data(), nullptr);
-    p.texelFormats.clear();
-    for (auto [type, name] : {std::pair{CL_FLOAT, "RGBA/FLOAT"}, std::pair{CL_HALF_FLOAT, "RGBA/HALF_FLOAT"}})
-      for (const auto& f : fmts)
-        if (f.image_channel_order == CL_RGBA && f.image_channel_data_type == static_cast<cl_uint>(type)) {
-          p.texelFormats.push_back(name);
-          break;
-        }
-    if (p.texelFormats.empty() || p.texelFormats.front() != "RGBA/FLOAT")
-      return makeError("device '{}' cannot read RGBA/FLOAT image2d", dev.label);
-    p.provenance["texel_formats"] = "queried: clGetSupportedImageFormats (read-only image2d, RGBA)";
-  }
+  clGetSupportedImageFormats(b.context_, CL_MEM_READ_ONLY, CL_MEM_OBJECT_IMAGE2D, 0, nullptr, &n);
+  std::vector<cl_image_format> fmts(n);
+  clGetSupportedImageFormats(b.context_, CL_MEM_READ_ONLY, CL_MEM_OBJECT_IMAGE2D, n, fmts.data(), nullptr);
+  p.texelFormats.clear();
+  for (auto [type, name] : {std::pair{CL_FLOAT, "RGBA/FLOAT"}, std::pair{CL_HALF_FLOAT, "RGBA/HALF_FLOAT"}})
+    for (const auto& f : fmts)
+      if (f.image_channel_order == CL_RGBA && f.image_channel_data_type == static_cast<cl_uint>(type)) {
+        p.texelFormats.push_back(name);
+        break;
+      }
+  if (p.texelFormats.empty() || p.texelFormats.front() != "RGBA/FLOAT")
+    return makeError("device '{}' cannot read RGBA/FLOAT image2d", label);
+  p.provenance["texel_formats"] = "queried: clGetSupportedImageFormats (read-only image2d, RGBA)";
+  return {};
+}
+
+// The wave size (of the benchmark kernel) and the cache sizes: sysfs for a CPU device, the driver
+// (or --base's published numbers) for a GPU. Returns the kernel's largest work-group.
+Result<size_t> queryWaveAndCaches(Bench& b, cl_device_id d, bool isCpu, const MeasureOptions& opts,
+                                  const std::string& label, HardwareProfile& p) {
   FBL_ASSIGN(cl_kernel rowKernel, b.kernel("walk_row"));
   size_t waveMultiple = 0, maxGroup = 0;
   clGetKernelWorkGroupInfo(rowKernel, d, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE, sizeof waveMultiple,
@@ -405,15 +396,16 @@ Result<HardwareProfile> measureProfile(const MeasureOptions& opts) {
     }
   }
   if (p.l1TextureCacheBytes <= 0 || p.l2CacheBytes <= 0)
-    return makeError("device '{}': cache sizes unavailable (sysfs or driver); pass --base", dev.label);
+    return makeError("device '{}': cache sizes unavailable (sysfs or driver); pass --base", label);
 
-  int64_t width = std::min<int64_t>(4096, p.image2dMaxWidth), height = std::min<int64_t>(4096, p.image2dMaxHeight);
-  if (width < kSectionWidth * kMaxThreads)
-    return makeError("device '{}': image2d width {} is below the {} the benchmark needs", dev.label, width,
-                     kSectionWidth * kMaxThreads);
-  FBL_TRY(b.makeImage(width, height, static_cast<size_t>(width * height / 16)));
+  return maxGroup;
+}
 
-  // Step 2.
+// Step 2: the texture cache block, probed on a GPU, one cache line of one row on a CPU.
+Status measureTextureBlock(Bench& b, bool isCpu, const MeasureOptions& opts, HardwareProfile& p) {
+  auto log = [&](const std::string& s) {
+    if (opts.log) opts.log(s);
+  };
   if (isCpu) {
     p.textureBlock = {1, std::max(1, p.cacheLineBytes / 16)};
     p.provenance["texture_block"] =
@@ -435,16 +427,12 @@ Result<HardwareProfile> measureProfile(const MeasureOptions& opts) {
   }
   log(fmt::format("texture block {}x{} texels", p.textureBlock.h, p.textureBlock.w));
 
-  // Step 3.
-  FBL_ASSIGN(AccessTable table, measureAccessTable(b, static_cast<int>(maxGroup), opts.reps));
-  p.accessTable = std::move(table);
-  p.provenance["access_table"] = fmt::format(
-      "measured: one work-group, each thread streams its own {}-texel-wide bands of an RGBA-float image2d; "
-      "fastest of {} runs",
-      kSectionWidth, opts.reps);
-  log("access table measured");
+  return {};
+}
 
-  // Step 4.
+// Step 4: whole-device image bandwidth and peak multiply-add throughput.
+Status measureThroughput(Bench& b, bool isCpu, int64_t width, int64_t height, const MeasureOptions& opts,
+                         HardwareProfile& p) {
   {
     FBL_ASSIGN(cl_kernel k, b.kernel("stream_image"));
     FBL_TRY(b.setImageArgs(k));
@@ -469,6 +457,53 @@ Result<HardwareProfile> measureProfile(const MeasureOptions& opts) {
     p.peakGflops = roundTo(static_cast<double>(global) * iters * kMadFlopsPerIter / s * 1e-9, 4);
     p.provenance["peak_gflops"] = "measured: independent float4 mad chains on every compute unit";
   }
+  return {};
+}
+
+}  // namespace
+
+Result<HardwareProfile> measureProfile(const MeasureOptions& opts) {
+  auto log = [&](const std::string& s) {
+    if (opts.log) opts.log(s);
+  };
+  FBL_ASSIGN(std::vector<ClDevice> devices, listClDevices());
+  if (opts.device < 0 || opts.device >= static_cast<int>(devices.size()))
+    return makeError("--device {}: there are {} OpenCL devices (0..{})", opts.device, devices.size(),
+                     devices.size() - 1);
+  const ClDevice& dev = devices[static_cast<size_t>(opts.device)];
+  cl_device_id d = dev.device;
+  if (!deviceValue<cl_bool>(d, CL_DEVICE_IMAGE_SUPPORT))
+    return makeError("device '{}' has no image support; R-Tile needs image2d", dev.label);
+  log("device: " + dev.label);
+
+  HardwareProfile p = opts.base ? *opts.base : HardwareProfile{};
+  p.name = opts.name.empty() ? p.name : opts.name;
+  p.device = clDeviceString(d, CL_DEVICE_NAME);
+  bool isCpu = (deviceValue<cl_device_type>(d, CL_DEVICE_TYPE) & CL_DEVICE_TYPE_CPU) != 0;
+  queryDeviceFacts(d, isCpu, p);
+
+  Bench b;
+  FBL_TRY(b.init(dev));
+  FBL_TRY(queryTexelFormats(b, dev.label, p));
+  FBL_ASSIGN(size_t maxGroup, queryWaveAndCaches(b, d, isCpu, opts, dev.label, p));
+
+  int64_t width = std::min<int64_t>(4096, p.image2dMaxWidth), height = std::min<int64_t>(4096, p.image2dMaxHeight);
+  if (width < kSectionWidth * kMaxThreads)
+    return makeError("device '{}': image2d width {} is below the {} the benchmark needs", dev.label, width,
+                     kSectionWidth * kMaxThreads);
+  FBL_TRY(b.makeImage(width, height, static_cast<size_t>(width * height / 16)));
+  FBL_TRY(measureTextureBlock(b, isCpu, opts, p));
+
+  // Step 3.
+  FBL_ASSIGN(AccessTable table, measureAccessTable(b, static_cast<int>(maxGroup), opts.reps));
+  p.accessTable = std::move(table);
+  p.provenance["access_table"] = fmt::format(
+      "measured: one work-group, each thread streams its own {}-texel-wide bands of an RGBA-float image2d; "
+      "fastest of {} runs",
+      kSectionWidth, opts.reps);
+  log("access table measured");
+
+  FBL_TRY(measureThroughput(b, isCpu, width, height, opts, p));
   return p;
 }
 
