@@ -270,28 +270,35 @@ std::string peftAdapterKey(const std::string& name) {
   return join(c);
 }
 
-Result<PeftAdapter> peftAdapter(const ir::Graph& g, const std::vector<std::string>& trainables,
-                                const PeftAdapterOptions& opts) {
-  const std::string file = g.sourcePath.empty() ? g.name : g.sourcePath;
+namespace {
+
+// Step 1's sort of the trainables by method and module.
+struct PeftParams {
   std::map<std::string, LoraModule> lora;
   std::map<std::string, bool> ia3;  // module -> scales its input (a feedforward module)
-  std::set<std::string> saved;
+  std::set<std::string> saved;      // modules_to_save
   bool dora = false;
+};
+
+Result<PeftParams> collectPeftParams(const ir::Graph& g, const std::vector<std::string>& trainables,
+                                     const std::string& file) {
+  PeftParams out;
+  std::map<std::string, LoraModule>& lora = out.lora;
   for (const std::string& name : trainables) {
     auto p = parsePeftParam(name);
     if (!p) continue;
     if (p->kind == "modules_to_save") {
-      saved.insert(p->module);
+      out.saved.insert(p->module);
       continue;
     }
     if (p->kind == "ia3_l") {
       const ir::ValueId v = g.findValue(name);
       if (v == ir::kNoValue) return makeError("{}: trainable '{}' is not in the graph", file, name);
       const ir::Shape& s = g.values[v].shape;
-      ia3[p->module] = s.size() >= 2 && s[0] == 1 && s[1] > 1;
+      out.ia3[p->module] = s.size() >= 2 && s[0] == 1 && s[1] > 1;
       continue;
     }
-    dora |= p->kind == "lora_magnitude_vector";
+    out.dora |= p->kind == "lora_magnitude_vector";
     LoraModule& m = lora[p->module];
     m.path = p->module;
     const ir::ValueId v = g.findValue(name);
@@ -304,10 +311,13 @@ Result<PeftAdapter> peftAdapter(const ir::Graph& g, const std::vector<std::strin
       m.loraB = name;
     }
   }
-  PeftAdapter out;
-  // LoRA on a module's parameters (peft's target_parameters, as on MoE experts): peft wraps the
-  // module once per parameter, nesting them (`experts.base_layer.lora_A`), and keys each wrapper's
-  // rank by the experts. Training is the graph's; the adapter's layout is not written yet.
+  return out;
+}
+
+// LoRA on a module's parameters (peft's target_parameters, as on MoE experts): peft wraps the
+// module once per parameter, nesting them (`experts.base_layer.lora_A`), and keys each wrapper's
+// rank by the experts. Training is the graph's; the adapter's layout is not written yet.
+std::string parameterLoraRefusal(const ir::Graph& g, const std::map<std::string, LoraModule>& lora) {
   for (const auto& [path, m] : lora) {
     const std::vector<std::string> c = split(path);
     bool wrapsParameters = std::find(c.begin(), c.end(), "base_layer") != c.end();
@@ -319,20 +329,17 @@ Result<PeftAdapter> peftAdapter(const ir::Graph& g, const std::vector<std::strin
       wrapsParameters |= rest != "weight" && rest != "bias";
     }
     if (wrapsParameters) {
-      out.refusal = fmt::format("'{}' has LoRA on its parameters (peft's target_parameters), which fbl trains but does "
+      return fmt::format("'{}' has LoRA on its parameters (peft's target_parameters), which fbl trains but does "
                                 "not yet export as peft's adapter; save a checkpoint instead",
                                 modulePath(kPeftRoot.data() + path + ".x", true));
-      return out;
     }
   }
-  if (!ia3.empty() && !lora.empty())
-    return makeError("{}: the trainables hold both LoRA and IA3 parameters; a peft adapter is of one method", file);
-  if (!ia3.empty()) {
-    out.config = ia3Config(g, ia3, saved);
-    return out;
-  }
-  if (lora.empty() && saved.empty()) return out;
+  return {};
+}
 
+// Step 2: each module's scaling, from the product lora_B feeds; its rank by module.
+Result<std::vector<int64_t>> findScalings(const ir::Graph& g, std::map<std::string, LoraModule>& lora,
+                                          const std::string& file) {
   const auto readers = g.consumers();
   std::vector<int64_t> ranks;
   for (auto& [path, m] : lora) {
@@ -351,9 +358,21 @@ Result<PeftAdapter> peftAdapter(const ir::Graph& g, const std::vector<std::strin
     ranks.push_back(m.r);
   }
 
-  // 3: alpha and use_rslora.
+  return ranks;
+}
+
+// Step 3: alpha and use_rslora.
+struct AlphaReading {
   bool rslora = false;
-  std::string note;
+  std::string note;            // how alpha was settled, where the graph alone does not
+  std::vector<double> alphas;  // by module, in `lora` order
+};
+
+Result<AlphaReading> readAlpha(const std::map<std::string, LoraModule>& lora, const std::vector<int64_t>& ranks,
+                               const PeftAdapterOptions& opts, const std::string& file) {
+  AlphaReading out;
+  bool& rslora = out.rslora;
+  std::string& note = out.note;
   bool plainWhole = true, rsWhole = true;
   for (const auto& [path, m] : lora) {
     plainWhole &= whole(m.scaling * static_cast<double>(m.r));
@@ -379,27 +398,23 @@ Result<PeftAdapter> peftAdapter(const ir::Graph& g, const std::vector<std::strin
     note = fmt::format("assumed lora_alpha = scaling * r (no rsLoRA): the graph's scaling fits both readings; "
                        "fblc compile --lora-alpha settles it");
   }
-  std::vector<double> alphas;
   for (const auto& [path, m] : lora)
-    alphas.push_back(m.scaling * (rslora ? std::sqrt(static_cast<double>(m.r)) : static_cast<double>(m.r)));
+    out.alphas.push_back(m.scaling * (rslora ? std::sqrt(static_cast<double>(m.r)) : static_cast<double>(m.r)));
 
-  // 4, 5: the names peft matches, among the modules that exist.
-  // peft matches every named module, containers too ("stages.1"): each module's ancestors count.
-  std::set<std::string> targeted;
-  std::vector<std::string> paths(saved.begin(), saved.end());
-  for (const auto& [path, m] : lora) {
-    targeted.insert(path);
-    paths.push_back(path);
-  }
-  const std::set<std::string> all = existingModules(g, paths);
-  const std::set<std::string> targets = lora.empty() ? std::set<std::string>{} : namesFor(targeted, all, nameMatches);
-  const std::set<std::string> heads = headNames(saved, all);
+  return out;
+}
 
+// Steps 4 and 5: LoRA's adapter_config.json.
+nlohmann::json loraConfig(const ir::Graph& g, const PeftParams& params, const std::vector<int64_t>& ranks,
+                          const AlphaReading& alpha, const std::set<std::string>& targets,
+                          const std::set<std::string>& heads) {
+  const std::map<std::string, LoraModule>& lora = params.lora;
+  const std::vector<double>& alphas = alpha.alphas;
   nlohmann::json c = configHead("LORA");
   c["r"] = lora.empty() ? 8 : mostCommon(ranks);
   c["lora_alpha"] = lora.empty() ? nlohmann::json(8) : number(mostCommon(alphas));
-  c["use_rslora"] = rslora;
-  c["use_dora"] = dora;
+  c["use_rslora"] = alpha.rslora;
+  c["use_dora"] = params.dora;
   c["target_modules"] = std::vector<std::string>(targets.begin(), targets.end());
   c["modules_to_save"] = namesOrNull(heads);
   c["rank_pattern"] = nlohmann::json::object();
@@ -425,10 +440,14 @@ Result<PeftAdapter> peftAdapter(const ir::Graph& g, const std::vector<std::strin
     fanInFanOut |= v.shape[1] == out && v.shape[0] != out;
   }
   c["fan_in_fan_out"] = fanInFanOut;
-  if (!note.empty()) c["fbl_lora_alpha"] = note;
-  out.config = std::move(c);
+  if (!alpha.note.empty()) c["fbl_lora_alpha"] = alpha.note;
+  return c;
 
-  // 6: an adapted embedding's frozen weights.
+}
+
+// Step 6: an adapted embedding's frozen weights, which peft saves with the adapter.
+Status addFrozenEmbeddings(const ir::Graph& g, const std::map<std::string, LoraModule>& lora,
+                           const std::set<std::string>& targets, const std::string& file, PeftAdapter& out) {
   if (targets.count("embed_tokens") || targets.count("lm_head"))
     for (const auto& [path, m] : lora) {
       const std::string leaf = split(path).back();
@@ -446,6 +465,42 @@ Result<PeftAdapter> peftAdapter(const ir::Graph& g, const std::vector<std::strin
         return makeError("{}: peft saves the frozen weight of the adapted embedding '{}' with the adapter, and the graph "
                          "holds no initializer named '...{}weight'", file, path, base);
     }
+  return {};
+}
+
+}  // namespace
+
+Result<PeftAdapter> peftAdapter(const ir::Graph& g, const std::vector<std::string>& trainables,
+                                const PeftAdapterOptions& opts) {
+  const std::string file = g.sourcePath.empty() ? g.name : g.sourcePath;
+  FBL_ASSIGN(PeftParams params, collectPeftParams(g, trainables, file));
+  const std::map<std::string, LoraModule>& lora = params.lora;
+  PeftAdapter out;
+  out.refusal = parameterLoraRefusal(g, lora);
+  if (!out.refusal.empty()) return out;
+  if (!params.ia3.empty() && !lora.empty())
+    return makeError("{}: the trainables hold both LoRA and IA3 parameters; a peft adapter is of one method", file);
+  if (!params.ia3.empty()) {
+    out.config = ia3Config(g, params.ia3, params.saved);
+    return out;
+  }
+  if (lora.empty() && params.saved.empty()) return out;
+  FBL_ASSIGN(std::vector<int64_t> ranks, findScalings(g, params.lora, file));
+  FBL_ASSIGN(AlphaReading alpha, readAlpha(lora, ranks, opts, file));
+
+  // 4, 5: the names peft matches, among the modules that exist.
+  // peft matches every named module, containers too ("stages.1"): each module's ancestors count.
+  std::set<std::string> targeted;
+  std::vector<std::string> paths(params.saved.begin(), params.saved.end());
+  for (const auto& [path, m] : lora) {
+    targeted.insert(path);
+    paths.push_back(path);
+  }
+  const std::set<std::string> all = existingModules(g, paths);
+  const std::set<std::string> targets = lora.empty() ? std::set<std::string>{} : namesFor(targeted, all, nameMatches);
+  const std::set<std::string> heads = headNames(params.saved, all);
+  out.config = loraConfig(g, params, ranks, alpha, targets, heads);
+  FBL_TRY(addFrozenEmbeddings(g, lora, targets, file, out));
   return out;
 }
 
