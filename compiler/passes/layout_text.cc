@@ -291,7 +291,7 @@ class Reader {
       if (!t.isTransform) return w.fail(fmt::format("node {} is not a movement op", node.name));
       FBL_ASSIGN(t.reason, w.string("the reason it runs"));
     }
-    if (!w.done()) return w.fail(fmt::format("unexpected '{}' after the node's class", w.where()));
+    if (!w.done()) return w.fail(fmt::format("expected eliminated or explicit after the class {}", w.where()));
     return {};
   }
 

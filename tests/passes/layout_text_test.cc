@@ -3,6 +3,8 @@
 // graph stated as text, and one-line errors for texts the graph or the profile contradict.
 #include <catch2/catch.hpp>
 
+#include <random>
+
 #include "compiler/passes/layout_pipeline.h"
 #include "compiler/passes/layout_text.h"
 #include "compiler/plan/layout_lowering.h"
@@ -171,4 +173,66 @@ TEST_CASE("layout text: texts the graph or the profile contradict are refused in
                    p) == "layout.ir:7: <tile-map 16x32>: the tile map of input 0 of dw is read transposed");
   CHECK(parseError(with("MatMul(%xt, %dy)", "MatMul(%xt <tile-map 16x32>, %dy)"), p) ==
         "layout.ir:7: <tile-map 16x32>: %x is stored linear, not in 16x32 tiles");
+}
+
+TEST_CASE("layout text: random annotations are read or refused in one line", "[passes][layout-text]") {
+  auto p = adreno830();
+  // Phrases of the grammar by where they stand, and stray words; tiles the profile folds
+  // otherwise, shapes that cannot share, and words out of place are refused.
+  const std::vector<std::string> valueWords = {
+      "rtile 16x32 strips cols-along-x", "rtile 16x32 strips rows-along-x", "rtile 32x32 strips cols-along-x",
+      "rtile 8x64 blocks 8x8:2x8 cols-along-x", "rtile of %x", "rtile of %y", "anchor", "written",
+      "convert \"c\""};
+  const std::vector<std::string> inputWords = {"tile-map 16x32", "tile-map 16x32 transposed", "tile-map 32x32",
+                                               "index-map", "explicit \"e\"", "convert", "convert \"c\""};
+  const std::vector<std::string> nodeWords = {"FTD-D", "FTI-D", "FTI-D eliminated", "FTI-D explicit \"e\"",
+                                              "FTD-C", "FTD-D eliminated"};
+  const std::vector<std::string> stray = {"rtile", "of", "%x", "%nope", "0x4", "3x5", "1000000x4", "4x1000000",
+                                          "blocks", ":", "x", "(", "[", "=", "\"s\"", "tile-map", "strips"};
+  struct Spot {
+    std::string after;
+    const std::vector<std::string>* words;
+  };
+  const std::vector<Spot> spots = {{"%x : f32[64,128]", &valueWords}, {"%dy : f32[64,256]", &valueWords},
+                                   {"%w : f32[128,256]", &valueWords}, {"%y : f32[64,256]", &valueWords},
+                                   {"%xt : f32[128,64]", &valueWords}, {"%dw : f32[128,256]", &valueWords},
+                                   {"MatMul(%x", &inputWords},         {"(%xt", &inputWords},
+                                   {"@fwd", &nodeWords},               {"@xt", &nodeWords},
+                                   {"@dw", &nodeWords}};
+  std::mt19937 rng(7);
+  int read = 0, refused = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::string text = kProduct;
+    const int notes = 1 + static_cast<int>(rng() % 4);
+    for (int k = 0; k < notes; ++k) {
+      const Spot& spot = spots[rng() % spots.size()];
+      std::string note;
+      const int n = 1 + static_cast<int>(rng() % 3);
+      for (int i = 0; i < n; ++i) {
+        const std::vector<std::string>& from = rng() % 5 == 0 ? stray : *spot.words;
+        note += (i ? " " : "") + from[rng() % from.size()];
+      }
+      const size_t end = text.find(spot.after) + spot.after.size();
+      if (text.compare(end, 2, " <") == 0) continue;  // one annotation a place
+      text.insert(end, " <" + note + ">");
+    }
+    auto lg = passes::parseLayoutGraph(text, p, "fuzz.ir");
+    if (lg.ok()) {
+      ++read;
+      // What was read prints and reads back to itself.
+      const std::string printed = passes::printLayoutGraph(lg->graph, lg->assignment);
+      auto again = passes::parseLayoutGraph(printed, p, "printed.ir");
+      INFO(text << "\nprinted:\n" << printed);
+      REQUIRE(again.ok());
+      CHECK(passes::printLayoutGraph(again->graph, again->assignment) == printed);
+    } else {
+      ++refused;
+      INFO(text);
+      CHECK(lg.error().message.find('\n') == std::string::npos);
+      CHECK(lg.error().message.rfind("fuzz.ir:", 0) == 0);
+    }
+  }
+  INFO(read << " read, " << refused << " refused");
+  CHECK(read > 50);
+  CHECK(refused > 1000);
 }
