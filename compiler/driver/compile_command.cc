@@ -41,7 +41,7 @@ using plan::LayoutLowering;
 using plan::LoweringOptions;
 using plan::LoweringPasses;
 using plan::Plan;
-using plan::PlanDumps;
+using plan::PlanStepOptions;
 using plan::PlanInputs;
 using plan::plannerProfile;
 using plan::Profile;
@@ -222,10 +222,10 @@ static Result<Compiled> compileWith(const CompileArgs& args, const profile::Hard
   // --dump-after names a pass or a plan builder step (plan_builder.h), or "all"; the pass
   // manager checks the names.
   po.dumpAfter.insert(args.dumpAfter.begin(), args.dumpAfter.end());
-  po.planSteps = plan::planStepNames();
+  for (const plan::PlanStep& st : plan::planSteps()) po.planSteps.push_back({st.name, st.requiredBecause});
   po.sink = args.dumpSink;
-  PlanDumps planDumps{po.dumpAfter, args.dumpSink};
   po.disabled.insert(args.disabledPasses.begin(), args.disabledPasses.end());
+  PlanStepOptions planSteps{po.dumpAfter, po.disabled, args.dumpSink};
   if (args.verifyPasses) po.verify = true;
   p.disableForStrategy(po);
   passes::PassManager pm(po);
@@ -267,7 +267,7 @@ static Result<Compiled> compileWith(const CompileArgs& args, const profile::Hard
   in.lostInputBounds = p.splitRows.lostBounds();
   in.lowering = &lowering;
   in.stagingBytes = args.stagingBytes;
-  FBL_ASSIGN(c.plan, buildPlan(in, profile, &c.stats, &planDumps));
+  FBL_ASSIGN(c.plan, buildPlan(in, profile, &c.stats, &planSteps));
   c.plan.explain = report::explainSection(tg.graph, assignment);  // for `fblc explain`
   for (const auto& [v, why] : lowering.storageWhy) c.plan.explain["storage_why"][tg.graph.values[v].name] = why;
   c.storage = storageReport(tg, c.plan, c.stats);

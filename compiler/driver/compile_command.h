@@ -53,7 +53,7 @@ struct CompileArgs : autodiff::TrainingFlags {
   // plan after the step, printed to dumpSink (stdout if empty).
   std::vector<std::string> dumpAfter;
   std::function<void(std::string_view)> dumpSink;
-  std::vector<std::string> disabledPasses;  // ablation
+  std::vector<std::string> disabledPasses;  // ablation: passes, and plan steps that are not required
   bool verifyPasses = false;
   // Write a plan whose largest allocation exceeds the profile's max_alloc_bytes (for analysis:
   // fblc explain, simulators); no device of the profile could load it.

@@ -37,21 +37,32 @@ Result<std::vector<PassRun>> PassManager::run(ir::Graph& g) {
       if (e.name == n) return true;
     return false;
   };
-  std::string all;
+  std::string all, steps;
   for (const Entry& e : entries_) all += (all.empty() ? "" : ", ") + e.name;
+  for (const PassOptions::LaterStep& st : opts_.planSteps) steps += (steps.empty() ? "" : ", ") + st.name;
+  auto step = [&](const std::string& n) -> const PassOptions::LaterStep* {
+    for (const PassOptions::LaterStep& st : opts_.planSteps)
+      if (st.name == n) return &st;
+    return nullptr;
+  };
+  // "no such pass (passes: ...)", naming the steps as well where there are any.
+  auto unknown = [&](const char* flag, const std::string& n) {
+    if (steps.empty()) return makeError("{} {}: no such pass (passes: {})", flag, n, all);
+    return makeError("{} {}: no such pass or plan step (passes: {}; plan steps: {})", flag, n, all, steps);
+  };
   for (const std::string& n : opts_.disabled) {
-    if (!known(n)) return makeError("--disable-pass {}: no such pass (passes: {})", n, all);
+    if (const PassOptions::LaterStep* st = step(n)) {
+      if (!st->requiredBecause.empty())
+        return makeError("--disable-pass {}: the plan cannot be built without it ({})", n, st->requiredBecause);
+      continue;
+    }
+    if (!known(n)) return unknown("--disable-pass", n);
     for (const Entry& e : entries_)
       if (e.name == n && !e.spec.requiredBecause.empty())
         return makeError("--disable-pass {}: the pipeline cannot run without it ({})", n, e.spec.requiredBecause);
   }
-  const auto& steps = opts_.planSteps;
-  for (const std::string& n : opts_.dumpAfter) {
-    if (n == "all" || known(n) || std::find(steps.begin(), steps.end(), n) != steps.end()) continue;
-    if (steps.empty()) return makeError("--dump-after {}: no such pass (passes: {})", n, all);
-    return makeError("--dump-after {}: no such pass or plan step (passes: {}; plan steps: {})", n, all,
-                     fmt::join(steps, ", "));
-  }
+  for (const std::string& n : opts_.dumpAfter)
+    if (n != "all" && !known(n) && !step(n)) return unknown("--dump-after", n);
 
   std::vector<PassRun> runs;
   VerifyOptions vo = opts_.verifyOptions;

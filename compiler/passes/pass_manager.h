@@ -40,9 +40,14 @@ struct PassOptions {
   bool verify = kVerifyByDefault;
   VerifyOptions verifyOptions;
   std::set<std::string> dumpAfter;  // pass names, or "all"
-  // Names dumpAfter may also hold for the plan builder's steps, which run after the passes and
-  // print their own dumps (fblc compile: plan::planStepNames()); an unknown name lists them too.
-  std::vector<std::string> planSteps;
+  // Steps that run after the passes and print their own dumps (fblc compile: the plan builder's,
+  // plan::planSteps()): their names may stand in dumpAfter, and in disabled where
+  // requiredBecause is empty; an unknown name lists them too.
+  struct LaterStep {
+    std::string name;
+    std::string requiredBecause;
+  };
+  std::vector<LaterStep> planSteps;
   std::set<std::string> disabled;
   // Where dumps go; stdout when empty.
   std::function<void(std::string_view)> sink;

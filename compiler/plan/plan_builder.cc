@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -54,8 +55,8 @@ const char* phaseName(ir::Phase p) {
 
 class Builder {
  public:
-  Builder(const PlanInputs& in, const Profile& profile, const PlanDumps* dumps)
-      : in_(in), g_(*in.graph), profile_(profile), dumps_(dumps) {
+  Builder(const PlanInputs& in, const Profile& profile, const PlanStepOptions* options)
+      : in_(in), g_(*in.graph), profile_(profile), options_(options) {
     root_.resize(g_.values.size());
     for (size_t v = 0; v < root_.size(); ++v) root_[v] = static_cast<ir::ValueId>(v);
     for (const auto& t : in.trainables) trainable_.insert(t.param);
@@ -68,13 +69,45 @@ class Builder {
     plan_.profile = profile_.name;
     plan_.alignment = profile_.bufferAlignment;
     if (!profile_.buildOptions.empty()) plan_.buildOptions += " " + profile_.buildOptions;
-    codegen::Target target;
-    target.workgroup = profile_.workgroupSize;
-    target.computeUnits = profile_.computeUnits;
-    target.matmul = profile_.matmul;
-    target.tuning = profile_.tuning;
-    target.textureL1s = profile_.textureL1s;
-    target.wave = profile_.waveSize;
+    target_.workgroup = profile_.workgroupSize;
+    target_.computeUnits = profile_.computeUnits;
+    target_.matmul = profile_.matmul;
+    target_.tuning = profile_.tuning;
+    target_.textureL1s = profile_.textureL1s;
+    target_.wave = profile_.waveSize;
+    const std::map<std::string, std::function<Status()>> run = {
+        {"select-kernels", [&] { return selectKernels(); }},
+        {"batch-launches", [&] { return batchLaunches(); }},
+        {"merge-kernels", [&] { return mergeKernels(); }},
+        {"bind-runtime", [&] { return bindRuntime(); }},
+        {"add-transfers", [&] { return addTransfersAndAdapter(); }},
+        {"plan-memory", [&] { return placeTensors(stats); }},
+        {"emit-program", [&] { return emitProgram(); }}};
+    for (const PlanStep& step : planSteps()) {
+      if (options_ && options_->disabled.count(step.name)) {
+        if (!step.requiredBecause.empty())
+          return makeError("--disable-pass {}: the plan cannot be built without it ({})", step.name,
+                           step.requiredBecause);
+        continue;
+      }
+      FBL_TRY(run.at(step.name)());
+      dumpAfter(step.name);
+    }
+    if (stats) {
+      for (size_t v = 0; v < root_.size(); ++v) {
+        auto it = tensorOfRoot_.find(root_[v]);
+        if (it != tensorOfRoot_.end()) stats->tensorOfValue[static_cast<ir::ValueId>(v)] = it->second;
+      }
+      stats->kernels = static_cast<int64_t>(kernelSources_.size());
+      stats->launches = static_cast<int64_t>(plan_.launches.size());
+    }
+    return std::move(plan_);
+  }
+
+ private:
+  // select-kernels (1-2): the launches of every live node, its tensors and scratch.
+  Status selectKernels() {
+    const codegen::Target& target = target_;
     // A materialised value is copied in right before the first launch that reads it. The
     // lowering attaches the copy to the first consumer that asked for it, but an earlier node may
     // read the value as stored (its chain left to run op by op), or a fused kernel may move.
@@ -149,19 +182,25 @@ class Builder {
       }
       addLaunches(n, code, nl ? nl->kind : "compute", scratch, fusedOps, fusedNodes, covered);
     }
-    dumpAfter("select-kernels");
-    FBL_TRY(batchLaunches());
-    dumpAfter("batch-launches");
+    return Status::success();
+  }
+
+  // merge-kernels (3's merge): each launch's kernel, identical sources as one.
+  Status mergeKernels() {
     for (size_t i = 0; i < plan_.launches.size(); ++i) plan_.launches[i].kernel = kernelFor(specs_[i]);
     specs_.clear();
-    dumpAfter("merge-kernels");
+    return Status::success();
+  }
+
+  // bind-runtime (4, 6): inputs and their bounds, loss, step, trainables, state, commits, outputs.
+  Status bindRuntime() {
     for (ir::ValueId v : g_.inputs)
       if (!runtimeWritten(v)) {
         plan_.inputs.push_back(tensorOf(v));
         addInputChecks(v);
       }
     // 4: commits and the names the runtime needs.
-    std::set<int32_t> keep;
+    std::set<int32_t>& keep = keep_;
     if (in_.loss != ir::kNoValue) keep.insert(plan_.loss = tensorOf(in_.loss));
     if (in_.step != ir::kNoValue) plan_.step = tensorOf(in_.step);
     if (in_.lr != ir::kNoValue) plan_.loop.lrTensor = tensorOf(in_.lr);
@@ -196,8 +235,12 @@ class Builder {
       plan_.outputs.push_back(tensorOf(v));
       keep.insert(plan_.outputs.back());
     }
-    dumpAfter("bind-runtime");
-    FBL_TRY(addTransfers(target));
+    return Status::success();
+  }
+
+  // add-transfers: the pack and unpack launches of host values, and the adapter's tensors.
+  Status addTransfersAndAdapter() {
+    FBL_TRY(addTransfers(target_));
     plan_.adapterConfig = in_.adapterConfig;
     plan_.adapterRefusal = in_.adapterRefusal;
     for (const auto& [name, key] : in_.adapterFrozen) {
@@ -206,30 +249,21 @@ class Builder {
       plan_.adapterFrozen.push_back({tensorOf(v), -1, key});
     }
     plan_.optimizer = {{"trainables", plan_.trainables.size()}, {"state_tensors", plan_.state.size()}};
-    dumpAfter("add-transfers");
-    // 5: memory.
-    planMemoryFor(keep, stats);
-    dumpAfter("plan-memory");
-    plan_.program = fmt::format("// fbl plan for {}: {} kernels, OpenCL C 1.2\n", in_.model, kernelSources_.size());
-    for (const std::string& src : kernelSources_) plan_.program += "\n" + src;
-    dumpAfter("emit-program");
-    if (stats) {
-      for (size_t v = 0; v < root_.size(); ++v) {
-        auto it = tensorOfRoot_.find(root_[v]);
-        if (it != tensorOfRoot_.end()) stats->tensorOfValue[static_cast<ir::ValueId>(v)] = it->second;
-      }
-      stats->kernels = static_cast<int64_t>(kernelSources_.size());
-      stats->launches = static_cast<int64_t>(plan_.launches.size());
-    }
-    return std::move(plan_);
+    return Status::success();
   }
 
- private:
+  // emit-program (3's program): the kernels' sources as one OpenCL program.
+  Status emitProgram() {
+    plan_.program = fmt::format("// fbl plan for {}: {} kernels, OpenCL C 1.2\n", in_.model, kernelSources_.size());
+    for (const std::string& src : kernelSources_) plan_.program += "\n" + src;
+    return Status::success();
+  }
+
   // --dump-after STEP: the plan so far.
   void dumpAfter(const std::string& step) const {
-    if (!dumps_ || (!dumps_->after.count(step) && !dumps_->after.count("all"))) return;
+    if (!options_ || (!options_->dumpAfter.count(step) && !options_->dumpAfter.count("all"))) return;
     const std::string text = fmt::format("// ---- plan after {} ----\n{}", step, printPlan(plan_));
-    if (dumps_->sink) dumps_->sink(text);
+    if (options_->sink) options_->sink(text);
     else std::fwrite(text.data(), 1, text.size(), stdout);
   }
 
@@ -531,7 +565,9 @@ class Builder {
     }
   }
 
-  void planMemoryFor(const std::set<int32_t>& keep, BuildStats* stats) {
+  // plan-memory (5): offsets by liveness; `keep_` lives to the end of the step.
+  Status placeTensors(BuildStats* stats) {
+    const std::set<int32_t>& keep = keep_;
     const int64_t end = static_cast<int64_t>(plan_.launches.size());
     std::vector<Interval> iv(plan_.tensors.size());
     for (size_t i = 0; i < iv.size(); ++i) {
@@ -564,6 +600,7 @@ class Builder {
       stats->transientBytes = pl.peakBytes - pl.persistentBytes;
       stats->imageBytes = imageBytes;
     }
+    return Status::success();
   }
 
   // Image objects: no device here can put an image over the arena (cl_khr_image2d_from_buffer),
@@ -604,7 +641,9 @@ class Builder {
   std::map<std::string, std::string> kernelBase_;
   std::map<std::string, int32_t> entryIndex_;
   std::map<std::string, std::pair<std::vector<int64_t>, std::vector<int64_t>>> entryWork_;  // global, local
-  const PlanDumps* dumps_;
+  const PlanStepOptions* options_;
+  codegen::Target target_;
+  std::set<int32_t> keep_;  // tensors whose bytes survive the step (bind-runtime's, for plan-memory)
   std::vector<std::string> kernelSources_;
   std::vector<std::pair<int32_t, layout::Layout>> packed_;  // host tensors in another layout
   // Per launch while the list is built: its kernel, and what batching needs of it.
@@ -615,14 +654,27 @@ class Builder {
 
 }  // namespace
 
-std::vector<std::string> planStepNames() {
-  return {"select-kernels", "batch-launches", "merge-kernels", "bind-runtime", "add-transfers", "plan-memory",
-          "emit-program"};
+const std::vector<PlanStep>& planSteps() {
+  static const std::vector<PlanStep> steps = {
+      {"select-kernels", "every launch, tensor and kernel source comes from it"},
+      {"batch-launches", ""},
+      {"merge-kernels", "launches name their kernels here"},
+      {"bind-runtime", "the runtime finds the plan's inputs, loss, trainables and outputs through it"},
+      {"add-transfers", "host values stored in another layout are packed and unpacked by its launches"},
+      {"plan-memory", "every tensor needs an offset in the arena or an image"},
+      {"emit-program", "the kernels need their program"}};
+  return steps;
 }
 
-Result<Plan> buildPlan(const PlanInputs& in, const Profile& profile, BuildStats* stats, const PlanDumps* dumps) {
+std::vector<std::string> planStepNames() {
+  std::vector<std::string> out;
+  for (const PlanStep& s : planSteps()) out.push_back(s.name);
+  return out;
+}
+
+Result<Plan> buildPlan(const PlanInputs& in, const Profile& profile, BuildStats* stats, const PlanStepOptions* options) {
   FBL_ASSERT(in.graph != nullptr);
-  return Builder(in, profile, dumps).build(stats);
+  return Builder(in, profile, options).build(stats);
 }
 
 PlanInputs trainingInputs(const autodiff::TrainingGraph& tg, std::string model) {

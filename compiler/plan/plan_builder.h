@@ -75,17 +75,26 @@ struct BuildStats {
 //                   the adapter's tensors
 //   plan-memory     5: offsets in the arena's pools and images
 //   emit-program    the kernels' sources as one OpenCL program
+// Like a pass, a step without a `requiredBecause` may be disabled (batch-launches alone).
+struct PlanStep {
+  std::string name;
+  std::string requiredBecause;
+};
+const std::vector<PlanStep>& planSteps();
 std::vector<std::string> planStepNames();
 
 // `fblc compile --dump-after STEP` (or "all"): the plan as far as the steps up to STEP built it,
 // printed as `fblc print-plan` prints a plan (plan_printer.h), to `sink` (stdout if empty).
-struct PlanDumps {
-  std::set<std::string> after;  // step names, or "all"; other names are not this stage's
+// `--disable-pass STEP`: the step does not run; a required one is an error. Names that are not
+// steps belong to the passes.
+struct PlanStepOptions {
+  std::set<std::string> dumpAfter;
+  std::set<std::string> disabled;
   std::function<void(std::string_view)> sink;
 };
 
 Result<Plan> buildPlan(const PlanInputs& in, const Profile& profile, BuildStats* stats = nullptr,
-                       const PlanDumps* dumps = nullptr);
+                       const PlanStepOptions* options = nullptr);
 
 // The inputs for a joint training graph.
 PlanInputs trainingInputs(const autodiff::TrainingGraph& tg, std::string model);

@@ -71,10 +71,33 @@ TEST_CASE("compile: a required pass refuses --disable-pass and says why", "[driv
   auto typo = driver::compileModel(a);
   REQUIRE_FALSE(typo.ok());
   CHECK(typo.error().message ==
-        "--disable-pass fold-and-infr: no such pass (passes: fold-and-infer, decompose-ops, drop-noops, dead-code, "
-        "fuse-attention, chunk-loss, split-rows, autodiff, recompute, schedule-loss-chunks, pack-saved, classify-operators, "
-        "assign-rtile, tile-index-elimination, global-layout-selection, layout-assignment, lower-layouts, "
-        "low-rank-terms, fusion, assign-storage)");
+        "--disable-pass fold-and-infr: no such pass or plan step (passes: fold-and-infer, decompose-ops, drop-noops, "
+        "dead-code, fuse-attention, chunk-loss, split-rows, autodiff, recompute, schedule-loss-chunks, pack-saved, "
+        "classify-operators, assign-rtile, tile-index-elimination, global-layout-selection, layout-assignment, "
+        "lower-layouts, low-rank-terms, fusion, assign-storage; plan steps: select-kernels, batch-launches, "
+        "merge-kernels, bind-runtime, add-transfers, plan-memory, emit-program)");
+  // The plan builder's steps are required but one, each with its reason.
+  for (const plan::PlanStep& step : plan::planSteps()) {
+    if (step.name == "batch-launches") continue;
+    a.disabledPasses = {step.name};
+    auto r = driver::compileModel(a);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().message ==
+          fmt::format("--disable-pass {}: the plan cannot be built without it ({})", step.name, step.requiredBecause));
+  }
+}
+
+TEST_CASE("compile: --disable-pass batch-launches leaves every narrow product its own launch", "[driver][passes]") {
+  // The H200's profile batches LoRA's independent narrow products (matmul.narrow.batch_products).
+  driver::CompileArgs a = llamaTiny();
+  a.profile = std::string(FBL_SOURCE_DIR) + "/profiles/nvidia-h200.json";
+  auto batched = driver::compileModel(a);
+  a.disabledPasses = {"batch-launches"};
+  auto single = driver::compileModel(a);
+  INFO((batched.ok() ? "" : batched.error().message) << (single.ok() ? "" : single.error().message));
+  REQUIRE(batched.ok());
+  REQUIRE(single.ok());
+  CHECK(single->stats.launches > batched->stats.launches);
 }
 
 TEST_CASE("compile: the optional load passes may be disabled", "[driver][passes]") {
