@@ -1,7 +1,8 @@
 // The lowering passes' dumps (compiler/plan/lowering_printer.h) on a small graph, diffed as text:
 // a transpose folded into the MatMul that reads it, a Relu fused into that MatMul's store, and
-// the weights' R-Tile; then the same passes on an assignment stated in the layout text form
-// (compiler/passes/layout_text.h), with an explicit read lowered to one copy.
+// the weights' R-Tile; then the same passes on assignments stated in the layout text form
+// (compiler/passes/layout_text.h): an explicit read lowered to one copy, and one LoRA branch's
+// low-rank term and epilogue.
 #include <catch2/catch.hpp>
 
 #include "compiler/ir/parser.h"
@@ -113,6 +114,52 @@ TEST_CASE("the lowering passes lower an assignment stated as text", "[plan][lowe
         "mm (MatMul): materialises %xt first, one copy of %x through [16,8] -> buffer[128]: i0 * 8 + i1\n");
   CHECK(section(dump, "assign-storage").find("%w: stored [8,32] -> buffer[256]: i0 * 32 + i1 (rtile 8x32 blocks") !=
         std::string::npos);
+}
+
+
+TEST_CASE("one LoRA branch's low-rank term and epilogue, from a stated assignment", "[plan][lowering-dump]") {
+  auto hw = profile::loadProfile(FBL_SOURCE_DIR "/profiles/pocl-cpu.json");
+  REQUIRE(hw.ok());
+  // y = x W + (x A) B * s, with the R-Tiles the layout pipeline gives it on this profile.
+  auto lg = passes::parseLayoutGraph(R"(graph "lora" opset 20
+  input %x : f32[16,32] <rtile 16x32 blocks 4x4:1x4 cols-along-x anchor written>
+  init %w : f32[32,32] <rtile 32x32 blocks 4x4:1x4 rows-along-x anchor written>
+  init %a : f32[32,4]
+  init %b : f32[4,32] <rtile 4x32 blocks 4x4:1x4 rows-along-x anchor written>
+  const %s : f32[] = [0.5]
+  %base : f32[16,32] <rtile 16x32 blocks 4x4:1x4 cols-along-x written> = MatMul(%x, %w) @base <FTD-D>
+  %t : f32[16,4] = MatMul(%x, %a) @lora_a <FTD-D>
+  %u : f32[16,32] = MatMul(%t, %b) @lora_b <FTD-D>
+  %us : f32[16,32] = Mul(%u, %s) @scale <FTI-C>
+  %y : f32[16,32] <rtile of %base written> = Add(%base, %us) @add <FTI-C>
+  output %y
+)", *hw, "lora.ir");
+  INFO((lg.ok() ? std::string() : lg.error().message));
+  REQUIRE(lg.ok());
+  const std::vector<ir::ValueId> mustExist;
+  LoweringOptions options;
+  options.host.hostValues = {lg->graph.findValue("w"), lg->graph.findValue("a"), lg->graph.findValue("b")};
+  LoweringPasses lowering(lg->assignment, mustExist, options);
+  passes::PassOptions o;
+  std::string dump;
+  o.sink = [&](std::string_view s) { dump += s; };
+  o.dumpAfter = {"low-rank-terms", "fusion"};
+  passes::PassManager pm(o);
+  lowering.addTo(pm);
+  auto runs = pm.run(lg->graph);
+  INFO((runs.ok() ? dump : runs.error().message));
+  REQUIRE(runs.ok());
+  // The narrow product t B and its scale run inside the base product's kernel, and the Add that
+  // sums them becomes that kernel's epilogue: one launch where there were four.
+  CHECK(section(dump, "low-rank-terms") ==
+        "2 nodes fused: 0 MatMul epilogues, 0 kernels computing inlined producers, 1 low-rank terms\n"
+        "base (MatMul): adds the low-rank term lora_b (MatMul) * scale (Mul)\n");
+  CHECK(section(dump, "fusion") ==
+        "3 nodes fused: 1 MatMul epilogues, 0 kernels computing inlined producers, 1 low-rank terms\n"
+        "base (MatMul): adds the low-rank term lora_b (MatMul) * scale (Mul)\n"
+        "base (MatMul): epilogue add (Add)\n"
+        "base (MatMul): deferred to its epilogue's last node\n"
+        "add (Add): emits base (MatMul)'s kernel here\n");
 }
 
 }  // namespace fbl::plan
