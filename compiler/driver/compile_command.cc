@@ -41,7 +41,6 @@ using plan::LayoutLowering;
 using plan::LoweringOptions;
 using plan::LoweringPasses;
 using plan::Plan;
-using plan::PlanStepOptions;
 using plan::PlanInputs;
 using plan::plannerProfile;
 using plan::Profile;
@@ -222,10 +221,9 @@ static Result<Compiled> compileWith(const CompileArgs& args, const profile::Hard
   // --dump-after names a pass or a plan builder step (plan_builder.h), or "all"; the pass
   // manager checks the names.
   po.dumpAfter.insert(args.dumpAfter.begin(), args.dumpAfter.end());
-  for (const plan::PlanStep& st : plan::planSteps()) po.planSteps.push_back({st.name, st.requiredBecause});
+  po.planSteps = plan::planSteps();
   po.sink = args.dumpSink;
   po.disabled.insert(args.disabledPasses.begin(), args.disabledPasses.end());
-  PlanStepOptions planSteps{po.dumpAfter, po.disabled, args.dumpSink};
   if (args.verifyPasses) po.verify = true;
   p.disableForStrategy(po);
   passes::PassManager pm(po);
@@ -267,7 +265,7 @@ static Result<Compiled> compileWith(const CompileArgs& args, const profile::Hard
   in.lostInputBounds = p.splitRows.lostBounds();
   in.lowering = &lowering;
   in.stagingBytes = args.stagingBytes;
-  FBL_ASSIGN(c.plan, buildPlan(in, profile, &c.stats, &planSteps));
+  FBL_ASSIGN(c.plan, buildPlan(in, profile, &c.stats, &po));
   c.plan.explain = report::explainSection(tg.graph, assignment);  // for `fblc explain`
   for (const auto& [v, why] : lowering.storageWhy) c.plan.explain["storage_why"][tg.graph.values[v].name] = why;
   c.storage = storageReport(tg, c.plan, c.stats);

@@ -49,7 +49,7 @@ struct CompileArgs : autodiff::TrainingFlags {
   // objects where writer and readers take them), "auto" (images where the profile says image
   // reads go through a texture cache).
   std::string storage = "auto";
-  // Pass names and plan builder steps (plan::planStepNames), or "all": the IR after the pass, the
+  // Pass names and plan builder steps (plan::planSteps), or "all": the IR after the pass, the
   // plan after the step, printed to dumpSink (stdout if empty).
   std::vector<std::string> dumpAfter;
   std::function<void(std::string_view)> dumpSink;

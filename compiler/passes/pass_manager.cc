@@ -1,12 +1,10 @@
 // PassManager: the algorithm is in pass_manager.h (steps 1-5).
 #include "compiler/passes/pass_manager.h"
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "compiler/ir/printer.h"
 
@@ -39,9 +37,9 @@ Result<std::vector<PassRun>> PassManager::run(ir::Graph& g) {
   };
   std::string all, steps;
   for (const Entry& e : entries_) all += (all.empty() ? "" : ", ") + e.name;
-  for (const PassOptions::LaterStep& st : opts_.planSteps) steps += (steps.empty() ? "" : ", ") + st.name;
-  auto step = [&](const std::string& n) -> const PassOptions::LaterStep* {
-    for (const PassOptions::LaterStep& st : opts_.planSteps)
+  for (const PlanStep& st : opts_.planSteps) steps += (steps.empty() ? "" : ", ") + st.name;
+  auto step = [&](const std::string& n) -> const PlanStep* {
+    for (const PlanStep& st : opts_.planSteps)
       if (st.name == n) return &st;
     return nullptr;
   };
@@ -51,7 +49,7 @@ Result<std::vector<PassRun>> PassManager::run(ir::Graph& g) {
     return makeError("{} {}: no such pass or plan step (passes: {}; plan steps: {})", flag, n, all, steps);
   };
   for (const std::string& n : opts_.disabled) {
-    if (const PassOptions::LaterStep* st = step(n)) {
+    if (const PlanStep* st = step(n)) {
       if (!st->requiredBecause.empty())
         return makeError("--disable-pass {}: the plan cannot be built without it ({})", n, st->requiredBecause);
       continue;

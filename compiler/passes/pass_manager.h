@@ -36,18 +36,20 @@ inline constexpr bool kVerifyByDefault = false;
 inline constexpr bool kVerifyByDefault = true;
 #endif
 
+// A step that runs after the passes and prints its own dumps (fblc compile: the plan builder's,
+// plan::planSteps()). Like a pass it may be disabled, unless `requiredBecause` says why not.
+struct PlanStep {
+  std::string name;
+  std::string requiredBecause;
+};
+
 struct PassOptions {
   bool verify = kVerifyByDefault;
   VerifyOptions verifyOptions;
   std::set<std::string> dumpAfter;  // pass names, or "all"
-  // Steps that run after the passes and print their own dumps (fblc compile: the plan builder's,
-  // plan::planSteps()): their names may stand in dumpAfter, and in disabled where
-  // requiredBecause is empty; an unknown name lists them too.
-  struct LaterStep {
-    std::string name;
-    std::string requiredBecause;
-  };
-  std::vector<LaterStep> planSteps;
+  // The steps after the passes: their names may stand in dumpAfter and disabled too, and an
+  // unknown name lists them. The plan builder reads dumpAfter, disabled and sink for its steps.
+  std::vector<PlanStep> planSteps;
   std::set<std::string> disabled;
   // Where dumps go; stdout when empty.
   std::function<void(std::string_view)> sink;

@@ -55,7 +55,7 @@ const char* phaseName(ir::Phase p) {
 
 class Builder {
  public:
-  Builder(const PlanInputs& in, const Profile& profile, const PlanStepOptions* options)
+  Builder(const PlanInputs& in, const Profile& profile, const passes::PassOptions* options)
       : in_(in), g_(*in.graph), profile_(profile), options_(options) {
     root_.resize(g_.values.size());
     for (size_t v = 0; v < root_.size(); ++v) root_[v] = static_cast<ir::ValueId>(v);
@@ -641,7 +641,7 @@ class Builder {
   std::map<std::string, std::string> kernelBase_;
   std::map<std::string, int32_t> entryIndex_;
   std::map<std::string, std::pair<std::vector<int64_t>, std::vector<int64_t>>> entryWork_;  // global, local
-  const PlanStepOptions* options_;
+  const passes::PassOptions* options_;
   codegen::Target target_;
   std::set<int32_t> keep_;  // tensors whose bytes survive the step (bind-runtime's, for plan-memory)
   std::vector<std::string> kernelSources_;
@@ -666,13 +666,8 @@ const std::vector<PlanStep>& planSteps() {
   return steps;
 }
 
-std::vector<std::string> planStepNames() {
-  std::vector<std::string> out;
-  for (const PlanStep& s : planSteps()) out.push_back(s.name);
-  return out;
-}
-
-Result<Plan> buildPlan(const PlanInputs& in, const Profile& profile, BuildStats* stats, const PlanStepOptions* options) {
+Result<Plan> buildPlan(const PlanInputs& in, const Profile& profile, BuildStats* stats,
+                       const passes::PassOptions* options) {
   FBL_ASSERT(in.graph != nullptr);
   return Builder(in, profile, options).build(stats);
 }

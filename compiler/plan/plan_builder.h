@@ -3,15 +3,13 @@
 // plan tensors with roles, and the memory plan.
 #pragma once
 
-#include <functional>
 #include <map>
-#include <set>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "compiler/analysis/input_bounds.h"
 #include "compiler/autodiff/training_graph.h"
+#include "compiler/passes/pass_manager.h"
 #include "compiler/plan/layout_lowering.h"
 #include "compiler/plan/profile.h"
 #include "runtime/plan_file.h"
@@ -76,25 +74,15 @@ struct BuildStats {
 //   plan-memory     5: offsets in the arena's pools and images
 //   emit-program    the kernels' sources as one OpenCL program
 // Like a pass, a step without a `requiredBecause` may be disabled (batch-launches alone).
-struct PlanStep {
-  std::string name;
-  std::string requiredBecause;
-};
+using passes::PlanStep;
 const std::vector<PlanStep>& planSteps();
-std::vector<std::string> planStepNames();
 
-// `fblc compile --dump-after STEP` (or "all"): the plan as far as the steps up to STEP built it,
-// printed as `fblc print-plan` prints a plan (plan_printer.h), to `sink` (stdout if empty).
-// `--disable-pass STEP`: the step does not run; a required one is an error. Names that are not
-// steps belong to the passes.
-struct PlanStepOptions {
-  std::set<std::string> dumpAfter;
-  std::set<std::string> disabled;
-  std::function<void(std::string_view)> sink;
-};
-
+// The pipeline's options, where it has them, for the steps: `--dump-after STEP` (or "all")
+// prints the plan as far as the steps up to STEP built it, as `fblc print-plan` prints a plan
+// (plan_printer.h), to `sink` (stdout if empty); `--disable-pass STEP` leaves an optional step
+// out and refuses a required one. Names that are not steps belong to the passes.
 Result<Plan> buildPlan(const PlanInputs& in, const Profile& profile, BuildStats* stats = nullptr,
-                       const PlanStepOptions* options = nullptr);
+                       const passes::PassOptions* options = nullptr);
 
 // The inputs for a joint training graph.
 PlanInputs trainingInputs(const autodiff::TrainingGraph& tg, std::string model);
