@@ -157,6 +157,29 @@ void explicitStrategyConversions(const ir::Graph& g, LayoutAssignment& a) {
 
 }  // namespace
 
+std::vector<std::vector<int>> readsThroughNodes(const ir::Graph& g, const LayoutAssignment& a) {
+  std::vector<std::vector<int>> out(g.nodes.size());
+  for (size_t i = 0; i < a.reads.size(); ++i)
+    for (NodeId n : a.reads[i].chain) out[n].push_back(static_cast<int>(i));
+  return out;
+}
+
+void settleFolded(const ir::Graph& g, const LayoutAssignment& a, const std::vector<int>& reads, TransformStatus& t) {
+  t.eliminated = true;
+  t.tileMapped = !reads.empty();
+  t.reason = reads.empty() ? "no reader" : "";
+  for (int i : reads) {
+    const ReadThrough& r = a.reads[i];
+    t.tileMapped = t.tileMapped && r.decision == ReadThrough::Decision::kTileMap;
+    if (r.decision == ReadThrough::Decision::kExplicit) {
+      t.eliminated = false;
+      t.reason = fmt::format("read by {}: {}", g.nodes[r.consumer].name, r.reason);
+      break;
+    }
+  }
+  if (t.eliminated && t.reason.empty()) t.reason = t.tileMapped ? "tile map" : "index map";
+}
+
 Status checkAssignment(const ir::Graph& g, const LayoutAssignment& a, bool final) {
   if (a.nodeClass.size() != g.nodes.size() || a.transforms.size() != g.nodes.size() ||
       a.values.size() != g.values.size())
@@ -229,9 +252,7 @@ Result<bool> LayoutAssignmentPass::run(ir::Graph& g) {
   }
   if (a_.strategy == Strategy::kExplicit) explicitStrategyConversions(g, a_);
   // Transformation nodes: explicit when any read through them is.
-  std::vector<std::vector<int>> readsThrough(g.nodes.size());
-  for (size_t i = 0; i < a_.reads.size(); ++i)
-    for (NodeId n : a_.reads[i].chain) readsThrough[n].push_back(static_cast<int>(i));
+  const std::vector<std::vector<int>> readsThrough = readsThroughNodes(g, a_);
   std::vector<bool> isOutput(g.values.size(), false);
   for (ValueId v : g.outputs) isOutput[v] = true;
   for (NodeId id = 0; id < static_cast<NodeId>(g.nodes.size()); ++id) {
@@ -245,19 +266,7 @@ Result<bool> LayoutAssignmentPass::run(ir::Graph& g) {
                      : nonIndexMapReason(g, n);
       continue;
     }
-    t.eliminated = true;
-    t.tileMapped = !readsThrough[id].empty();
-    t.reason = readsThrough[id].empty() ? "no reader" : "";
-    for (int i : readsThrough[id]) {
-      const ReadThrough& r = a_.reads[i];
-      t.tileMapped = t.tileMapped && r.decision == ReadThrough::Decision::kTileMap;
-      if (r.decision == ReadThrough::Decision::kExplicit) {
-        t.eliminated = false;
-        t.reason = fmt::format("read by {}: {}", g.nodes[r.consumer].name, r.reason);
-        break;
-      }
-    }
-    if (t.eliminated && t.reason.empty()) t.reason = t.tileMapped ? "tile map" : "index map";
+    settleFolded(g, a_, readsThrough[id], t);
   }
   // Phase 5: every consumer can read what its producer wrote.
   FBL_TRY(checkAssignment(g, a_, /*final=*/true));

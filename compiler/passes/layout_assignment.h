@@ -152,6 +152,12 @@ bool isTileReader(const ir::Node& n, int slot);
 // Data inputs (not shape or parameter operands such as Reshape's target shape).
 bool isDataInput(const ir::Node& n, int slot);
 
+// By node, the indices of the reads (LayoutAssignment::reads) whose chains run through it.
+std::vector<std::vector<int>> readsThroughNodes(const ir::Graph& g, const LayoutAssignment& a);
+// Phase 4's verdict on a folded movement op, from the reads through it (readsThroughNodes):
+// eliminated unless one of them is explicit, tile-mapped when every one is a tile map, and why.
+void settleFolded(const ir::Graph& g, const LayoutAssignment& a, const std::vector<int>& reads, TransformStatus& t);
+
 // Phase 5 above; `final` false: between layout passes, where reads may still be undecided.
 Status checkAssignment(const ir::Graph& g, const LayoutAssignment& a, bool final);
 

@@ -3,8 +3,8 @@
 // Reading runs in four steps: parse the graph and keep its annotations; classify it (classes
 // and the reads through chains, as classify-operators does); read the values' R-Tiles (own ones
 // first, then those naming another value's), then the nodes' classes and verdicts and the
-// inputs' read decisions and conversions; finally derive what the assignment pass derives from
-// those (which eliminated movement ops are tile-mapped) and check the whole.
+// inputs' read decisions and conversions; finally settle the movement ops stated eliminated as
+// layout-assignment does (settleFolded) and check the whole.
 #include "compiler/passes/layout_text.h"
 
 #include <charconv>
@@ -172,7 +172,7 @@ class Reader {
     FBL_TRY(sharedAndWritten());
     for (const auto& [n, at] : found.nodes) FBL_TRY(node(n, at));
     for (const auto& [key, at] : found.inputs) FBL_TRY(input(key.first, key.second, at));
-    deriveTransforms();
+    FBL_TRY(settleEliminated());
     FBL_TRY(checkAssignment(g_, a_, /*final=*/false));
     return {};
   }
@@ -287,6 +287,7 @@ class Reader {
       if (!t.folded)
         return w.fail(fmt::format("node {} is folded into no read: it cannot be eliminated", node.name));
       t.eliminated = true;
+      eliminated_.push_back({n, &at});
     } else if (w.acceptWord("explicit")) {
       if (!t.isTransform) return w.fail(fmt::format("node {} is not a movement op", node.name));
       FBL_ASSIGN(t.reason, w.string("the reason it runs"));
@@ -344,19 +345,19 @@ class Reader {
     return {};
   }
 
-  // What layout-assignment derives from the reads: an eliminated movement op is tile-mapped when
-  // every read through it is a tile map.
-  void deriveTransforms() {
-    std::vector<std::vector<const ReadThrough*>> through(g_.nodes.size());
-    for (const ReadThrough& r : a_.reads)
-      for (NodeId n : r.chain) through[n].push_back(&r);
-    for (NodeId id = 0; id < static_cast<NodeId>(g_.nodes.size()); ++id) {
-      TransformStatus& t = a_.transforms[id];
-      if (!t.eliminated) continue;
-      t.tileMapped = !through[id].empty();
-      for (const ReadThrough* r : through[id]) t.tileMapped = t.tileMapped && r->decision == ReadThrough::Decision::kTileMap;
-      t.reason = through[id].empty() ? "no reader" : t.tileMapped ? "tile map" : "index map";
+  // A movement op stated eliminated gets layout-assignment's verdict from the reads through it
+  // (whether it is tile-mapped, and why), which must agree: no read through it is explicit.
+  Status settleEliminated() {
+    if (eliminated_.empty()) return {};
+    const std::vector<std::vector<int>> through = readsThroughNodes(g_, a_);
+    for (const auto& [n, at] : eliminated_) {
+      TransformStatus& t = a_.transforms[n];
+      settleFolded(g_, a_, through[n], t);
+      if (t.eliminated) continue;
+      FBL_ASSIGN(Words w, words(*at));
+      return w.fail(fmt::format("node {} is not eliminated: it is {}", g_.nodes[n].name, t.reason));
     }
+    return {};
   }
 
   struct Pending {
@@ -372,6 +373,7 @@ class Reader {
   TileReadChecker checker_;
   std::vector<TileUses> tileUses_;
   std::vector<Pending> shared_, written_;  // `rtile of %v`, `written`: checked once all R-Tiles are read
+  std::vector<std::pair<NodeId, const ir::Annotation*>> eliminated_;  // settled once the reads are
 };
 
 }  // namespace

@@ -165,6 +165,10 @@ TEST_CASE("layout text: texts the graph or the profile contradict are refused in
         "layout.ir:5: <index-map>: input 0 of fwd reads %x directly, through no movement op");
   CHECK(parseError(with("MatMul(%x, %w)", "Pad(%x, _ <index-map>, %w)"), p) ==
         "layout.ir:5: <index-map>: input 1 of fwd is omitted");
+  const std::string explicitRead = with("MatMul(%xt, %dy)", "MatMul(%xt <explicit \"e\">, %dy)");
+  CHECK(parseError(explicitRead.substr(0, explicitRead.find("@xt")) + "@xt <FTI-D eliminated>" +
+                       explicitRead.substr(explicitRead.find("@xt") + 3),
+                   p) == "layout.ir:6: <FTI-D eliminated>: node xt is not eliminated: it is read by dw: e");
   CHECK(parseError(with("@dw", "@dw <FTD-D eliminated>"), p) ==
         "layout.ir:7: <FTD-D eliminated>: node dw is folded into no read: it cannot be eliminated");
   const std::string tiled = with("%x : f32[64,128]", "%x : f32[64,128] <rtile 16x32 strips cols-along-x>");
