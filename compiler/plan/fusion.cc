@@ -36,7 +36,7 @@ bool runsAlone(const ir::Node& n, const NodeLowering& nl) {
 class Fuser {
  public:
   Fuser(const ir::Graph& g, LayoutLowering& out)
-      : g_(g), keep_(out.keep), out_(out), views_(out.views), reads_(valueReads(g, out)) {}
+      : g_(g), out_(out), reads_(valueReads(g, out)) {}
 
   void epilogues() {
     for (NodeId id = 0; id < static_cast<NodeId>(g_.nodes.size()); ++id) {
@@ -127,7 +127,7 @@ class Fuser {
         continue;
       const ValueId y = m.outputs[0];
       const int xs = scaledSlot(m);
-      if (xs < 0 || keep_[y] || reads_[y].empty() || out_.inKernelOnly[m.inputs[xs]]) continue;
+      if (xs < 0 || out_.keep[y] || reads_[y].empty() || out_.inKernelOnly[m.inputs[xs]]) continue;
       bool ok = true;
       for (const ValueRead& r : reads_[y]) {
         const ir::Node& h = g_.nodes[r.node];
@@ -143,7 +143,7 @@ class Fuser {
           in->value = x;  // same shape, both row-major: the layout reads x as it read y
         } else {
           in = codegen::OperandLayout{x, layout::Layout::rowMajor(g_.values[x].shape), false, std::nullopt};
-          views_[{r.node, r.slot}] = layout::IndexMap::identity(g_.values[x].shape);
+          out_.views[{r.node, r.slot}] = layout::IndexMap::identity(g_.values[x].shape);
         }
         hl.layouts.epilogue.insert(hl.layouts.epilogue.begin(), codegen::FusedOp{id, xs, {}});
         reads_[x].push_back({r.node, r.slot, true});
@@ -233,7 +233,7 @@ class Fuser {
 
   // The single reader of `v` reading it as stored (not through a map), or null.
   const ValueRead* onlyPlainRead(ValueId v) const {
-    if (keep_[v] || reads_[v].size() != 1 || reads_[v][0].through || reads_[v][0].slot < 0) return nullptr;
+    if (out_.keep[v] || reads_[v].size() != 1 || reads_[v][0].through || reads_[v][0].slot < 0) return nullptr;
     return &reads_[v][0];
   }
 
@@ -273,9 +273,7 @@ class Fuser {
   }
 
   const ir::Graph& g_;
-  const std::vector<bool>& keep_;
   LayoutLowering& out_;
-  std::map<std::pair<NodeId, int>, layout::IndexMap>& views_;
   std::vector<std::vector<ValueRead>> reads_;
 };
 

@@ -149,7 +149,6 @@ struct ValueRead {
 // By value, its reads by every node that is not skipped, fused nodes included.
 std::vector<std::vector<ValueRead>> valueReads(const ir::Graph& g, const LayoutLowering& l);
 
-
 class LowerLayoutsPass;
 class LowRankTermsPass;
 class FusionPass;

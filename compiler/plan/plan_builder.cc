@@ -107,7 +107,6 @@ class Builder {
  private:
   // select-kernels (1-2): the launches of every live node, its tensors and scratch.
   Status selectKernels() {
-    const codegen::Target& target = target_;
     // A materialised value is copied in right before the first launch that reads it. The
     // lowering attaches the copy to the first consumer that asked for it, but an earlier node may
     // read the value as stored (its chain left to run op by op), or a fused kernel may move.
@@ -120,7 +119,7 @@ class Builder {
       if (it == pendingCopies.end()) return Status::success();
       const ir::Value& val = g_.values[v];
       FBL_ASSIGN(codegen::NodeCode copy,
-                 codegen::emitLayoutCopy(g_, *it->second, val.dtype, layout::Layout::rowMajor(val.shape), target));
+                 codegen::emitLayoutCopy(g_, *it->second, val.dtype, layout::Layout::rowMajor(val.shape), target_));
       pendingCopies.erase(it);
       addLaunches(reader, copy, "conversion", {tensorOf(v)}, "/copy:" + val.name, {}, {});
       return Status::success();
@@ -168,7 +167,7 @@ class Builder {
         for (const auto* list : {&nl->layouts.inlined, &nl->layouts.epilogue})
           for (const codegen::FusedOp& op : *list) FBL_TRY(copyInReadsOf(g_.nodes[op.node], &op.inputs, op.chained));
       FBL_ASSIGN(codegen::NodeCode code,
-                 nl ? codegen::emitNode(g_, n, target, nl->layouts) : codegen::emitNode(g_, n, target));
+                 nl ? codegen::emitNode(g_, n, target_, nl->layouts) : codegen::emitNode(g_, n, target_));
       if (code.aliasOf != ir::kNoValue) {
         root_[n.outputs[0]] = root_[code.aliasOf];
         continue;
@@ -200,8 +199,7 @@ class Builder {
         addInputChecks(v);
       }
     // 4: commits and the names the runtime needs.
-    std::set<int32_t>& keep = keep_;
-    if (in_.loss != ir::kNoValue) keep.insert(plan_.loss = tensorOf(in_.loss));
+    if (in_.loss != ir::kNoValue) keep_.insert(plan_.loss = tensorOf(in_.loss));
     if (in_.step != ir::kNoValue) plan_.step = tensorOf(in_.step);
     if (in_.lr != ir::kNoValue) plan_.loop.lrTensor = tensorOf(in_.lr);
     if (in_.accumKeep != ir::kNoValue) plan_.loop.accumKeep = tensorOf(in_.accumKeep);
@@ -211,7 +209,7 @@ class Builder {
       pt.param = tensorOf(t.param);
       pt.grad = t.grad != ir::kNoValue ? tensorOf(t.grad) : -1;
       pt.adapterKey = autodiff::peftAdapterKey(g_.values[t.param].name);
-      if (pt.grad >= 0) keep.insert(pt.grad);
+      if (pt.grad >= 0) keep_.insert(pt.grad);
       // A gradient that reaches its trainable through a view (IA3's [out, 1] vector, flattened
       // in the forward pass) is stored by the tensor the view aliases, shaped as that product.
       // The bytes are the trainable's, row-major: the plan records them in the trainable's shape.
@@ -223,24 +221,24 @@ class Builder {
           gt.shape = param.shape;
       }
       plan_.trainables.push_back(pt);
-      if (t.updated != ir::kNoValue) addCommit(t.updated, t.param, &keep);
+      if (t.updated != ir::kNoValue) addCommit(t.updated, t.param);
     }
     for (const auto& s : in_.state) {
       plan_.state.push_back(tensorOf(s.current));
-      if (s.updated != ir::kNoValue) addCommit(s.updated, s.current, &keep);
+      if (s.updated != ir::kNoValue) addCommit(s.updated, s.current);
     }
     for (ir::ValueId b : in_.buffers) plan_.updatedBuffers.push_back(tensorOf(b));
-    for (ir::ValueId v : in_.keep) keep.insert(tensorOf(v));
+    for (ir::ValueId v : in_.keep) keep_.insert(tensorOf(v));
     for (ir::ValueId v : in_.outputs) {
       plan_.outputs.push_back(tensorOf(v));
-      keep.insert(plan_.outputs.back());
+      keep_.insert(plan_.outputs.back());
     }
     return Status::success();
   }
 
   // add-transfers: the pack and unpack launches of host values, and the adapter's tensors.
   Status addTransfersAndAdapter() {
-    FBL_TRY(addTransfers(target_));
+    FBL_TRY(addTransfers());
     plan_.adapterConfig = in_.adapterConfig;
     plan_.adapterRefusal = in_.adapterRefusal;
     for (const auto& [name, key] : in_.adapterFrozen) {
@@ -373,7 +371,7 @@ class Builder {
   // row-major staging tensor of at most PlanInputs::stagingBytes (less where a pool is smaller): a tensor
   // larger than that moves a chunk of whole rows at a time, its first row in a one-element
   // tensor the runtime writes before each launch.
-  Status addTransfers(const codegen::Target& target) {
+  Status addTransfers() {
     if (packed_.empty()) return Status::success();
     const int64_t bound = std::max<int64_t>(1, in_.stagingBytes);
     const int64_t budget = profile_.maxAllocBytes > 0 ? std::min(bound, profile_.maxAllocBytes) : bound;
@@ -395,7 +393,7 @@ class Builder {
       const std::optional<ir::DType> dt = ir::dtypeFromName(pt.dtype);
       FBL_ASSERT(dt.has_value());
       for (const bool unpack : {false, true}) {
-        FBL_ASSIGN(codegen::LaunchSpec spec, codegen::emitTransfer(pt.name, l, *dt, unpack, pt.transferRows, target));
+        FBL_ASSIGN(codegen::LaunchSpec spec, codegen::emitTransfer(pt.name, l, *dt, unpack, pt.transferRows, target_));
         planfile::Launch pl;
         pl.phase = unpack ? "unpack" : "pack";
         pl.kernel = kernelFor(spec);
@@ -456,11 +454,11 @@ class Builder {
     return false;
   }
 
-  void addCommit(ir::ValueId from, ir::ValueId to, std::set<int32_t>* keep) {
+  void addCommit(ir::ValueId from, ir::ValueId to) {
     const int32_t src = tensorOf(from), dst = tensorOf(to);
     if (src == dst) return;
     plan_.commits.push_back({src, dst});
-    keep->insert(src);
+    keep_.insert(src);
   }
 
   // The scalars the runtime writes each step: the step number and the training loop's.
@@ -567,7 +565,6 @@ class Builder {
 
   // plan-memory (5): offsets by liveness; `keep_` lives to the end of the step.
   Status placeTensors(BuildStats* stats) {
-    const std::set<int32_t>& keep = keep_;
     const int64_t end = static_cast<int64_t>(plan_.launches.size());
     std::vector<Interval> iv(plan_.tensors.size());
     for (size_t i = 0; i < iv.size(); ++i) {
@@ -582,7 +579,7 @@ class Builder {
         iv[a].first = std::min(iv[a].first, li);
         iv[a].last = std::max(iv[a].last, li);
       }
-    for (int32_t k : keep) iv[k].last = end;
+    for (int32_t k : keep_) iv[k].last = end;
     // Transfers run between steps, when only persistent and kept tensors hold bytes.
     for (int32_t t : {plan_.staging, plan_.transferFirstRow})
       if (t >= 0) iv[t].first = iv[t].last = end;
