@@ -5,6 +5,8 @@
 // low-rank term and epilogue.
 #include <catch2/catch.hpp>
 
+#include <set>
+
 #include "compiler/ir/parser.h"
 #include "compiler/passes/layout_pipeline.h"
 #include "compiler/passes/layout_text.h"
@@ -23,6 +25,31 @@ std::string section(const std::string& dump, const std::string& name) {
   const size_t from = at + head.size();
   const size_t to = dump.find("// ---- ", from);
   return dump.substr(from, to == std::string::npos ? std::string::npos : to - from);
+}
+
+// The dumps `after` the lowering passes print when they lower the assignment stated in `text`
+// (passes/layout_text.h) on the pocl-cpu profile; the graph's initializers are host values.
+std::string lowerStated(const std::string& text, const std::set<std::string>& after) {
+  auto hw = profile::loadProfile(FBL_SOURCE_DIR "/profiles/pocl-cpu.json");
+  REQUIRE(hw.ok());
+  auto lg = passes::parseLayoutGraph(text, *hw, "stated.ir");
+  INFO((lg.ok() ? std::string() : lg.error().message));
+  REQUIRE(lg.ok());
+  const std::vector<ir::ValueId> mustExist;
+  LoweringOptions options;
+  for (ir::ValueId v = 0; v < static_cast<ir::ValueId>(lg->graph.values.size()); ++v)
+    if (lg->graph.values[v].kind == ir::ValueKind::Initializer) options.host.hostValues.push_back(v);
+  LoweringPasses lowering(lg->assignment, mustExist, options);
+  passes::PassOptions o;
+  std::string dump;
+  o.sink = [&](std::string_view s) { dump += s; };
+  o.dumpAfter = after;
+  passes::PassManager pm(o);
+  lowering.addTo(pm);
+  auto runs = pm.run(lg->graph);
+  INFO((runs.ok() ? dump : runs.error().message));
+  REQUIRE(runs.ok());
+  return dump;
 }
 
 }  // namespace
@@ -77,8 +104,6 @@ TEST_CASE("the lowering passes' --dump-after prints what each pass decided", "[p
 }
 
 TEST_CASE("the lowering passes lower an assignment stated as text", "[plan][lowering-dump]") {
-  auto hw = profile::loadProfile(FBL_SOURCE_DIR "/profiles/pocl-cpu.json");
-  REQUIRE(hw.ok());
   // The graph above with a Reshape for the Transpose, its read stated explicit.
   const std::string stated = R"(graph "t" opset 20
   input %x : f32[8,16]
@@ -89,22 +114,7 @@ TEST_CASE("the lowering passes lower an assignment stated as text", "[plan][lowe
   %z : f32[16,32] = Relu(%y) @relu <FTD-C>
   output %z
 )";
-  auto lg = passes::parseLayoutGraph(stated, *hw, "t.ir");
-  INFO((lg.ok() ? std::string() : lg.error().message));
-  REQUIRE(lg.ok());
-  const std::vector<ir::ValueId> mustExist;
-  LoweringOptions options;
-  options.host.hostValues = {lg->graph.findValue("w")};
-  LoweringPasses lowering(lg->assignment, mustExist, options);
-  passes::PassOptions o;
-  std::string dump;
-  o.sink = [&](std::string_view s) { dump += s; };
-  o.dumpAfter = {"lower-layouts", "assign-storage"};
-  passes::PassManager pm(o);
-  lowering.addTo(pm);
-  auto runs = pm.run(lg->graph);
-  INFO((runs.ok() ? dump : runs.error().message));
-  REQUIRE(runs.ok());
+  const std::string dump = lowerStated(stated, {"lower-layouts", "assign-storage"});
   // The dumps print the IR with the assignment they lowered.
   CHECK(section(dump, "IR after lower-layouts") == stated);
   // The explicit read becomes one copy of x before the MatMul, in place of the Reshape.
@@ -116,12 +126,9 @@ TEST_CASE("the lowering passes lower an assignment stated as text", "[plan][lowe
         std::string::npos);
 }
 
-
 TEST_CASE("one LoRA branch's low-rank term and epilogue, from a stated assignment", "[plan][lowering-dump]") {
-  auto hw = profile::loadProfile(FBL_SOURCE_DIR "/profiles/pocl-cpu.json");
-  REQUIRE(hw.ok());
   // y = x W + (x A) B * s, with the R-Tiles the layout pipeline gives it on this profile.
-  auto lg = passes::parseLayoutGraph(R"(graph "lora" opset 20
+  const std::string dump = lowerStated(R"(graph "lora" opset 20
   input %x : f32[16,32] <rtile 16x32 blocks 4x4:1x4 cols-along-x anchor written>
   init %w : f32[32,32] <rtile 32x32 blocks 4x4:1x4 rows-along-x anchor written>
   init %a : f32[32,4]
@@ -133,22 +140,7 @@ TEST_CASE("one LoRA branch's low-rank term and epilogue, from a stated assignmen
   %us : f32[16,32] = Mul(%u, %s) @scale <FTI-C>
   %y : f32[16,32] <rtile of %base written> = Add(%base, %us) @add <FTI-C>
   output %y
-)", *hw, "lora.ir");
-  INFO((lg.ok() ? std::string() : lg.error().message));
-  REQUIRE(lg.ok());
-  const std::vector<ir::ValueId> mustExist;
-  LoweringOptions options;
-  options.host.hostValues = {lg->graph.findValue("w"), lg->graph.findValue("a"), lg->graph.findValue("b")};
-  LoweringPasses lowering(lg->assignment, mustExist, options);
-  passes::PassOptions o;
-  std::string dump;
-  o.sink = [&](std::string_view s) { dump += s; };
-  o.dumpAfter = {"low-rank-terms", "fusion"};
-  passes::PassManager pm(o);
-  lowering.addTo(pm);
-  auto runs = pm.run(lg->graph);
-  INFO((runs.ok() ? dump : runs.error().message));
-  REQUIRE(runs.ok());
+)", {"low-rank-terms", "fusion"});
   // The narrow product t B and its scale run inside the base product's kernel, and the Add that
   // sums them becomes that kernel's epilogue: one launch where there were four.
   CHECK(section(dump, "low-rank-terms") ==
