@@ -139,44 +139,48 @@ TEST_CASE("layout text: tile-index-elimination and layout-assignment on a stated
 TEST_CASE("layout text: texts the graph or the profile contradict are refused in one line",
           "[passes][layout-text]") {
   auto p = adreno830();
-  std::string text = kProduct;
-  auto with = [&](const std::string& from, const std::string& to) {
-    std::string t = text;
-    const size_t at = t.find(from);
-    REQUIRE(at != std::string::npos);
-    return t.replace(at, from.size(), to);
+  // kProduct with each (from, to) edit made at the first place `from` stands, and the error.
+  struct Case {
+    std::vector<std::pair<std::string, std::string>> edits;
+    std::string error;
   };
-  CHECK(parseError(with("@fwd", "@fwd <FTI-C>"), p) == "layout.ir:5: <FTI-C>: node fwd (MatMul) is FTD-D, not FTI-C");
-  CHECK(parseError(with("f32[64,128]", "f32[64,128] <rtile 16x32 blocks 4x8:1x8 cols-along-x>"), p) ==
-        "layout.ir:2: <rtile 16x32 blocks 4x8:1x8 cols-along-x>: on profile 'adreno-830' a 16x32 tile of %x is 16x32 "
-        "strips cols-along-x");
-  CHECK(parseError(with("f32[64,128]", "f32[64,128] <rtile 16x32 strips rows-along-x>"), p) ==
-        "layout.ir:2: <rtile 16x32 strips rows-along-x>: on profile 'adreno-830' a 16x32 tile of %x is 16x32 strips "
-        "cols-along-x");
-  CHECK(parseError(with("f32[64,128]", "f32[64,128] <rtile 16by32 strips>"), p) ==
-        "layout.ir:2: <rtile 16by32 strips>: '16by32' is not a tile (HxW)");
-  CHECK(parseError(with("f32[64,128]", "f32[64,128] <tiled>"), p) ==
-        "layout.ir:2: <tiled>: expected rtile, anchor, written or convert but found 'tiled'");
-  CHECK(parseError(with("f32[64,128]", "f32[64,128] <written>"), p) ==
-        "layout.ir:2: <written>: %x is linear: only an R-Tile is written tiled");
-  CHECK(parseError(with("f32[128,256] = M", "f32[128,256] <anchor> = M"), p) ==
-        "layout.ir:7: <anchor>: %dw is read tile by tile by no FTD-D operator: it is not an anchor");
-  CHECK(parseError(with("MatMul(%x, %w)", "MatMul(%x <index-map>, %w)"), p) ==
-        "layout.ir:5: <index-map>: input 0 of fwd reads %x directly, through no movement op");
-  CHECK(parseError(with("MatMul(%x, %w)", "Pad(%x, _ <index-map>, %w)"), p) ==
-        "layout.ir:5: <index-map>: input 1 of fwd is omitted");
-  const std::string explicitRead = with("MatMul(%xt, %dy)", "MatMul(%xt <explicit \"e\">, %dy)");
-  CHECK(parseError(explicitRead.substr(0, explicitRead.find("@xt")) + "@xt <FTI-D eliminated>" +
-                       explicitRead.substr(explicitRead.find("@xt") + 3),
-                   p) == "layout.ir:6: <FTI-D eliminated>: node xt is not eliminated: it is read by dw: e");
-  CHECK(parseError(with("@dw", "@dw <FTD-D eliminated>"), p) ==
-        "layout.ir:7: <FTD-D eliminated>: node dw is folded into no read: it cannot be eliminated");
-  const std::string tiled = with("%x : f32[64,128]", "%x : f32[64,128] <rtile 16x32 strips cols-along-x>");
-  CHECK(parseError(tiled.substr(0, tiled.find("MatMul(%xt")) + "MatMul(%xt <tile-map 16x32>" +
-                       tiled.substr(tiled.find("MatMul(%xt") + 10),
-                   p) == "layout.ir:7: <tile-map 16x32>: the tile map of input 0 of dw is read transposed");
-  CHECK(parseError(with("MatMul(%xt, %dy)", "MatMul(%xt <tile-map 16x32>, %dy)"), p) ==
-        "layout.ir:7: <tile-map 16x32>: %x is stored linear, not in 16x32 tiles");
+  const std::vector<Case> cases = {
+      {{{"@fwd", "@fwd <FTI-C>"}}, "layout.ir:5: <FTI-C>: node fwd (MatMul) is FTD-D, not FTI-C"},
+      {{{"f32[64,128]", "f32[64,128] <rtile 16x32 blocks 4x8:1x8 cols-along-x>"}},
+       "layout.ir:2: <rtile 16x32 blocks 4x8:1x8 cols-along-x>: on profile 'adreno-830' a 16x32 tile of %x is 16x32 "
+       "strips cols-along-x"},
+      {{{"f32[64,128]", "f32[64,128] <rtile 16x32 strips rows-along-x>"}},
+       "layout.ir:2: <rtile 16x32 strips rows-along-x>: on profile 'adreno-830' a 16x32 tile of %x is 16x32 strips "
+       "cols-along-x"},
+      {{{"f32[64,128]", "f32[64,128] <rtile 16by32 strips>"}},
+       "layout.ir:2: <rtile 16by32 strips>: '16by32' is not a tile (HxW)"},
+      {{{"f32[64,128]", "f32[64,128] <tiled>"}},
+       "layout.ir:2: <tiled>: expected rtile, anchor, written or convert but found 'tiled'"},
+      {{{"f32[64,128]", "f32[64,128] <written>"}}, "layout.ir:2: <written>: %x is linear: only an R-Tile is written tiled"},
+      {{{"f32[128,256] = M", "f32[128,256] <anchor> = M"}},
+       "layout.ir:7: <anchor>: %dw is read tile by tile by no FTD-D operator: it is not an anchor"},
+      {{{"MatMul(%x, %w)", "MatMul(%x <index-map>, %w)"}},
+       "layout.ir:5: <index-map>: input 0 of fwd reads %x directly, through no movement op"},
+      {{{"MatMul(%x, %w)", "Pad(%x, _ <index-map>, %w)"}}, "layout.ir:5: <index-map>: input 1 of fwd is omitted"},
+      {{{"MatMul(%xt, %dy)", "MatMul(%xt <explicit \"e\">, %dy)"}, {"@xt", "@xt <FTI-D eliminated>"}},
+       "layout.ir:6: <FTI-D eliminated>: node xt is not eliminated: it is read by dw: e"},
+      {{{"@dw", "@dw <FTD-D eliminated>"}},
+       "layout.ir:7: <FTD-D eliminated>: node dw is folded into no read: it cannot be eliminated"},
+      {{{"%x : f32[64,128]", "%x : f32[64,128] <rtile 16x32 strips cols-along-x>"},
+        {"MatMul(%xt", "MatMul(%xt <tile-map 16x32>"}},
+       "layout.ir:7: <tile-map 16x32>: the tile map of input 0 of dw is read transposed"},
+      {{{"MatMul(%xt, %dy)", "MatMul(%xt <tile-map 16x32>, %dy)"}},
+       "layout.ir:7: <tile-map 16x32>: %x is stored linear, not in 16x32 tiles"}};
+  for (const Case& c : cases) {
+    std::string text = kProduct;
+    for (const auto& [from, to] : c.edits) {
+      const size_t at = text.find(from);
+      REQUIRE(at != std::string::npos);
+      text.replace(at, from.size(), to);
+    }
+    INFO(text);
+    CHECK(parseError(text, p) == c.error);
+  }
 }
 
 TEST_CASE("layout text: random annotations are read or refused in one line", "[passes][layout-text]") {
