@@ -72,7 +72,7 @@ int runBaseWeightsBench(const BaseWeightsBenchOptions& o) {
   }
   if (o.json == "-") fmt::print("{}\n", report.dump(1));
   else if (!o.json.empty())
-    if (auto e = writeTextFile(o.json, report.dump(1) + "\n"); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+    if (Status e = writeTextFile(o.json, report.dump(1) + "\n"); !e.ok()) return fmt::print(stderr, "error: {}\n", e.error().message), 1;
   return 0;
 }
 

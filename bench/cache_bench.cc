@@ -88,54 +88,52 @@ std::string planKey(const planfile::Plan& p) {
 }
 
 // Runs every launch of the plan at `planPath`, phase by phase, for the profiles of `group`.
-std::string simulatePlan(Context& cx, const std::string& planPath, const ir::Graph* g, const std::vector<size_t>& group) {
+Status simulatePlan(Context& cx, const std::string& planPath, const ir::Graph* g, const std::vector<size_t>& group) {
   rt::OpenOptions oo;
   oo.cacheDir = cx.device.folder();  // Oclgrind's programs are built with its own options: never reuse them
-  std::string err;
-  auto s = rt::Session::open(planPath, oo, &err);
-  if (!s) return err;
+  FBL_ASSIGN(const std::unique_ptr<rt::Session> s, rt::Session::open(planPath, oo));
   const planfile::Plan& p = s->plan();
   if (g) {
     auto batch = zoo::syntheticInputs(*g, cx.o.seed, 0);
-    if (!batch.ok()) return batch.error().message;
-    if (g->inputs.size() != p.inputs.size()) return "the graph's inputs do not match the plan's";
+    if (!batch.ok()) return batch.error();
+    if (g->inputs.size() != p.inputs.size()) return Error{"the graph's inputs do not match the plan's"};
     for (size_t i = 0; i < p.inputs.size(); ++i) {
       const ir::Tensor& x = batch.value().at(g->inputs[i]);
-      if (auto e = s->writeTensor(p.tensors[p.inputs[i]].name, x.raw(), x.nbytes()); !e.empty()) return e;
+      FBL_TRY(s->writeTensor(p.tensors[p.inputs[i]].name, x.raw(), x.nbytes()));
     }
   }
-  if (auto r = cx.device.take(); !r.ok()) return r.error().message;  // the session's own kernels, if any
+  if (auto r = cx.device.take(); !r.ok()) return r.error();  // the session's own kernels, if any
   for (const char* phase : {"forward", "backward", "optimizer"}) {
     std::vector<size_t> mine;
     for (size_t i = 0; i < p.launches.size(); ++i)
       if (p.launches[i].phase == phase) mine.push_back(i);
     if (mine.empty()) continue;
-    if (auto e = s->runPhases({phase}); !e.empty()) return e;
+    FBL_TRY(s->runPhases({phase}));
     auto recs = cx.device.take();
-    if (!recs.ok()) return recs.error().message;
+    if (!recs.ok()) return recs.error();
     if (recs->size() != mine.size())
-      return fmt::format("phase {}: {} launches but the simulator saw {}", phase, mine.size(), recs->size());
+      return Error{fmt::format("phase {}: {} launches but the simulator saw {}", phase, mine.size(), recs->size())};
     for (size_t k = 0; k < mine.size(); ++k) {
       const planfile::Launch& l = p.launches[mine[k]];
       cx.add(group, {l.phase, l.kind, l.node, p.kernelNames[l.kernel], {}, 0, {}}, (*recs)[k].counters);
     }
   }
-  return "";
+  return Status::success();
 }
 
-std::string simulateModel(Context& cx, const std::string& model) {
+Status simulateModel(Context& cx, const std::string& model) {
   const CacheBenchOptions& o = cx.o;
   std::vector<size_t> every(cx.all.models.size());
   for (size_t p = 0; p < every.size(); ++p) every[p] = p;
   if (model.size() > 4 && model.substr(model.size() - 4) == ".fbp") {
-    if (!fs::exists(model)) return fmt::format("{}: no such plan", model);
-    if (Status st = cx.begin(every, "plan"); !st.ok()) return st.error().message;
+    if (!fs::exists(model)) return Error{fmt::format("{}: no such plan", model)};
+    if (Status st = cx.begin(every, "plan"); !st.ok()) return st.error();
     return simulatePlan(cx, model, nullptr, every);
   }
   std::vector<std::string> strategies;
-  if (auto e = expandStrategies(o.strategies, &strategies); !e.empty()) return e;
+  FBL_TRY(expandStrategies(o.strategies, &strategies));
   auto g = passes::loadModel(model);
-  if (!g.ok()) return g.error().message;
+  if (!g.ok()) return g.error();
   for (const std::string& st : strategies) {
     std::vector<planfile::Plan> plans;
     std::vector<std::string> keys;
@@ -147,29 +145,29 @@ std::string simulateModel(Context& cx, const std::string& model) {
       ca.strategy = st;
       ca.storage = o.storage;
       auto c = driver::compileModel(ca);
-      if (!c.ok()) return fmt::format("strategy {}: {}", st, c.error().message);
+      if (!c.ok()) return Error{fmt::format("strategy {}: {}", st, c.error().message)};
       keys.push_back(planKey(c->plan));
       plans.push_back(std::move(c->plan));
     }
     for (const std::vector<size_t>& group : groupBy(keys)) {
       const std::string path = cx.device.folder() + "/" + st + ".fbp";
-      if (auto e = safetensors::writeFileAtomic(path, planfile::serialize(plans[group[0]])); !e.empty()) return e;
-      if (Status s = cx.begin(group, st); !s.ok()) return s.error().message;
-      if (auto e = simulatePlan(cx, path, &g.value(), group); !e.empty()) return fmt::format("strategy {}: {}", st, e);
+      FBL_TRY(safetensors::writeFileAtomic(path, planfile::serialize(plans[group[0]])));
+      if (Status s = cx.begin(group, st); !s.ok()) return s.error();
+      if (Status e = simulatePlan(cx, path, &g.value(), group); !e.ok()) return Error{fmt::format("strategy {}: {}", st, e.error().message)};
     }
   }
-  return "";
+  return Status::success();
 }
 
-std::string simulateTransforms(Context& cx) {
+Status simulateTransforms(Context& cx) {
   const CacheBenchOptions& o = cx.o;
   zoo::ZooOptions zo;
   zo.tiny = true;  // random weights inside the file; the sizes below override the tiny ones
   zo.seq = o.seq, zo.heads = o.heads, zo.hidden = o.hidden, zo.batch = 1, zo.seed = o.seed;
   auto b = zoo::buildZooModel("llama-attention", zo);
-  if (!b.ok()) return b.error().message;
+  if (!b.ok()) return b.error();
   const std::string model = cx.device.folder() + "/attention.onnx";
-  if (Status st = (*b)->write(model); !st.ok()) return st.error().message;
+  if (Status st = (*b)->write(model); !st.ok()) return st.error();
   cx.report["seq"] = o.seq, cx.report["heads"] = o.heads, cx.report["hidden"] = o.hidden;
   return simulateModel(cx, model);
 }
@@ -177,11 +175,11 @@ std::string simulateTransforms(Context& cx) {
 // Figure 16 on Oclgrind: each strategy's forward, dA and dB products (explicit's conversions in
 // the pass they precede) with the GPU tiling, one execution. Uploads and downloads are not
 // counted; the products find their inputs in L2 as the uploads left them.
-std::string simulateMatmul(Context& cx) {
+Status simulateMatmul(Context& cx) {
   using strategy::parseStrategy;
   const CacheBenchOptions& o = cx.o;
   if (o.scale < 1 || 512 % o.scale || 2048 % o.scale || 8192 % o.scale)
-    return fmt::format("--scale {} must divide M=512, K=2048 and N=8192", o.scale);
+    return Error{fmt::format("--scale {} must divide M=512, K=2048 and N=8192", o.scale)};
   const MatmulShape shape{512 / o.scale, 2048 / o.scale, 8192 / o.scale};
   const codegen::MatmulTiling tiling = codegen::matmulTiling(profile::DeviceClass::kGpu);
   std::mt19937 rng(static_cast<unsigned>(o.seed));
@@ -197,33 +195,33 @@ std::string simulateMatmul(Context& cx) {
   std::vector<profile::HardwareProfile> profiles;
   for (const std::string& path : cx.paths) {
     auto prof = profile::loadProfile(path);
-    if (!prof.ok()) return prof.error().message;
+    if (!prof.ok()) return prof.error();
     profiles.push_back(*prof);
   }
   std::vector<std::string> names;
-  if (auto e = expandStrategies(o.strategies, &names); !e.empty()) return e;
+  FBL_TRY(expandStrategies(o.strategies, &names));
   for (const std::string& name : names) {
     auto st = parseStrategy(name);
-    if (!st.ok()) return st.error().message;
+    if (!st.ok()) return st.error();
     std::vector<MatmulPlan> plans;
     std::vector<std::string> keys;
     for (const profile::HardwareProfile& prof : profiles) {
       auto plan = planMatmul(*st, shape, prof);
-      if (!plan.ok()) return fmt::format("{}: {}", name, plan.error().message);
+      if (!plan.ok()) return Error{fmt::format("{}: {}", name, plan.error().message)};
       std::string key;
       for (const auto& [t, pl] : plan->tensors) key += t + "=" + pl.layout.str() + ";";
       keys.push_back(key);
       plans.push_back(std::move(*plan));
     }
     for (const std::vector<size_t>& group : groupBy(keys)) {
-      if (Status s = cx.begin(group, name); !s.ok()) return s.error().message;
+      if (Status s = cx.begin(group, name); !s.ok()) return s.error();
       auto session = ClSession::open(-1);  // a context of its own: the plugin reads the group's models
-      if (!session.ok()) return session.error().message;
-      if (auto r = cx.device.take(); !r.ok()) return r.error().message;
+      if (!session.ok()) return session.error();
+      if (auto r = cx.device.take(); !r.ok()) return r.error();
       auto ran = runMatmulPlan(**session, plans[group[0]], fixedTiling(tiling, (*session)->computeUnits()), data, /*repeats=*/0);
-      if (!ran.ok()) return fmt::format("{}: {}", name, ran.error().message);
+      if (!ran.ok()) return Error{fmt::format("{}: {}", name, ran.error().message)};
       auto recs = cx.device.take();
-      if (!recs.ok()) return recs.error().message;
+      if (!recs.ok()) return recs.error();
       // Kernel names say the pass: matmul_<pass>, splitk_<pass>; convert_* run before the
       // product of the pass they serve; fbl_upload/fbl_download are the harness's own.
       std::vector<const LaunchRecord*> conversions;
@@ -239,10 +237,10 @@ std::string simulateMatmul(Context& cx) {
         conversions.clear();
         cx.add(group, {pass, "compute", r.kernel, r.kernel, {}, 0, {}}, r.counters);
       }
-      if (!conversions.empty()) return fmt::format("{}: a conversion ran after the last product", name);
+      if (!conversions.empty()) return Error{fmt::format("{}: a conversion ran after the last product", name)};
     }
   }
-  return "";
+  return Status::success();
 }
 
 // The memory model at every other combination of the profile's bracket (texture-L1 size, line
@@ -305,13 +303,12 @@ int runCacheBench(const CacheBenchOptions& o) {
   } cleanup{cx.device.folder()};
 
   const auto t0 = Clock::now();
-  std::string err;
-  if (o.form == "model") err = simulateModel(cx, o.input);
-  else if (o.form == "transforms") err = simulateTransforms(cx);
-  else if (o.form == "matmul") err = simulateMatmul(cx);
-  else if (o.form == "patterns") err = simulatePatterns(o, cx.device, &cx.all, &cx.report);
-  else err = fmt::format("unknown form '{}'", o.form);
-  if (!err.empty()) return fail(err);
+  Status ran = Error{fmt::format("unknown form '{}'", o.form)};
+  if (o.form == "model") ran = simulateModel(cx, o.input);
+  else if (o.form == "transforms") ran = simulateTransforms(cx);
+  else if (o.form == "matmul") ran = simulateMatmul(cx);
+  else if (o.form == "patterns") ran = simulatePatterns(o, cx.device, &cx.all, &cx.report);
+  if (!ran.ok()) return fail(ran.error().message);
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
   const int64_t workItems = cx.all.workItems, instructions = cx.all.instructions;
   const auto& runs = cx.all.runs;
@@ -348,12 +345,12 @@ int runCacheBench(const CacheBenchOptions& o) {
     if (o.json != "-") printRuns(title, runs[p]);
     if (!o.svg.empty()) {
       const std::string svg = o.form == "patterns" ? patternsSvg(title, runs[p]) : figure15Svg(title, runs[p], "fblayout");
-      if (auto e = writeTextFile(perProfilePath(o.svg, models[p].profile, several), svg); !e.empty()) return fail(e);
+      if (Status e = writeTextFile(perProfilePath(o.svg, models[p].profile, several), svg); !e.ok()) return fail(e.error().message);
     }
   }
   if (o.json == "-") fmt::print("{}\n", j.dump(1));
   else if (!o.json.empty())
-    if (auto e = writeTextFile(o.json, j.dump(1) + "\n"); !e.empty()) return fail(e);
+    if (Status e = writeTextFile(o.json, j.dump(1) + "\n"); !e.ok()) return fail(e.error().message);
   return 0;
 }
 

@@ -56,7 +56,7 @@ const Pattern kPatterns[] = {{"column", "pattern_column", 0},
                              {"block4", "pattern_block", 4},
                              {"block8", "pattern_block", 8}};
 
-std::string clErr(const char* what, cl_int e) { return fmt::format("OpenCL: {} failed (error {})", what, e); }
+Error clErr(const char* what, cl_int e) { return Error{fmt::format("OpenCL: {} failed (error {})", what, e)}; }
 
 struct Cl {
   cl_context ctx = nullptr;
@@ -71,10 +71,10 @@ struct Cl {
   }
 };
 
-std::string openCl(Cl* cl) {
+Status openCl(Cl* cl) {
   cl_platform_id platform;
   cl_uint n = 0;
-  if (clGetPlatformIDs(1, &platform, &n) != CL_SUCCESS || n == 0) return "OpenCL: no platform (Oclgrind's ICD not found)";
+  if (clGetPlatformIDs(1, &platform, &n) != CL_SUCCESS || n == 0) return Error{"OpenCL: no platform (Oclgrind's ICD not found)"};
   cl_device_id dev;
   if (cl_int e = clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 1, &dev, nullptr); e != CL_SUCCESS) return clErr("clGetDeviceIDs", e);
   cl_int e = CL_SUCCESS;
@@ -90,11 +90,11 @@ std::string openCl(Cl* cl) {
       cl->kernels[p.kernel] = clCreateKernel(cl->prog, p.kernel, &e);
       if (e != CL_SUCCESS) return clErr(p.kernel, e);
     }
-  return "";
+  return Status::success();
 }
 
 // One configuration: a fresh image of T bands, one work-group of T threads.
-std::string runOne(Cl& cl, const Pattern& p, int threads, int rows) {
+Status runOne(Cl& cl, const Pattern& p, int threads, int rows) {
   const size_t width = static_cast<size_t>(threads) * kPatternBandTexels, height = static_cast<size_t>(rows);
   std::vector<float> texels(width * height * 4);
   for (size_t i = 0; i < texels.size(); ++i) texels[i] = static_cast<float>(i % 7) * 0.125f;
@@ -123,7 +123,8 @@ std::string runOne(Cl& cl, const Pattern& p, int threads, int rows) {
   if (e == CL_SUCCESS) e = clFinish(cl.q);
   clReleaseMemObject(out);
   clReleaseMemObject(img);
-  return e == CL_SUCCESS ? "" : clErr(p.kernel, e);
+  if (e != CL_SUCCESS) return clErr(p.kernel, e);
+  return Status::success();
 }
 
 // Throughput over column-major's at the same thread count: every pattern reads the same bytes
@@ -140,27 +141,27 @@ nlohmann::json relativeThroughput(const std::vector<SimulatedRun>& runs) {
 
 }  // namespace
 
-std::string simulatePatterns(const CacheBenchOptions& o, OclgrindDevice& device, ProfileRuns* all, nlohmann::json* report) {
+Status simulatePatterns(const CacheBenchOptions& o, OclgrindDevice& device, ProfileRuns* all, nlohmann::json* report) {
   std::vector<int> threads = o.threads;
   if (threads.empty())
     for (int t = 1; t <= 64; t *= 2) threads.push_back(t);
   for (int t : threads)
-    if (t < 1 || t > 256) return fmt::format("--threads {}: must be 1..256", t);
-  if (o.rows < 1) return "--rows must be positive";
+    if (t < 1 || t > 256) return Error{fmt::format("--threads {}: must be 1..256", t)};
+  if (o.rows < 1) return Error{"--rows must be positive"};
   // The kernels do not depend on the profile: one execution serves every profile.
   std::vector<size_t> every(all->models.size());
   for (size_t p = 0; p < every.size(); ++p) every[p] = p;
-  if (Status st = device.setModels(all->models); !st.ok()) return st.error().message;
+  if (Status st = device.setModels(all->models); !st.ok()) return st.error();
   Cl cl;
-  if (auto e = openCl(&cl); !e.empty()) return e;
-  if (auto r = device.take(); !r.ok()) return r.error().message;
+  FBL_TRY(openCl(&cl));
+  if (auto r = device.take(); !r.ok()) return r.error();
   for (const Pattern& p : kPatterns)
     for (int t : threads) {
       all->begin(every, p.name, t);
-      if (auto e = runOne(cl, p, t, o.rows); !e.empty()) return fmt::format("{} x{}: {}", p.name, t, e);
+      if (Status e = runOne(cl, p, t, o.rows); !e.ok()) return Error{fmt::format("{} x{}: {}", p.name, t, e.error().message)};
       auto recs = device.take();
-      if (!recs.ok()) return recs.error().message;
-      if (recs->size() != 1) return fmt::format("{} x{}: the simulator saw {} launches, not 1", p.name, t, recs->size());
+      if (!recs.ok()) return recs.error();
+      if (recs->size() != 1) return Error{fmt::format("{} x{}: the simulator saw {} launches, not 1", p.name, t, recs->size())};
       all->add(every, {"", "compute", p.name, (*recs)[0].kernel, {}, 0, {}}, (*recs)[0].counters);
     }
   nlohmann::json rel = nlohmann::json::object();
@@ -168,7 +169,7 @@ std::string simulatePatterns(const CacheBenchOptions& o, OclgrindDevice& device,
   (*report)["relative_throughput"] = all->models.size() == 1 ? rel.begin().value() : rel;
   (*report)["band_texels"] = kPatternBandTexels;
   (*report)["rows"] = o.rows;
-  return "";
+  return Status::success();
 }
 
 std::string patternsSvg(const std::string& title, const std::vector<SimulatedRun>& runs) {

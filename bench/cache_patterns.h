@@ -22,7 +22,7 @@ namespace fbl::bench {
 inline constexpr int kPatternBandTexels = 64;
 
 // With several profiles, `relative_throughput` in the report is keyed by profile first.
-std::string simulatePatterns(const CacheBenchOptions& o, OclgrindDevice& device, ProfileRuns* all, nlohmann::json* report);
+Status simulatePatterns(const CacheBenchOptions& o, OclgrindDevice& device, ProfileRuns* all, nlohmann::json* report);
 // Relative throughput against the thread count, one line per pattern.
 std::string patternsSvg(const std::string& title, const std::vector<SimulatedRun>& runs);
 

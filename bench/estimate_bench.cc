@@ -56,12 +56,12 @@ int runEstimateBench(const EstimateBenchOptions& o) {
     std::ifstream in(o.input, std::ios::binary);
     if (!in) return fail(o.input + ": cannot read the file");
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    planfile::Plan p;
-    if (std::string e = planfile::parse(bytes, &p); !e.empty()) return fail(o.input + ": " + e);
-    plans.emplace_back("plan", std::move(p));
+    Result<planfile::Plan> p = planfile::parse(bytes);
+    if (!p.ok()) return fail(o.input + ": " + p.error().message);
+    plans.emplace_back("plan", std::move(p).value());
   } else {
     std::vector<std::string> names;
-    if (auto e = expandStrategies(o.strategies, &names); !e.empty()) return fail(e);
+    if (Status e = expandStrategies(o.strategies, &names); !e.ok()) return fail(e.error().message);
     // Each strategy as it is, then without each pass of --without, then without all of them.
     std::vector<std::vector<std::string>> variants = {{}};
     for (const std::string& p : o.without) variants.push_back({p});
@@ -181,7 +181,7 @@ int runEstimateBench(const EstimateBenchOptions& o) {
     report["strategies"].push_back(sj);
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (auto e = finishReport(report, wall, o.json); !e.empty()) return fail(e);
+  if (Status e = finishReport(report, wall, o.json); !e.ok()) return fail(e.error().message);
   return 0;
 }
 

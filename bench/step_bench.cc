@@ -112,7 +112,7 @@ int runStepBench(const StepBenchOptions& o) {
     }
   } else {
     std::vector<std::string> strategies;
-    if (auto e = expandStrategies(o.strategies, &strategies); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 2;
+    if (Status e = expandStrategies(o.strategies, &strategies); !e.ok()) return fmt::print(stderr, "error: {}\n", e.error().message), 2;
     const std::vector<std::string> storages = o.storages.empty() ? std::vector<std::string>{"auto"} : o.storages;
     for (const std::string& st : strategies)
       for (const std::string& storage : storages)
@@ -151,8 +151,8 @@ int runStepBench(const StepBenchOptions& o) {
     const auto started = std::chrono::steady_clock::now();
     fmt::print(stderr, "[{}/{}] {} {}: compiling, building kernels, {} steps...\n", i + 1, runs.size(),
                o.ablation ? "variant" : "strategy", requested[i], o.steps);
-    if (auto e = runStrategy(runs[i], g.value(), &results[i]); !e.empty())
-      return fmt::print(stderr, "error: {} {}: {}\n", o.ablation ? "variant" : "strategy", requested[i], e), 1;
+    if (Status e = runStrategy(runs[i], g.value(), &results[i]); !e.ok())
+      return fmt::print(stderr, "error: {} {}: {}\n", o.ablation ? "variant" : "strategy", requested[i], e.error().message), 1;
     fmt::print(stderr, "[{}/{}] {}: done in {:.1f} s\n", i + 1, runs.size(), requested[i],
                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   }
@@ -201,12 +201,12 @@ int runStepBench(const StepBenchOptions& o) {
                "the variant's)\n");
   if (!o.json.empty()) {
     if (o.json == "-") fmt::print("{}\n", j.dump(1));
-    else if (auto e = writeTextFile(o.json, j.dump(1) + "\n"); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+    else if (Status e = writeTextFile(o.json, j.dump(1) + "\n"); !e.ok()) return fmt::print(stderr, "error: {}\n", e.error().message), 1;
   }
   if (!o.svg.empty()) {
     const std::string title = fmt::format("fbl-bench step: {} on {}", fs::path(o.model).filename().string(), device);
-    if (auto e = writeTextFile(o.svg, svgChart(results, title, note)); !e.empty())
-      return fmt::print(stderr, "error: {}\n", e), 1;
+    if (Status e = writeTextFile(o.svg, svgChart(results, title, note)); !e.ok())
+      return fmt::print(stderr, "error: {}\n", e.error().message), 1;
   }
   return 0;
 }

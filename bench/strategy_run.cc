@@ -99,7 +99,7 @@ void staticFigures(const planfile::Plan& p, StrategyRun* r) {
 }
 
 // Small uniform values for every weight and trainable the plan names (floats; other dtypes 0).
-std::string randomWeights(const planfile::Plan& p, uint64_t seed, const std::string& path) {
+Status randomWeights(const planfile::Plan& p, uint64_t seed, const std::string& path) {
   std::mt19937_64 rng(seed ^ 0x5eedf00dull);
   std::uniform_real_distribution<float> u(-0.02f, 0.02f);
   safetensors::File f;
@@ -117,7 +117,7 @@ std::string randomWeights(const planfile::Plan& p, uint64_t seed, const std::str
       // A base weight stored narrower: the random values encoded as the plan stores them.
       const layout::Encoding enc{planfile::encodingBits(t.encoding), t.groupSize, t.groupAxis, t.shape[0], t.shape[1]};
       auto bytes = quant::encode(t.source, {reinterpret_cast<const float*>(e.data.data()), e.data.size() / sizeof(float)}, enc);
-      if (!bytes.ok()) return bytes.error().message;
+      if (!bytes.ok()) return bytes.error();
       e.dtype = "U8";
       e.shape = {static_cast<int64_t>(bytes->size())};
       e.data.assign(bytes->begin(), bytes->end());
@@ -129,20 +129,20 @@ std::string randomWeights(const planfile::Plan& p, uint64_t seed, const std::str
 }
 
 // Batch `step` of the seed for every plan input; the plan's inputs are the graph's, in order.
-std::string feed(rt::Session& s, const ir::Graph& g, uint64_t seed, int64_t step) {
+Status feed(rt::Session& s, const ir::Graph& g, uint64_t seed, int64_t step) {
   const planfile::Plan& p = s.plan();
   if (g.inputs.size() != p.inputs.size())
-    return fmt::format("the graph has {} inputs but the plan {}", g.inputs.size(), p.inputs.size());
+    return Error{fmt::format("the graph has {} inputs but the plan {}", g.inputs.size(), p.inputs.size())};
   auto batch = zoo::syntheticInputs(g, seed, step);
-  if (!batch.ok()) return batch.error().message;
+  if (!batch.ok()) return batch.error();
   for (size_t i = 0; i < p.inputs.size(); ++i) {
     const planfile::Tensor& t = p.tensors[p.inputs[i]];
     const ir::Tensor& x = batch.value().at(g.inputs[i]);
     if (x.nbytes() != static_cast<size_t>(t.bytes) || std::string(ir::dtypeName(x.dtype())) != t.dtype)
-      return fmt::format("synthetic input {} does not match the plan's input '{}'", i, t.name);
-    if (auto e = s.writeTensor(t.name, x.raw(), x.nbytes()); !e.empty()) return e;
+      return Error{fmt::format("synthetic input {} does not match the plan's input '{}'", i, t.name)};
+    FBL_TRY(s.writeTensor(t.name, x.raw(), x.nbytes()));
   }
-  return "";
+  return Status::success();
 }
 
 struct TempFiles {
@@ -183,45 +183,43 @@ void scaleTimes(double by, StrategyRun* r) {
 }
 
 // Step 4: each phase alone, N-1 rounds, wall clock between idle queues.
-std::string timePhases(rt::Session& s, const ir::Graph& g, const RunOptions& o, StrategyRun* r) {
+Status timePhases(rt::Session& s, const ir::Graph& g, const RunOptions& o, StrategyRun* r) {
   std::map<std::string, std::vector<double>> phases;
   for (int k = 0; k < std::max(1, o.steps - 1); ++k) {
-    if (auto e = feed(s, g, o.seed, k); !e.empty()) return e;
+    FBL_TRY(feed(s, g, o.seed, k));
     for (const char* ph : {"forward", "backward", "optimizer"}) {
       const auto t0 = Clock::now();
-      if (auto e = s.runPhases({ph}); !e.empty()) return e;
+      FBL_TRY(s.runPhases({ph}));
       phases[ph].push_back(secondsSince(t0));
     }
   }
   for (const auto& [ph, v] : phases) r->phaseS[ph] = median(v);
-  return "";
+  return Status::success();
 }
 
 // Step 6: the same steps on a session without launch profiling, timed by wall clock; the median
 // of steps 2..N (or step 1 alone) is what an app sees.
-std::string timeUnprofiled(const RunOptions& o, const ir::Graph& g, const std::string& planPath,
-                           const std::string& weights, StrategyRun* r) {
+Status timeUnprofiled(const RunOptions& o, const ir::Graph& g, const std::string& planPath,
+                      const std::string& weights, StrategyRun* r) {
   rt::OpenOptions oo;
   oo.device = o.device;
-  std::string err;
-  auto s = rt::Session::open(planPath, oo, &err);
-  if (!s) return err;
-  if (auto e = s->loadWeights(weights); !e.empty()) return e;
+  FBL_ASSIGN(const std::unique_ptr<rt::Session> s, rt::Session::open(planPath, oo));
+  FBL_TRY(s->loadWeights(weights));
   std::vector<double> times;
   for (int k = 0; k < o.steps; ++k) {
-    if (auto e = feed(*s, g, o.seed, k); !e.empty()) return e;
+    FBL_TRY(feed(*s, g, o.seed, k));
     const auto t0 = Clock::now();
     float loss = 0;
-    if (auto e = s->trainStep(&loss); !e.empty()) return e;
+    FBL_TRY(s->trainStep(&loss));
     if (k > 0 || o.steps == 1) times.push_back(secondsSince(t0));
   }
   r->unprofiledStepS = median(times);
-  return "";
+  return Status::success();
 }
 
 }  // namespace
 
-std::string expandStrategies(const std::vector<std::string>& requested, std::vector<std::string>* out) {
+Status expandStrategies(const std::vector<std::string>& requested, std::vector<std::string>* out) {
   out->clear();
   for (const std::string& st : requested.empty() ? std::vector<std::string>{"all"} : requested) {
     if (st == "all") {
@@ -229,13 +227,13 @@ std::string expandStrategies(const std::vector<std::string>& requested, std::vec
     } else if (strategy::parseStrategy(st).ok()) {
       out->push_back(st);
     } else {
-      return fmt::format("--strategy must be all, {}, not '{}'", strategy::strategyNameList(), st);
+      return Error{fmt::format("--strategy must be all, {}, not '{}'", strategy::strategyNameList(), st)};
     }
   }
-  return "";
+  return Status::success();
 }
 
-std::string runStrategy(const RunOptions& o, const ir::Graph& g, StrategyRun* r) {
+Status runStrategy(const RunOptions& o, const ir::Graph& g, StrategyRun* r) {
   TempFiles tmp;
   r->strategy = o.strategy;
   r->variant = o.variant;
@@ -258,27 +256,25 @@ std::string runStrategy(const RunOptions& o, const ir::Graph& g, StrategyRun* r)
   ca.baseWeights = o.baseWeights;
   ca.precision = o.precision;
   auto c = driver::compileModel(ca);
-  if (!c.ok()) return c.error().message;
+  if (!c.ok()) return c.error();
   r->recomputedSegments = c->recompute.segments;
   r->compileS = c->seconds;
   staticFigures(c->plan, r);
   const std::string planPath = tmp.make("plan.fbp");
-  if (auto e = safetensors::writeFileAtomic(planPath, planfile::serialize(c->plan)); !e.empty()) return e;
+  FBL_TRY(safetensors::writeFileAtomic(planPath, planfile::serialize(c->plan)));
   rt::OpenOptions oo;
   oo.device = o.device;
   oo.profileLaunches = true;
-  std::string err;
-  auto s = rt::Session::open(planPath, oo, &err);
-  if (!s) return err;
+  FBL_ASSIGN(std::unique_ptr<rt::Session> s, rt::Session::open(planPath, oo));
   r->device = s->device().name + " (" + s->device().platform + ")";
   ca.weights = tmp.make("weights.safetensors");
   if (Status st = driver::writeWeights(ca, s->plan()); !st.ok()) {
     r->randomWeights = true;
     r->weightsNote = st.error().message;
-    if (auto e = randomWeights(s->plan(), o.seed, ca.weights); !e.empty()) return e;
+    FBL_TRY(randomWeights(s->plan(), o.seed, ca.weights));
   }
   const auto loadStart = Clock::now();
-  if (auto e = s->loadWeights(ca.weights); !e.empty()) return e;
+  FBL_TRY(s->loadWeights(ca.weights));
   r->loadWeightsS = secondsSince(loadStart);
 
   const planfile::Plan& p = s->plan();
@@ -286,10 +282,10 @@ std::string runStrategy(const RunOptions& o, const ir::Graph& g, StrategyRun* r)
   const int64_t batch = p.inputs.empty() || p.tensors[p.inputs[0]].shape.empty() ? 1 : p.tensors[p.inputs[0]].shape[0];
   std::vector<double> stepTimes;
   for (int k = 0; k < o.steps; ++k) {
-    if (auto e = feed(*s, g, o.seed, k); !e.empty()) return e;
+    FBL_TRY(feed(*s, g, o.seed, k));
     const auto t0 = Clock::now();
     float loss = 0;
-    if (auto e = s->trainStep(&loss); !e.empty()) return e;
+    FBL_TRY(s->trainStep(&loss));
     const double t = secondsSince(t0);
     if (k == 0) r->firstStepS = t, r->firstLoss = loss;
     else stepTimes.push_back(t);
@@ -302,9 +298,9 @@ std::string runStrategy(const RunOptions& o, const ir::Graph& g, StrategyRun* r)
   r->samplesPerS = r->stepS > 0 ? static_cast<double>(std::max<int64_t>(1, batch)) / r->stepS : 0.0;
 
   if (o.phaseRounds) {
-    if (auto e = timePhases(*s, g, o, r); !e.empty()) return e;
+    FBL_TRY(timePhases(*s, g, o, r));
   }
-  if (!o.unprofiled) return "";
+  if (!o.unprofiled) return Status::success();
   s.reset();  // one arena at a time on the device
   return timeUnprofiled(o, g, planPath, ca.weights, r);
 }
@@ -384,16 +380,18 @@ std::string planComparison(const std::vector<StrategyRun>& runs, bool* identical
   return s;
 }
 
-std::string writeTextFile(const std::string& path, const std::string& text) {
+Status writeTextFile(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
-  return out.good() ? "" : fmt::format("cannot write '{}'", path);
+  if (!out.good()) return Error{fmt::format("cannot write '{}'", path)};
+  return Status::success();
 }
 
-std::string finishReport(nlohmann::json& report, double wallSeconds, const std::string& jsonPath) {
+Status finishReport(nlohmann::json& report, double wallSeconds, const std::string& jsonPath) {
   report["wall_s"] = wallSeconds;
   fmt::print("({:.1f} s)\n", wallSeconds);
-  return jsonPath.empty() ? "" : writeTextFile(jsonPath, report.dump(1) + "\n");
+  if (jsonPath.empty()) return Status::success();
+  return writeTextFile(jsonPath, report.dump(1) + "\n");
 }
 
 }  // namespace fbl::bench

@@ -21,7 +21,7 @@ namespace fbl::bench {
 
 // "all" expands to every strategy of strategy::kAllStrategies; an unknown name is an error
 // (returned, one line).
-std::string expandStrategies(const std::vector<std::string>& requested, std::vector<std::string>* out);
+Status expandStrategies(const std::vector<std::string>& requested, std::vector<std::string>* out);
 
 struct RunOptions {
   std::string model, profile, strategy;
@@ -88,7 +88,7 @@ struct StrategyRun {
 inline bool isLayoutKind(const std::string& kind) { return kind == "transform" || kind == "conversion"; }
 
 // Returns "" or one line saying what failed.
-std::string runStrategy(const RunOptions& o, const ir::Graph& g, StrategyRun* r);
+Status runStrategy(const RunOptions& o, const ir::Graph& g, StrategyRun* r);
 
 nlohmann::json toJson(const StrategyRun& r);
 
@@ -96,10 +96,10 @@ nlohmann::json toJson(const StrategyRun& r);
 // and whether the strategies produced distinct plans. One line each, for tables and JSON.
 std::string planComparison(const std::vector<StrategyRun>& runs, bool* identical);
 
-std::string writeTextFile(const std::string& path, const std::string& text);
+Status writeTextFile(const std::string& path, const std::string& text);
 
 // A report's end: its wall time since `start` in `wall_s` and printed, then the JSON written to
 // `jsonPath` (none when empty); an error message, or "".
-std::string finishReport(nlohmann::json& report, double wallSeconds, const std::string& jsonPath);
+Status finishReport(nlohmann::json& report, double wallSeconds, const std::string& jsonPath);
 
 }  // namespace fbl::bench

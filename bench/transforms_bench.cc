@@ -54,14 +54,14 @@ struct ConfigResult {
   std::string note;
 };
 
-std::string runConfig(const TransformsBenchOptions& o, const std::string& profile,
+Status runConfig(const TransformsBenchOptions& o, const std::string& profile,
                       const std::vector<std::string>& strategies, ConfigResult* out) {
   const AttentionConfig& c = out->config;
   zoo::ZooOptions zo;
   zo.tiny = true;  // random weights inside the file; every size below is overridden
   zo.seq = c.seq, zo.heads = c.heads, zo.hidden = c.hidden, zo.batch = 1, zo.seed = o.seed;
   auto b = zoo::buildZooModel("llama-attention", zo);
-  if (!b.ok()) return b.error().message;
+  if (!b.ok()) return b.error();
   const std::string model =
       (fs::temp_directory_path() / fmt::format("fbl-bench-{}-attention-{}-{}-{}.onnx", ::getpid(), c.seq, c.heads, c.hidden))
           .string();
@@ -69,19 +69,19 @@ std::string runConfig(const TransformsBenchOptions& o, const std::string& profil
     std::string p;
     ~Remove() { std::error_code ec; fs::remove(p, ec); }
   } remove{model};
-  if (Status st = (*b)->write(model); !st.ok()) return st.error().message;
+  if (Status st = (*b)->write(model); !st.ok()) return st.error();
   auto g = passes::loadModel(model);
-  if (!g.ok()) return g.error().message;
+  if (!g.ok()) return g.error();
   for (const std::string& s : strategies) {
     out->runs.emplace_back();
     RunOptions ro;
     ro.model = model, ro.profile = profile, ro.strategy = s;
     ro.steps = o.steps, ro.device = o.device, ro.seed = o.seed;
     ro.phaseRounds = false, ro.unprofiled = false;  // Figure 17 compares device times
-    if (auto e = runStrategy(ro, g.value(), &out->runs.back()); !e.empty()) return fmt::format("strategy {}: {}", s, e);
+    if (Status e = runStrategy(ro, g.value(), &out->runs.back()); !e.ok()) return Error{fmt::format("strategy {}: {}", s, e.error().message)};
   }
   out->note = planComparison(out->runs, &out->identical);
-  return "";
+  return Status::success();
 }
 
 double at(const std::map<std::string, double>& m, const char* k) { return m.count(k) ? m.at(k) : 0.0; }
@@ -106,7 +106,7 @@ void printConfig(const ConfigResult& r) {
 
 int runTransformsBench(const TransformsBenchOptions& o) {
   std::vector<std::string> strategies;
-  if (auto e = expandStrategies(o.strategies, &strategies); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 2;
+  if (Status e = expandStrategies(o.strategies, &strategies); !e.ok()) return fmt::print(stderr, "error: {}\n", e.error().message), 2;
   if (o.steps < 1) return fmt::print(stderr, "error: --steps must be at least 1\n"), 2;
   std::vector<AttentionConfig> configs = o.configs;
   if (configs.empty()) configs = {{512, 32, 2048}, {512, 16, 1024}, {512, 8, 1024}};
@@ -119,8 +119,10 @@ int runTransformsBench(const TransformsBenchOptions& o) {
   std::vector<ConfigResult> results;
   for (const AttentionConfig& c : configs) {
     results.push_back({c, {}, false, ""});
-    if (auto e = runConfig(o, profile, strategies, &results.back()); !e.empty())
-      return fmt::print(stderr, "error: attention [seq {}, heads {}, hidden {}]: {}\n", c.seq, c.heads, c.hidden, e), 1;
+    if (Status e = runConfig(o, profile, strategies, &results.back()); !e.ok())
+      return fmt::print(stderr, "error: attention [seq {}, heads {}, hidden {}]: {}\n", c.seq, c.heads, c.hidden,
+                        e.error().message),
+             1;
     if (results.size() == 1) fmt::print("device {}, profile {}; times per step: OpenCL launch device time (layout = "
                                         "launches of kind transform/conversion), step wall = trainStep\n",
                                         results[0].runs[0].device, profile);
@@ -147,7 +149,7 @@ int runTransformsBench(const TransformsBenchOptions& o) {
     j["configs"].push_back(std::move(c));
   }
   if (o.json == "-") fmt::print("{}\n", j.dump(1));
-  else if (auto e = writeTextFile(o.json, j.dump(1) + "\n"); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+  else if (Status e = writeTextFile(o.json, j.dump(1) + "\n"); !e.ok()) return fmt::print(stderr, "error: {}\n", e.error().message), 1;
   return 0;
 }
 

@@ -114,7 +114,7 @@ int runWaveBench(const WaveBenchOptions& o) {
     return fail(fmt::format("--scale {} must divide M=512, K=2048 and N=8192", o.scale));
   if (o.groups < 0) return fail(fmt::format("--groups {} must be 0 (all) or more", o.groups));
   std::vector<std::string> names;
-  if (auto e = expandStrategies(o.strategies, &names); !e.empty()) return fail(e);
+  if (Status e = expandStrategies(o.strategies, &names); !e.ok()) return fail(e.error().message);
   const MatmulShape shape{512 / o.scale, 2048 / o.scale, 8192 / o.scale};
   const auto start = std::chrono::steady_clock::now();
   json report = {{"command", "waves"}, {"M", shape.m}, {"K", shape.k}, {"N", shape.n}, {"groups", o.groups},
@@ -213,7 +213,7 @@ int runWaveBench(const WaveBenchOptions& o) {
     report["profiles"].push_back(pj);
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (auto e = finishReport(report, wall, o.json); !e.empty()) return fail(e);
+  if (Status e = finishReport(report, wall, o.json); !e.ok()) return fail(e.error().message);
   return 0;
 }
 

@@ -50,8 +50,11 @@ class Call {
     setError(fn_, what.c_str());
     return code;
   }
-  // The runtime's "" is success; anything else fails with `code`.
-  int check(const std::string& error, int code = FBL_ERROR) const { return error.empty() ? FBL_OK : fail(error, code); }
+  // A runtime Status or Result: FBL_OK, or its error with `code`.
+  template <class R>
+  int check(const R& result, int code = FBL_ERROR) const {
+    return result.ok() ? FBL_OK : fail(result.error().message, code);
+  }
   int null(const char* arg) const { return fail(std::string(arg) + " must not be NULL"); }
   // For entry points that return a value: `value` (their error value) after recording `what`.
   template <class T>
@@ -135,20 +138,24 @@ int inputCode(const fbl::planfile::Plan& p, int32_t t) {
   return p.tensors[t].role == fbl::planfile::Role::Input ? FBL_ERROR_INPUT : FBL_ERROR;
 }
 
-// fbl_write_input's check and write, apart so that fbl_dataset_write_sample can name the sample:
-// FBL_OK, or the code with *error set. The check first, so that a refused input gets its code.
-int writeInput(fbl::rt::Session& s, const std::string& name, const char* dtype, const std::vector<int64_t>& dims,
-               const void* data, size_t bytes, std::string* error) {
+// fbl_write_input's check and write, apart so that fbl_dataset_write_sample can name the sample.
+// A failure sets *code: FBL_ERROR_INPUT for what the input's check refuses, so the check comes
+// first.
+fbl::Status writeInput(fbl::rt::Session& s, const std::string& name, const char* dtype, const std::vector<int64_t>& dims,
+                       const void* data, size_t bytes, int* code) {
+  *code = FBL_ERROR;
   const int32_t t = s.plan().findTensor(name);
-  if (t < 0) return *error = "the plan has no tensor '" + name + "'", FBL_ERROR;
-  if (!(*error = s.checkInput(name, dtype, dims, data, bytes)).empty()) return inputCode(s.plan(), t);
-  *error = s.writeInput(name, dtype, dims, data, bytes);
-  return error->empty() ? FBL_OK : FBL_ERROR;
+  if (t < 0) return fbl::Error{"the plan has no tensor '" + name + "'"};
+  if (fbl::Status e = s.checkInput(name, dtype, dims, data, bytes); !e.ok()) {
+    *code = inputCode(s.plan(), t);
+    return e;
+  }
+  return s.writeInput(name, dtype, dims, data, bytes);
 }
 
 // A step's code: FBL_CANCELLED when it stopped for a cancel request.
-int stepResult(const Call& c, const fbl::rt::Session& s, const std::string& error) {
-  return c.check(error, s.cancelled() ? FBL_CANCELLED : FBL_ERROR);
+int stepResult(const Call& c, const fbl::rt::Session& s, const fbl::Status& step) {
+  return c.check(step, s.cancelled() ? FBL_CANCELLED : FBL_ERROR);
 }
 
 std::string outOfRange(const char* arg, int64_t value, const std::string& range) {
@@ -226,11 +233,10 @@ int fbl_open(const char* plan_path, int device, const char* cache_dir, fbl_sessi
     fbl::rt::OpenOptions o;
     o.device = device;
     if (cache_dir) o.cacheDir = cache_dir;
-    std::string e;
-    auto session = fbl::rt::Session::open(plan_path, o, &e);
-    if (!session) return c.fail(e);
+    auto session = fbl::rt::Session::open(plan_path, o);
+    if (int r = c.check(session)) return r;
     auto handle = std::make_unique<fbl_session>();
-    handle->s = std::move(session);
+    handle->s = std::move(session).value();
     *out = handle.release();
     return FBL_OK;
   });
@@ -274,9 +280,9 @@ int fbl_write_input(fbl_session* s, const char* name, const char* dtype, const i
     if (!shape && rank > 0) return c.null("shape");
     if (!data && bytes > 0) return c.null("data");
     const std::vector<int64_t> dims(shape, shape + rank);
-    std::string e;
-    const int r = writeInput(session, name, dtype, dims, data, bytes, &e);
-    return r == FBL_OK ? r : c.fail(e, r);
+    int code = FBL_ERROR;
+    const fbl::Status written = writeInput(session, name, dtype, dims, data, bytes, &code);
+    return c.check(written, code);
   });
 }
 
@@ -484,8 +490,10 @@ int fbl_dataset_open(const fbl_session* s, const char* path, fbl_dataset** out) 
     *out = nullptr;
     if (!s) return c.null("s");
     if (!path) return c.null("path");
+    auto read = fbl::rt::Dataset::read(path, s->s->plan());
+    if (int r = c.check(read)) return r;
     auto d = std::make_unique<fbl_dataset>();
-    if (int r = c.check(fbl::rt::Dataset::read(path, s->s->plan(), &d->d))) return r;
+    d->d = std::move(read).value();
     if (int r = c.check(d->d.checkValues(s->s->plan()), FBL_ERROR_INPUT)) return r;
     *out = d.release();
     return FBL_OK;
@@ -507,10 +515,10 @@ int fbl_dataset_write_sample(fbl_session* s, const fbl_dataset* d, int64_t index
     if (index < 0 || index >= d->d.size())
       return c.fail(outOfRange("index", index, "the dataset's samples [0, " + std::to_string(d->d.size()) + ")"));
     for (size_t k = 0; k < d->d.inputCount(); ++k) {
-      std::string e;
-      const int r = writeInput(session, d->d.inputName(k), d->d.dtype(k).c_str(), d->d.sampleShape(k), d->d.sample(k, index),
-                               d->d.sampleBytes(k), &e);
-      if (r != FBL_OK) return c.fail(d->d.where(k, index) + ": " + e, r);
+      int code = FBL_ERROR;
+      const fbl::Status written = writeInput(session, d->d.inputName(k), d->d.dtype(k).c_str(), d->d.sampleShape(k),
+                                             d->d.sample(k, index), d->d.sampleBytes(k), &code);
+      if (!written.ok()) return c.fail(d->d.where(k, index) + ": " + written.error().message, code);
     }
     return FBL_OK;
   });

@@ -50,9 +50,8 @@ std::string sampleForms(const planfile::Tensor& t) {
   return samples + "]" + (t.shape.empty() ? "" : " or " + rows + "]");
 }
 
-std::string readSafetensors(const std::string& path, const planfile::Plan& plan, std::vector<DatasetTensor>* out) {
-  safetensors::File f;
-  if (auto e = safetensors::read(path, &f, "a dataset file"); !e.empty()) return e;
+Status readSafetensors(const std::string& path, const planfile::Plan& plan, std::vector<DatasetTensor>* out) {
+  FBL_ASSIGN(safetensors::File f, safetensors::read(path, "a dataset file"));
   for (auto& [name, entry] : f.tensors) {
     DatasetTensor t;
     t.input = name;
@@ -65,50 +64,49 @@ std::string readSafetensors(const std::string& path, const planfile::Plan& plan,
   }
   for (int32_t i : plan.inputs)
     if (!f.tensors.count(plan.tensors[i].name))
-      return "'" + path + "' has no tensor '" + plan.tensors[i].name + "' for the plan's input of that name (the plan's inputs: " +
-             inputList(plan) + ")";
-  return "";
+      return Error{"'" + path + "' has no tensor '" + plan.tensors[i].name + "' for the plan's input of that name (the plan's inputs: " +
+                   inputList(plan) + ")"};
+  return Status::success();
 }
 
-std::string readNpy(const std::string& path, const std::string& input, std::vector<DatasetTensor>* out) {
-  npy::Array a;
-  if (auto e = npy::read(path, &a); !e.empty()) return e;
+Status readNpy(const std::string& path, const std::string& input, std::vector<DatasetTensor>* out) {
+  FBL_ASSIGN(npy::Array a, npy::read(path));
   out->push_back(DatasetTensor{input, a.dtype, a.shape, std::move(a.data), path});
-  return "";
+  return Status::success();
 }
 
 }  // namespace
 
-std::string Dataset::read(const std::string& path, const planfile::Plan& plan, Dataset* out) {
+Result<Dataset> Dataset::read(const std::string& path, const planfile::Plan& plan) {
   std::vector<DatasetTensor> tensors;
   if (endsWith(path, ".safetensors")) {
-    if (auto e = readSafetensors(path, plan, &tensors); !e.empty()) return e;
+    FBL_TRY(readSafetensors(path, plan, &tensors));
   } else if (endsWith(path, ".npy")) {
     if (plan.inputs.size() != 1)
-      return "'" + path + "': one .npy feeds a plan of one input, and this plan has " + std::to_string(plan.inputs.size()) +
-             " (" + inputList(plan) + "): give a folder of INPUT.npy or a .safetensors file";
-    if (auto e = readNpy(path, plan.tensors[plan.inputs[0]].name, &tensors); !e.empty()) return e;
+      return Error{"'" + path + "': one .npy feeds a plan of one input, and this plan has " + std::to_string(plan.inputs.size()) +
+                   " (" + inputList(plan) + "): give a folder of INPUT.npy or a .safetensors file"};
+    FBL_TRY(readNpy(path, plan.tensors[plan.inputs[0]].name, &tensors));
   } else {
     for (int32_t i : plan.inputs) {
       const std::string file = path + "/" + npyFileName(plan.tensors[i].name);
-      if (auto e = readNpy(file, plan.tensors[i].name, &tensors); !e.empty())
-        return e.rfind("cannot open", 0) == 0
-                   ? "dataset '" + path + "' has no readable '" + npyFileName(plan.tensors[i].name) +
-                         "' for the plan's input '" + plan.tensors[i].name +
-                         "' (a dataset is FILE.safetensors, FILE.npy or a folder of INPUT.npy)"
-                   : e;
+      const Status read = readNpy(file, plan.tensors[i].name, &tensors);
+      if (read.ok()) continue;
+      if (read.error().message.rfind("cannot open", 0) != 0) return read.error();
+      return Error{"dataset '" + path + "' has no readable '" + npyFileName(plan.tensors[i].name) +
+                   "' for the plan's input '" + plan.tensors[i].name +
+                   "' (a dataset is FILE.safetensors, FILE.npy or a folder of INPUT.npy)"};
     }
   }
-  return fromTensors(std::move(tensors), plan, out);
+  return fromTensors(std::move(tensors), plan);
 }
 
-std::string Dataset::fromTensors(std::vector<DatasetTensor> tensors, const planfile::Plan& plan, Dataset* out) {
+Result<Dataset> Dataset::fromTensors(std::vector<DatasetTensor> tensors, const planfile::Plan& plan) {
   Dataset d;
   for (const DatasetTensor& t : tensors) {
     const bool known =
         std::any_of(plan.inputs.begin(), plan.inputs.end(), [&](int32_t i) { return plan.tensors[i].name == t.input; });
     if (!known)
-      return "'" + t.file + "': tensor '" + t.input + "' is no input of the plan (its inputs: " + inputList(plan) + ")";
+      return Error{"'" + t.file + "': tensor '" + t.input + "' is no input of the plan (its inputs: " + inputList(plan) + ")"};
   }
   std::string firstWhere;  // the first input's tensor, for an N mismatch
   for (int32_t id : plan.inputs) {
@@ -125,30 +123,29 @@ std::string Dataset::fromTensors(std::vector<DatasetTensor> tensors, const planf
       const std::string who = "'" + t.file + "': tensor '" + t.input + "'";
       const int64_t k = samplesIn(t.shape, pt.shape);
       if (t.dtype != pt.dtype || k < 0)
-        return who + " is " + t.dtype + shapeText(t.shape) + " but a sample of the plan's input is " + pt.dtype + shapeText(pt.shape) +
-               ": give " + sampleForms(pt);
+        return Error{who + " is " + t.dtype + shapeText(t.shape) + " but a sample of the plan's input is " + pt.dtype + shapeText(pt.shape) +
+                     ": give " + sampleForms(pt)};
       if (t.data.size() != static_cast<size_t>(k) * in.sampleBytes)
-        return who + " has " + std::to_string(t.data.size()) + " bytes, not the " +
-               std::to_string(k * static_cast<int64_t>(in.sampleBytes)) + " of its shape";
+        return Error{who + " has " + std::to_string(t.data.size()) + " bytes, not the " +
+                     std::to_string(k * static_cast<int64_t>(in.sampleBytes)) + " of its shape"};
       in.files.emplace_back(n, t.file);
       in.data.insert(in.data.end(), t.data.begin(), t.data.end());
       std::vector<unsigned char>().swap(t.data);  // hand the memory back as we go: datasets can be large
       n += k;
     }
-    if (in.files.empty()) return "the dataset has no tensor for the plan's input '" + pt.name + "'";
+    if (in.files.empty()) return Error{"the dataset has no tensor for the plan's input '" + pt.name + "'"};
     const std::string where = "'" + in.files.front().second + "': tensor '" + pt.name + "'";
     if (d.inputs_.empty()) {
       d.samples_ = n;
       firstWhere = where;
     } else if (n != d.samples_) {
-      return where + " holds " + std::to_string(n) + " samples but " + firstWhere + " holds " + std::to_string(d.samples_);
+      return Error{where + " holds " + std::to_string(n) + " samples but " + firstWhere + " holds " + std::to_string(d.samples_)};
     }
     d.inputs_.push_back(std::move(in));
   }
-  if (d.inputs_.empty()) return "the plan has no inputs to train on";
-  if (d.samples_ == 0) return firstWhere + " holds no samples";
-  *out = std::move(d);
-  return "";
+  if (d.inputs_.empty()) return Error{"the plan has no inputs to train on"};
+  if (d.samples_ == 0) return Error{firstWhere + " holds no samples"};
+  return d;
 }
 
 std::string Dataset::where(size_t k, int64_t i) const {
@@ -163,14 +160,14 @@ uint64_t Dataset::fingerprint() const {
   return h;
 }
 
-std::string Dataset::checkValues(const planfile::Plan& plan) const {
+Status Dataset::checkValues(const planfile::Plan& plan) const {
   for (int64_t i = 0; i < samples_; ++i)
     for (size_t k = 0; k < inputs_.size(); ++k) {
       const Input& in = inputs_[k];
-      if (auto e = checkInput(plan, in.tensor, in.dtype, in.sampleShape, sample(k, i), in.sampleBytes); !e.empty())
-        return where(k, i) + ": " + e;
+      if (Status e = checkInput(plan, in.tensor, in.dtype, in.sampleShape, sample(k, i), in.sampleBytes); !e.ok())
+        return Error{where(k, i) + ": " + e.error().message};
     }
-  return "";
+  return Status::success();
 }
 
 }  // namespace fbl::rt

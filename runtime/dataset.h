@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "runtime/plan_file.h"
+#include "runtime/status.h"
 
 namespace fbl::rt {
 
@@ -34,10 +35,10 @@ struct DatasetTensor {
 class Dataset {
  public:
   // PATH as in the header comment.
-  static std::string read(const std::string& path, const planfile::Plan& plan, Dataset* out);
+  static Result<Dataset> read(const std::string& path, const planfile::Plan& plan);
   // Tensors already in memory (fbl-train's TensorProto folders): one or more per plan input, in
   // order; several tensors of one input are concatenated along the samples.
-  static std::string fromTensors(std::vector<DatasetTensor> tensors, const planfile::Plan& plan, Dataset* out);
+  static Result<Dataset> fromTensors(std::vector<DatasetTensor> tensors, const planfile::Plan& plan);
 
   int64_t size() const { return samples_; }
   size_t inputCount() const { return inputs_.size(); }
@@ -53,9 +54,9 @@ class Dataset {
   // FNV-1a of N and every byte: a resumed run checks it trains on the data it started with.
   uint64_t fingerprint() const;
   // Every sample's values through the runtime's input check (runtime/input_check.h): token ids
-  // within the table, labels within the classes, floats finite. "" or the first fault's line,
+  // within the table, labels within the classes, floats finite; else the first fault's line,
   // "FILE: sample I: input 'x' position ...".
-  std::string checkValues(const planfile::Plan& plan) const;
+  Status checkValues(const planfile::Plan& plan) const;
 
  private:
   struct Input {

@@ -14,6 +14,8 @@
 #include <optional>
 #include <string>
 
+#include "runtime/status.h"
+
 namespace fbl::rt {
 
 struct DatasetPosition {
@@ -30,11 +32,11 @@ struct DatasetPosition {
 
 // CHECKPOINT.data.json
 std::string datasetPositionPath(const std::string& checkpoint);
-std::string writeDatasetPosition(const std::string& path, const DatasetPosition& p);
-// "" or one line naming the file and the field at fault.
-std::string readDatasetPosition(const std::string& path, DatasetPosition* out);
+Status writeDatasetPosition(const std::string& path, const DatasetPosition& p);
+// The position, else one line naming the file and the field at fault.
+Result<DatasetPosition> readDatasetPosition(const std::string& path);
 // `saved` and `now` describe the same data and order (everything but step, epoch and position);
 // else one line naming what changed.
-std::string checkSameData(const DatasetPosition& saved, const DatasetPosition& now, const std::string& path);
+Status checkSameData(const DatasetPosition& saved, const DatasetPosition& now, const std::string& path);
 
 }  // namespace fbl::rt

@@ -11,36 +11,39 @@
 #include <memory>
 #include <string>
 
+#include "runtime/status.h"
+
 namespace fbl::rt {
 
-// "" unless `path` exists and is a directory; then the line refusing it as `what`
+// Success unless `path` exists and is a directory; then the line refusing it as `what`
 // ("a plan file"). A path that does not exist is left to the open that follows.
-inline std::string directoryRefused(const std::string& path, const char* what) {
+inline Status directoryRefused(const std::string& path, const char* what) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return "'" + path + "' is a directory, not " + what;
-  return "";
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return Error{"'" + path + "' is a directory, not " + what};
+  return Status::success();
 }
 
-// "" when `path` is an existing directory, else the line saying what it is instead.
-inline std::string directoryRequired(const std::string& path) {
+// Success when `path` is an existing directory, else the line saying what it is instead.
+inline Status directoryRequired(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return "directory '" + path + "' does not exist";
-  return S_ISDIR(st.st_mode) ? "" : "'" + path + "' is not a directory";
+  if (::stat(path.c_str(), &st) != 0) return Error{"directory '" + path + "' does not exist"};
+  if (!S_ISDIR(st.st_mode)) return Error{"'" + path + "' is not a directory"};
+  return Status::success();
 }
 
-// The bytes of the file `path` (`what` names it in messages); "" on success, else one line:
-// "cannot open 'PATH'" (dataset.cc tells a missing file by that prefix), a directory refused, or
-// a failed read.
-inline std::string readWholeFile(const std::string& path, const char* what, std::string* out) {
-  if (auto e = directoryRefused(path, what); !e.empty()) return e;
+// The bytes of the file `path` (`what` names it in messages), else one line: "cannot open
+// 'PATH'" (dataset.cc tells a missing file by that prefix), a directory refused, or a failed read.
+inline Result<std::string> readWholeFile(const std::string& path, const char* what) {
+  FBL_TRY(directoryRefused(path, what));
   // Closed however this returns: a huge file may end in bad_alloc from append.
   const std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) return "cannot open '" + path + "'";
-  out->clear();
+  if (!f) return Error{"cannot open '" + path + "'"};
+  std::string out;
   char chunk[1 << 16];
   size_t n = 0;
-  while ((n = std::fread(chunk, 1, sizeof chunk, f.get())) > 0) out->append(chunk, n);
-  return std::ferror(f.get()) ? "cannot read '" + path + "'" : "";
+  while ((n = std::fread(chunk, 1, sizeof chunk, f.get())) > 0) out.append(chunk, n);
+  if (std::ferror(f.get())) return Error{"cannot read '" + path + "'"};
+  return out;
 }
 
 }  // namespace fbl::rt

@@ -54,32 +54,32 @@ std::string nonFinite(const unsigned char* p, const std::string& dt) {
   return name((h & manMask) != 0, (h & 0x8000) != 0);
 }
 
-// Why value v breaks check c, or "" when it does not.
-std::string violation(const planfile::InputCheck& c, int64_t v) {
+// Why value v breaks check c, if it does.
+Status violation(const planfile::InputCheck& c, int64_t v) {
   const std::string range = "[" + std::to_string(c.lo) + ", " + std::to_string(c.hi) + ")";
   if (c.kind == "label") {
-    if ((v >= c.lo && v < c.hi) || (c.hasIgnore && v == c.ignoreIndex)) return "";
-    return "label " + std::to_string(v) + " is outside the classes " + range +
-           (c.hasIgnore ? " and is not the ignore_index " + std::to_string(c.ignoreIndex) : std::string()) +
-           " (node '" + c.node + "')";
+    if ((v >= c.lo && v < c.hi) || (c.hasIgnore && v == c.ignoreIndex)) return Status::success();
+    return Error{"label " + std::to_string(v) + " is outside the classes " + range +
+                 (c.hasIgnore ? " and is not the ignore_index " + std::to_string(c.ignoreIndex) : std::string()) +
+                 " (node '" + c.node + "')"};
   }
-  if (v >= c.lo && v < c.hi) return "";
-  return "index " + std::to_string(v) + " is outside " + range + " (the table '" + c.table + "' of node '" + c.node + "')";
+  if (v >= c.lo && v < c.hi) return Status::success();
+  return Error{"index " + std::to_string(v) + " is outside " + range + " (the table '" + c.table + "' of node '" + c.node + "')"};
 }
 
 }  // namespace
 
 bool checkedIntegerType(const std::string& dt) { return dt == "i64" || dt == "i32" || dt == "i8" || dt == "u8"; }
 
-std::string checkInput(const planfile::Plan& plan, int32_t t, const void* data, size_t bytes) {
+Status checkInput(const planfile::Plan& plan, int32_t t, const void* data, size_t bytes) {
   const planfile::Tensor& pt = plan.tensors[t];
   const int64_t want = planfile::logicalBytes(pt);
   const bool input = pt.role == planfile::Role::Input;
   if (static_cast<int64_t>(bytes) != want)
-    return std::string(input ? "input '" : "tensor '") + pt.name + "' takes " + std::to_string(want) + " bytes (" +
-           pt.dtype + shapeText(pt.shape) + "), not " + std::to_string(bytes);
-  if (!input || bytes == 0) return "";
-  if (data == nullptr) return "input '" + pt.name + "': no data";
+    return Error{std::string(input ? "input '" : "tensor '") + pt.name + "' takes " + std::to_string(want) + " bytes (" +
+                 pt.dtype + shapeText(pt.shape) + "), not " + std::to_string(bytes)};
+  if (!input || bytes == 0) return Status::success();
+  if (data == nullptr) return Error{"input '" + pt.name + "': no data"};
   const auto* p = static_cast<const unsigned char*>(data);
   const int64_t size = planfile::elementSize(pt.dtype), count = want / size;
   std::string first;
@@ -94,27 +94,27 @@ std::string checkInput(const planfile::Plan& plan, int32_t t, const void* data, 
     std::vector<const planfile::InputCheck*> checks;
     for (const planfile::InputCheck& c : plan.inputChecks)
       if (c.input == t) checks.push_back(&c);
-    if (checks.empty()) return "";
+    if (checks.empty()) return Status::success();
     for (int64_t i = 0; i < count; ++i) {
       const int64_t v = intAt(p + i * size, pt.dtype);
       for (const planfile::InputCheck* c : checks) {
-        const std::string why = violation(*c, v);
-        if (why.empty()) continue;
-        if (bad++ == 0) first = where(pt, i) + ": " + why;
+        const Status why = violation(*c, v);
+        if (why.ok()) continue;
+        if (bad++ == 0) first = where(pt, i) + ": " + why.error().message;
         break;
       }
     }
   }
-  if (bad == 0) return "";
-  return bad == 1 ? first : first + " (and " + std::to_string(bad - 1) + " more positions)";
+  if (bad == 0) return Status::success();
+  return Error{bad == 1 ? first : first + " (and " + std::to_string(bad - 1) + " more positions)"};
 }
 
-std::string checkInput(const planfile::Plan& plan, int32_t t, const std::string& dtype,
-                       const std::vector<int64_t>& shape, const void* data, size_t bytes) {
+Status checkInput(const planfile::Plan& plan, int32_t t, const std::string& dtype,
+                  const std::vector<int64_t>& shape, const void* data, size_t bytes) {
   const planfile::Tensor& pt = plan.tensors[t];
   if (dtype != pt.dtype || shape != pt.shape)
-    return std::string(pt.role == planfile::Role::Input ? "input '" : "tensor '") + pt.name + "' is " + dtype +
-           shapeText(shape) + " but the plan expects " + pt.dtype + shapeText(pt.shape);
+    return Error{std::string(pt.role == planfile::Role::Input ? "input '" : "tensor '") + pt.name + "' is " + dtype +
+                 shapeText(shape) + " but the plan expects " + pt.dtype + shapeText(pt.shape)};
   return checkInput(plan, t, data, bytes);
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "runtime/plan_file.h"
+#include "runtime/status.h"
 
 namespace fbl::rt {
 
@@ -26,12 +27,12 @@ namespace fbl::rt {
 // loader refuses a check on an input of another dtype, which no write would meet (plan_check.h).
 bool checkedIntegerType(const std::string& dtype);
 
-// The host's row-major bytes for plan tensor `t`, of `bytes` bytes. "" when they may be written;
+// The host's row-major bytes for plan tensor `t`, of `bytes` bytes: success when they may be written;
 // tensors that are not inputs are checked for their byte count only.
-std::string checkInput(const planfile::Plan& plan, int32_t t, const void* data, size_t bytes);
+Status checkInput(const planfile::Plan& plan, int32_t t, const void* data, size_t bytes);
 
 // A typed write: `dtype` and `shape` must be the plan tensor's, then as checkInput.
-std::string checkInput(const planfile::Plan& plan, int32_t t, const std::string& dtype,
-                       const std::vector<int64_t>& shape, const void* data, size_t bytes);
+Status checkInput(const planfile::Plan& plan, int32_t t, const std::string& dtype,
+                  const std::vector<int64_t>& shape, const void* data, size_t bytes);
 
 }  // namespace fbl::rt

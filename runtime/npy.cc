@@ -48,38 +48,39 @@ class HeaderParser {
  public:
   explicit HeaderParser(const std::string& text) : s_(text) {}
 
-  std::string parse(std::string* descr, bool* fortran, std::vector<int64_t>* shape) {
+  // What is wrong with the header, as words that follow "the .npy header".
+  Status parse(std::string* descr, bool* fortran, std::vector<int64_t>* shape) {
     bool seenDescr = false, seenFortran = false, seenShape = false;
-    if (!consume('{')) return "does not start with '{'";
+    if (!consume('{')) return Error{"does not start with '{'"};
     while (true) {
       if (consume('}')) break;
       std::string key;
-      if (!quoted(&key)) return "has a key that is not a quoted string";
-      if (!consume(':')) return "has no ':' after '" + printable(key) + "'";
+      if (!quoted(&key)) return Error{"has a key that is not a quoted string"};
+      if (!consume(':')) return Error{"has no ':' after '" + printable(key) + "'"};
       if (key == "descr") {
-        if (seenDescr || !quoted(descr)) return "has a 'descr' that is repeated or not a string";
+        if (seenDescr || !quoted(descr)) return Error{"has a 'descr' that is repeated or not a string"};
         seenDescr = true;
       } else if (key == "fortran_order") {
-        if (seenFortran) return "repeats 'fortran_order'";
+        if (seenFortran) return Error{"repeats 'fortran_order'"};
         if (word("True")) *fortran = true;
         else if (word("False")) *fortran = false;
-        else return "has a 'fortran_order' that is neither True nor False";
+        else return Error{"has a 'fortran_order' that is neither True nor False"};
         seenFortran = true;
       } else if (key == "shape") {
-        if (seenShape) return "repeats 'shape'";
-        if (auto e = tuple(shape); !e.empty()) return e;
+        if (seenShape) return Error{"repeats 'shape'"};
+        FBL_TRY(tuple(shape));
         seenShape = true;
       } else {
-        return "has an unknown key '" + printable(key) + "'";
+        return Error{"has an unknown key '" + printable(key) + "'"};
       }
       if (consume(',')) continue;
       if (consume('}')) break;
-      return "has no ',' or '}' after '" + printable(key) + "'";
+      return Error{"has no ',' or '}' after '" + printable(key) + "'"};
     }
     skipSpaces();
-    if (at_ + 1 != s_.size() || s_[at_] != '\n') return "does not end with '}' and a newline";
-    if (!seenDescr || !seenFortran || !seenShape) return "lacks one of 'descr', 'fortran_order', 'shape'";
-    return "";
+    if (at_ + 1 != s_.size() || s_[at_] != '\n') return Error{"does not end with '}' and a newline"};
+    if (!seenDescr || !seenFortran || !seenShape) return Error{"lacks one of 'descr', 'fortran_order', 'shape'"};
+    return Status::success();
   }
 
  private:
@@ -109,19 +110,19 @@ class HeaderParser {
     return true;
   }
   // (), (7,), (3, 4): dimensions below 2^40, as safetensors::parse allows.
-  std::string tuple(std::vector<int64_t>* shape) {
-    if (!consume('(')) return "has a 'shape' that is not a tuple";
+  Status tuple(std::vector<int64_t>* shape) {
+    if (!consume('(')) return Error{"has a 'shape' that is not a tuple"};
     while (!consume(')')) {
       skipSpaces();
       uint64_t d = 0;
       size_t digits = 0;
       while (at_ < s_.size() && s_[at_] >= '0' && s_[at_] <= '9' && digits < 14) d = d * 10 + uint64_t(s_[at_++] - '0'), ++digits;
-      if (digits == 0 || d > (uint64_t{1} << 40)) return "has a 'shape' dimension that is not a non-negative integer below 2^40";
+      if (digits == 0 || d > (uint64_t{1} << 40)) return Error{"has a 'shape' dimension that is not a non-negative integer below 2^40"};
       shape->push_back(static_cast<int64_t>(d));
       const bool closes = (skipSpaces(), at_ < s_.size() && s_[at_] == ')');
-      if (!consume(',') && !closes) return "has a 'shape' without ',' between dimensions";
+      if (!consume(',') && !closes) return Error{"has a 'shape' without ',' between dimensions"};
     }
-    return "";
+    return Status::success();
   }
 
   const std::string s_;
@@ -130,54 +131,52 @@ class HeaderParser {
 
 }  // namespace
 
-std::string parse(const std::string& bytes, const std::string& path, Array* out) {
+Result<Array> parse(const std::string& bytes, const std::string& path) {
   const std::string where = "'" + path + "'";
   if (bytes.size() < 10 || bytes.compare(0, kMagicBytes, kMagic, kMagicBytes) != 0)
-    return where + " is not a .npy file (no \\x93NUMPY magic)";
+    return Error{where + " is not a .npy file (no \\x93NUMPY magic)"};
   const unsigned major = static_cast<unsigned char>(bytes[6]), minor = static_cast<unsigned char>(bytes[7]);
   if (major < 1 || major > 3 || minor != 0)
-    return where + ": .npy version " + std::to_string(major) + "." + std::to_string(minor) + " is not 1.0, 2.0 or 3.0";
+    return Error{where + ": .npy version " + std::to_string(major) + "." + std::to_string(minor) + " is not 1.0, 2.0 or 3.0"};
   const size_t lenBytes = major == 1 ? 2 : 4;
-  if (bytes.size() < 8 + lenBytes) return where + " is truncated inside its header length";
+  if (bytes.size() < 8 + lenBytes) return Error{where + " is truncated inside its header length"};
   uint64_t headerLen = 0;
   for (size_t i = 0; i < lenBytes; ++i) headerLen |= uint64_t{static_cast<unsigned char>(bytes[8 + i])} << (8 * i);
   const uint64_t dataStart = 8 + lenBytes + headerLen;
   if (dataStart > bytes.size())
-    return where + " is truncated: its header says " + std::to_string(headerLen) + " bytes, the file has " +
-           std::to_string(bytes.size() - 8 - lenBytes);
+    return Error{where + " is truncated: its header says " + std::to_string(headerLen) + " bytes, the file has " +
+                 std::to_string(bytes.size() - 8 - lenBytes)};
   std::string descr;
   bool fortran = false;
   Array a;
   HeaderParser header(bytes.substr(8 + lenBytes, headerLen));
-  if (auto e = header.parse(&descr, &fortran, &a.shape); !e.empty()) return where + ": the .npy header " + e;
-  if (fortran) return where + ": the array is in Fortran order; save it in C order (numpy.ascontiguousarray)";
+  if (Status e = header.parse(&descr, &fortran, &a.shape); !e.ok()) return Error{where + ": the .npy header " + e.error().message};
+  if (fortran) return Error{where + ": the array is in Fortran order; save it in C order (numpy.ascontiguousarray)"};
   // A one-byte type has no byte order; '<' in front of it is accepted as well as '|'.
   for (const DescrName& d : kDescrs)
     if (descr == d.descr || (descr.size() == 3 && descr[0] == '<' && d.descr[0] == '|' && descr.substr(1) == d.descr + 1))
       a.dtype = d.dtype;
   if (a.dtype.empty())
-    return where + ": dtype '" + printable(descr) + "' is not supported" +
-           (!descr.empty() && descr[0] == '>'
-                ? " (big-endian: save it little-endian, arr.astype('<" + printable(descr.substr(1)) + "'))"
-                : " (bool, int8..int64, uint8..uint64, float16/32/64)");
+    return Error{where + ": dtype '" + printable(descr) + "' is not supported" +
+                 (!descr.empty() && descr[0] == '>'
+                      ? " (big-endian: save it little-endian, arr.astype('<" + printable(descr.substr(1)) + "'))"
+                      : " (bool, int8..int64, uint8..uint64, float16/32/64)")};
   uint64_t expected = static_cast<uint64_t>(elementBytes(a.dtype));
   for (int64_t d : a.shape) {
-    if (d != 0 && expected > (uint64_t{1} << 62) / static_cast<uint64_t>(d)) return where + ": the shape is too large";
+    if (d != 0 && expected > (uint64_t{1} << 62) / static_cast<uint64_t>(d)) return Error{where + ": the shape is too large"};
     expected *= static_cast<uint64_t>(d);
   }
   const uint64_t have = bytes.size() - dataStart;
   if (have != expected)
-    return where + (have < expected ? " is truncated" : " has trailing bytes") + ": " + a.dtype + " of its shape needs " +
-           std::to_string(expected) + " data bytes, the file has " + std::to_string(have);
+    return Error{where + (have < expected ? " is truncated" : " has trailing bytes") + ": " + a.dtype + " of its shape needs " +
+                 std::to_string(expected) + " data bytes, the file has " + std::to_string(have)};
   a.data.assign(bytes.begin() + static_cast<std::ptrdiff_t>(dataStart), bytes.end());
-  *out = std::move(a);
-  return "";
+  return a;
 }
 
-std::string read(const std::string& path, Array* out) {
-  std::string bytes;
-  if (auto e = rt::readWholeFile(path, "an .npy file", &bytes); !e.empty()) return e;
-  return parse(bytes, path, out);
+Result<Array> read(const std::string& path) {
+  FBL_ASSIGN(const std::string bytes, rt::readWholeFile(path, "an .npy file"));
+  return parse(bytes, path);
 }
 
 std::string serialize(const Array& a) {

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/status.h"
+
 namespace fbl::npy {
 
 struct Array {
@@ -22,9 +24,9 @@ struct Array {
   std::vector<unsigned char> data;  // row-major, little-endian
 };
 
-// "" on success, else one line naming `path` and the fault.
-std::string parse(const std::string& bytes, const std::string& path, Array* out);
-std::string read(const std::string& path, Array* out);
+// The array, else one line naming `path` and the fault.
+Result<Array> parse(const std::string& bytes, const std::string& path);
+Result<Array> read(const std::string& path);
 
 // The bytes `numpy.save` writes for `a` (version 1.0); for tests and tools that write datasets.
 std::string serialize(const Array& a);

@@ -192,141 +192,141 @@ bool rtileBytesMatch(const Tensor& t) {
 
 // A frozen weight stored narrower (Tensor::encoding): an f32 matrix in a buffer, its groups
 // dividing their axis, its bytes exactly the encoded layout's.
-std::string checkEncoded(const Plan& p, const Tensor& t, const std::string& who, bool packed) {
+Status checkEncoded(const Plan& p, const Tensor& t, const std::string& who, bool packed) {
   const int bits = planfile::encodingBits(t.encoding);
-  if (bits == 0) return who + ": encoding '" + t.encoding + "' is not fp16, int8 or int4";
+  if (bits == 0) return Error{who + ": encoding '" + t.encoding + "' is not fp16, int8 or int4"};
   if (t.role != Role::Weight || t.image() || packed || t.dtype != "f32" || t.shape.size() != 2 || t.shape[0] < 1 ||
       t.shape[1] < 1)
-    return who + ": only a frozen f32 matrix in a buffer is stored " + t.encoding + " (is a " + planfile::roleName(t.role) +
-           " " + t.dtype + shapeText(t.shape) + ", " + t.storage + ")";
+    return Error{who + ": only a frozen f32 matrix in a buffer is stored " + t.encoding + " (is a " + planfile::roleName(t.role) +
+                 " " + t.dtype + shapeText(t.shape) + ", " + t.storage + ")"};
   if (bits == 16 ? t.groupSize != 0 : t.groupSize < 1 || t.shape[t.groupAxis] % t.groupSize != 0)
-    return who + ": group " + num(t.groupSize) + " along axis " + num(t.groupAxis) + " does not fit " + t.encoding +
-           shapeText(t.shape);
+    return Error{who + ": group " + num(t.groupSize) + " along axis " + num(t.groupAxis) + " does not fit " + t.encoding +
+                 shapeText(t.shape)};
   const int64_t want = planfile::encodedBytes(bits, t.groupSize, t.shape[0], t.shape[1]);
-  if (t.bytes != want) return who + ": bytes " + num(t.bytes) + " are not its " + t.encoding + " encoding's " + num(want);
+  if (t.bytes != want) return Error{who + ": bytes " + num(t.bytes) + " are not its " + t.encoding + " encoding's " + num(want)};
   if (t.offset % p.alignment != 0)
-    return who + ": offset " + num(t.offset) + " is not a multiple of the alignment " + num(p.alignment);
-  return "";
+    return Error{who + ": offset " + num(t.offset) + " is not a multiple of the alignment " + num(p.alignment)};
+  return Status::success();
 }
 
-std::string checkTensors(const Plan& p) {
+Status checkTensors(const Plan& p) {
   std::map<std::string, size_t> names;
   for (size_t i = 0; i < p.tensors.size(); ++i)
-    if (!names.emplace(p.tensors[i].name, i).second) return tensorName(p, static_cast<int32_t>(i)) + ": the name is used twice (tensors " + num(static_cast<int64_t>(names[p.tensors[i].name])) + " and " + num(static_cast<int64_t>(i)) + ")";
+    if (!names.emplace(p.tensors[i].name, i).second) return Error{tensorName(p, static_cast<int32_t>(i)) + ": the name is used twice (tensors " + num(static_cast<int64_t>(names[p.tensors[i].name])) + " and " + num(static_cast<int64_t>(i)) + ")"};
   if (p.alignment < 1 || p.alignment > (1 << 20) || (p.alignment & (p.alignment - 1)) != 0)
-    return "alignment " + num(p.alignment) + " is not a power of two up to 1 MiB";
-  if (p.arenaBytes < 0 || p.arenaBytes > kMaxBytes) return "arena_bytes " + num(p.arenaBytes) + " is out of range";
+    return Error{"alignment " + num(p.alignment) + " is not a power of two up to 1 MiB"};
+  if (p.arenaBytes < 0 || p.arenaBytes > kMaxBytes) return Error{"arena_bytes " + num(p.arenaBytes) + " is out of range"};
   if (p.poolBytes % p.alignment != 0)
-    return "pool_bytes " + num(p.poolBytes) + " is not a multiple of the alignment " + num(p.alignment);
+    return Error{"pool_bytes " + num(p.poolBytes) + " is not a multiple of the alignment " + num(p.alignment)};
   if (p.poolCount() > kMaxPools)
-    return "arena_bytes " + num(p.arenaBytes) + " in pools of " + num(p.poolBytes) + " makes " + num(p.poolCount()) +
-           " pools, more than " + num(kMaxPools);
+    return Error{"arena_bytes " + num(p.arenaBytes) + " in pools of " + num(p.poolBytes) + " makes " + num(p.poolCount()) +
+                 " pools, more than " + num(kMaxPools)};
   for (size_t i = 0; i < p.tensors.size(); ++i) {
     const Tensor& t = p.tensors[i];
     const std::string who = tensorName(p, static_cast<int32_t>(i));
-    if (!knownDType(t.dtype)) return who + ": dtype '" + t.dtype + "' is not one the runtime knows";
+    if (!knownDType(t.dtype)) return Error{who + ": dtype '" + t.dtype + "' is not one the runtime knows"};
     const int64_t logical = checkedLogicalBytes(t);
-    if (logical < 0) return who + ": shape " + shapeText(t.shape) + " has a negative or too large dimension";
+    if (logical < 0) return Error{who + ": shape " + shapeText(t.shape) + " has a negative or too large dimension"};
     const bool packed = t.pack >= 0 || t.unpack >= 0;
     if (!t.encoding.empty()) {
-      if (auto e = checkEncoded(p, t, who, packed); !e.empty()) return e;
+      FBL_TRY(checkEncoded(p, t, who, packed));
     } else if (t.image()) {
-      if (t.offset != 0 || t.bytes != 0) return who + ": an image tensor has offset and bytes 0, not " + num(t.offset) + " and " + num(t.bytes);
+      if (t.offset != 0 || t.bytes != 0) return Error{who + ": an image tensor has offset and bytes 0, not " + num(t.offset) + " and " + num(t.bytes)};
       if (t.imageWidth <= 0 || t.imageHeight <= 0 || t.imageWidth > kMaxImageSide || t.imageHeight > kMaxImageSide)
-        return who + ": image extent " + num(t.imageWidth) + " x " + num(t.imageHeight) + " is out of range";
+        return Error{who + ": image extent " + num(t.imageWidth) + " x " + num(t.imageHeight) + " is out of range"};
       if (t.imageWidth * t.imageHeight * 16 < logical)
-        return who + ": image of " + num(t.imageWidth) + " x " + num(t.imageHeight) + " texels cannot hold its " + num(logical) + " bytes";
+        return Error{who + ": image of " + num(t.imageWidth) + " x " + num(t.imageHeight) + " texels cannot hold its " + num(logical) + " bytes"};
     } else {
       if (t.bytes > 0 && t.offset % p.alignment != 0)
-        return who + ": offset " + num(t.offset) + " is not a multiple of the alignment " + num(p.alignment);
+        return Error{who + ": offset " + num(t.offset) + " is not a multiple of the alignment " + num(p.alignment)};
       if (!packed && t.layout == "row_major" && t.bytes != logical)
-        return who + ": bytes " + num(t.bytes) + " are not its " + t.dtype + shapeText(t.shape) + "'s " + num(logical);
+        return Error{who + ": bytes " + num(t.bytes) + " are not its " + t.dtype + shapeText(t.shape) + "'s " + num(logical)};
       if (t.bytes < logical)
-        return who + ": bytes " + num(t.bytes) + " cannot hold its " + t.dtype + shapeText(t.shape) + " (" + num(logical) + ")";
+        return Error{who + ": bytes " + num(t.bytes) + " cannot hold its " + t.dtype + shapeText(t.shape) + " (" + num(logical) + ")"};
       if (!rtileBytesMatch(t))
-        return who + ": bytes " + num(t.bytes) + " are not whole tiles of its layout '" + t.layout + "' over " + t.dtype + shapeText(t.shape);
+        return Error{who + ": bytes " + num(t.bytes) + " are not whole tiles of its layout '" + t.layout + "' over " + t.dtype + shapeText(t.shape)};
     }
     if (t.constOffset >= 0 && t.constOffset % 16 != 0)
-      return who + ": const_offset " + num(t.constOffset) + " is not 16-byte aligned (the blob aligns every constant)";
+      return Error{who + ": const_offset " + num(t.constOffset) + " is not 16-byte aligned (the blob aligns every constant)"};
     if ((t.role == Role::Constant) != (t.constOffset >= 0) && !(t.role == Role::Constant && t.bytes == 0))
-      return who + ": const_offset " + num(t.constOffset) + " does not fit its role " + planfile::roleName(t.role);
+      return Error{who + ": const_offset " + num(t.constOffset) + " does not fit its role " + planfile::roleName(t.role)};
     if ((t.role == Role::Weight || t.role == Role::Trainable) && t.source.empty())
-      return who + ": a " + std::string(planfile::roleName(t.role)) + " has no source key";
+      return Error{who + ": a " + std::string(planfile::roleName(t.role)) + " has no source key"};
     // The runtime zeroes a counter's bytes at load: they must be i32 counts in the arena.
     if (t.role == Role::Counter && (t.image() || t.dtype != "i32" || t.pack >= 0 || t.unpack >= 0))
-      return who + ": a counter must be an i32 buffer the runtime fills itself";
+      return Error{who + ": a counter must be an i32 buffer the runtime fills itself"};
     const auto self = static_cast<int32_t>(i);
     if (t.pack >= 0) {
       const Launch& x = p.transfers[t.pack];
       if (x.phase != "pack" || x.args != std::vector<int32_t>{p.staging, self, p.transferFirstRow})
-        return who + ": pack " + num(t.pack) + " is not a pack transfer from the staging tensor into it";
+        return Error{who + ": pack " + num(t.pack) + " is not a pack transfer from the staging tensor into it"};
     }
     if (t.unpack >= 0) {
       const Launch& x = p.transfers[t.unpack];
       if (x.phase != "unpack" || x.args != std::vector<int32_t>{self, p.staging, p.transferFirstRow})
-        return who + ": unpack " + num(t.unpack) + " is not an unpack transfer from it into the staging tensor";
+        return Error{who + ": unpack " + num(t.unpack) + " is not an unpack transfer from it into the staging tensor"};
     }
     if (packed) {
       // A chunk is transferRows whole rows of the tensor viewed as a matrix of its last dimension.
       const int64_t rows = planfile::transferRows(t.shape);
       if (t.transferRows < 1 || t.transferRows > std::max<int64_t>(1, rows))
-        return who + ": transfer_rows " + num(t.transferRows) + " is outside [1, " + num(rows) + "]";
+        return Error{who + ": transfer_rows " + num(t.transferRows) + " is outside [1, " + num(rows) + "]"};
       const int64_t chunkBytes = t.transferRows * planfile::transferRowBytes(t.shape, t.dtype);
       if (p.tensors[p.staging].bytes < chunkBytes)
-        return who + ": the staging tensor's " + num(p.tensors[p.staging].bytes) + " bytes cannot hold its chunk of " + num(chunkBytes);
+        return Error{who + ": the staging tensor's " + num(p.tensors[p.staging].bytes) + " bytes cannot hold its chunk of " + num(chunkBytes)};
     }
   }
-  return "";
+  return Status::success();
 }
 
-std::string checkRuntimeTensors(const Plan& p) {
+Status checkRuntimeTensors(const Plan& p) {
   if (p.staging >= 0) {
     const Tensor& s = p.tensors[p.staging];
     if (s.image() || s.pack >= 0 || s.unpack >= 0 || persistent(s.role))
-      return tensorName(p, p.staging) + ": the staging tensor must be a transient row-major buffer";
+      return Error{tensorName(p, p.staging) + ": the staging tensor must be a transient row-major buffer"};
   }
   if (p.transferFirstRow >= 0) {
     const Tensor& r = p.tensors[p.transferFirstRow];
     if (r.image() || r.pack >= 0 || r.unpack >= 0 || persistent(r.role) || r.dtype != "i64" || r.bytes < 8)
-      return tensorName(p, p.transferFirstRow) + ": the transfer's first row must be a transient i64 buffer";
+      return Error{tensorName(p, p.transferFirstRow) + ": the transfer's first row must be a transient i64 buffer"};
   }
   if (p.loss >= 0) {
     const Tensor& l = p.tensors[p.loss];
     if (l.image() || l.dtype != "f32" || l.bytes < 4 || l.unpack >= 0)
-      return tensorName(p, p.loss) + ": the loss must be an f32 buffer of at least one element (is " + l.dtype + shapeText(l.shape) + ", " + l.storage + ")";
+      return Error{tensorName(p, p.loss) + ": the loss must be an f32 buffer of at least one element (is " + l.dtype + shapeText(l.shape) + ", " + l.storage + ")"};
   }
   if (p.step >= 0) {
     const Tensor& s = p.tensors[p.step];
     if (s.image() || s.dtype != "i64" || planfile::logicalBytes(s) != 8 || s.pack >= 0 || s.role != Role::Step)
-      return tensorName(p, p.step) + ": the step must be one i64 in a buffer with role step (is " + s.dtype + shapeText(s.shape) + ", role " + planfile::roleName(s.role) + ")";
+      return Error{tensorName(p, p.step) + ": the step must be one i64 in a buffer with role step (is " + s.dtype + shapeText(s.shape) + ", role " + planfile::roleName(s.role) + ")"};
   }
   for (int32_t i : p.inputs)
     if (p.tensors[i].role != Role::Input || (p.tensors[i].image() && p.tensors[i].pack < 0))
-      return tensorName(p, i) + ": an input must have role input and be writable (role " + planfile::roleName(p.tensors[i].role) + ")";
+      return Error{tensorName(p, i) + ": an input must have role input and be writable (role " + planfile::roleName(p.tensors[i].role) + ")"};
   for (const planfile::InputCheck& c : p.inputChecks) {
     if (c.lo >= c.hi && !(c.lo == c.hi && c.hasIgnore))
-      return "input check of node '" + c.node + "': bounds [" + num(c.lo) + ", " + num(c.hi) + ") are empty";
+      return Error{"input check of node '" + c.node + "': bounds [" + num(c.lo) + ", " + num(c.hi) + ") are empty"};
     if (!checkedIntegerType(p.tensors[c.input].dtype))
-      return "input check of node '" + c.node + "': " + tensorName(p, c.input) + " is " + p.tensors[c.input].dtype +
-             ", not an integer input (i64, i32, i8, u8)";
+      return Error{"input check of node '" + c.node + "': " + tensorName(p, c.input) + " is " + p.tensors[c.input].dtype +
+                   ", not an integer input (i64, i32, i8, u8)"};
   }
   for (const planfile::Trainable& tr : p.trainables) {
     const Tensor& param = p.tensors[tr.param];
-    if (param.role != Role::Trainable) return tensorName(p, tr.param) + ": a trainable's param has role " + planfile::roleName(param.role);
-    if (tr.grad < 0) return tensorName(p, tr.param) + ": the trainable has no gradient";
+    if (param.role != Role::Trainable) return Error{tensorName(p, tr.param) + ": a trainable's param has role " + planfile::roleName(param.role)};
+    if (tr.grad < 0) return Error{tensorName(p, tr.param) + ": the trainable has no gradient"};
     const Tensor& grad = p.tensors[tr.grad];
     if (grad.dtype != param.dtype || grad.shape != param.shape)
-      return tensorName(p, tr.grad) + ": the gradient is " + grad.dtype + shapeText(grad.shape) + " but its trainable is " + param.dtype + shapeText(param.shape);
+      return Error{tensorName(p, tr.grad) + ": the gradient is " + grad.dtype + shapeText(grad.shape) + " but its trainable is " + param.dtype + shapeText(param.shape)};
   }
   for (int32_t s : p.state)
-    if (p.tensors[s].role != Role::State) return tensorName(p, s) + ": an optimizer state has role " + planfile::roleName(p.tensors[s].role);
+    if (p.tensors[s].role != Role::State) return Error{tensorName(p, s) + ": an optimizer state has role " + planfile::roleName(p.tensors[s].role)};
   // An updated buffer is state the weights file starts: it, and only it, has a source.
   for (int32_t b : p.updatedBuffers)
     if (std::find(p.state.begin(), p.state.end(), b) == p.state.end() || p.tensors[b].source.empty())
-      return tensorName(p, b) + ": an updated buffer must be listed state with a source key";
+      return Error{tensorName(p, b) + ": an updated buffer must be listed state with a source key"};
   for (int32_t s : p.state)
     if (!p.tensors[s].source.empty() && std::find(p.updatedBuffers.begin(), p.updatedBuffers.end(), s) == p.updatedBuffers.end())
-      return tensorName(p, s) + ": a state tensor with a source key must be an updated buffer";
+      return Error{tensorName(p, s) + ": a state tensor with a source key must be an updated buffer"};
   // Checkpoints save what `trainables` and `state` list: each tensor of those roles once.
   std::vector<int> listed(p.tensors.size(), 0);
   for (const planfile::Trainable& tr : p.trainables) ++listed[tr.param];
@@ -334,51 +334,51 @@ std::string checkRuntimeTensors(const Plan& p) {
   for (size_t t = 0; t < p.tensors.size(); ++t) {
     const Role r = p.tensors[t].role;
     if ((r == Role::Trainable || r == Role::State) && listed[t] != 1)
-      return tensorName(p, static_cast<int32_t>(t)) + ": a " + planfile::roleName(r) + " is listed " + num(listed[t]) + " times in " +
-             (r == Role::Trainable ? "trainables" : "state") + " (once is right)";
+      return Error{tensorName(p, static_cast<int32_t>(t)) + ": a " + planfile::roleName(r) + " is listed " + num(listed[t]) + " times in " +
+                   (r == Role::Trainable ? "trainables" : "state") + " (once is right)"};
   }
   for (const auto& c : p.commits) {
     const Tensor& src = p.tensors[c[0]];
     const Tensor& dst = p.tensors[c[1]];
     if (src.bytes < dst.bytes || (dst.role != Role::Trainable && dst.role != Role::State))
-      return "commit " + tensorName(p, c[0]) + " -> " + tensorName(p, c[1]) + ": bytes " + num(src.bytes) + " -> " + num(dst.bytes) +
-             " into role " + planfile::roleName(dst.role);
+      return Error{"commit " + tensorName(p, c[0]) + " -> " + tensorName(p, c[1]) + ": bytes " + num(src.bytes) + " -> " + num(dst.bytes) +
+                   " into role " + planfile::roleName(dst.role)};
   }
-  return "";
+  return Status::success();
 }
 
 // training_loop (runtime/training_loop.h): the scalars the runtime writes are f32 scalars of role
 // step, and the accumulators are listed state; a field that is off has no tensor.
-std::string checkTrainingLoop(const Plan& p) {
+Status checkTrainingLoop(const Plan& p) {
   const planfile::TrainingLoop& l = p.loop;
   const auto n = static_cast<int32_t>(p.tensors.size());
-  auto scalar = [&](int32_t t, const char* what) -> std::string {
-    if (t < 0 || t >= n) return std::string("training_loop: ") + what + " " + num(t) + " is not a tensor";
+  auto scalar = [&](int32_t t, const char* what) -> Status {
+    if (t < 0 || t >= n) return Error{std::string("training_loop: ") + what + " " + num(t) + " is not a tensor"};
     const Tensor& s = p.tensors[t];
     if (s.image() || s.dtype != "f32" || planfile::logicalBytes(s) != 4 || s.pack >= 0 || s.role != Role::Step)
-      return tensorName(p, t) + ": training_loop's " + what + " must be one f32 in a buffer with role step (is " + s.dtype +
-             shapeText(s.shape) + ", role " + planfile::roleName(s.role) + ")";
-    return "";
+      return Error{tensorName(p, t) + ": training_loop's " + what + " must be one f32 in a buffer with role step (is " + s.dtype +
+                   shapeText(s.shape) + ", role " + planfile::roleName(s.role) + ")"};
+    return Status::success();
   };
-  if (l.gradAccum < 1 || l.gradAccum > (1 << 20)) return "training_loop: grad_accum " + num(l.gradAccum) + " is not in [1, 2^20]";
+  if (l.gradAccum < 1 || l.gradAccum > (1 << 20)) return Error{"training_loop: grad_accum " + num(l.gradAccum) + " is not in [1, 2^20]"};
   if (!std::isfinite(l.clipGradNorm) || l.clipGradNorm < 0)
-    return "training_loop: clip_grad_norm " + std::to_string(l.clipGradNorm) + " is not a number >= 0";
-  if (l.schedule.empty() != (l.lrTensor < 0)) return "training_loop: a schedule needs an lr_tensor, and only a schedule has one";
+    return Error{"training_loop: clip_grad_norm " + std::to_string(l.clipGradNorm) + " is not a number >= 0"};
+  if (l.schedule.empty() != (l.lrTensor < 0)) return Error{"training_loop: a schedule needs an lr_tensor, and only a schedule has one"};
   if (!l.schedule.empty()) {
-    if (!planfile::knownSchedule(l.schedule)) return "training_loop: unknown schedule '" + l.schedule + "' (constant, linear or cosine)";
-    if (!std::isfinite(l.lr) || l.lr <= 0) return "training_loop: lr " + std::to_string(l.lr) + " is not a positive number";
+    if (!planfile::knownSchedule(l.schedule)) return Error{"training_loop: unknown schedule '" + l.schedule + "' (constant, linear or cosine)"};
+    if (!std::isfinite(l.lr) || l.lr <= 0) return Error{"training_loop: lr " + std::to_string(l.lr) + " is not a positive number"};
     if (l.warmupSteps < 0 || l.totalSteps < 0 || (l.schedule != "constant" && l.totalSteps < 1))
-      return "training_loop: warmup_steps " + num(l.warmupSteps) + " and total_steps " + num(l.totalSteps) + " do not make a schedule";
-    if (auto e = scalar(l.lrTensor, "lr_tensor"); !e.empty()) return e;
+      return Error{"training_loop: warmup_steps " + num(l.warmupSteps) + " and total_steps " + num(l.totalSteps) + " do not make a schedule"};
+    FBL_TRY(scalar(l.lrTensor, "lr_tensor"));
   }
   if ((l.gradAccum > 1) != (l.accumKeep >= 0) || (l.gradAccum > 1) == l.accumulators.empty())
-    return "training_loop: grad_accum " + num(l.gradAccum) + " needs accum_keep and accumulators, and grad_accum 1 has neither";
+    return Error{"training_loop: grad_accum " + num(l.gradAccum) + " needs accum_keep and accumulators, and grad_accum 1 has neither"};
   if (l.gradAccum > 1)
-    if (auto e = scalar(l.accumKeep, "accum_keep"); !e.empty()) return e;
+    FBL_TRY(scalar(l.accumKeep, "accum_keep"));
   for (int32_t a : l.accumulators)
     if (std::find(p.state.begin(), p.state.end(), a) == p.state.end())
-      return "training_loop: accumulator " + num(a) + " is not one of the plan's state tensors";
-  return "";
+      return Error{"training_loop: accumulator " + num(a) + " is not one of the plan's state tensors"};
+  return Status::success();
 }
 
 int phaseOrder(const std::string& phase) {
@@ -388,83 +388,83 @@ int phaseOrder(const std::string& phase) {
   return -1;
 }
 
-std::string checkLaunch(const Plan& p, size_t index, bool transfer,
-                        const std::map<std::string, std::vector<Param>>& kernels) {
+Status checkLaunch(const Plan& p, size_t index, bool transfer,
+                   const std::map<std::string, std::vector<Param>>& kernels) {
   const Launch& l = transfer ? p.transfers[index] : p.launches[index];
   const std::string who = launchName(p, index, transfer);
   if (l.argBytes.size() != l.args.size())
-    return who + ": arg_bytes has " + num(static_cast<int64_t>(l.argBytes.size())) + " entries for " + num(static_cast<int64_t>(l.args.size())) + " args";
+    return Error{who + ": arg_bytes has " + num(static_cast<int64_t>(l.argBytes.size())) + " entries for " + num(static_cast<int64_t>(l.args.size())) + " args"};
   for (size_t a = 0; a < l.args.size(); ++a)
     if (l.argBytes[a] != planfile::argumentBytes(p.tensors[l.args[a]]))
-      return who + ": argument " + num(static_cast<int64_t>(a)) + " declares " + num(l.argBytes[a]) + " bytes but " + tensorName(p, l.args[a]) + " has " +
-             num(planfile::argumentBytes(p.tensors[l.args[a]]));
+      return Error{who + ": argument " + num(static_cast<int64_t>(a)) + " declares " + num(l.argBytes[a]) + " bytes but " + tensorName(p, l.args[a]) + " has " +
+                   num(planfile::argumentBytes(p.tensors[l.args[a]]))};
   auto k = kernels.find(p.kernelNames[l.kernel]);
-  if (k == kernels.end()) return who + ": kernel '" + p.kernelNames[l.kernel] + "' is not defined in the program";
+  if (k == kernels.end()) return Error{who + ": kernel '" + p.kernelNames[l.kernel] + "' is not defined in the program"};
   const std::vector<Param>& params = k->second;
   if (params.size() != l.args.size())
-    return who + ": args has " + num(static_cast<int64_t>(l.args.size())) + " tensors but the kernel takes " + num(static_cast<int64_t>(params.size()));
+    return Error{who + ": args has " + num(static_cast<int64_t>(l.args.size())) + " tensors but the kernel takes " + num(static_cast<int64_t>(params.size()))};
   for (size_t a = 0; a < l.args.size(); ++a) {
     const Tensor& t = p.tensors[l.args[a]];
     const std::string arg = "argument " + num(static_cast<int64_t>(a)) + " (" + tensorName(p, l.args[a]) + ")";
     if (params[a].image != t.image())
-      return who + ": " + arg + " is " + (t.image() ? "an image" : "a buffer") + " but the kernel's parameter is " + (params[a].image ? "an image" : "a buffer");
+      return Error{who + ": " + arg + " is " + (t.image() ? "an image" : "a buffer") + " but the kernel's parameter is " + (params[a].image ? "an image" : "a buffer")};
     // The staging tensor holds raw bytes (u8) of whatever it carries, an encoded weight its
     // encoding's bytes.
     const int64_t element = t.encoding.empty() ? planfile::elementSize(t.dtype) : 1;
     if (params[a].elementSize > 0 && !t.image() && l.args[a] != p.staging && params[a].elementSize != element)
-      return who + ": " + arg + " is " + t.dtype + " but the kernel reads elements of " + num(params[a].elementSize) + " bytes";
+      return Error{who + ": " + arg + " is " + t.dtype + " but the kernel reads elements of " + num(params[a].elementSize) + " bytes"};
     if (!transfer && params[a].written && (t.role == Role::Weight || t.role == Role::Constant || t.role == Role::Input))
-      return who + ": " + arg + " has role " + planfile::roleName(t.role) + ", which no step may write";
+      return Error{who + ": " + arg + " has role " + planfile::roleName(t.role) + ", which no step may write"};
     // Only the optimizer phase updates what survives a step: a cancelled or NaN step stops
     // before it, so nothing is half-applied.
     if (!transfer && params[a].written && l.phase != "optimizer" && (t.role == Role::Trainable || t.role == Role::State || t.role == Role::Step))
-      return who + ": " + arg + " has role " + planfile::roleName(t.role) + ", which only the optimizer phase may write";
+      return Error{who + ": " + arg + " has role " + planfile::roleName(t.role) + ", which only the optimizer phase may write"};
   }
   const planfile::KernelWork& work = p.kernelWork[l.kernel];
   if (l.global != work.global || l.local != work.local)
-    return who + ": work size global " + shapeText(l.global) + " local " + shapeText(l.local) + " is not its kernel's (kernel_work: global " +
-           shapeText(work.global) + " local " + shapeText(work.local) + ")";
-  if (l.global.empty() || l.global.size() > 3) return who + ": global has " + num(static_cast<int64_t>(l.global.size())) + " dimensions (1 to 3)";
+    return Error{who + ": work size global " + shapeText(l.global) + " local " + shapeText(l.local) + " is not its kernel's (kernel_work: global " +
+                 shapeText(work.global) + " local " + shapeText(work.local) + ")"};
+  if (l.global.empty() || l.global.size() > 3) return Error{who + ": global has " + num(static_cast<int64_t>(l.global.size())) + " dimensions (1 to 3)"};
   if (!l.local.empty() && l.local.size() != l.global.size())
-    return who + ": local " + shapeText(l.local) + " and global " + shapeText(l.global) + " differ in rank";
+    return Error{who + ": local " + shapeText(l.local) + " and global " + shapeText(l.global) + " differ in rank"};
   uint64_t items = 1;
   for (size_t d = 0; d < l.global.size(); ++d) {
     const std::string at = "[" + num(static_cast<int64_t>(d)) + "]";
     if (l.global[d] < 1 || static_cast<uint64_t>(l.global[d]) >= kMaxWorkItems)
-      return who + ": global" + at + " " + num(l.global[d]) + " is outside [1, 2^32)";
+      return Error{who + ": global" + at + " " + num(l.global[d]) + " is outside [1, 2^32)"};
     items *= static_cast<uint64_t>(l.global[d]);
-    if (items > kMaxWorkItems) return who + ": global " + shapeText(l.global) + " has more than 2^32 work-items";
+    if (items > kMaxWorkItems) return Error{who + ": global " + shapeText(l.global) + " has more than 2^32 work-items"};
     if (!l.local.empty() && (l.local[d] < 1 || l.local[d] > l.global[d] || l.global[d] % l.local[d] != 0))
-      return who + ": global" + at + " " + num(l.global[d]) + " is not a multiple of local" + at + " " + num(l.local[d]);
+      return Error{who + ": global" + at + " " + num(l.global[d]) + " is not a multiple of local" + at + " " + num(l.local[d])};
   }
-  return "";
+  return Status::success();
 }
 
 // Each launch gives every kernel parameter at least the bytes the kernel declares it needs
 // (kernel_work's arg_bytes: the fewest any of its launches gives it). This ties a launch's kernel
 // to the sizes it was generated for: a launch switched to a kernel that touches more is refused.
-std::string checkKernelSizes(const Plan& p) {
+Status checkKernelSizes(const Plan& p) {
   for (const bool transfer : {false, true}) {
     const auto& list = transfer ? p.transfers : p.launches;
     for (size_t i = 0; i < list.size(); ++i) {
       const Launch& l = list[i];
       const std::vector<int64_t>& needs = p.kernelWork[l.kernel].argBytes;
       if (needs.size() != l.args.size())
-        return launchName(p, i, transfer) + ": kernel_work declares " + num(static_cast<int64_t>(needs.size())) + " parameters for " +
-               num(static_cast<int64_t>(l.args.size())) + " args";
+        return Error{launchName(p, i, transfer) + ": kernel_work declares " + num(static_cast<int64_t>(needs.size())) + " parameters for " +
+                     num(static_cast<int64_t>(l.args.size())) + " args"};
       for (size_t a = 0; a < l.args.size(); ++a)
         if (l.argBytes[a] < needs[a])
-          return launchName(p, i, transfer) + ": argument " + num(static_cast<int64_t>(a)) + " (" + tensorName(p, l.args[a]) + ") has " +
-                 num(l.argBytes[a]) + " bytes, fewer than the kernel's " + num(needs[a]) + " (kernel_work arg_bytes)";
+          return Error{launchName(p, i, transfer) + ": argument " + num(static_cast<int64_t>(a)) + " (" + tensorName(p, l.args[a]) + ") has " +
+                       num(l.argBytes[a]) + " bytes, fewer than the kernel's " + num(needs[a]) + " (kernel_work arg_bytes)"};
     }
   }
-  return "";
+  return Status::success();
 }
 
 // A transient tensor's first launch writes it: no kernel reads arena bytes a step never wrote
 // (they would hold whatever the last step, or an earlier allocation, left there). A parameter
 // whose cast was not found counts as written.
-std::string checkWrittenBeforeRead(const Plan& p, const std::map<std::string, std::vector<Param>>& kernels) {
+Status checkWrittenBeforeRead(const Plan& p, const std::map<std::string, std::vector<Param>>& kernels) {
   std::vector<bool> written(p.tensors.size(), false);
   for (size_t i = 0; i < p.launches.size(); ++i) {
     const Launch& l = p.launches[i];
@@ -478,43 +478,43 @@ std::string checkWrittenBeforeRead(const Plan& p, const std::map<std::string, st
         for (size_t b = 0; b < l.args.size(); ++b)
           writtenHere = writtenHere || (l.args[b] == l.args[a] && (params[b].written || (!params[b].image && params[b].elementSize == 0)));
         if (!writtenHere)
-          return launchName(p, i, false) + ": argument " + num(static_cast<int64_t>(a)) + " (" + tensorName(p, l.args[a]) + ", role " +
-                 planfile::roleName(t.role) + ") is read before any launch writes it";
+          return Error{launchName(p, i, false) + ": argument " + num(static_cast<int64_t>(a)) + " (" + tensorName(p, l.args[a]) + ", role " +
+                       planfile::roleName(t.role) + ") is read before any launch writes it"};
       }
     }
     for (size_t a = 0; a < l.args.size(); ++a)
       if (params[a].written || (!params[a].image && params[a].elementSize == 0)) written[l.args[a]] = true;
   }
-  return "";
+  return Status::success();
 }
 
-std::string checkLaunches(const Plan& p) {
+Status checkLaunches(const Plan& p) {
   std::map<std::string, size_t> names;
   for (size_t k = 0; k < p.kernelNames.size(); ++k)
     if (!names.emplace(p.kernelNames[k], k).second)
-      return "kernels[" + num(static_cast<int64_t>(k)) + "] '" + p.kernelNames[k] + "' is listed twice";
+      return Error{"kernels[" + num(static_cast<int64_t>(k)) + "] '" + p.kernelNames[k] + "' is listed twice"};
   const auto kernels = kernelParams(p.program);
   int previous = 0;
   for (size_t i = 0; i < p.launches.size(); ++i) {
     const std::string& phase = p.launches[i].phase;
     const int order = phaseOrder(phase);
-    if (order < 0) return launchName(p, i, false) + ": phase '" + phase + "' is not forward, backward or optimizer";
-    if (order < previous) return launchName(p, i, false) + ": phase '" + phase + "' comes after a later phase's launch";
+    if (order < 0) return Error{launchName(p, i, false) + ": phase '" + phase + "' is not forward, backward or optimizer"};
+    if (order < previous) return Error{launchName(p, i, false) + ": phase '" + phase + "' comes after a later phase's launch"};
     previous = order;
-    if (auto e = checkLaunch(p, i, false, kernels); !e.empty()) return e;
+    FBL_TRY(checkLaunch(p, i, false, kernels));
   }
   for (size_t i = 0; i < p.transfers.size(); ++i) {
     const std::string& phase = p.transfers[i].phase;
-    if (phase != "pack" && phase != "unpack") return launchName(p, i, true) + ": a transfer's phase '" + phase + "' is not pack or unpack";
-    if (auto e = checkLaunch(p, i, true, kernels); !e.empty()) return e;
+    if (phase != "pack" && phase != "unpack") return Error{launchName(p, i, true) + ": a transfer's phase '" + phase + "' is not pack or unpack"};
+    FBL_TRY(checkLaunch(p, i, true, kernels));
   }
-  if (auto e = checkKernelSizes(p); !e.empty()) return e;
+  FBL_TRY(checkKernelSizes(p));
   return checkWrittenBeforeRead(p, kernels);
 }
 
 // 5. Lifetimes in launch indices; persistent tensors span [0, end], kept ones end at `end`,
 // the staging and first-row tensors live at `end` (between steps).
-std::string checkOverlaps(const Plan& p) {
+Status checkOverlaps(const Plan& p) {
   const auto n = static_cast<int32_t>(p.tensors.size());
   const auto end = static_cast<int64_t>(p.launches.size());
   std::vector<int64_t> first(n, -1), last(n, -1);
@@ -549,12 +549,12 @@ std::string checkOverlaps(const Plan& p) {
     for (size_t j = i + 1; j < live.size() && p.tensors[live[j]].offset < a.offset + a.bytes; ++j) {
       const int32_t b = live[j];
       if (first[live[i]] <= last[b] && first[b] <= last[live[i]])
-        return tensorName(p, b) + ": offset " + num(p.tensors[b].offset) + " overlaps " + tensorName(p, live[i]) + " (@" + num(a.offset) + "+" +
-               num(a.bytes) + ") while both are live (launches " + num(std::max(first[b], first[live[i]])) + " to " +
-               num(std::min(last[b], last[live[i]])) + ")";
+        return Error{tensorName(p, b) + ": offset " + num(p.tensors[b].offset) + " overlaps " + tensorName(p, live[i]) + " (@" + num(a.offset) + "+" +
+                     num(a.bytes) + ") while both are live (launches " + num(std::max(first[b], first[live[i]])) + " to " +
+                     num(std::min(last[b], last[live[i]])) + ")"};
     }
   }
-  return "";
+  return Status::success();
 }
 
 }  // namespace
@@ -565,46 +565,47 @@ std::string launchName(const Plan& p, size_t index, bool transfer) {
   return std::string(transfer ? "transfer " : "launch ") + num(static_cast<int64_t>(index)) + " (" + (named ? p.kernelNames[l.kernel] : "?") + ", node '" + l.node + "')";
 }
 
-std::string checkPlan(const Plan& p) {
-  if (auto e = checkTensors(p); !e.empty()) return e;
-  if (auto e = checkRuntimeTensors(p); !e.empty()) return e;
-  if (auto e = checkTrainingLoop(p); !e.empty()) return e;
-  if (auto e = checkLaunches(p); !e.empty()) return e;
+Status checkPlan(const Plan& p) {
+  FBL_TRY(checkTensors(p));
+  FBL_TRY(checkRuntimeTensors(p));
+  FBL_TRY(checkTrainingLoop(p));
+  FBL_TRY(checkLaunches(p));
   return checkOverlaps(p);
 }
 
-std::string checkLaunchGeometry(const Plan& p, const DeviceLimits& limits) {
+Status checkLaunchGeometry(const Plan& p, const DeviceLimits& limits) {
   for (const bool transfer : {false, true})
     for (size_t i = 0; i < (transfer ? p.transfers : p.launches).size(); ++i) {
       const Launch& l = transfer ? p.transfers[i] : p.launches[i];
       const std::string who = launchName(p, i, transfer);
       if (l.global.size() > limits.maxDims)
-        return who + ": global has " + num(static_cast<int64_t>(l.global.size())) + " dimensions, the device " + num(limits.maxDims);
+        return Error{who + ": global has " + num(static_cast<int64_t>(l.global.size())) + " dimensions, the device " + num(limits.maxDims)};
       for (size_t d = 0; d < l.global.size(); ++d)
         if (limits.addressBits < 64 && static_cast<uint64_t>(l.global[d]) >> limits.addressBits != 0)
-          return who + ": global" + shapeText(l.global) + " exceeds the device's " + num(limits.addressBits) + "-bit sizes";
+          return Error{who + ": global" + shapeText(l.global) + " exceeds the device's " + num(limits.addressBits) + "-bit sizes"};
       if (l.local.empty()) continue;
       uint64_t group = 1;
       for (size_t d = 0; d < l.local.size(); ++d) {
         if (static_cast<uint64_t>(l.local[d]) > limits.maxItemSizes[d])
-          return who + ": local[" + num(static_cast<int64_t>(d)) + "] " + num(l.local[d]) + " exceeds the device's " +
-                 num(static_cast<int64_t>(limits.maxItemSizes[d]));
+          return Error{who + ": local[" + num(static_cast<int64_t>(d)) + "] " + num(l.local[d]) + " exceeds the device's " +
+                       num(static_cast<int64_t>(limits.maxItemSizes[d]))};
         group *= static_cast<uint64_t>(l.local[d]);
       }
       if (group > limits.maxGroupSize)
-        return who + ": local " + shapeText(l.local) + " is a work-group of " + num(static_cast<int64_t>(group)) + " work-items, the device allows " +
-               num(static_cast<int64_t>(limits.maxGroupSize));
+        return Error{who + ": local " + shapeText(l.local) + " is a work-group of " + num(static_cast<int64_t>(group)) + " work-items, the device allows " +
+                     num(static_cast<int64_t>(limits.maxGroupSize))};
     }
-  return "";
+  return Status::success();
 }
 
-std::string loadPlan(const std::string& bytes, const std::string& path, const DeviceLimits* limits, Plan* out) {
+Result<Plan> loadPlan(const std::string& bytes, const std::string& path, const DeviceLimits* limits) {
   const std::string where = "plan '" + path + "': ";
-  if (auto e = planfile::parse(bytes, out); !e.empty()) return where + e;
-  if (auto e = checkPlan(*out); !e.empty()) return where + e;
+  Result<Plan> plan = planfile::parse(bytes);
+  if (!plan.ok()) return Error{where + plan.error().message};
+  if (Status e = checkPlan(*plan); !e.ok()) return Error{where + e.error().message};
   if (limits)
-    if (auto e = checkLaunchGeometry(*out, *limits); !e.empty()) return where + e;
-  return "";
+    if (Status e = checkLaunchGeometry(*plan, *limits); !e.ok()) return Error{where + e.error().message};
+  return plan;
 }
 
 }  // namespace fbl::rt

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "runtime/plan_file.h"
+#include "runtime/status.h"
 
 namespace fbl::rt {
 
@@ -30,13 +31,13 @@ struct DeviceLimits {
   uint64_t globalBytes = 0;                     // CL_DEVICE_GLOBAL_MEM_SIZE
 };
 
-// Every check that needs no device. "" or one line naming the launch or tensor and the field.
-std::string checkPlan(const planfile::Plan& plan);
+// Every check that needs no device; a refusal is one line naming the launch or tensor and the
+// field.
+Status checkPlan(const planfile::Plan& plan);
 // Each launch's and transfer's work sizes against the device's limits.
-std::string checkLaunchGeometry(const planfile::Plan& plan, const DeviceLimits& limits);
+Status checkLaunchGeometry(const planfile::Plan& plan, const DeviceLimits& limits);
 // parse, checkPlan and (with limits) checkLaunchGeometry; a refusal starts "plan 'PATH': ".
-std::string loadPlan(const std::string& bytes, const std::string& path, const DeviceLimits* limits,
-                     planfile::Plan* out);
+Result<planfile::Plan> loadPlan(const std::string& bytes, const std::string& path, const DeviceLimits* limits);
 // "launch 12 (k3_mul, node 'node_mul_3')" or "transfer 4 (...)": how messages name a launch.
 std::string launchName(const planfile::Plan& plan, size_t index, bool transfer);
 

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/fnv1a64.h"
+#include "runtime/status.h"
 #include "runtime/training_loop.h"
 
 namespace fbl::planfile {
@@ -436,38 +437,39 @@ inline std::vector<int32_t> indexListValue(const nlohmann::json& v, const std::s
 }
 inline std::vector<int32_t> indexList(const nlohmann::json& o, const char* key) { return indexListValue(o.at(key), key); }
 
-// Returns an empty string on success, else one line saying what is wrong with the file.
-inline std::string parse(const std::string& bytes, Plan* p) {
+// The plan in `bytes`, else one line saying what is wrong with the file.
+inline Result<Plan> parse(const std::string& bytes) {
+  Plan p;
   const size_t head = sizeof kMagic + 4 + 4 + 8 + 8;
   if (bytes.size() < head + 8 || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
-    return "not an fbl plan (bad magic); compile one with `fblc compile`";
+    return Error{"not an fbl plan (bad magic); compile one with `fblc compile`"};
   uint32_t version = 0;
   uint64_t jsonLen = 0, blobLen = 0;
   std::memcpy(&version, bytes.data() + 8, 4);
   if (version != kVersion)
-    return "plan format version " + std::to_string(version) + " is not supported (this runtime reads " +
-           std::to_string(kVersion) + "); recompile it with this release's `fblc compile`";
+    return Error{"plan format version " + std::to_string(version) + " is not supported (this runtime reads " +
+                 std::to_string(kVersion) + "); recompile it with this release's `fblc compile`"};
   std::memcpy(&jsonLen, bytes.data() + 16, 8);
   std::memcpy(&blobLen, bytes.data() + 24, 8);
   if (jsonLen > bytes.size() || blobLen > bytes.size() || head + jsonLen + blobLen + 8 != bytes.size())
-    return "plan is truncated or corrupted (section sizes do not match the file size)";
+    return Error{"plan is truncated or corrupted (section sizes do not match the file size)"};
   uint64_t sum = 0;
   std::memcpy(&sum, bytes.data() + bytes.size() - 8, 8);
   if (sum != fnv1a64(bytes.data(), bytes.size() - 8))
-    return "plan is corrupted (checksum mismatch); recompile or copy it again";
+    return Error{"plan is corrupted (checksum mismatch); recompile or copy it again"};
   nlohmann::json j = nlohmann::json::parse(bytes.begin() + head, bytes.begin() + head + jsonLen,
                                            nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return "plan is corrupted (its JSON section does not parse)";
+  if (j.is_discarded()) return Error{"plan is corrupted (its JSON section does not parse)"};
   std::string at = "the header";  // the item being read, for the message
   try {
-    p->model = j.at("model").get<std::string>();
-    p->profile = j.at("profile").get<std::string>();
-    p->alignment = intField(j, "alignment");
-    p->arenaBytes = intField(j, "arena_bytes");
-    p->poolBytes = intField(j, "pool_bytes");
+    p.model = j.at("model").get<std::string>();
+    p.profile = j.at("profile").get<std::string>();
+    p.alignment = intField(j, "alignment");
+    p.arenaBytes = intField(j, "arena_bytes");
+    p.poolBytes = intField(j, "pool_bytes");
     for (const auto& o : j.at("tensors")) {
       Tensor t;
-      at = "tensor " + std::to_string(p->tensors.size());
+      at = "tensor " + std::to_string(p.tensors.size());
       t.name = o.at("name").get<std::string>();
       at += " '" + t.name + "'";
       t.dtype = o.at("dtype").get<std::string>();
@@ -475,14 +477,14 @@ inline std::string parse(const std::string& bytes, Plan* p) {
       t.layout = o.at("layout").get<std::string>();
       t.storage = o.at("storage").get<std::string>();
       if (!roleFromName(o.at("role").get<std::string>(), &t.role))
-        return "plan tensor '" + t.name + "' has an unknown role";
+        return Error{"plan tensor '" + t.name + "' has an unknown role"};
       t.offset = intField(o, "offset");
       t.bytes = intField(o, "bytes");
       if (o.contains("source")) t.source = o.at("source").get<std::string>();
       if (o.contains("const_offset")) t.constOffset = intField(o, "const_offset");
       if (o.contains("image")) {
         const std::vector<int64_t> extent = intList(o, "image");
-        if (extent.size() != 2) return "plan tensor '" + t.name + "' has an image extent that is not [width, height]";
+        if (extent.size() != 2) return Error{"plan tensor '" + t.name + "' has an image extent that is not [width, height]"};
         t.imageWidth = extent[0];
         t.imageHeight = extent[1];
         t.imageSlot = indexField(o, "image_slot");
@@ -494,18 +496,18 @@ inline std::string parse(const std::string& bytes, Plan* p) {
       if (o.contains("group")) {
         const std::vector<int64_t> group = intList(o, "group");
         if (group.size() != 2 || group[1] < 0 || group[1] > 1)
-          return "plan tensor '" + t.name + "' has a group that is not [size, axis 0 or 1]";
+          return Error{"plan tensor '" + t.name + "' has a group that is not [size, axis 0 or 1]"};
         t.groupSize = group[0];
         t.groupAxis = static_cast<int32_t>(group[1]);
       }
-      p->tensors.push_back(std::move(t));
+      p.tensors.push_back(std::move(t));
     }
-    p->program = j.at("program").get<std::string>();
-    p->buildOptions = j.at("build_options").get<std::string>();
-    p->kernelNames = j.at("kernels").get<std::vector<std::string>>();
+    p.program = j.at("program").get<std::string>();
+    p.buildOptions = j.at("build_options").get<std::string>();
+    p.kernelNames = j.at("kernels").get<std::vector<std::string>>();
     at = "kernel_work";
-    for (const auto& w : j.at("kernel_work")) p->kernelWork.push_back({intList(w, "global"), intList(w, "local"), intList(w, "arg_bytes")});
-    if (p->kernelWork.size() != p->kernelNames.size()) return "plan is malformed: kernel_work does not have one entry per kernel";
+    for (const auto& w : j.at("kernel_work")) p.kernelWork.push_back({intList(w, "global"), intList(w, "local"), intList(w, "arg_bytes")});
+    if (p.kernelWork.size() != p.kernelNames.size()) return Error{"plan is malformed: kernel_work does not have one entry per kernel"};
     auto readLaunches = [&at](const nlohmann::json& list, std::vector<Launch>* out, const char* what) {
       for (const auto& o : list) {
         Launch l;
@@ -522,22 +524,22 @@ inline std::string parse(const std::string& bytes, Plan* p) {
         out->push_back(std::move(l));
       }
     };
-    readLaunches(j.at("launches"), &p->launches, "launch");
-    readLaunches(j.at("transfers"), &p->transfers, "transfer");
+    readLaunches(j.at("launches"), &p.launches, "launch");
+    readLaunches(j.at("transfers"), &p.transfers, "transfer");
     at = "the plan's tensor lists";
-    p->staging = indexField(j, "staging");
-    p->transferFirstRow = indexField(j, "transfer_first_row");
+    p.staging = indexField(j, "staging");
+    p.transferFirstRow = indexField(j, "transfer_first_row");
     for (const auto& slot : j.at("image_slots")) {
       const std::vector<int64_t> extent = intListValue(slot, "image_slots");
-      if (extent.size() != 2) return "plan is malformed: an image slot is not [width, height]";
-      p->imageSlots.push_back({extent[0], extent[1]});
+      if (extent.size() != 2) return Error{"plan is malformed: an image slot is not [width, height]"};
+      p.imageSlots.push_back({extent[0], extent[1]});
     }
     for (const auto& c : j.at("commits")) {
       const std::vector<int32_t> pair = indexListValue(c, "commits");
-      if (pair.size() != 2) return "plan is malformed: a commit is not a [src, dst] pair";
-      p->commits.push_back({pair[0], pair[1]});
+      if (pair.size() != 2) return Error{"plan is malformed: a commit is not a [src, dst] pair"};
+      p.commits.push_back({pair[0], pair[1]});
     }
-    p->inputs = indexList(j, "inputs");
+    p.inputs = indexList(j, "inputs");
     for (const auto& o : j.at("input_checks")) {
       InputCheck c;
       c.input = indexField(o, "input");
@@ -548,124 +550,124 @@ inline std::string parse(const std::string& bytes, Plan* p) {
       if (c.hasIgnore) c.ignoreIndex = intField(o, "ignore_index");
       c.node = o.at("node").get<std::string>();
       c.table = o.value("table", std::string());
-      p->inputChecks.push_back(std::move(c));
+      p.inputChecks.push_back(std::move(c));
     }
-    p->loss = indexField(j, "loss");
-    p->step = indexField(j, "step");
+    p.loss = indexField(j, "loss");
+    p.step = indexField(j, "step");
     for (const auto& o : j.at("trainables"))
-      p->trainables.push_back({indexField(o, "param"), indexField(o, "grad"),
+      p.trainables.push_back({indexField(o, "param"), indexField(o, "grad"),
                                o.at("adapter_key").get<std::string>()});
-    p->state = indexList(j, "state");
-    if (j.contains("updated_buffers")) p->updatedBuffers = indexList(j, "updated_buffers");
+    p.state = indexList(j, "state");
+    if (j.contains("updated_buffers")) p.updatedBuffers = indexList(j, "updated_buffers");
     if (j.contains("outputs")) {
       at = "outputs";
-      p->outputs = indexList(j, "outputs");
+      p.outputs = indexList(j, "outputs");
     }
-    p->optimizer = j.at("optimizer");
+    p.optimizer = j.at("optimizer");
     if (j.contains("training_loop")) {
       at = "training_loop";
       const auto& o = j.at("training_loop");
       const int64_t accum = intField(o, "grad_accum");
-      if (accum < 1 || accum > (1 << 20)) return "plan's training_loop grad_accum " + std::to_string(accum) + " is not in [1, 2^20]";
-      p->loop.gradAccum = static_cast<int32_t>(accum);
-      p->loop.clipGradNorm = o.at("clip_grad_norm").get<double>();
-      p->loop.schedule = o.at("schedule").get<std::string>();
-      p->loop.lr = o.at("lr").get<double>();
-      p->loop.warmupSteps = intField(o, "warmup_steps");
-      p->loop.totalSteps = intField(o, "total_steps");
-      p->loop.lrTensor = indexField(o, "lr_tensor");
-      p->loop.accumKeep = indexField(o, "accum_keep");
-      p->loop.accumulators = indexList(o, "accumulators");
+      if (accum < 1 || accum > (1 << 20)) return Error{"plan's training_loop grad_accum " + std::to_string(accum) + " is not in [1, 2^20]"};
+      p.loop.gradAccum = static_cast<int32_t>(accum);
+      p.loop.clipGradNorm = o.at("clip_grad_norm").get<double>();
+      p.loop.schedule = o.at("schedule").get<std::string>();
+      p.loop.lr = o.at("lr").get<double>();
+      p.loop.warmupSteps = intField(o, "warmup_steps");
+      p.loop.totalSteps = intField(o, "total_steps");
+      p.loop.lrTensor = indexField(o, "lr_tensor");
+      p.loop.accumKeep = indexField(o, "accum_keep");
+      p.loop.accumulators = indexList(o, "accumulators");
     }
-    p->adapterConfig = j.at("adapter_config");
+    p.adapterConfig = j.at("adapter_config");
     if (j.contains("adapter_refusal")) {
       at = "adapter_refusal";
-      p->adapterRefusal = j.at("adapter_refusal").get<std::string>();
+      p.adapterRefusal = j.at("adapter_refusal").get<std::string>();
     }
     if (j.contains("adapter_frozen")) {
       at = "adapter_frozen";
       for (const auto& o : j.at("adapter_frozen"))
-        p->adapterFrozen.push_back({indexField(o, "param"), -1, o.at("adapter_key").get<std::string>()});
+        p.adapterFrozen.push_back({indexField(o, "param"), -1, o.at("adapter_key").get<std::string>()});
     }
-    if (j.contains("explain")) p->explain = j.at("explain");
+    if (j.contains("explain")) p.explain = j.at("explain");
   } catch (const std::exception& e) {
-    return "plan is malformed at " + at + ": " + e.what();
+    return Error{"plan is malformed at " + at + ": " + e.what()};
   }
-  p->blob.assign(bytes.begin() + head + jsonLen, bytes.begin() + head + jsonLen + blobLen);
+  p.blob.assign(bytes.begin() + head + jsonLen, bytes.begin() + head + jsonLen + blobLen);
   // Indices must be in range before anyone uses them.
-  const auto n = static_cast<int32_t>(p->tensors.size());
+  const auto n = static_cast<int32_t>(p.tensors.size());
   auto bad = [n](int32_t i) { return i < -1 || i >= n; };
-  const auto transfers = static_cast<int32_t>(p->transfers.size());
-  if (p->poolBytes < 1 || p->arenaBytes < 0)
-    return "plan's pool_bytes " + std::to_string(p->poolBytes) + " or arena_bytes " + std::to_string(p->arenaBytes) + " is out of range";
-  for (const Tensor& t : p->tensors) {
+  const auto transfers = static_cast<int32_t>(p.transfers.size());
+  if (p.poolBytes < 1 || p.arenaBytes < 0)
+    return Error{"plan's pool_bytes " + std::to_string(p.poolBytes) + " or arena_bytes " + std::to_string(p.arenaBytes) + " is out of range"};
+  for (const Tensor& t : p.tensors) {
     // Written so that no sum can overflow.
-    if (t.offset < 0 || t.bytes < 0 || t.offset > p->arenaBytes || t.bytes > p->arenaBytes - t.offset)
-      return "plan tensor '" + t.name + "' lies outside the arena (offset " + std::to_string(t.offset) + ", bytes " +
-             std::to_string(t.bytes) + ", arena_bytes " + std::to_string(p->arenaBytes) + ")";
-    if (!t.image() && t.bytes > 0 && p->poolOf(t) != (t.offset + t.bytes - 1) / p->poolBytes)
-      return "plan tensor '" + t.name + "' straddles two pools (offset " + std::to_string(t.offset) + ", bytes " +
-             std::to_string(t.bytes) + ", pool_bytes " + std::to_string(p->poolBytes) + ")";
-    const auto blobBytes = static_cast<int64_t>(p->blob.size());
+    if (t.offset < 0 || t.bytes < 0 || t.offset > p.arenaBytes || t.bytes > p.arenaBytes - t.offset)
+      return Error{"plan tensor '" + t.name + "' lies outside the arena (offset " + std::to_string(t.offset) + ", bytes " +
+                   std::to_string(t.bytes) + ", arena_bytes " + std::to_string(p.arenaBytes) + ")"};
+    if (!t.image() && t.bytes > 0 && p.poolOf(t) != (t.offset + t.bytes - 1) / p.poolBytes)
+      return Error{"plan tensor '" + t.name + "' straddles two pools (offset " + std::to_string(t.offset) + ", bytes " +
+                   std::to_string(t.bytes) + ", pool_bytes " + std::to_string(p.poolBytes) + ")"};
+    const auto blobBytes = static_cast<int64_t>(p.blob.size());
     if (t.constOffset >= 0 && (t.constOffset > blobBytes || t.bytes > blobBytes - t.constOffset))
-      return "plan constant '" + t.name + "' lies outside the blob (const_offset " + std::to_string(t.constOffset) + ")";
+      return Error{"plan constant '" + t.name + "' lies outside the blob (const_offset " + std::to_string(t.constOffset) + ")"};
     if (t.storage != "buffer" && t.storage != "image")
-      return "plan tensor '" + t.name + "' has an unknown storage '" + t.storage + "'";
-    if (t.image() && (t.imageSlot < 0 || t.imageSlot >= static_cast<int32_t>(p->imageSlots.size()) ||
-                      p->imageSlots[t.imageSlot][0] != t.imageWidth || p->imageSlots[t.imageSlot][1] != t.imageHeight ||
+      return Error{"plan tensor '" + t.name + "' has an unknown storage '" + t.storage + "'"};
+    if (t.image() && (t.imageSlot < 0 || t.imageSlot >= static_cast<int32_t>(p.imageSlots.size()) ||
+                      p.imageSlots[t.imageSlot][0] != t.imageWidth || p.imageSlots[t.imageSlot][1] != t.imageHeight ||
                       t.dtype != "f32" || t.constOffset >= 0))
-      return "plan tensor '" + t.name + "': image_slot " + std::to_string(t.imageSlot) + " and image [" + std::to_string(t.imageWidth) + ", " +
-             std::to_string(t.imageHeight) + "] do not name an f32 image slot of that extent";
+      return Error{"plan tensor '" + t.name + "': image_slot " + std::to_string(t.imageSlot) + " and image [" + std::to_string(t.imageWidth) + ", " +
+                   std::to_string(t.imageHeight) + "] do not name an f32 image slot of that extent"};
     if (t.pack < -1 || t.pack >= transfers || t.unpack < -1 || t.unpack >= transfers ||
         ((t.pack >= 0 || t.unpack >= 0) &&
-         (p->staging < 0 || p->staging >= n || p->transferFirstRow < 0 || p->transferFirstRow >= n)))
-      return "plan tensor '" + t.name + "': pack " + std::to_string(t.pack) + " or unpack " + std::to_string(t.unpack) +
-             " is not a transfer, or there is no staging tensor or first-row tensor";
+         (p.staging < 0 || p.staging >= n || p.transferFirstRow < 0 || p.transferFirstRow >= n)))
+      return Error{"plan tensor '" + t.name + "': pack " + std::to_string(t.pack) + " or unpack " + std::to_string(t.unpack) +
+                   " is not a transfer, or there is no staging tensor or first-row tensor"};
     if (t.image() && t.pack < 0 && t.role != Role::Intermediate)
-      return "plan tensor '" + t.name + "' is an image the runtime cannot fill";
+      return Error{"plan tensor '" + t.name + "' is an image the runtime cannot fill"};
   }
-  if (bad(p->staging) || bad(p->transferFirstRow))
-    return "plan's staging " + std::to_string(p->staging) + " or transfer_first_row " + std::to_string(p->transferFirstRow) +
-           " is not a tensor";
-  for (const auto& slot : p->imageSlots)
-    if (slot[0] <= 0 || slot[1] <= 0) return "plan has an image of no extent";
-  for (const auto* list : {&p->launches, &p->transfers})
+  if (bad(p.staging) || bad(p.transferFirstRow))
+    return Error{"plan's staging " + std::to_string(p.staging) + " or transfer_first_row " + std::to_string(p.transferFirstRow) +
+                 " is not a tensor"};
+  for (const auto& slot : p.imageSlots)
+    if (slot[0] <= 0 || slot[1] <= 0) return Error{"plan has an image of no extent"};
+  for (const auto* list : {&p.launches, &p.transfers})
     for (size_t i = 0; i < list->size(); ++i) {
       const Launch& l = (*list)[i];
-      const std::string who = std::string(list == &p->launches ? "launch " : "transfer ") + std::to_string(i) + " (node '" + l.node + "')";
-      if (l.kernel < 0 || l.kernel >= static_cast<int32_t>(p->kernelNames.size()))
-        return who + ": kernel " + std::to_string(l.kernel) + " is not one of the " + std::to_string(p->kernelNames.size()) + " kernels";
+      const std::string who = std::string(list == &p.launches ? "launch " : "transfer ") + std::to_string(i) + " (node '" + l.node + "')";
+      if (l.kernel < 0 || l.kernel >= static_cast<int32_t>(p.kernelNames.size()))
+        return Error{who + ": kernel " + std::to_string(l.kernel) + " is not one of the " + std::to_string(p.kernelNames.size()) + " kernels"};
       for (size_t a = 0; a < l.args.size(); ++a)
         if (l.args[a] < 0 || l.args[a] >= n)
-          return who + ": args[" + std::to_string(a) + "] " + std::to_string(l.args[a]) + " is not one of the " + std::to_string(n) + " tensors";
+          return Error{who + ": args[" + std::to_string(a) + "] " + std::to_string(l.args[a]) + " is not one of the " + std::to_string(n) + " tensors"};
       if (l.global.empty() || l.global.size() > 3 || (!l.local.empty() && l.local.size() != l.global.size()))
-        return who + ": global has " + std::to_string(l.global.size()) + " dimensions and local " + std::to_string(l.local.size()) +
-               " (1 to 3, local empty or the same)";
+        return Error{who + ": global has " + std::to_string(l.global.size()) + " dimensions and local " + std::to_string(l.local.size()) +
+                     " (1 to 3, local empty or the same)"};
     }
-  for (const auto& c : p->commits)
-    if (c[0] < 0 || c[0] >= n || c[1] < 0 || c[1] >= n || p->tensors[c[0]].image() || p->tensors[c[1]].image())
-      return "plan has a commit [" + std::to_string(c[0]) + ", " + std::to_string(c[1]) + "] that is not two buffer tensors";
-  if (bad(p->loss) || bad(p->step)) return "plan's loss " + std::to_string(p->loss) + " or step " + std::to_string(p->step) + " is not a tensor";
-  for (int32_t i : p->inputs)
-    if (i < 0 || i >= n) return "plan's inputs name " + std::to_string(i) + ", not a tensor";
-  for (const InputCheck& c : p->inputChecks)
-    if (std::find(p->inputs.begin(), p->inputs.end(), c.input) == p->inputs.end() ||
+  for (const auto& c : p.commits)
+    if (c[0] < 0 || c[0] >= n || c[1] < 0 || c[1] >= n || p.tensors[c[0]].image() || p.tensors[c[1]].image())
+      return Error{"plan has a commit [" + std::to_string(c[0]) + ", " + std::to_string(c[1]) + "] that is not two buffer tensors"};
+  if (bad(p.loss) || bad(p.step)) return Error{"plan's loss " + std::to_string(p.loss) + " or step " + std::to_string(p.step) + " is not a tensor"};
+  for (int32_t i : p.inputs)
+    if (i < 0 || i >= n) return Error{"plan's inputs name " + std::to_string(i) + ", not a tensor"};
+  for (const InputCheck& c : p.inputChecks)
+    if (std::find(p.inputs.begin(), p.inputs.end(), c.input) == p.inputs.end() ||
         (c.kind != "index" && c.kind != "label") || c.lo > c.hi)
-      return "plan has a bad input check (node '" + c.node + "')";
-  for (const Trainable& t : p->trainables)
+      return Error{"plan has a bad input check (node '" + c.node + "')"};
+  for (const Trainable& t : p.trainables)
     if (t.param < 0 || t.param >= n || bad(t.grad))
-      return "plan's trainable '" + t.adapterKey + "' has param " + std::to_string(t.param) + " and grad " + std::to_string(t.grad) + ", not tensors";
-  for (const Trainable& t : p->adapterFrozen)
+      return Error{"plan's trainable '" + t.adapterKey + "' has param " + std::to_string(t.param) + " and grad " + std::to_string(t.grad) + ", not tensors"};
+  for (const Trainable& t : p.adapterFrozen)
     if (t.param < 0 || t.param >= n)
-      return "plan's adapter tensor '" + t.adapterKey + "' has param " + std::to_string(t.param) + ", not a tensor";
-  for (int32_t s : p->state)
-    if (s < 0 || s >= n) return "plan's state names " + std::to_string(s) + ", not a tensor";
-  for (int32_t b : p->updatedBuffers)
-    if (b < 0 || b >= n) return "plan's updated_buffers name " + std::to_string(b) + ", not a tensor";
-  for (int32_t o : p->outputs)
-    if (o < 0 || o >= n || p->tensors[o].image() || p->tensors[o].layout != "row_major")
-      return "plan's outputs name " + std::to_string(o) + ", not a row-major buffer tensor";
-  return "";
+      return Error{"plan's adapter tensor '" + t.adapterKey + "' has param " + std::to_string(t.param) + ", not a tensor"};
+  for (int32_t s : p.state)
+    if (s < 0 || s >= n) return Error{"plan's state names " + std::to_string(s) + ", not a tensor"};
+  for (int32_t b : p.updatedBuffers)
+    if (b < 0 || b >= n) return Error{"plan's updated_buffers name " + std::to_string(b) + ", not a tensor"};
+  for (int32_t o : p.outputs)
+    if (o < 0 || o >= n || p.tensors[o].image() || p.tensors[o].layout != "row_major")
+      return Error{"plan's outputs name " + std::to_string(o) + ", not a row-major buffer tensor"};
+  return p;
 }
 
 }  // namespace fbl::planfile

@@ -83,8 +83,9 @@ std::string blamedKernels(const std::string& source, const std::string& log) {
 }
 
 cl_program tryCached(cl_context ctx, cl_device_id dev, const std::string& path, const std::string& options) {
-  std::string bin;
-  if (!readWholeFile(path, "a program binary", &bin).empty() || bin.empty()) return nullptr;
+  const Result<std::string> read = readWholeFile(path, "a program binary");
+  if (!read.ok() || read->empty()) return nullptr;
+  const std::string& bin = *read;
   const auto* p = reinterpret_cast<const unsigned char*>(bin.data());
   const size_t n = bin.size();
   cl_int st = CL_SUCCESS, binSt = CL_SUCCESS;
@@ -104,7 +105,7 @@ void store(cl_program prog, const std::string& dir, const std::string& path) {
   unsigned char* p = reinterpret_cast<unsigned char*>(bin.data());
   if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof p, &p, nullptr) != CL_SUCCESS) return;
   makeDirs(dir);
-  safetensors::writeFileAtomic(path, bin);  // best effort: a failed store only costs a rebuild
+  (void)safetensors::writeFileAtomic(path, bin);  // best effort: a failed store only costs a rebuild
 }
 
 }  // namespace
@@ -116,34 +117,24 @@ std::string defaultCacheDir() {
   return "";
 }
 
-BuiltProgram buildProgram(cl_context ctx, cl_device_id dev, const std::string& source,
-                          const std::string& options, const std::string& cacheDir) {
-  BuiltProgram out;
+Result<BuiltProgram> buildProgram(cl_context ctx, cl_device_id dev, const std::string& source,
+                                  const std::string& options, const std::string& cacheDir) {
   const std::string path = cacheDir.empty() ? "" : cacheDir + "/" + cacheKey(dev, source, options) + ".clbin";
   if (!path.empty()) {
-    if (cl_program p = tryCached(ctx, dev, path, options)) {
-      out.program = p;
-      out.fromCache = true;
-      return out;
-    }
+    if (cl_program p = tryCached(ctx, dev, path, options)) return BuiltProgram{p, true};
   }
   const char* src = source.c_str();
   const size_t len = source.size();
   cl_int st = CL_SUCCESS;
   cl_program prog = clCreateProgramWithSource(ctx, 1, &src, &len, &st);
-  if (st != CL_SUCCESS) {
-    out.error = "clCreateProgramWithSource failed (" + std::to_string(st) + ")";
-    return out;
-  }
+  if (st != CL_SUCCESS) return Error{"clCreateProgramWithSource failed (" + std::to_string(st) + ")"};
   if (clBuildProgram(prog, 1, &dev, options.c_str(), nullptr, nullptr) != CL_SUCCESS) {
     const std::string log = buildLog(prog, dev);
-    out.error = "OpenCL build failed.\n--- kernel ---\n" + blamedKernels(source, log) + "--- build log ---\n" + log;
     clReleaseProgram(prog);
-    return out;
+    return Error{"OpenCL build failed.\n--- kernel ---\n" + blamedKernels(source, log) + "--- build log ---\n" + log};
   }
   if (!path.empty()) store(prog, cacheDir, path);
-  out.program = prog;
-  return out;
+  return BuiltProgram{prog, false};
 }
 
 }  // namespace fbl::rt

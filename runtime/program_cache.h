@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "runtime/status.h"
+
 #ifndef CL_TARGET_OPENCL_VERSION
 #define CL_TARGET_OPENCL_VERSION 120
 #endif
@@ -15,12 +17,12 @@ namespace fbl::rt {
 struct BuiltProgram {
   cl_program program = nullptr;
   bool fromCache = false;
-  std::string error;  // a failed build: the kernel at fault and the build log
 };
 
-// `cacheDir` empty: no caching.
-BuiltProgram buildProgram(cl_context ctx, cl_device_id dev, const std::string& source,
-                          const std::string& options, const std::string& cacheDir);
+// `cacheDir` empty: no caching. A failed build's error holds the kernel at fault and the build
+// log, over several lines.
+Result<BuiltProgram> buildProgram(cl_context ctx, cl_device_id dev, const std::string& source,
+                                  const std::string& options, const std::string& cacheDir);
 
 // The default cache directory: $FBL_CACHE_DIR, else $XDG_CACHE_HOME/fbl, else $HOME/.cache/fbl.
 std::string defaultCacheDir();

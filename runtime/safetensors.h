@@ -19,6 +19,7 @@
 
 #include "runtime/files.h"
 #include "runtime/fnv1a64.h"
+#include "runtime/status.h"
 
 namespace fbl::safetensors {
 
@@ -67,25 +68,25 @@ inline std::string serialize(const File& f) {
 // Writes atomically: a temporary file beside the target, flushed, then renamed over it, so a
 // reader (or a crash) sees the old file or the new one, never half of one. `what` names the file
 // when `path` is a directory.
-inline std::string writeFileAtomic(const std::string& path, const std::string& bytes, const char* what = "a file") {
-  if (auto e = rt::directoryRefused(path, what); !e.empty()) return e;
+inline Status writeFileAtomic(const std::string& path, const std::string& bytes, const char* what = "a file") {
+  FBL_TRY(rt::directoryRefused(path, what));
   const std::string tmp = path + ".tmp";
   std::FILE* fp = std::fopen(tmp.c_str(), "wb");
-  if (!fp) return "cannot write '" + tmp + "'";
+  if (!fp) return Error{"cannot write '" + tmp + "'"};
   const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), fp) == bytes.size() &&
                   std::fflush(fp) == 0;
   if (std::fclose(fp) != 0 || !ok) {
     std::remove(tmp.c_str());
-    return "cannot write '" + tmp + "' (disk full?)";
+    return Error{"cannot write '" + tmp + "' (disk full?)"};
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());
-    return "cannot rename '" + tmp + "' to '" + path + "'";
+    return Error{"cannot rename '" + tmp + "' to '" + path + "'"};
   }
-  return "";
+  return Status::success();
 }
 
-inline std::string write(const std::string& path, const File& f, const char* what = "a safetensors file") {
+inline Status write(const std::string& path, const File& f, const char* what = "a safetensors file") {
   return writeFileAtomic(path, serialize(f), what);
 }
 
@@ -105,75 +106,76 @@ inline constexpr uint64_t kMaxHeaderBytes = uint64_t{100} << 20;
 // it is a JSON object, each tensor's dtype known, shape non-negative, data_offsets inside the
 // data and of exactly dtype x shape bytes with no overflow, the tensors' byte ranges disjoint
 // and together covering the data, metadata strings. `path` is for messages.
-inline std::string parse(const std::string& bytes, const std::string& path, File* f) {
+inline Result<File> parse(const std::string& bytes, const std::string& path) {
+  File f;
   const std::string where = "'" + path + "'";
-  if (bytes.size() < 8) return where + " is not a safetensors file (too short)";
+  if (bytes.size() < 8) return Error{where + " is not a safetensors file (too short)"};
   uint64_t n = 0;
   std::memcpy(&n, bytes.data(), 8);
   if (n > bytes.size() - 8 || n > kMaxHeaderBytes)
-    return where + " is not a safetensors file (header length " + std::to_string(n) + " exceeds the file's " +
-           std::to_string(bytes.size() - 8) + " bytes or 100 MiB)";
+    return Error{where + " is not a safetensors file (header length " + std::to_string(n) + " exceeds the file's " +
+                 std::to_string(bytes.size() - 8) + " bytes or 100 MiB)"};
   nlohmann::json h = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<int64_t>(n),
                                            nullptr, false);
-  if (h.is_discarded() || !h.is_object()) return where + " has a malformed safetensors header (not a JSON object)";
+  if (h.is_discarded() || !h.is_object()) return Error{where + " has a malformed safetensors header (not a JSON object)"};
   const uint64_t base = 8 + n;
   const uint64_t dataBytes = bytes.size() - base;
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   try {
     for (auto it = h.begin(); it != h.end(); ++it) {
       if (it.key() == "__metadata__") {
-        if (!it->is_object()) return where + ": __metadata__ is not an object of strings";
+        if (!it->is_object()) return Error{where + ": __metadata__ is not an object of strings"};
         for (auto m = it->begin(); m != it->end(); ++m) {
-          if (!m->is_string()) return where + ": metadata '" + m.key() + "' is not a string";
-          f->metadata[m.key()] = m->get<std::string>();
+          if (!m->is_string()) return Error{where + ": metadata '" + m.key() + "' is not a string"};
+          f.metadata[m.key()] = m->get<std::string>();
         }
         continue;
       }
       const std::string who = where + ": tensor '" + it.key() + "'";
-      if (!it->is_object()) return who + " is not an object";
+      if (!it->is_object()) return Error{who + " is not an object"};
       Entry e;
       const auto& dtype = it->at("dtype");
-      if (!dtype.is_string() || elementBytes(dtype.get<std::string>()) == 0) return who + ": dtype " + dtype.dump() + " is unknown";
+      if (!dtype.is_string() || elementBytes(dtype.get<std::string>()) == 0) return Error{who + ": dtype " + dtype.dump() + " is unknown"};
       e.dtype = dtype.get<std::string>();
       uint64_t expected = static_cast<uint64_t>(elementBytes(e.dtype));
       const auto& shape = it->at("shape");
-      if (!shape.is_array()) return who + ": shape is not an array";
+      if (!shape.is_array()) return Error{who + ": shape is not an array"};
       for (const auto& d : shape) {
         // Dimensions up to 2^40 and a product below 2^62: no product of them overflows.
         if (!d.is_number_unsigned() || d.get<uint64_t>() > (uint64_t{1} << 40))
-          return who + ": shape dimension " + d.dump() + " is not a non-negative integer below 2^40";
+          return Error{who + ": shape dimension " + d.dump() + " is not a non-negative integer below 2^40"};
         const uint64_t dim = d.get<uint64_t>();
-        if (dim != 0 && expected > (uint64_t{1} << 62) / dim) return who + ": shape " + shape.dump() + " is too large";
+        if (dim != 0 && expected > (uint64_t{1} << 62) / dim) return Error{who + ": shape " + shape.dump() + " is too large"};
         expected *= dim;
         e.shape.push_back(static_cast<int64_t>(dim));
       }
       const auto& offs = it->at("data_offsets");
       if (!offs.is_array() || offs.size() != 2 || !offs[0].is_number_unsigned() || !offs[1].is_number_unsigned())
-        return who + ": data_offsets " + offs.dump() + " is not two non-negative integers";
+        return Error{who + ": data_offsets " + offs.dump() + " is not two non-negative integers"};
       const uint64_t begin = offs[0].get<uint64_t>(), end = offs[1].get<uint64_t>();
       if (begin > end || end > dataBytes)
-        return who + ": data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + "] lie outside the file's " +
-               std::to_string(dataBytes) + " data bytes";
+        return Error{who + ": data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + "] lie outside the file's " +
+                     std::to_string(dataBytes) + " data bytes"};
       if (end - begin != expected)
-        return who + ": data_offsets hold " + std::to_string(end - begin) + " bytes but " + e.dtype + shape.dump() + " needs " +
-               std::to_string(expected);
+        return Error{who + ": data_offsets hold " + std::to_string(end - begin) + " bytes but " + e.dtype + shape.dump() + " needs " +
+                     std::to_string(expected)};
       ranges.emplace_back(begin, end);
       e.data.assign(bytes.begin() + static_cast<int64_t>(base + begin), bytes.begin() + static_cast<int64_t>(base + end));
-      f->tensors[it.key()] = std::move(e);
+      f.tensors[it.key()] = std::move(e);
     }
   } catch (const nlohmann::json::exception& ex) {
-    return where + " has a malformed safetensors header: " + ex.what();
+    return Error{where + " has a malformed safetensors header: " + ex.what()};
   }
   // In offset order the tensors must tile the data: each starts where the last ended.
   std::sort(ranges.begin(), ranges.end());
   uint64_t at = 0;
   for (const auto& [begin, end] : ranges) {
-    if (begin < at) return where + ": two tensors share the data bytes at offset " + std::to_string(begin);
-    if (begin > at) return where + ": the data bytes [" + std::to_string(at) + ", " + std::to_string(begin) + ") belong to no tensor";
+    if (begin < at) return Error{where + ": two tensors share the data bytes at offset " + std::to_string(begin)};
+    if (begin > at) return Error{where + ": the data bytes [" + std::to_string(at) + ", " + std::to_string(begin) + ") belong to no tensor"};
     at = end;
   }
-  if (at != dataBytes) return where + ": the data bytes after offset " + std::to_string(at) + " belong to no tensor";
-  return "";
+  if (at != dataBytes) return Error{where + ": the data bytes after offset " + std::to_string(at) + " belong to no tensor"};
+  return f;
 }
 
 // The checksum fbl writes into its own files (base weights from `fblc compile`, checkpoints), so
@@ -241,26 +243,25 @@ inline std::string fileChecksum(const File& f, const std::map<std::string, uint6
 // Sets the file's fbl.checksum (after every other metadata key is set).
 inline void addChecksum(File* f) { f->metadata[kChecksumKey] = fileChecksum(*f, tensorDigests(*f)); }
 
-// "" when the file has no fbl.checksum or matches it; else one line naming the file. `digests`:
+// Success when the file has no fbl.checksum or matches it; else one line naming the file. `digests`:
 // tensorDigests(f), computed by the caller when it needs them too.
-inline std::string verifyChecksum(const File& f, const std::string& path, const std::map<std::string, uint64_t>& digests) {
+inline Status verifyChecksum(const File& f, const std::string& path, const std::map<std::string, uint64_t>& digests) {
   auto it = f.metadata.find(kChecksumKey);
-  if (it == f.metadata.end()) return "";
+  if (it == f.metadata.end()) return Status::success();
   const std::string& want = it->second;
   if (want.size() != 24 || want.compare(0, 8, "fnv1a64:") != 0 ||
       want.find_first_not_of("0123456789abcdef", 8) != std::string::npos)
-    return "'" + path + "': metadata fbl.checksum '" + want + "' is not fnv1a64: and 16 hex digits";
+    return Error{"'" + path + "': metadata fbl.checksum '" + want + "' is not fnv1a64: and 16 hex digits"};
   if (fileChecksum(f, digests) != want)
-    return "'" + path + "' is corrupted: its tensors or metadata do not match its checksum (metadata fbl.checksum); "
-           "write or copy it again";
-  return "";
+    return Error{"'" + path + "' is corrupted: its tensors or metadata do not match its checksum (metadata fbl.checksum); "
+                 "write or copy it again"};
+  return Status::success();
 }
 
-// Returns an empty string on success, else one line naming the file and the fault.
-inline std::string read(const std::string& path, File* f, const char* what = "a safetensors file") {
-  std::string bytes;
-  if (auto e = rt::readWholeFile(path, what, &bytes); !e.empty()) return e;
-  return parse(bytes, path, f);
+// The file, else one line naming the file and the fault.
+inline Result<File> read(const std::string& path, const char* what = "a safetensors file") {
+  FBL_ASSIGN(const std::string bytes, rt::readWholeFile(path, what));
+  return parse(bytes, path);
 }
 
 }  // namespace fbl::safetensors

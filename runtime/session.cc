@@ -40,7 +40,8 @@ namespace fbl::rt {
 
 namespace {
 
-std::string clErr(const char* what, cl_int st) { return std::string(what) + " failed (OpenCL error " + std::to_string(st) + ")"; }
+Error clErr(const std::string& what, cl_int st) { return Error{what + " failed (OpenCL error " + std::to_string(st) + ")"}; }
+Status clCheck(cl_int st, const std::string& what) { return st == CL_SUCCESS ? Status::success() : clErr(what, st); }
 
 struct Dev {
   cl_platform_id platform;
@@ -85,7 +86,7 @@ DeviceLimits limitsOf(cl_device_id d) {
 
 // A kernel's own limits on its work-group, which the program build decides: the largest group
 // (registers, local memory) and a reqd_work_group_size the local size must equal.
-std::string checkKernelGroup(cl_kernel k, cl_device_id d, const planfile::Plan& plan, size_t index, bool transfer) {
+Status checkKernelGroup(cl_kernel k, cl_device_id d, const planfile::Plan& plan, size_t index, bool transfer) {
   const planfile::Launch& l = transfer ? plan.transfers[index] : plan.launches[index];
   size_t most = 0, required[3] = {0, 0, 0};
   clGetKernelWorkGroupInfo(k, d, CL_KERNEL_WORK_GROUP_SIZE, sizeof most, &most, nullptr);
@@ -95,14 +96,14 @@ std::string checkKernelGroup(cl_kernel k, cl_device_id d, const planfile::Plan& 
     bool same = !l.local.empty();
     for (size_t i = 0; same && i < 3; ++i) same = required[i] == (i < l.local.size() ? static_cast<size_t>(l.local[i]) : 1);
     if (!same)
-      return who + ": local size differs from the kernel's reqd_work_group_size (" + std::to_string(required[0]) + ", " +
-             std::to_string(required[1]) + ", " + std::to_string(required[2]) + ")";
+      return Error{who + ": local size differs from the kernel's reqd_work_group_size (" + std::to_string(required[0]) + ", " +
+                   std::to_string(required[1]) + ", " + std::to_string(required[2]) + ")"};
   }
   size_t group = 1;
   for (int64_t x : l.local) group *= static_cast<size_t>(x);
   if (!l.local.empty() && most > 0 && group > most)
-    return who + ": a work-group of " + std::to_string(group) + " work-items exceeds the kernel's " + std::to_string(most) + " on this device";
-  return "";
+    return Error{who + ": a work-group of " + std::to_string(group) + " work-items exceeds the kernel's " + std::to_string(most) + " on this device"};
+  return Status::success();
 }
 
 }  // namespace
@@ -161,37 +162,37 @@ struct Session::Impl {
   size_t offsetOf(int32_t t) const { return static_cast<size_t>(plan.offsetInPool(plan.tensors[t])); }
 
   // The tensor's row-major bytes (`bytes` == planfile::hostBytes), packed if it has a layout.
-  std::string write(int32_t t, const void* data, size_t bytes) {
-    if (bytes == 0) return "";
+  Status write(int32_t t, const void* data, size_t bytes) {
+    if (bytes == 0) return Status::success();
     const planfile::Tensor& pt = plan.tensors[t];
-    if (pt.pack < 0 && pt.image()) return "tensor '" + pt.name + "' lives in an image the host cannot write";
+    if (pt.pack < 0 && pt.image()) return Error{"tensor '" + pt.name + "' lives in an image the host cannot write"};
     if (pt.pack < 0) {
       const cl_int st = clEnqueueWriteBuffer(queue, poolOf(t), CL_TRUE, offsetOf(t), bytes, data, 0, nullptr, nullptr);
-      return st == CL_SUCCESS ? "" : clErr(("writing tensor '" + pt.name + "'").c_str(), st);
+      return clCheck(st, "writing tensor '" + pt.name + "'");
     }
     const auto* host = static_cast<const unsigned char*>(data);
-    return forEachChunk(pt, bytes, [&](size_t at, size_t n) {
+    return forEachChunk(pt, bytes, [&](size_t at, size_t n) -> Status {
       const cl_int st = clEnqueueWriteBuffer(queue, poolOf(plan.staging), CL_TRUE, offsetOf(plan.staging), n, host + at, 0, nullptr, nullptr);
-      if (st != CL_SUCCESS) return clErr(("writing tensor '" + pt.name + "'").c_str(), st);
+      if (st != CL_SUCCESS) return clErr("writing tensor '" + pt.name + "'", st);
       return transfer(pt.pack);
     });
   }
 
-  std::string read(int32_t t, std::vector<unsigned char>* out) {
+  Status read(int32_t t, std::vector<unsigned char>* out) {
     const planfile::Tensor& pt = plan.tensors[t];
     if (!pt.encoding.empty())
-      return "tensor '" + pt.name + "' is stored " + pt.encoding + "; its values are in the weights file";
+      return Error{"tensor '" + pt.name + "' is stored " + pt.encoding + "; its values are in the weights file"};
     out->resize(static_cast<size_t>(pt.unpack >= 0 ? planfile::logicalBytes(pt) : pt.bytes));
-    if (out->empty()) return "";
-    if (pt.unpack < 0 && pt.image()) return "tensor '" + pt.name + "' lives in an image the host cannot read";
+    if (out->empty()) return Status::success();
+    if (pt.unpack < 0 && pt.image()) return Error{"tensor '" + pt.name + "' lives in an image the host cannot read"};
     if (pt.unpack < 0) {
       const cl_int st = clEnqueueReadBuffer(queue, poolOf(t), CL_TRUE, offsetOf(t), out->size(), out->data(), 0, nullptr, nullptr);
-      return st == CL_SUCCESS ? "" : clErr(("reading tensor '" + pt.name + "'").c_str(), st);
+      return clCheck(st, "reading tensor '" + pt.name + "'");
     }
-    return forEachChunk(pt, out->size(), [&](size_t at, size_t n) {
-      if (auto e = transfer(pt.unpack); !e.empty()) return e;
+    return forEachChunk(pt, out->size(), [&](size_t at, size_t n) -> Status {
+      FBL_TRY(transfer(pt.unpack));
       const cl_int st = clEnqueueReadBuffer(queue, poolOf(plan.staging), CL_TRUE, offsetOf(plan.staging), n, out->data() + at, 0, nullptr, nullptr);
-      return st == CL_SUCCESS ? "" : clErr(("reading tensor '" + pt.name + "'").c_str(), st);
+      return clCheck(st, "reading tensor '" + pt.name + "'");
     });
   }
 
@@ -200,7 +201,7 @@ struct Session::Impl {
   // The queue is in order, so a chunk's launch is done before the next chunk overwrites the
   // staging tensor; the last clFinish makes the packed tensor whole before anyone uses it.
   template <typename Move>
-  std::string forEachChunk(const planfile::Tensor& pt, size_t bytes, Move move) {
+  Status forEachChunk(const planfile::Tensor& pt, size_t bytes, Move move) {
     const auto rows = static_cast<size_t>(planfile::transferRows(pt.shape));
     const auto rowBytes = static_cast<size_t>(planfile::transferRowBytes(pt.shape, pt.dtype));
     const auto chunk = static_cast<size_t>(pt.transferRows);
@@ -208,25 +209,26 @@ struct Session::Impl {
       const auto firstRow = static_cast<cl_long>(first);
       cl_int st = clEnqueueWriteBuffer(queue, poolOf(plan.transferFirstRow), CL_TRUE, offsetOf(plan.transferFirstRow),
                                        sizeof firstRow, &firstRow, 0, nullptr, nullptr);
-      if (st != CL_SUCCESS) return clErr(("moving tensor '" + pt.name + "'").c_str(), st);
-      if (auto e = move(first * rowBytes, std::min(chunk, rows - first) * rowBytes); !e.empty()) return e;
+      if (st != CL_SUCCESS) return clErr("moving tensor '" + pt.name + "'", st);
+      FBL_TRY(move(first * rowBytes, std::min(chunk, rows - first) * rowBytes));
     }
     const cl_int st = clFinish(queue);
-    return st == CL_SUCCESS ? "" : clErr(("moving tensor '" + pt.name + "'").c_str(), st);
+    return clCheck(st, "moving tensor '" + pt.name + "'");
   }
 
-  std::string fill(int32_t t, unsigned char value) {
+  Status fill(int32_t t, unsigned char value) {
     std::vector<unsigned char> z(static_cast<size_t>(planfile::logicalBytes(plan.tensors[t])), value);
-    return z.empty() ? "" : write(t, z.data(), z.size());
+    if (z.empty()) return Status::success();
+    return write(t, z.data(), z.size());
   }
 
-  std::string transfer(int32_t i) {
+  Status transfer(int32_t i) {
     const planfile::Launch& l = plan.transfers[i];
     return enqueueKernel(transferKernels[i], l, nullptr);
   }
 
   // The arguments of a launch: per tensor its image object, or its pool and its offset there.
-  std::string bind(cl_kernel k, const planfile::Launch& l) {
+  Status bind(cl_kernel k, const planfile::Launch& l) {
     cl_uint index = 0;
     for (size_t a = 0; a < l.args.size(); ++a) {
       const int32_t t = l.args[a];
@@ -240,33 +242,33 @@ struct Session::Impl {
         if (st == CL_SUCCESS) st = clSetKernelArg(k, index++, sizeof offset, &offset);
       }
       if (st != CL_SUCCESS)
-        return clErr(("binding argument " + std::to_string(a) + " of " + plan.kernelNames[l.kernel] + " (node '" + l.node + "')").c_str(), st);
+        return clErr("binding argument " + std::to_string(a) + " of " + plan.kernelNames[l.kernel] + " (node '" + l.node + "')", st);
     }
-    return "";
+    return Status::success();
   }
 
-  std::string enqueueKernel(cl_kernel k, const planfile::Launch& l, cl_event* ev) {
+  Status enqueueKernel(cl_kernel k, const planfile::Launch& l, cl_event* ev) {
     size_t global[3], local[3];
     for (size_t d = 0; d < l.global.size(); ++d) global[d] = static_cast<size_t>(l.global[d]);
     for (size_t d = 0; d < l.local.size(); ++d) local[d] = static_cast<size_t>(l.local[d]);
     const cl_int st = clEnqueueNDRangeKernel(queue, k, static_cast<cl_uint>(l.global.size()), nullptr, global,
                                              l.local.empty() ? nullptr : local, 0, nullptr, ev);
-    if (st != CL_SUCCESS) return clErr(("launching " + plan.kernelNames[l.kernel] + " for node '" + l.node + "'").c_str(), st);
-    return "";
+    if (st != CL_SUCCESS) return clErr("launching " + plan.kernelNames[l.kernel] + " for node '" + l.node + "'", st);
+    return Status::success();
   }
 
   // Launches [begin, end) of a step, reporting progress (done counts from the step's first
   // launch). A cancellable range stops at the first launch boundary after a cancel request, once
   // what it enqueued has finished, and says so in *stopped.
-  std::string runRange(size_t begin, size_t end, int64_t stepNumber, int32_t total, bool cancellable, bool* stopped) {
+  Status runRange(size_t begin, size_t end, int64_t stepNumber, int32_t total, bool cancellable, bool* stopped) {
     *stopped = false;
     for (size_t i = begin; i < end; ++i) {
       if (cancellable && control.requested()) {
         *stopped = true;
         const cl_int st = clFinish(queue);
-        return st == CL_SUCCESS ? "" : clErr("clFinish", st);
+        return clCheck(st, "clFinish");
       }
-      if (auto e = enqueue(i); !e.empty()) return e;
+      FBL_TRY(enqueue(i));
       const bool phaseEnd = i + 1 == end || plan.launches[i + 1].phase != plan.launches[i].phase;
       const auto done = static_cast<int32_t>(i + 1);
       if (control.due(done, phaseEnd)) {
@@ -275,23 +277,24 @@ struct Session::Impl {
         control.report({stepNumber, plan.launches[i].phase.c_str(), done, total});
       }
     }
-    return "";
+    return Status::success();
   }
 
   // A step that honoured a cancel request: the request is consumed and the queue drained.
-  std::string cancel(const std::string& message) {
+  Status cancel(const std::string& message) {
     control.take();
     cancelled = true;
     const cl_int st = clFinish(queue);
     dropEvents();
-    return st == CL_SUCCESS ? message : clErr("clFinish", st);
+    if (st != CL_SUCCESS) return clErr("clFinish", st);
+    return Error{message};
   }
 
-  std::string enqueue(size_t i) {
+  Status enqueue(size_t i) {
     cl_event ev = nullptr;
-    if (auto e = enqueueKernel(kernels[i], plan.launches[i], profiling ? &ev : nullptr); !e.empty()) return e;
+    FBL_TRY(enqueueKernel(kernels[i], plan.launches[i], profiling ? &ev : nullptr));
     if (ev) events.emplace_back(static_cast<int32_t>(i), ev);
-    return "";
+    return Status::success();
   }
 
   // Releasing the event of a command still queued is allowed: the driver keeps what it needs.
@@ -306,7 +309,7 @@ struct Session::Impl {
   }
 
   // Once the queue is drained: the device time of every launch enqueued since the call began.
-  std::string collectTimes() {
+  Status collectTimes() {
     times.clear();
     for (const auto& [launch, ev] : events) {
       cl_ulong start = 0, end = 0;
@@ -315,24 +318,23 @@ struct Session::Impl {
       if (st != CL_SUCCESS) {
         const planfile::Launch& l = plan.launches[launch];
         beginCall();
-        return clErr(("timing " + plan.kernelNames[l.kernel] + " for node '" + l.node + "'").c_str(), st);
+        return clErr("timing " + plan.kernelNames[l.kernel] + " for node '" + l.node + "'", st);
       }
       times.push_back({launch, end > start ? static_cast<double>(end - start) * 1e-9 : 0.0});
     }
     dropEvents();
-    return "";
+    return Status::success();
   }
 
-  std::string open(const OpenOptions& opts) {
-    std::string bytes;
-    if (auto e = readWholeFile(planPath, "a plan file", &bytes); !e.empty()) return e;
+  Status open(const OpenOptions& opts) {
+    FBL_ASSIGN(const std::string bytes, readWholeFile(planPath, "a plan file"));
     // Parsed and checked whole before any OpenCL call; geometry once the device is known.
-    if (auto e = loadPlan(bytes, planPath, nullptr, &plan); !e.empty()) return e;
+    FBL_ASSIGN(plan, loadPlan(bytes, planPath, nullptr));
     // 2. device
     const std::vector<Dev> devs = allDevices();
-    if (devs.empty()) return "no OpenCL device found (is an ICD installed? `clinfo -l` lists them)";
+    if (devs.empty()) return Error{"no OpenCL device found (is an ICD installed? `clinfo -l` lists them)"};
     if (opts.device >= static_cast<int>(devs.size()))
-      return "device " + std::to_string(opts.device) + " does not exist (there are " + std::to_string(devs.size()) + ")";
+      return Error{"device " + std::to_string(opts.device) + " does not exist (there are " + std::to_string(devs.size()) + ")"};
     if (opts.device >= 0) {
       dev = devs[opts.device];
     } else {
@@ -341,7 +343,7 @@ struct Session::Impl {
         if (d.info.gpu) { dev = d; break; }
     }
     limits = limitsOf(dev.id);
-    if (auto e = checkLaunchGeometry(plan, limits); !e.empty()) return where() + ": " + e;
+    if (Status e = checkLaunchGeometry(plan, limits); !e.ok()) return Error{where() + ": " + e.error().message};
     cl_int st = CL_SUCCESS;
     const cl_context_properties props[] = {CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(dev.platform), 0};
     ctx = clCreateContext(props, 1, &dev.id, nullptr, nullptr, &st);
@@ -352,14 +354,14 @@ struct Session::Impl {
     const cl_ulong maxAlloc = limits.maxAllocBytes;
     // 3. memory
     if (static_cast<cl_ulong>(plan.poolSize(0)) > maxAlloc)
-      return where() + ": its pools of " + std::to_string(plan.poolSize(0)) + " bytes exceed the device's largest allocation (" +
-             std::to_string(maxAlloc) + " bytes; recompile with this device's profile)";
+      return Error{where() + ": its pools of " + std::to_string(plan.poolSize(0)) + " bytes exceed the device's largest allocation (" +
+                   std::to_string(maxAlloc) + " bytes; recompile with this device's profile)"};
     for (int64_t i = 0; i < plan.poolCount(); ++i) {
       pools.push_back(clCreateBuffer(ctx, CL_MEM_READ_WRITE, static_cast<size_t>(plan.poolSize(i)), nullptr, &st));
       if (st != CL_SUCCESS) {
         pools.pop_back();
-        return clErr(("allocating pool " + std::to_string(i) + " of " + std::to_string(plan.poolCount()) + " (" +
-                      std::to_string(plan.poolSize(i)) + " bytes)").c_str(), st);
+        return clErr("allocating pool " + std::to_string(i) + " of " + std::to_string(plan.poolCount()) + " (" +
+                         std::to_string(plan.poolSize(i)) + " bytes)", st);
       }
     }
     if (!plan.imageSlots.empty()) {
@@ -368,38 +370,38 @@ struct Session::Impl {
       clGetDeviceInfo(dev.id, CL_DEVICE_IMAGE_SUPPORT, sizeof imageSupport, &imageSupport, nullptr);
       clGetDeviceInfo(dev.id, CL_DEVICE_IMAGE2D_MAX_WIDTH, sizeof maxW, &maxW, nullptr);
       clGetDeviceInfo(dev.id, CL_DEVICE_IMAGE2D_MAX_HEIGHT, sizeof maxH, &maxH, nullptr);
-      if (!imageSupport) return where() + ": it stores tensors in images and the device has none (recompile with --storage buffer)";
+      if (!imageSupport) return Error{where() + ": it stores tensors in images and the device has none (recompile with --storage buffer)"};
       const cl_image_format format{CL_RGBA, CL_FLOAT};
       for (const auto& slot : plan.imageSlots) {
         if (static_cast<size_t>(slot[0]) > maxW || static_cast<size_t>(slot[1]) > maxH)
-          return where() + ": an image of " + std::to_string(slot[0]) + " x " + std::to_string(slot[1]) +
-                 " texels exceeds the device's " + std::to_string(maxW) + " x " + std::to_string(maxH) +
-                 " (recompile for this device's profile)";
+          return Error{where() + ": an image of " + std::to_string(slot[0]) + " x " + std::to_string(slot[1]) +
+                       " texels exceeds the device's " + std::to_string(maxW) + " x " + std::to_string(maxH) +
+                       " (recompile for this device's profile)"};
         cl_image_desc desc{};
         desc.image_type = CL_MEM_OBJECT_IMAGE2D;
         desc.image_width = static_cast<size_t>(slot[0]);
         desc.image_height = static_cast<size_t>(slot[1]);
         cl_mem m = clCreateImage(ctx, CL_MEM_READ_WRITE, &format, &desc, nullptr, &st);
-        if (st != CL_SUCCESS) return clErr(("allocating an image of " + std::to_string(slot[0]) + " x " + std::to_string(slot[1]) + " texels").c_str(), st);
+        if (st != CL_SUCCESS) return clErr("allocating an image of " + std::to_string(slot[0]) + " x " + std::to_string(slot[1]) + " texels", st);
         images.push_back(m);
       }
     }
     // 4. program and kernels
     const std::string cacheDir = opts.cacheDir.empty() ? defaultCacheDir() : opts.cacheDir;
-    BuiltProgram built = buildProgram(ctx, dev.id, plan.program, plan.buildOptions, cacheDir);
-    if (!built.error.empty()) return where() + ": " + built.error;
-    program = built.program;
-    fromCache = built.fromCache;
+    const Result<BuiltProgram> built = buildProgram(ctx, dev.id, plan.program, plan.buildOptions, cacheDir);
+    if (!built.ok()) return Error{where() + ": " + built.error().message};
+    program = built->program;
+    fromCache = built->fromCache;
     std::vector<cl_kernel> byName(plan.kernelNames.size(), nullptr);
     for (const bool transfer : {false, true}) {
       const std::vector<planfile::Launch>& list = transfer ? plan.transfers : plan.launches;
       for (size_t i = 0; i < list.size(); ++i) {
         const planfile::Launch& l = list[i];
         cl_kernel k = clCreateKernel(program, plan.kernelNames[l.kernel].c_str(), &st);
-        if (st != CL_SUCCESS) return clErr(("creating kernel " + plan.kernelNames[l.kernel]).c_str(), st);
+        if (st != CL_SUCCESS) return clErr("creating kernel " + plan.kernelNames[l.kernel], st);
         (transfer ? transferKernels : kernels).push_back(k);
-        if (auto e = checkKernelGroup(k, dev.id, plan, i, transfer); !e.empty()) return where() + ": " + e;
-        if (auto e = bind(k, l); !e.empty()) return e;
+        if (Status e = checkKernelGroup(k, dev.id, plan, i, transfer); !e.ok()) return Error{where() + ": " + e.error().message};
+        FBL_TRY(bind(k, l));
       }
     }
     // 5. constants and state
@@ -408,63 +410,60 @@ struct Session::Impl {
     for (size_t t = 0; t < plan.tensors.size(); ++t) {
       const planfile::Tensor& pt = plan.tensors[t];
       if (pt.role == planfile::Role::Constant && pt.constOffset >= 0 && pt.bytes > 0)
-        if (auto e = write(static_cast<int32_t>(t), plan.blob.data() + pt.constOffset, static_cast<size_t>(pt.bytes)); !e.empty()) return e;
+        FBL_TRY(write(static_cast<int32_t>(t), plan.blob.data() + pt.constOffset, static_cast<size_t>(pt.bytes)));
       if (pt.role == planfile::Role::State || pt.role == planfile::Role::Counter)
-        if (auto e = fill(static_cast<int32_t>(t), 0); !e.empty()) return e;
+        FBL_TRY(fill(static_cast<int32_t>(t), 0));
     }
     // The loop's scalars hold a first step's values until a step writes them (runPhases reads them too).
     if (plan.loop.lrTensor >= 0) {
       const auto lr = static_cast<float>(planfile::scheduledLr(plan.loop, baseLr, 1));
-      if (auto e = write(plan.loop.lrTensor, &lr, sizeof lr); !e.empty()) return e;
+      FBL_TRY(write(plan.loop.lrTensor, &lr, sizeof lr));
     }
     if (plan.loop.accumKeep >= 0)
-      if (auto e = fill(plan.loop.accumKeep, 0); !e.empty()) return e;
-    return "";
+      FBL_TRY(fill(plan.loop.accumKeep, 0));
+    return Status::success();
   }
 
-  std::string missingWeights() const {
+  Status missingWeights() const {
     for (size_t t = 0; t < plan.tensors.size(); ++t) {
       if (plan.tensors[t].fromWeights() && !loaded[t])
-        return "weight '" + plan.tensors[t].source + "' was never loaded (call loadWeights with a file that has it)";
+        return Error{"weight '" + plan.tensors[t].source + "' was never loaded (call loadWeights with a file that has it)"};
     }
     return unwrittenInput();
   }
 
   // A weight, trainable or input the host never wrote holds whatever the arena held: reading
   // it, or saving it to a checkpoint or adapter, would hand out garbage.
-  std::string unwritten(int32_t t) const {
+  Status unwritten(int32_t t) const {
     const planfile::Tensor& pt = plan.tensors[t];
-    if (loaded[t]) return "";
-    if (pt.role == planfile::Role::Input) return "input '" + pt.name + "' was never written";
-    if (pt.fromWeights()) return "weight '" + pt.name + "' was never loaded (load weights or a checkpoint first)";
-    return "";
+    if (loaded[t]) return Status::success();
+    if (pt.role == planfile::Role::Input) return Error{"input '" + pt.name + "' was never written"};
+    if (pt.fromWeights()) return Error{"weight '" + pt.name + "' was never loaded (load weights or a checkpoint first)"};
+    return Status::success();
   }
 
   // An input nobody wrote holds whatever the arena held: bytes no check has seen.
-  std::string unwrittenInput() const {
+  Status unwrittenInput() const {
     for (int32_t t : plan.inputs)
-      if (!loaded[t]) return "input '" + plan.tensors[t].name + "' was never written (write every input before a step)";
-    return "";
+      if (!loaded[t]) return Error{"input '" + plan.tensors[t].name + "' was never written (write every input before a step)"};
+    return Status::success();
   }
 
   // A tensor by name, or the error naming it.
-  std::string find(const std::string& name, int32_t* t) const {
+  Status find(const std::string& name, int32_t* t) const {
     *t = plan.findTensor(name);
-    return *t < 0 ? "the plan has no tensor '" + name + "'" : "";
+    if (*t < 0) return Error{"the plan has no tensor '" + name + "'"};
+    return Status::success();
   }
 };
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::~Session() = default;
 
-std::unique_ptr<Session> Session::open(const std::string& planPath, const OpenOptions& opts, std::string* error) {
+Result<std::unique_ptr<Session>> Session::open(const std::string& planPath, const OpenOptions& opts) {
   auto impl = std::make_unique<Impl>();
   impl->planPath = planPath;
-  std::string e = impl->open(opts);
-  if (!e.empty()) {
-    if (error) *error = e;
-    return nullptr;
-  }
+  FBL_TRY(impl->open(opts));
   return std::unique_ptr<Session>(new Session(std::move(impl)));
 }
 
@@ -475,12 +474,12 @@ bool Session::programFromCache() const { return impl_->fromCache; }
 int64_t Session::step() const { return impl_->step; }
 int32_t Session::accumulated() const { return impl_->accumulated; }
 
-std::string Session::setLearningRate(float lr) {
+Status Session::setLearningRate(float lr) {
   if (impl_->plan.loop.schedule.empty())
-    return "the plan's learning rate is compiled into its kernels; compile with --lr-schedule (constant, linear or cosine) to change it";
-  if (!std::isfinite(lr) || lr <= 0) return "the learning rate must be a positive number, not " + std::to_string(lr);
+    return Error{"the plan's learning rate is compiled into its kernels; compile with --lr-schedule (constant, linear or cosine) to change it"};
+  if (!std::isfinite(lr) || lr <= 0) return Error{"the learning rate must be a positive number, not " + std::to_string(lr)};
   impl_->baseLr = lr;
-  return "";
+  return Status::success();
 }
 
 double Session::learningRate() const {
@@ -490,85 +489,84 @@ double Session::learningRate() const {
 }
 const std::vector<LaunchTime>& Session::launchTimes() const { return impl_->times; }
 
-std::string Session::loadWeights(const std::string& path) {
-  safetensors::File f;
-  if (auto e = safetensors::read(path, &f, "a weights file"); !e.empty()) return e;
+Status Session::loadWeights(const std::string& path) {
+  FBL_ASSIGN(const safetensors::File f, safetensors::read(path, "a weights file"));
   Impl& m = *impl_;
   // The whole file first: a refused file writes nothing.
   std::string base;
-  if (auto e = checkWeights(m.plan, f, path, &base); !e.empty()) return e;
+  FBL_TRY(checkWeights(m.plan, f, path, &base));
   for (size_t t = 0; t < m.plan.tensors.size(); ++t) {
     const planfile::Tensor& pt = m.plan.tensors[t];
     if (!pt.fromWeights()) continue;
     const safetensors::Entry& e = f.tensors.at(pt.source);
     // Row-major bytes; write() packs them into the tensor's layout.
-    if (auto err = m.write(static_cast<int32_t>(t), e.data.data(), e.data.size()); !err.empty()) return err;
+    FBL_TRY(m.write(static_cast<int32_t>(t), e.data.data(), e.data.size()));
     m.loaded[t] = true;
   }
   m.baseWeights = base;
-  return "";
+  return Status::success();
 }
 
-std::string Session::checkInput(const std::string& name, const void* data, size_t bytes) const {
+Status Session::checkInput(const std::string& name, const void* data, size_t bytes) const {
   int32_t t = -1;
-  if (auto e = impl_->find(name, &t); !e.empty()) return e;
+  FBL_TRY(impl_->find(name, &t));
   return rt::checkInput(impl_->plan, t, data, bytes);
 }
 
-std::string Session::checkInput(const std::string& name, const std::string& dtype, const std::vector<int64_t>& shape,
-                                const void* data, size_t bytes) const {
+Status Session::checkInput(const std::string& name, const std::string& dtype, const std::vector<int64_t>& shape,
+                           const void* data, size_t bytes) const {
   int32_t t = -1;
-  if (auto e = impl_->find(name, &t); !e.empty()) return e;
+  FBL_TRY(impl_->find(name, &t));
   return rt::checkInput(impl_->plan, t, dtype, shape, data, bytes);
 }
 
-std::string Session::writeTensor(const std::string& name, const void* data, size_t bytes) {
-  if (auto e = checkInput(name, data, bytes); !e.empty()) return e;
+Status Session::writeTensor(const std::string& name, const void* data, size_t bytes) {
+  FBL_TRY(checkInput(name, data, bytes));
   const int32_t t = impl_->plan.findTensor(name);
   impl_->loaded[t] = true;
   return impl_->write(t, data, bytes);
 }
 
-std::string Session::writeInput(const std::string& name, const std::string& dtype, const std::vector<int64_t>& shape,
-                                const void* data, size_t bytes) {
-  if (auto e = checkInput(name, dtype, shape, data, bytes); !e.empty()) return e;
+Status Session::writeInput(const std::string& name, const std::string& dtype, const std::vector<int64_t>& shape,
+                           const void* data, size_t bytes) {
+  FBL_TRY(checkInput(name, dtype, shape, data, bytes));
   const int32_t t = impl_->plan.findTensor(name);
   impl_->loaded[t] = true;
   return impl_->write(t, data, bytes);
 }
 
-std::string Session::readTensor(const std::string& name, std::vector<unsigned char>* out) {
+Status Session::readTensor(const std::string& name, std::vector<unsigned char>* out) {
   const int32_t t = impl_->plan.findTensor(name);
-  if (t < 0) return "the plan has no tensor '" + name + "'";
+  if (t < 0) return Error{"the plan has no tensor '" + name + "'"};
   return readTensor(t, out);
 }
 
-std::string Session::readTensor(int32_t t, std::vector<unsigned char>* out) {
-  if (auto e = impl_->unwritten(t); !e.empty()) return e;
+Status Session::readTensor(int32_t t, std::vector<unsigned char>* out) {
+  FBL_TRY(impl_->unwritten(t));
   return impl_->read(t, out);
 }
 
-std::string Session::runPhases(const std::vector<std::string>& phases) {
+Status Session::runPhases(const std::vector<std::string>& phases) {
   Impl& m = *impl_;
   m.beginCall();
-  if (auto e = m.unwrittenInput(); !e.empty()) return e;
+  FBL_TRY(m.unwrittenInput());
   for (size_t i = 0; i < m.plan.launches.size(); ++i) {
     bool run = false;
     for (const std::string& p : phases) run = run || p == m.plan.launches[i].phase;
     if (run)
-      if (auto e = m.enqueue(i); !e.empty()) return e;
+      FBL_TRY(m.enqueue(i));
   }
   const cl_int st = clFinish(m.queue);
   if (st != CL_SUCCESS) return clErr("clFinish", st);
   return m.collectTimes();
 }
 
-std::string Session::trainStep(float* loss) {
+Status Session::trainStep(float* loss) {
   Impl& m = *impl_;
   m.beginCall();
   m.cancelled = false;
-  if (m.plan.loss < 0) return "the plan has no loss";
-  if (auto e = m.missingWeights(); !e.empty()) return e;
+  if (m.plan.loss < 0) return Error{"the plan has no loss"};
+  FBL_TRY(m.missingWeights());
   const int64_t next = m.step + 1;
   const planfile::TrainingLoop& loop = m.plan.loop;
   // With gradient accumulation only a window's last micro-batch runs the optimizer.
@@ -577,31 +575,31 @@ std::string Session::trainStep(float* loss) {
                                 " was cancelled before its optimizer phase; trainables, optimizer state and the step are as before";
   if (m.control.take()) return m.cancel(cancelled);
   if (m.plan.step >= 0)
-    if (auto e = m.write(m.plan.step, &next, sizeof next); !e.empty()) return e;
+    FBL_TRY(m.write(m.plan.step, &next, sizeof next));
   if (loop.lrTensor >= 0) {
     const auto lr = static_cast<float>(planfile::scheduledLr(loop, m.baseLr, next));
-    if (auto e = m.write(loop.lrTensor, &lr, sizeof lr); !e.empty()) return e;
+    FBL_TRY(m.write(loop.lrTensor, &lr, sizeof lr));
   }
   if (loop.accumKeep >= 0) {
     const float keep = m.accumulated == 0 ? 0.0f : 1.0f;
-    if (auto e = m.write(loop.accumKeep, &keep, sizeof keep); !e.empty()) return e;
+    FBL_TRY(m.write(loop.accumKeep, &keep, sizeof keep));
   }
   // Phases are in step order (runtime/plan_check.h): the optimizer launches are the tail.
   size_t optimizer = 0;
   while (optimizer < m.plan.launches.size() && m.plan.launches[optimizer].phase != "optimizer") ++optimizer;
   const auto total = static_cast<int32_t>(update ? m.plan.launches.size() : optimizer);
   bool stopped = false;
-  if (auto e = m.runRange(0, optimizer, next, total, /*cancellable=*/true, &stopped); !e.empty()) return e;
+  FBL_TRY(m.runRange(0, optimizer, next, total, /*cancellable=*/true, &stopped));
   if (stopped) return m.cancel(cancelled);
   float l = 0.0f;
   cl_int st = clEnqueueReadBuffer(m.queue, m.poolOf(m.plan.loss), CL_TRUE, m.offsetOf(m.plan.loss), sizeof l, &l, 0, nullptr, nullptr);
   if (st != CL_SUCCESS) return clErr("reading the loss", st);
   if (loss) *loss = l;
-  if (!std::isfinite(l)) return "loss is " + std::string(std::isnan(l) ? "NaN" : "infinite") + " at step " + std::to_string(next) + "; trainables were not updated";
+  if (!std::isfinite(l)) return Error{"loss is " + std::string(std::isnan(l) ? "NaN" : "infinite") + " at step " + std::to_string(next) + "; trainables were not updated"};
   // The last moment a cancel is honoured: from here on the step runs to its end.
   if (m.control.take()) return m.cancel(cancelled);
   if (update)
-    if (auto e = m.runRange(optimizer, m.plan.launches.size(), next, total, /*cancellable=*/false, &stopped); !e.empty()) return e;
+    FBL_TRY(m.runRange(optimizer, m.plan.launches.size(), next, total, /*cancellable=*/false, &stopped));
   // Accumulators and updated buffers change with every micro-batch; the rest only with an update.
   auto everyMicroBatch = [&](int32_t t) {
     return std::find(loop.accumulators.begin(), loop.accumulators.end(), t) != loop.accumulators.end() ||
@@ -611,7 +609,7 @@ std::string Session::trainStep(float* loss) {
     if (!update && !everyMicroBatch(c[1])) continue;
     st = clEnqueueCopyBuffer(m.queue, m.poolOf(c[0]), m.poolOf(c[1]), m.offsetOf(c[0]), m.offsetOf(c[1]),
                              static_cast<size_t>(m.plan.tensors[c[1]].bytes), 0, nullptr, nullptr);
-    if (st != CL_SUCCESS) return clErr(("committing tensor '" + m.plan.tensors[c[1]].name + "'").c_str(), st);
+    if (st != CL_SUCCESS) return clErr("committing tensor '" + m.plan.tensors[c[1]].name + "'", st);
   }
   st = clFinish(m.queue);
   if (st != CL_SUCCESS) return clErr("clFinish", st);
@@ -624,21 +622,21 @@ std::string Session::trainStep(float* loss) {
   return m.collectTimes();
 }
 
-std::string Session::evalStep(float* loss) {
+Status Session::evalStep(float* loss) {
   Impl& m = *impl_;
   m.beginCall();
   m.cancelled = false;
-  if (m.plan.loss < 0) return "the plan has no loss";
-  if (auto e = m.missingWeights(); !e.empty()) return e;
+  if (m.plan.loss < 0) return Error{"the plan has no loss"};
+  FBL_TRY(m.missingWeights());
   const std::string cancelled = "the evaluation was cancelled; nothing was changed";
   if (m.control.take()) return m.cancel(cancelled);
   size_t forward = 0;
   bool lossComputed = false;
   for (; forward < m.plan.launches.size() && m.plan.launches[forward].phase == "forward"; ++forward)
     for (int32_t a : m.plan.launches[forward].args) lossComputed = lossComputed || a == m.plan.loss;
-  if (!lossComputed) return "the plan computes its loss outside the forward phase, so it cannot be evaluated alone";
+  if (!lossComputed) return Error{"the plan computes its loss outside the forward phase, so it cannot be evaluated alone"};
   bool stopped = false;
-  if (auto e = m.runRange(0, forward, m.step + 1, static_cast<int32_t>(forward), /*cancellable=*/true, &stopped); !e.empty()) return e;
+  FBL_TRY(m.runRange(0, forward, m.step + 1, static_cast<int32_t>(forward), /*cancellable=*/true, &stopped));
   if (stopped) return m.cancel(cancelled);
   float l = 0.0f;
   const cl_int st = clEnqueueReadBuffer(m.queue, m.poolOf(m.plan.loss), CL_TRUE, m.offsetOf(m.plan.loss), sizeof l, &l, 0, nullptr, nullptr);
@@ -651,22 +649,22 @@ void Session::setProgress(ProgressFn fn, int32_t every) { impl_->control.setProg
 void Session::cancel() { impl_->control.cancel(); }
 bool Session::cancelled() const { return impl_->cancelled; }
 
-std::string Session::saveCheckpoint(const std::string& path) {
+Status Session::saveCheckpoint(const std::string& path) {
   Impl& m = *impl_;
   safetensors::File f;
-  auto add = [&](int32_t t) -> std::string {
-    if (auto err = m.unwritten(t); !err.empty()) return "cannot save a checkpoint: " + err;
+  auto add = [&](int32_t t) -> Status {
+    if (Status missing = m.unwritten(t); !missing.ok()) return Error{"cannot save a checkpoint: " + missing.error().message};
     safetensors::Entry e;
     e.dtype = safetensors::fromFblDType(m.plan.tensors[t].dtype);
     e.shape = m.plan.tensors[t].shape;
-    if (auto err = m.read(t, &e.data); !err.empty()) return err;
+    FBL_TRY(m.read(t, &e.data));
     f.tensors[m.plan.tensors[t].name] = std::move(e);
-    return "";
+    return Status::success();
   };
   for (const planfile::Trainable& t : m.plan.trainables)
-    if (auto e = add(t.param); !e.empty()) return e;
+    FBL_TRY(add(t.param));
   for (int32_t s : m.plan.state)
-    if (auto e = add(s); !e.empty()) return e;
+    FBL_TRY(add(s));
   f.metadata["format"] = "fbl-checkpoint-1";
   f.metadata["step"] = std::to_string(m.step);
   f.metadata["model"] = m.plan.model;
@@ -682,53 +680,53 @@ std::string Session::saveCheckpoint(const std::string& path) {
   return safetensors::write(path, f, "a checkpoint file");
 }
 
-std::string Session::loadCheckpoint(const std::string& path) {
+Status Session::loadCheckpoint(const std::string& path) {
   Impl& m = *impl_;
-  safetensors::File f;
-  if (auto e = safetensors::read(path, &f, "a checkpoint file"); !e.empty()) return e;
+  FBL_ASSIGN(const safetensors::File f, safetensors::read(path, "a checkpoint file"));
   // The whole file first: a refused checkpoint leaves trainables, state and step as they were.
   int64_t step = 0;
-  if (auto e = checkCheckpoint(m.plan, f, path, &step, m.baseWeights); !e.empty()) return e;
+  FBL_TRY(checkCheckpoint(m.plan, f, path, &step, m.baseWeights));
   int32_t accumulated = 0;
   double baseLr = 0;
-  if (auto e = checkLoopState(m.plan, f, path, &accumulated, &baseLr); !e.empty()) return e;
+  FBL_TRY(checkLoopState(m.plan, f, path, &accumulated, &baseLr));
   std::vector<int32_t> ids;
   for (const planfile::Trainable& t : m.plan.trainables) ids.push_back(t.param);
   ids.insert(ids.end(), m.plan.state.begin(), m.plan.state.end());
   for (int32_t t : ids) {
     const safetensors::Entry& e = f.tensors.at(m.plan.tensors[t].name);
-    if (auto err = m.write(t, e.data.data(), e.data.size()); !err.empty()) return err;
+    FBL_TRY(m.write(t, e.data.data(), e.data.size()));
     m.loaded[t] = true;
   }
   m.step = step;
   m.accumulated = accumulated;
   m.baseLr = baseLr;
-  return "";
+  return Status::success();
 }
 
-std::string Session::adapterRefusal() const {
+Status Session::canExportAdapter() const {
   const planfile::Plan& p = impl_->plan;
-  if (!p.adapterRefusal.empty()) return p.adapterRefusal;
-  if (p.adapterConfig.empty()) return "the plan has no peft adapter to export (none of its trainables is peft's)";
-  return "";
+  if (!p.adapterRefusal.empty()) return Error{p.adapterRefusal};
+  if (p.adapterConfig.empty()) return Error{"the plan has no peft adapter to export (none of its trainables is peft's)"};
+  return Status::success();
 }
 
-std::string Session::exportAdapter(const std::string& dir) {
+Status Session::exportAdapter(const std::string& dir) {
   Impl& m = *impl_;
-  if (auto r = adapterRefusal(); !r.empty()) return "cannot export the adapter: " + r;
-  if (auto e = directoryRequired(dir); !e.empty()) return e + " (adapters are exported into an existing directory)";
+  if (Status r = canExportAdapter(); !r.ok()) return Error{"cannot export the adapter: " + r.error().message};
+  if (Status e = directoryRequired(dir); !e.ok())
+    return Error{e.error().message + " (adapters are exported into an existing directory)"};
   safetensors::File f;
   for (const auto* list : {&m.plan.trainables, &m.plan.adapterFrozen})
     for (const planfile::Trainable& t : *list) {
-      if (auto err = m.unwritten(t.param); !err.empty()) return "cannot export the adapter: " + err;
+      if (Status e = m.unwritten(t.param); !e.ok()) return Error{"cannot export the adapter: " + e.error().message};
       safetensors::Entry e;
       e.dtype = safetensors::fromFblDType(m.plan.tensors[t.param].dtype);
       e.shape = m.plan.tensors[t.param].shape;
-      if (auto err = m.read(t.param, &e.data); !err.empty()) return err;
+      FBL_TRY(m.read(t.param, &e.data));
       f.tensors[t.adapterKey] = std::move(e);
     }
   f.metadata["format"] = "pt";
-  if (auto e = safetensors::write(dir + "/adapter_model.safetensors", f); !e.empty()) return e;
+  FBL_TRY(safetensors::write(dir + "/adapter_model.safetensors", f));
   return safetensors::writeFileAtomic(dir + "/adapter_config.json", m.plan.adapterConfig.dump(2) + "\n");
 }
 

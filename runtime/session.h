@@ -4,8 +4,8 @@
 // object with its arguments (pools and byte offsets, images) bound once. C++17, the OpenCL ICD
 // loader and the standard library only, so it builds for Android as it is.
 //
-// Every method returning std::string returns "" on success and one line naming the file,
-// tensor, kernel or step at fault otherwise.
+// Every method returning Status or Result fails with one line naming the file, tensor, kernel or
+// step at fault (runtime/status.h).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +15,7 @@
 
 #include "runtime/plan_check.h"
 #include "runtime/plan_file.h"
+#include "runtime/status.h"
 #include "runtime/step_control.h"
 
 namespace fbl::rt {
@@ -42,8 +43,7 @@ std::vector<DeviceInfo> listDevices();
 
 class Session {
  public:
-  static std::unique_ptr<Session> open(const std::string& planPath, const OpenOptions& opts,
-                                       std::string* error);
+  static Result<std::unique_ptr<Session>> open(const std::string& planPath, const OpenOptions& opts);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -55,33 +55,34 @@ class Session {
   bool programFromCache() const;
 
   // Base weights and trainables' initial values from a safetensors file, by the plan's names.
-  std::string loadWeights(const std::string& safetensorsPath);
+  Status loadWeights(const std::string& safetensorsPath);
   // Raw row-major bytes of a tensor, checked against its size; an input's values are checked
   // too (runtime/input_check.h: integer bounds from the plan, no NaN or infinity in floats),
   // and nothing is written when they fail.
-  std::string writeTensor(const std::string& name, const void* data, size_t bytes);
+  Status writeTensor(const std::string& name, const void* data, size_t bytes);
   // A typed input write: the dtype ("i64", "f32", ...) and shape must be the plan's, then as
   // writeTensor.
-  std::string writeInput(const std::string& name, const std::string& dtype, const std::vector<int64_t>& shape,
-                         const void* data, size_t bytes);
+  Status writeInput(const std::string& name, const std::string& dtype, const std::vector<int64_t>& shape,
+                    const void* data, size_t bytes);
   // What writeTensor / writeInput would refuse, without writing (an app can check a whole data
   // set before the first step).
-  std::string checkInput(const std::string& name, const void* data, size_t bytes) const;
-  std::string checkInput(const std::string& name, const std::string& dtype, const std::vector<int64_t>& shape,
-                         const void* data, size_t bytes) const;
-  std::string readTensor(const std::string& name, std::vector<unsigned char>* out);
-  std::string readTensor(int32_t tensor, std::vector<unsigned char>* out);
+  Status checkInput(const std::string& name, const void* data, size_t bytes) const;
+  Status checkInput(const std::string& name, const std::string& dtype, const std::vector<int64_t>& shape,
+                    const void* data, size_t bytes) const;
+  Status readTensor(const std::string& name, std::vector<unsigned char>* out);
+  Status readTensor(int32_t tensor, std::vector<unsigned char>* out);
 
   // One optimizer step: forward, backward, a check that the loss is finite, then the optimizer
   // and the commits of updated parameters and state. With the plan's grad_accum K
   // (runtime/training_loop.h) one micro-batch: forward, backward and the gradient's
   // accumulation, the optimizer only on every K-th call. A non-finite loss returns an error naming
   // the step and leaves trainables and state untouched. Refused before any launch while a
-  // weight or an input was never written.
-  std::string trainStep(float* loss);
+  // weight or an input was never written. *loss gets the loss whenever the step read it, also
+  // when it then fails as not finite.
+  Status trainStep(float* loss);
   // The loss of the current inputs without backward or update: the forward phase only. Nothing
   // the step owns changes (trainables, state, the step number).
-  std::string evalStep(float* loss);
+  Status evalStep(float* loss);
   // Progress reports and cancellation (runtime/step_control.h): `fn` is called after every
   // `every` launches and at each phase's end, on the calling thread, once the device finished
   // them; returning false cancels. cancel() may be called from any thread. A cancelled step
@@ -92,14 +93,14 @@ class Session {
   bool cancelled() const;
   // Runs the launches of the given phases only ("forward", ...) and nothing else (tests,
   // benchmarks); refused while an input was never written.
-  std::string runPhases(const std::vector<std::string>& phases);
+  Status runPhases(const std::vector<std::string>& phases);
   int64_t step() const;  // optimizer steps done
   // Micro-batches accumulated since the last optimizer step (0 without grad_accum).
   int32_t accumulated() const;
   // A plan compiled with a schedule: sets the schedule's base learning rate, from the next
   // optimizer step on (the warmup and decay factors still apply); saved in checkpoints. Refused
-  // ("" otherwise) for a plan whose lr is a literal in its kernels, or an lr not positive.
-  std::string setLearningRate(float lr);
+  // for a plan whose lr is a literal in its kernels, or an lr not positive.
+  Status setLearningRate(float lr);
   // The learning rate the next optimizer step uses (the compiled one without a schedule).
   double learningRate() const;
   // With OpenOptions::profileLaunches: the launches of the last successful trainStep or
@@ -108,13 +109,14 @@ class Session {
   const std::vector<LaunchTime>& launchTimes() const;
 
   // Trainables, optimizer state and the step, written atomically (temporary file + rename).
-  std::string saveCheckpoint(const std::string& path);
-  std::string loadCheckpoint(const std::string& path);
+  Status saveCheckpoint(const std::string& path);
+  Status loadCheckpoint(const std::string& path);
   // peft's adapter_model.safetensors + adapter_config.json into `dir` (which must exist).
-  std::string exportAdapter(const std::string& dir);
-  // Why exportAdapter refuses this plan whatever is loaded (its adapter_refusal, or no trainable
-  // of peft's); "" when it can export. A tool asks before training, not after.
-  std::string adapterRefusal() const;
+  Status exportAdapter(const std::string& dir);
+  // Success when exportAdapter can export this plan's adapter once its trainables are loaded;
+  // else why not (its adapter_refusal, or no trainable of peft's). A tool asks before training,
+  // not after.
+  Status canExportAdapter() const;
 
  private:
   struct Impl;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "runtime/plan_file.h"
+#include "runtime/status.h"
 
 namespace fbl::rt {
 
@@ -53,10 +54,10 @@ inline std::vector<SyntheticInput> syntheticInputs(const planfile::Plan& plan) {
   return out;
 }
 
-// Batch `step` for `seed`: each input's row-major bytes, in order. "" or a line naming the input.
-inline std::string syntheticBatch(const std::vector<SyntheticInput>& inputs, uint64_t seed, int64_t step,
-                                  std::vector<std::vector<unsigned char>>* out) {
-  out->clear();
+// Batch `step` for `seed`: each input's row-major bytes, in order; else a line naming the input.
+inline Result<std::vector<std::vector<unsigned char>>> syntheticBatch(const std::vector<SyntheticInput>& inputs,
+                                                                      uint64_t seed, int64_t step) {
+  std::vector<std::vector<unsigned char>> out;
   std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(step));
   for (const SyntheticInput& in : inputs) {
     int64_t n = 1;
@@ -70,7 +71,7 @@ inline std::string syntheticBatch(const std::vector<SyntheticInput>& inputs, uin
         std::memcpy(p + i * 4, &v, 4);
       }
     } else if (in.dtype == "i64" || in.dtype == "i32") {
-      if (in.bound < 1) return "input '" + in.name + "': no integers below " + std::to_string(in.bound);
+      if (in.bound < 1) return Error{"input '" + in.name + "': no integers below " + std::to_string(in.bound)};
       std::uniform_int_distribution<int64_t> pick(0, in.bound - 1);
       for (int64_t i = 0; i < n; ++i) {
         const int64_t v = pick(rng);
@@ -85,11 +86,11 @@ inline std::string syntheticBatch(const std::vector<SyntheticInput>& inputs, uin
       std::uniform_int_distribution<int> pick(0, 1);
       for (int64_t i = 0; i < n; ++i) p[i] = static_cast<unsigned char>(pick(rng));
     } else {
-      return "input '" + in.name + "': no synthetic data for dtype " + in.dtype;
+      return Error{"input '" + in.name + "': no synthetic data for dtype " + in.dtype};
     }
-    out->push_back(std::move(bytes));
+    out.push_back(std::move(bytes));
   }
-  return "";
+  return out;
 }
 
 }  // namespace fbl::rt

@@ -165,9 +165,8 @@ std::vector<std::string> compilePassNames() {
 // The runtime's own checks (runtime/plan_check.h) on the plan as it will read it: a plan it would
 // refuse is refused here (a gradient whose shape is not its trainable's among them).
 static Status checkForRuntime(const CompileArgs& args, const Plan& plan) {
-  planfile::Plan read;
-  if (std::string e = rt::loadPlan(planfile::serialize(plan), args.output, nullptr, &read); !e.empty())
-    return makeError("{}: the plan fails the runtime's checks: {}", args.model, e);
+  const Result<planfile::Plan> read = rt::loadPlan(planfile::serialize(plan), args.output, nullptr);
+  if (!read.ok()) return makeError("{}: the plan fails the runtime's checks: {}", args.model, read.error().message);
   return Status::success();
 }
 
@@ -497,8 +496,7 @@ Result<safetensors::File> collectWeights(const CompileArgs& args, const Plan& pl
 
 Status writeWeights(const CompileArgs& args, const Plan& plan) {
   FBL_ASSIGN(safetensors::File f, collectWeights(args, plan));
-  if (std::string e = safetensors::write(weightsPath(args), f); !e.empty()) return Error{e};
-  return Status::success();
+  return safetensors::write(weightsPath(args), f);
 }
 
 int runCompile(const CompileArgs& args) {
@@ -523,13 +521,13 @@ int runCompile(const CompileArgs& args) {
       return 1;
     }
     weightsNote = weightsPath(args);
-    if (std::string e = safetensors::write(weightsNote, *w, "the weights"); !e.empty()) {
-      fmt::print(stderr, "error: weights: {}; the plan was not written\n", e);
+    if (Status e = safetensors::write(weightsNote, *w, "the weights"); !e.ok()) {
+      fmt::print(stderr, "error: weights: {}; the plan was not written\n", e.error().message);
       return 1;
     }
   }
-  if (std::string e = safetensors::writeFileAtomic(args.output, bytes, "the plan"); !e.empty()) {
-    fmt::print(stderr, "error: {}{}\n", e, args.noWeights ? "" : fmt::format(" (the weights were written to '{}')", weightsNote));
+  if (Status e = safetensors::writeFileAtomic(args.output, bytes, "the plan"); !e.ok()) {
+    fmt::print(stderr, "error: {}{}\n", e.error().message, args.noWeights ? "" : fmt::format(" (the weights were written to '{}')", weightsNote));
     return 1;
   }
   if (c->transforms.is_object() && c->transforms.contains("total"))
@@ -612,8 +610,8 @@ int runCompile(const CompileArgs& args) {
                        {"fused_elementwise_kernels", c->lowering.fusedElementwise},
                        {"low_rank_terms", c->lowering.lowRankTerms},
                        {"fused_attention", c->attentionFused}}}};
-    if (std::string e = safetensors::writeFileAtomic(args.report, r.dump(2) + "\n"); !e.empty()) {
-      fmt::print(stderr, "error: {}\n", e);
+    if (Status e = safetensors::writeFileAtomic(args.report, r.dump(2) + "\n"); !e.ok()) {
+      fmt::print(stderr, "error: {}\n", e.error().message);
       return 1;
     }
   }

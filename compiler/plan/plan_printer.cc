@@ -93,12 +93,12 @@ int runPrintPlan(const std::string& path) {
     return 1;
   }
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  planfile::Plan plan;
-  if (std::string e = rt::loadPlan(bytes, path, nullptr, &plan); !e.empty()) {
-    fmt::print(stderr, "error: {}\n", e);
+  const Result<planfile::Plan> plan = rt::loadPlan(bytes, path, nullptr);
+  if (!plan.ok()) {
+    fmt::print(stderr, "error: {}\n", plan.error().message);
     return 1;
   }
-  fmt::print("{}", printPlan(plan));
+  fmt::print("{}", printPlan(*plan));
   return 0;
 }
 

@@ -322,11 +322,12 @@ int runExplain(const ExplainArgs& args) {
     fmt::print(stderr, "error: {}: cannot read the file\n", args.plan);
     return 1;
   }
-  planfile::Plan plan;
-  if (std::string e = planfile::parse(bytes, &plan); !e.empty()) {
-    fmt::print(stderr, "error: {}: {}\n", args.plan, e);
+  const Result<planfile::Plan> read = planfile::parse(bytes);
+  if (!read.ok()) {
+    fmt::print(stderr, "error: {}: {}\n", args.plan, read.error().message);
     return 1;
   }
+  const planfile::Plan& plan = *read;
   auto r = buildExplainReport(plan);
   if (!r.ok()) {
     fmt::print(stderr, "error: {}: {}\n", args.plan, r.error().message);

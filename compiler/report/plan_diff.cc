@@ -278,24 +278,28 @@ nlohmann::json diffJson(const PlanDiff& d, const std::string& oldPath, const std
 namespace {
 
 // The plan at `path`, or one line saying why it is not one.
-std::string readPlan(const std::string& path, Plan* p) {
+Result<Plan> readPlan(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return path + ": cannot open the file";
+  if (!in) return Error{path + ": cannot open the file"};
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (auto e = planfile::parse(bytes, p); !e.empty()) return path + ": " + e;
-  return "";
+  Result<Plan> plan = planfile::parse(bytes);
+  if (!plan.ok()) return Error{path + ": " + plan.error().message};
+  return plan;
 }
 
 }  // namespace
 
 int runDiff(const DiffArgs& args, std::ostream& out, std::ostream& err) {
-  Plan a, b;
-  for (const auto& [path, plan] : {std::pair{&args.oldPlan, &a}, std::pair{&args.newPlan, &b}})
-    if (auto e = readPlan(*path, plan); !e.empty()) {
-      err << "error: " << e << "\n";
+  Plan plans[2];
+  for (const auto& [path, plan] : {std::pair{&args.oldPlan, &plans[0]}, std::pair{&args.newPlan, &plans[1]}}) {
+    Result<Plan> read = readPlan(*path);
+    if (!read.ok()) {
+      err << "error: " << read.error().message << "\n";
       return 2;
     }
-  const PlanDiff d = diffPlans(a, b);
+    *plan = std::move(read).value();
+  }
+  const PlanDiff d = diffPlans(plans[0], plans[1]);
   if (args.json) out << diffJson(d, args.oldPlan, args.newPlan).dump(1) << "\n";
   else out << formatDiff(d, args.oldPlan, args.newPlan);
   return d.same() ? 0 : 1;

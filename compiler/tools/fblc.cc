@@ -15,6 +15,7 @@
 #include "compiler/report/explain.h"
 #include "compiler/report/plan_diff.h"
 #include "compiler/strategy/strategy.h"
+#include "compiler/support/result.h"
 #include "compiler/tools/inspect_command.h"
 #include "compiler/train/ref_trainer.h"
 #include "compiler/zoo/zoo_command.h"
@@ -37,16 +38,15 @@ bool parseShape(const std::string& text, fbl::ir::Shape& out) {
 }
 
 // Collects repeatable --shape NAME=DxD... options into a map, or explains the bad one.
-std::string parseShapeOptions(const std::vector<std::string>& opts,
-                              std::map<std::string, fbl::ir::Shape>& out) {
+fbl::Status parseShapeOptions(const std::vector<std::string>& opts, std::map<std::string, fbl::ir::Shape>& out) {
   for (const auto& o : opts) {
     size_t eq = o.rfind('=');
     fbl::ir::Shape s;
     if (eq == std::string::npos || eq == 0 || !parseShape(o.substr(eq + 1), s))
-      return fmt::format("--shape '{}': expected NAME=DIMxDIM..., for example input_0=1x512", o);
+      return fbl::makeError("--shape '{}': expected NAME=DIMxDIM..., for example input_0=1x512", o);
     out[o.substr(0, eq)] = s;
   }
-  return {};
+  return fbl::Status::success();
 }
 
 // --shape, shared by every command that loads a model; parsed into `out` before `run`.
@@ -58,8 +58,8 @@ void addShapeOption(CLI::App* cmd, std::vector<std::string>& shapes) {
 template <typename Run>
 void runWithShapes(const std::vector<std::string>& shapes, std::map<std::string, fbl::ir::Shape>& out,
                    int& rc, Run&& run) {
-  if (std::string err = parseShapeOptions(shapes, out); !err.empty()) {
-    fmt::print(stderr, "error: {}\n", err);
+  if (fbl::Status e = parseShapeOptions(shapes, out); !e.ok()) {
+    fmt::print(stderr, "error: {}\n", e.error().message);
     rc = 2;
     return;
   }

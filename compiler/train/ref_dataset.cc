@@ -70,16 +70,17 @@ Result<RefDataset> RefDataset::load(const ir::Graph& g, const std::string& path,
         if (e.is_directory() && fs::exists(e.path() / "input_0.pb")) folders.push_back(e.path());
     std::sort(folders.begin(), folders.end());
   }
-  rt::Dataset data;
+  Result<rt::Dataset> data = Error{};
   if (folders.empty()) {
-    if (auto e = rt::Dataset::read(path, plan, &data); !e.empty()) return makeError("--data: {}", e);
+    data = rt::Dataset::read(path, plan);
   } else {
     std::vector<rt::DatasetTensor> tensors;
     for (const fs::path& d : folders) FBL_TRY(appendTensorProtos(g, d, &tensors));
-    if (auto e = rt::Dataset::fromTensors(std::move(tensors), plan, &data); !e.empty()) return makeError("--data: {}", e);
+    data = rt::Dataset::fromTensors(std::move(tensors), plan);
   }
-  if (auto e = data.checkValues(plan); !e.empty()) return makeError("--data: {}", e);
-  return RefDataset(g, std::move(data), seed);
+  if (!data.ok()) return makeError("--data: {}", data.error().message);
+  if (Status e = data->checkValues(plan); !e.ok()) return makeError("--data: {}", e.error().message);
+  return RefDataset(g, std::move(data).value(), seed);
 }
 
 std::map<ir::ValueId, ir::Tensor> RefDataset::batchAt(int64_t position) {

@@ -25,8 +25,7 @@ Result<std::map<ir::ValueId, ir::Tensor>> syntheticInputs(const ir::Graph& g, ui
     specs.push_back({v.name, std::string(ir::dtypeName(v.dtype)), std::vector<int64_t>(v.shape.begin(), v.shape.end()),
                      integer ? integerInputBound(g, id) : rt::kDefaultIntegerBound});
   }
-  std::vector<std::vector<unsigned char>> bytes;
-  if (auto e = rt::syntheticBatch(specs, seed, step, &bytes); !e.empty()) return makeError("{}", e);
+  FBL_ASSIGN(const std::vector<std::vector<unsigned char>> bytes, rt::syntheticBatch(specs, seed, step));
   std::map<ir::ValueId, ir::Tensor> out;
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     const ir::Value& v = g.values[g.inputs[i]];

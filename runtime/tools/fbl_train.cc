@@ -46,6 +46,16 @@
 namespace {
 
 namespace fs = std::filesystem;
+using fbl::Error;
+using fbl::Result;
+using fbl::Status;
+
+// A failed call's line on stderr, and the run's exit code.
+template <class R>
+int fail(const R& result) {
+  fmt::print(stderr, "error: {}\n", result.error().message);
+  return 1;
+}
 
 struct Args {
   std::string plan, weights, data, evalData, checkpoint, dumpGrads, exportAdapter, cacheDir;
@@ -66,6 +76,7 @@ struct Args {
   // silent fresh start.
   bool resumeIfExists = false;
   bool listDevices = false;
+  bool help = false;
 };
 
 const char* kUsage =
@@ -117,45 +128,45 @@ bool parseFraction(const char* s, double* out) {
 // is created, written, flushed and removed: a read-only or full disk, a missing permission or a
 // path through a file fails here, before any training, not after the run. `flag` and `given` name
 // what the user typed.
-std::string checkWritableDir(const fs::path& dir, const std::string& flag, const std::string& given) {
+Status checkWritableDir(const fs::path& dir, const std::string& flag, const std::string& given) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) {
     fs::create_directories(dir, ec);
-    if (ec) return fmt::format("{} '{}': cannot create the folder '{}': {}", flag, given, dir.string(), ec.message());
+    if (ec) return Error{fmt::format("{} '{}': cannot create the folder '{}': {}", flag, given, dir.string(), ec.message())};
   }
-  if (!fs::is_directory(dir, ec)) return fmt::format("{} '{}': '{}' is not a folder", flag, given, dir.string());
+  if (!fs::is_directory(dir, ec)) return Error{fmt::format("{} '{}': '{}' is not a folder", flag, given, dir.string())};
   const fs::path probe = dir / fmt::format(".fbl-train-write-probe-{}", ::getpid());
   std::FILE* f = std::fopen(probe.string().c_str(), "wb");
-  if (!f) return fmt::format("{} '{}': cannot write in '{}': {}", flag, given, dir.string(), std::strerror(errno));
+  if (!f) return Error{fmt::format("{} '{}': cannot write in '{}': {}", flag, given, dir.string(), std::strerror(errno))};
   const bool ok = std::fputc('x', f) != EOF && std::fflush(f) == 0;
   const int err = errno;
   const bool closed = std::fclose(f) == 0;
   std::remove(probe.string().c_str());
   if (!ok || !closed)
-    return fmt::format("{} '{}': cannot write in '{}': {}", flag, given, dir.string(), std::strerror(err ? err : EIO));
-  return "";
+    return Error{fmt::format("{} '{}': cannot write in '{}': {}", flag, given, dir.string(), std::strerror(err ? err : EIO))};
+  return Status::success();
 }
 
 // Every file the run will write, checked before the device is opened: the checkpoint (and its
 // dataset position file beside it), the adapter, the gradient dump.
-std::string checkOutputs(const Args& a) {
+Status checkOutputs(const Args& a) {
   std::error_code ec;
   if (fs::is_directory(a.checkpoint, ec))
-    return fmt::format("--checkpoint '{}' is a folder, not a checkpoint file", a.checkpoint);
+    return Error{fmt::format("--checkpoint '{}' is a folder, not a checkpoint file", a.checkpoint)};
   fs::path parent = fs::path(a.checkpoint).parent_path();
   if (parent.empty()) parent = ".";
-  if (auto e = checkWritableDir(parent, "--checkpoint", a.checkpoint); !e.empty()) return e;
+  FBL_TRY(checkWritableDir(parent, "--checkpoint", a.checkpoint));
   if (!a.exportAdapter.empty())
-    if (auto e = checkWritableDir(a.exportAdapter, "--export-adapter", a.exportAdapter); !e.empty()) return e;
+    FBL_TRY(checkWritableDir(a.exportAdapter, "--export-adapter", a.exportAdapter));
   if (!a.dumpGrads.empty())
-    if (auto e = checkWritableDir(fs::path(a.dumpGrads) / "grads", "--dump-grads", a.dumpGrads); !e.empty()) return e;
+    FBL_TRY(checkWritableDir(fs::path(a.dumpGrads) / "grads", "--dump-grads", a.dumpGrads));
   for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--metrics", a.metrics}, {"--loss-curve", a.lossCurve}}) {
     if (path.empty()) continue;
-    if (fs::is_directory(path, ec)) return fmt::format("{} '{}' is a folder, not a file", flag, path);
+    if (fs::is_directory(path, ec)) return Error{fmt::format("{} '{}' is a folder, not a file", flag, path)};
     fs::path folder = fs::path(path).parent_path();
-    if (auto e = checkWritableDir(folder.empty() ? fs::path(".") : folder, flag, path); !e.empty()) return e;
+    FBL_TRY(checkWritableDir(folder.empty() ? fs::path(".") : folder, flag, path));
   }
-  return "";
+  return Status::success();
 }
 
 // --metrics: one JSON object a line, flushed as written, so a run killed midway keeps its curve;
@@ -163,8 +174,8 @@ std::string checkOutputs(const Args& a) {
 // the start, read back from the file it appends to.
 class MetricsLog {
  public:
-  std::string open(const std::string& path, bool append) {
-    if (path.empty()) return "";
+  Status open(const std::string& path, bool append) {
+    if (path.empty()) return Status::success();
     if (append) {
       std::ifstream in(path, std::ios::binary);
       std::stringstream earlier;
@@ -172,8 +183,8 @@ class MetricsLog {
       fbl::train::readMetricsPoints(earlier.str(), &train_, &eval_);
     }
     f_ = std::fopen(path.c_str(), append ? "ab" : "wb");
-    if (!f_) return fmt::format("--metrics '{}': cannot open it for writing: {}", path, std::strerror(errno));
-    return "";
+    if (!f_) return Error{fmt::format("--metrics '{}': cannot open it for writing: {}", path, std::strerror(errno))};
+    return Status::success();
   }
   ~MetricsLog() {
     if (f_) std::fclose(f_);
@@ -198,8 +209,8 @@ class MetricsLog {
  public:
   // --loss-curve: written whole at the end of a run (atomically: an earlier curve is replaced
   // only by a complete one).
-  std::string writeCurve(const std::string& path, const std::string& title) const {
-    if (path.empty()) return "";
+  Status writeCurve(const std::string& path, const std::string& title) const {
+    if (path.empty()) return Status::success();
     return fbl::safetensors::writeFileAtomic(path, fbl::train::lossCurveSvg(train_, eval_, title), "--loss-curve");
   }
 
@@ -217,7 +228,7 @@ std::string shellWord(const std::string& s) {
   return out + "'";
 }
 
-std::string parseArgs(int argc, char** argv, Args* a) {
+Status parseArgs(int argc, char** argv, Args* a) {
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
     auto value = [&](std::string* out) -> bool {
@@ -253,66 +264,67 @@ std::string parseArgs(int argc, char** argv, Args* a) {
     }
     else if (k == "--cache-dir") ok = value(&a->cacheDir);
     else if (k == "--list-devices") a->listDevices = true;
-    else if (k == "-h" || k == "--help") return "help";
+    else if (k == "-h" || k == "--help") {
+      a->help = true;
+      return Status::success();
+    }
     else if (!k.empty() && k[0] != '-' && a->plan.empty()) a->plan = k;
-    else return fmt::format("unknown argument '{}'", k);
-    if (!ok) return fmt::format("{} needs {}", k, valueKind(k));
+    else return Error{fmt::format("unknown argument '{}'", k)};
+    if (!ok) return Error{fmt::format("{} needs {}", k, valueKind(k))};
   }
-  if (a->listDevices) return "";
-  if (a->plan.empty()) return "a plan file is required";
+  if (a->listDevices) return Status::success();
+  if (a->plan.empty()) return Error{"a plan file is required"};
   if (a->weights.empty()) a->weights = fs::path(a->plan).replace_extension(".safetensors").string();
   if (fs::path(a->weights).extension() == ".onnx")
-    return "--weights takes the .safetensors `fblc compile` wrote beside the plan (default: PLAN with .safetensors), not the ONNX model";
-  if (a->epochs > 0 && a->steps >= 0) return "give --steps or --epochs, not both";
-  if (a->resume && a->resumeIfExists) return "give --resume or --resume-if-exists, not both";
+    return Error{"--weights takes the .safetensors `fblc compile` wrote beside the plan (default: PLAN with .safetensors), not the ONNX model"};
+  if (a->epochs > 0 && a->steps >= 0) return Error{"give --steps or --epochs, not both"};
+  if (a->resume && a->resumeIfExists) return Error{"give --resume or --resume-if-exists, not both"};
   if (a->data.empty() && (a->epochs > 0 || a->evalSplit > 0.0 || a->evalSamples > 0))
-    return "--epochs, --eval-split and --eval-samples need a dataset (--data)";
-  if (a->evalSplit > 0.0 && a->evalSamples > 0) return "give --eval-split or --eval-samples, not both";
+    return Error{"--epochs, --eval-split and --eval-samples need a dataset (--data)"};
+  if (a->evalSplit > 0.0 && a->evalSamples > 0) return Error{"give --eval-split or --eval-samples, not both"};
   if (!a->evalData.empty() && (a->evalSplit > 0.0 || a->evalSamples > 0))
-    return "give --eval-data or a held-out split of --data (--eval-split, --eval-samples), not both";
+    return Error{"give --eval-data or a held-out split of --data (--eval-split, --eval-samples), not both"};
   if (a->evalEvery > 0 && a->evalData.empty() && a->evalSplit == 0.0 && a->evalSamples == 0)
-    return "--eval-every needs evaluation samples (--eval-data, --eval-split or --eval-samples)";
+    return Error{"--eval-every needs evaluation samples (--eval-data, --eval-split or --eval-samples)"};
   if (a->steps < 0 && a->epochs == 0) a->steps = 50;
   if (a->checkpoint.empty()) a->checkpoint = fs::path(a->plan).replace_extension(".ckpt.safetensors").string();
-  return "";
+  return Status::success();
 }
 
 // Without --data: batch `step` of runtime/synthetic_inputs.h, drawn within the plan's
 // input_checks, written through the runtime's typed input write, which checks dtype, shape and
 // values (runtime/input_check.h).
-std::string feedSynthetic(fbl::rt::Session& s, const std::vector<fbl::rt::SyntheticInput>& inputs, uint64_t seed,
-                          int64_t step) {
-  std::vector<std::vector<unsigned char>> batch;
-  if (auto e = fbl::rt::syntheticBatch(inputs, seed, step, &batch); !e.empty()) return e;
+Status feedSynthetic(fbl::rt::Session& s, const std::vector<fbl::rt::SyntheticInput>& inputs, uint64_t seed,
+                     int64_t step) {
+  FBL_ASSIGN(const auto batch, fbl::rt::syntheticBatch(inputs, seed, step));
   for (size_t i = 0; i < inputs.size(); ++i)
-    if (auto e = s.writeInput(inputs[i].name, inputs[i].dtype, inputs[i].shape, batch[i].data(), batch[i].size()); !e.empty())
-      return e;
-  return "";
+    FBL_TRY(s.writeInput(inputs[i].name, inputs[i].dtype, inputs[i].shape, batch[i].data(), batch[i].size()));
+  return Status::success();
 }
 
 // The first step's loss and gradients, as `fblc run-ref --dump` writes them: OUT/loss.pb and
 // OUT/grads/<initializer>.pb, TensorProtos named after the loss value and the initializers.
-std::string dumpGrads(fbl::rt::Session& s, const std::string& out, float loss) {
+Status dumpGrads(fbl::rt::Session& s, const std::string& out, float loss) {
   std::error_code ec;
   fs::create_directories(fs::path(out) / "grads", ec);
-  if (ec) return fmt::format("--dump-grads '{}': cannot create the folder: {}", out, ec.message());
+  if (ec) return Error{fmt::format("--dump-grads '{}': cannot create the folder: {}", out, ec.message())};
   const auto& plan = s.plan();
   const auto& lt = plan.tensors[plan.loss];
   fbl::train::ProtoTensor l{lt.name, "f32", lt.shape, {}};  // the loader makes the loss f32, of one element or more
   l.bytes.resize(static_cast<size_t>(fbl::planfile::logicalBytes(lt)), 0);
   std::memcpy(l.bytes.data(), &loss, sizeof loss);
-  if (auto e = fbl::train::writeTensorProto((fs::path(out) / "loss.pb").string(), l); !e.empty()) return e;
+  FBL_TRY(fbl::train::writeTensorProto((fs::path(out) / "loss.pb").string(), l));
   for (const auto& t : plan.trainables) {
     const auto& pt = plan.tensors[t.param];
     fbl::train::ProtoTensor g{pt.name, "f32", pt.shape, {}};
-    if (auto e = s.readTensor(t.grad, &g.bytes); !e.empty()) return e;
+    FBL_TRY(s.readTensor(t.grad, &g.bytes));
     g.bytes.resize(static_cast<size_t>(fbl::planfile::logicalBytes(pt)), 0);
     std::string file = pt.name + ".pb";
     for (char& ch : file)
       if (ch == '/' || ch == '\\') ch = '_';
-    if (auto e = fbl::train::writeTensorProto((fs::path(out) / "grads" / file).string(), g); !e.empty()) return e;
+    FBL_TRY(fbl::train::writeTensorProto((fs::path(out) / "grads" / file).string(), g));
   }
-  return "";
+  return Status::success();
 }
 
 // "step 12/50 [=======>      ] loss 5.1234  41.2 samples/s  ETA 3s"; rewritten in place on a
@@ -357,7 +369,7 @@ fbl::rt::DatasetPosition positionAt(const Args& a, const Data& d, int64_t step) 
   return p;
 }
 
-std::string setUpData(const Args& a, const fbl::rt::Session& s, Data* d) {
+Status setUpData(const Args& a, const fbl::rt::Session& s, Data* d) {
   const auto& plan = s.plan();
   d->fromFile = !a.data.empty();
   if (!d->fromFile) {
@@ -365,14 +377,14 @@ std::string setUpData(const Args& a, const fbl::rt::Session& s, Data* d) {
     // --steps 0 trains nothing (an evaluation or export of a checkpoint): no data to announce.
     if (a.steps != 0) fmt::print(stderr, "data: synthetic inputs (seed {})\n", a.seed.value_or(0));
   } else {
-    if (auto e = fbl::train::loadDataset(a.data, plan, &d->train); !e.empty()) return e;
+    FBL_ASSIGN(d->train, fbl::train::loadDataset(a.data, plan));
     const int64_t n = d->train.size();
     // --eval-split F holds out floor(F x N) samples, at least one.
     const int64_t heldOut = a.evalSamples > 0 ? a.evalSamples
                             : a.evalSplit > 0.0 ? std::max<int64_t>(1, static_cast<int64_t>(a.evalSplit * static_cast<double>(n)))
                                                 : 0;
     if (heldOut >= n)
-      return fmt::format("'{}' has {} samples: holding out {} for evaluation leaves none to train on", a.data, n, heldOut);
+      return Error{fmt::format("'{}' has {} samples: holding out {} for evaluation leaves none to train on", a.data, n, heldOut)};
     d->order.emplace(n, heldOut, a.seed);
     d->fingerprint = d->train.fingerprint();
     if (heldOut > 0) {
@@ -384,7 +396,9 @@ std::string setUpData(const Args& a, const fbl::rt::Session& s, Data* d) {
                a.seed ? fmt::format(", shuffled by seed {}", *a.seed) : ", in file order");
   }
   if (!a.evalData.empty()) {
-    if (auto e = fbl::train::loadDataset(a.evalData, plan, &d->heldOutFile); !e.empty()) return "--eval-data: " + e;
+    Result<fbl::rt::Dataset> heldOut = fbl::train::loadDataset(a.evalData, plan);
+    if (!heldOut.ok()) return Error{"--eval-data: " + heldOut.error().message};
+    d->heldOutFile = std::move(heldOut).value();
     d->evalSet = &d->heldOutFile;
     d->evalSamples.resize(static_cast<size_t>(d->heldOutFile.size()));
     std::iota(d->evalSamples.begin(), d->evalSamples.end(), int64_t{0});
@@ -393,49 +407,45 @@ std::string setUpData(const Args& a, const fbl::rt::Session& s, Data* d) {
   d->samplesPerStep = std::max<int64_t>(1, plan.loop.gradAccum);
   // With accumulation, samples past the last whole window of the last epoch are not trained on.
   d->lastStep = a.epochs > 0 ? a.epochs * d->order->trainCount() / d->samplesPerStep : a.steps;
-  return "";
+  return Status::success();
 }
 
 // --resume, --resume-if-exists: the checkpoint, and with a dataset its position file, which must describe this run's data.
-std::string resume(const Args& a, const Data& d, fbl::rt::Session& s) {
+Status resume(const Args& a, const Data& d, fbl::rt::Session& s) {
   if (!fs::exists(a.checkpoint)) {  // --resume-if-exists: run() refused this under --resume
     fmt::print(stderr, "no checkpoint at {}: starting from step 0\n", a.checkpoint);
-    return "";
+    return Status::success();
   }
-  if (auto e = s.loadCheckpoint(a.checkpoint); !e.empty()) return e;
+  FBL_TRY(s.loadCheckpoint(a.checkpoint));
   if (!d.fromFile) {
     fmt::print(stderr, "resumed from {} at step {}\n", a.checkpoint, s.step());
-    return "";
+    return Status::success();
   }
   const std::string path = fbl::rt::datasetPositionPath(a.checkpoint);
-  fbl::rt::DatasetPosition saved;
   if (!fs::exists(path))
-    return fmt::format("checkpoint '{}' has no dataset position '{}': it was not written by a run on --data; "
-                       "remove the checkpoint to start over",
-                       a.checkpoint, path);
-  if (auto e = fbl::rt::readDatasetPosition(path, &saved); !e.empty()) return e;
+    return Error{fmt::format("checkpoint '{}' has no dataset position '{}': it was not written by a run on --data; "
+                             "remove the checkpoint to start over",
+                             a.checkpoint, path)};
+  FBL_ASSIGN(const fbl::rt::DatasetPosition saved, fbl::rt::readDatasetPosition(path));
   const fbl::rt::DatasetPosition now = positionAt(a, d, s.step());
-  if (auto e = fbl::rt::checkSameData(saved, now, path); !e.empty()) return e;
+  FBL_TRY(fbl::rt::checkSameData(saved, now, path));
   fmt::print(stderr, "resumed from {} at step {} (epoch {}, sample {} of {})\n", a.checkpoint, s.step(), now.epoch + 1,
              now.position, now.trainSamples);
-  return "";
+  return Status::success();
 }
 
 // The dataset position first, then the checkpoint: a position file is never behind its checkpoint.
-std::string saveCheckpoint(const Args& a, const Data& d, fbl::rt::Session& s) {
-  if (d.fromFile)
-    if (auto e = fbl::rt::writeDatasetPosition(fbl::rt::datasetPositionPath(a.checkpoint), positionAt(a, d, s.step())); !e.empty())
-      return e;
+Status saveCheckpoint(const Args& a, const Data& d, fbl::rt::Session& s) {
+  if (d.fromFile) FBL_TRY(fbl::rt::writeDatasetPosition(fbl::rt::datasetPositionPath(a.checkpoint), positionAt(a, d, s.step())));
   return s.saveCheckpoint(a.checkpoint);
 }
 
-std::string printEvalLoss(fbl::rt::Session& s, const Data& d, MetricsLog& metrics) {
-  double mean = 0.0;
-  if (auto e = fbl::train::meanEvalLoss(s, *d.evalSet, d.evalSamples, &mean); !e.empty()) return e;
+Status printEvalLoss(fbl::rt::Session& s, const Data& d, MetricsLog& metrics) {
+  FBL_ASSIGN(const double mean, fbl::train::meanEvalLoss(s, *d.evalSet, d.evalSamples));
   fmt::print("eval loss {:.9g} ({} batches at step {})\n", mean, d.evalSamples.size(), s.step());
   std::fflush(stdout);
   metrics.eval(s.step(), mean);
-  return "";
+  return Status::success();
 }
 
 int run(const Args& a) {
@@ -450,33 +460,33 @@ int run(const Args& a) {
                       a.checkpoint),
            1;
   // Where the run's results go is checked now, not after the run.
-  if (auto e = checkOutputs(a); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+  if (Status e = checkOutputs(a); !e.ok()) return fail(e);
   fbl::rt::OpenOptions o;
   o.device = a.device;
   o.cacheDir = a.cacheDir;
   // Building a plan's program takes 10-30 s on a phone or PoCL the first time: say so before it.
   fmt::print(stderr, "opening the plan: its kernels are built on a device's first run, then read from the cache\n");
-  std::string err;
-  auto s = fbl::rt::Session::open(a.plan, o, &err);
-  if (!s) return fmt::print(stderr, "error: {}\n", err), 1;
+  Result<std::unique_ptr<fbl::rt::Session>> opened = fbl::rt::Session::open(a.plan, o);
+  if (!opened.ok()) return fail(opened);
+  const std::unique_ptr<fbl::rt::Session> s = std::move(opened).value();
   fmt::print(stderr, "device: {} ({}){}\n", s->device().name, s->device().platform,
              s->programFromCache() ? ", program from cache" : "");
-  if (auto e = s->loadWeights(a.weights); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+  if (Status e = s->loadWeights(a.weights); !e.ok()) return fail(e);
   // An adapter the plan cannot write is known now, not after the run.
   if (!a.exportAdapter.empty())
-    if (auto r = s->adapterRefusal(); !r.empty()) return fmt::print(stderr, "error: --export-adapter: {}\n", r), 1;
+    if (Status r = s->canExportAdapter(); !r.ok()) return fmt::print(stderr, "error: --export-adapter: {}\n", r.error().message), 1;
   // Every sample is read and checked before the first step, so a bad one stops the run before it trains.
   Data data;
-  if (auto e = setUpData(a, *s, &data); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+  if (Status e = setUpData(a, *s, &data); !e.ok()) return fail(e);
   if (a.resume || a.resumeIfExists)
-    if (auto e = resume(a, data, *s); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+    if (Status e = resume(a, data, *s); !e.ok()) return fail(e);
   // After --resume, which restores a checkpoint's learning rate: the command line wins.
   if (a.lr) {
-    if (auto e = s->setLearningRate(*a.lr); !e.empty()) return fmt::print(stderr, "error: --lr: {}\n", e), 1;
+    if (Status e = s->setLearningRate(*a.lr); !e.ok()) return fmt::print(stderr, "error: --lr: {}\n", e.error().message), 1;
     fmt::print(stderr, "learning rate: {} (--lr; the schedule's warmup and decay apply to it)\n", *a.lr);
   }
   MetricsLog metrics;
-  if (auto e = metrics.open(a.metrics, s->step() > 0); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+  if (Status e = metrics.open(a.metrics, s->step() > 0); !e.ok()) return fail(e);
   // Checkpoints are on by default: the end of the run (and each epoch's end) is saved even
   // without --checkpoint-every, so a failure after training (the adapter export) loses nothing.
   if (s->step() < data.lastStep) {
@@ -508,20 +518,20 @@ int run(const Args& a) {
     const int64_t micro = s->step() * accum + s->accumulated();
     if (data.fromFile) {
       const int64_t sample = data.order->sampleAt(micro);
-      if (auto e = fbl::train::feedSample(*s, data.train, sample); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+      if (Status e = fbl::train::feedSample(*s, data.train, sample); !e.ok()) return fail(e);
     } else {
-      if (auto e = feedSynthetic(*s, data.synthetic, a.seed.value_or(0), micro); !e.empty())
-        return fmt::print(stderr, "error: {}\n", e), 1;
+      if (Status e = feedSynthetic(*s, data.synthetic, a.seed.value_or(0), micro); !e.ok())
+        return fail(e);
     }
     const double stepLr = s->learningRate();  // what this step's optimizer phase uses
-    if (auto e = s->trainStep(&loss); !e.empty()) {
-      fmt::print(stderr, "{}error: {}\n", tty ? "\n" : "", e);
+    if (Status e = s->trainStep(&loss); !e.ok()) {
+      fmt::print(stderr, "{}error: {}\n", tty ? "\n" : "", e.error().message);
       if (fs::exists(a.checkpoint)) fmt::print(stderr, "the last good checkpoint is {}\n", a.checkpoint);
       return 1;
     }
     if (micro == firstMicro) firstDone = std::chrono::steady_clock::now();
     if (!dumped) {
-      if (auto e = dumpGrads(*s, a.dumpGrads, loss); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+      if (Status e = dumpGrads(*s, a.dumpGrads, loss); !e.ok()) return fail(e);
       dumped = true;
     }
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -550,13 +560,13 @@ int run(const Args& a) {
       epochSteps = 0;
     }
     if (evaluate) {
-      if (auto e = printEvalLoss(*s, data, metrics); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+      if (Status e = printEvalLoss(*s, data, metrics); !e.ok()) return fail(e);
       evaluatedAt = s->step();
       epochEvalDue = false;
     }
     const bool saveNow = a.checkpointEvery > 0 ? s->step() % a.checkpointEvery == 0 : epochSaveDue;
     if (windowEnd && saveNow && s->step() < data.lastStep) {  // the last step is saved below
-      if (auto e = saveCheckpoint(a, data, *s); !e.empty()) return fmt::print(stderr, "\nerror: {}\n", e), 1;
+      if (Status e = saveCheckpoint(a, data, *s); !e.ok()) return fmt::print(stderr, "\nerror: {}\n", e.error().message), 1;
       epochSaveDue = false;
     }
     endedOnReport = report;
@@ -575,37 +585,37 @@ int run(const Args& a) {
   // The end of the run, whenever it trained: a run that took no step (--steps 0 to export a
   // resumed checkpoint) does not rewrite the checkpoint, nor replace an earlier run's.
   std::string saved;  // the checkpoint that holds this run's final state, if any
-  std::string saveError;
+  Status saveStatus;
   if (s->step() > first) {
-    saveError = saveCheckpoint(a, data, *s);
-    if (saveError.empty()) saved = a.checkpoint;
-    else fmt::print(stderr, "error: {}\n", saveError);
+    saveStatus = saveCheckpoint(a, data, *s);
+    if (saveStatus.ok()) saved = a.checkpoint;
+    else fmt::print(stderr, "error: {}\n", saveStatus.error().message);
   } else if ((a.resume || a.resumeIfExists) && fs::exists(a.checkpoint)) {
     saved = a.checkpoint;
   }
   // The held-out loss at the end, unless the last step printed it: the forward phase of every
   // evaluation sample, averaged; nothing is updated.
   if (data.evalSet && evaluatedAt != s->step())
-    if (auto e = printEvalLoss(*s, data, metrics); !e.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+    if (Status e = printEvalLoss(*s, data, metrics); !e.ok()) return fail(e);
   if (!a.lossCurve.empty()) {
-    if (auto e = metrics.writeCurve(a.lossCurve, fs::path(a.plan).filename().string()); !e.empty())
-      return fmt::print(stderr, "error: {}\n", e), 1;
+    if (Status e = metrics.writeCurve(a.lossCurve, fs::path(a.plan).filename().string()); !e.ok())
+      return fail(e);
     fmt::print("loss curve: {}\n", a.lossCurve);
   }
   if (!a.exportAdapter.empty()) {
     std::error_code ec;
     fs::create_directories(a.exportAdapter, ec);
-    if (auto e = s->exportAdapter(a.exportAdapter); !e.empty()) {
+    if (Status e = s->exportAdapter(a.exportAdapter); !e.ok()) {
       // The trained state is in the checkpoint: say how to export it again without training.
-      if (saved.empty()) return fmt::print(stderr, "error: {}\n", e), 1;
+      if (saved.empty()) return fail(e);
       fmt::print(stderr, "error: {}; the run is saved in '{}' (step {}): export it with `fbl-train {} --weights {} --resume "
                          "--checkpoint {} --steps 0 --export-adapter {}`\n",
-                 e, saved, s->step(), shellWord(a.plan), shellWord(a.weights), shellWord(saved), shellWord(a.exportAdapter));
+                 e.error().message, saved, s->step(), shellWord(a.plan), shellWord(a.weights), shellWord(saved), shellWord(a.exportAdapter));
       return 1;
     }
     fmt::print("adapter: {}/adapter_model.safetensors, adapter_config.json\n", a.exportAdapter);
   }
-  return saveError.empty() ? 0 : 1;
+  return saveStatus.ok() ? 0 : 1;
 }
 
 }  // namespace
@@ -613,9 +623,8 @@ int run(const Args& a) {
 int main(int argc, char** argv) {
   try {
     Args a;
-    const std::string e = parseArgs(argc, argv, &a);
-    if (e == "help") return fmt::print("{}", kUsage), 0;
-    if (!e.empty()) return fmt::print(stderr, "error: {}\n{}", e, kUsage), 2;
+    if (Status e = parseArgs(argc, argv, &a); !e.ok()) return fmt::print(stderr, "error: {}\n{}", e.error().message, kUsage), 2;
+    if (a.help) return fmt::print("{}", kUsage), 0;
     if (a.listDevices) {
       const auto devs = fbl::rt::listDevices();
       for (size_t i = 0; i < devs.size(); ++i)

@@ -100,9 +100,9 @@ std::string shapeText(const std::vector<int64_t>& s) {
 
 }  // namespace
 
-std::string parseTensorProto(const std::string& bytes, const std::string& path, ProtoTensor* out) {
-  if (bytes.empty()) return path + ": empty file, not an ONNX TensorProto";
-  const std::string malformed = path + ": not a valid ONNX TensorProto (protobuf parse failed)";
+Result<ProtoTensor> parseTensorProto(const std::string& bytes, const std::string& path) {
+  if (bytes.empty()) return Error{path + ": empty file, not an ONNX TensorProto"};
+  const Error malformed{path + ": not a valid ONNX TensorProto (protobuf parse failed)"};
   Cursor w{reinterpret_cast<const unsigned char*>(bytes.data()), reinterpret_cast<const unsigned char*>(bytes.data()) + bytes.size()};
   std::vector<int64_t> dims, int64s;
   std::vector<int32_t> int32s;
@@ -152,35 +152,34 @@ std::string parseTensorProto(const std::string& bytes, const std::string& path, 
   for (const DType& d : kDTypes)
     if (d.code == dataType) dt = &d;
   if (!dt)
-    return path + ": unsupported dtype code " + std::to_string(dataType) + " for " + what +
-           " (fbl supports f32, i64, i32, bool, u8, i8; export the model in f32)";
+    return Error{path + ": unsupported dtype code " + std::to_string(dataType) + " for " + what +
+                 " (fbl supports f32, i64, i32, bool, u8, i8; export the model in f32)"};
   int64_t count = 1;
   for (int64_t d : dims) {
-    if (d < 0) return path + ": " + what + " has a negative dimension " + std::to_string(d);
+    if (d < 0) return Error{path + ": " + what + " has a negative dimension " + std::to_string(d)};
     if (__builtin_mul_overflow(count, d, &count) || count > (int64_t{1} << 40))
-      return path + ": " + what + " has too many elements (" + shapeText(dims) + ")";
+      return Error{path + ": " + what + " has too many elements (" + shapeText(dims) + ")"};
   }
-  if (location == 1) return path + ": " + what + " keeps its data in an external file, which is not allowed here";
-  if (segmented) return path + ": " + what + " is segmented, which fbl does not support";
+  if (location == 1) return Error{path + ": " + what + " keeps its data in an external file, which is not allowed here"};
+  if (segmented) return Error{path + ": " + what + " is segmented, which fbl does not support"};
   const auto want = static_cast<size_t>(count) * dt->size;
   ProtoTensor t{name, dt->name, dims, {}};
   if (hasRaw) {
     if (raw.size() != want)
-      return path + ": " + what + " has " + std::to_string(raw.size()) + " bytes of raw_data but its shape " + shapeText(dims) +
-             " of " + dt->name + " needs " + std::to_string(want);
+      return Error{path + ": " + what + " has " + std::to_string(raw.size()) + " bytes of raw_data but its shape " + shapeText(dims) +
+                   " of " + dt->name + " needs " + std::to_string(want)};
     t.bytes.assign(raw.begin(), raw.end());
     if (dt->code == 9)  // any non-zero byte is true; keep the 0/1 invariant
       for (unsigned char& b : t.bytes) b = b != 0;
-    *out = std::move(t);
-    return "";
+    return t;
   }
   // Typed fields: f32 in float_data, i64 in int64_data, the others in int32_data.
   const char* field = dt->code == 1 ? "float_data" : dt->code == 7 ? "int64_data" : "int32_data";
   const size_t values = dt->code == 1 ? floats.size() : dt->code == 7 ? int64s.size() : int32s.size();
   if (values != static_cast<size_t>(count)) {
-    if (values == 0) return path + ": " + what + " of shape " + shapeText(dims) + " has no data";
-    return path + ": " + what + " has " + std::to_string(values) + " values in " + field + " but its shape " + shapeText(dims) +
-           " holds " + std::to_string(count);
+    if (values == 0) return Error{path + ": " + what + " of shape " + shapeText(dims) + " has no data"};
+    return Error{path + ": " + what + " has " + std::to_string(values) + " values in " + field + " but its shape " + shapeText(dims) +
+                 " holds " + std::to_string(count)};
   }
   t.bytes.resize(want);
   for (size_t i = 0; i < values; ++i) {
@@ -193,29 +192,28 @@ std::string parseTensorProto(const std::string& bytes, const std::string& path, 
       default: *at = static_cast<unsigned char>(int32s[i]); break;  // u8, i8: the low byte
     }
   }
-  *out = std::move(t);
-  return "";
+  return t;
 }
 
-std::string readTensorProto(const std::string& path, ProtoTensor* out) {
+Result<ProtoTensor> readTensorProto(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
-  if (!f) return path + ": cannot open";
+  if (!f) return Error{path + ": cannot open"};
   std::ostringstream s;
   s << f.rdbuf();
-  if (!f && !f.eof()) return path + ": read failed";
-  return parseTensorProto(s.str(), path, out);
+  if (!f && !f.eof()) return Error{path + ": read failed"};
+  return parseTensorProto(s.str(), path);
 }
 
-std::string writeTensorProto(const std::string& path, const ProtoTensor& t) {
+Status writeTensorProto(const std::string& path, const ProtoTensor& t) {
   const DType* dt = nullptr;
   for (const DType& d : kDTypes)
     if (t.dtype == d.name) dt = &d;
-  if (!dt) return path + ": no TensorProto for dtype " + t.dtype;
+  if (!dt) return Error{path + ": no TensorProto for dtype " + t.dtype};
   int64_t count = 1;
   for (int64_t d : t.shape) count *= d;
   if (t.bytes.size() != static_cast<size_t>(count) * dt->size)
-    return path + ": tensor '" + t.name + "' has " + std::to_string(t.bytes.size()) + " bytes, not " +
-           std::to_string(static_cast<size_t>(count) * dt->size);
+    return Error{path + ": tensor '" + t.name + "' has " + std::to_string(t.bytes.size()) + " bytes, not " +
+                 std::to_string(static_cast<size_t>(count) * dt->size)};
   std::string b;
   auto varint = [&b](uint64_t v) {
     for (; v >= 0x80; v >>= 7) b.push_back(static_cast<char>((v & 0x7f) | 0x80));

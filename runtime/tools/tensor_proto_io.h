@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/status.h"
+
 namespace fbl::train {
 
 struct ProtoTensor {
@@ -19,11 +21,11 @@ struct ProtoTensor {
   std::vector<unsigned char> bytes;  // row-major
 };
 
-// The tensor of one TensorProto; "" or a line naming the file.
-std::string readTensorProto(const std::string& path, ProtoTensor* out);
+// The tensor of one TensorProto, else a line naming the file.
+Result<ProtoTensor> readTensorProto(const std::string& path);
 // Parses `bytes` (the file's contents; `path` names it in errors).
-std::string parseTensorProto(const std::string& bytes, const std::string& path, ProtoTensor* out);
+Result<ProtoTensor> parseTensorProto(const std::string& bytes, const std::string& path);
 // Written atomically (a temporary file, then rename): name, dims, data_type and raw_data.
-std::string writeTensorProto(const std::string& path, const ProtoTensor& t);
+Status writeTensorProto(const std::string& path, const ProtoTensor& t);
 
 }  // namespace fbl::train

@@ -15,26 +15,25 @@ namespace {
 namespace fs = std::filesystem;
 
 // DIR/input_K.pb for every plan input K.
-std::string readTensorProtos(const fs::path& dir, const planfile::Plan& plan, std::vector<rt::DatasetTensor>* out) {
+Status readTensorProtos(const fs::path& dir, const planfile::Plan& plan, std::vector<rt::DatasetTensor>* out) {
   for (size_t k = 0; k < plan.inputs.size(); ++k) {
     const fs::path p = dir / fmt::format("input_{}.pb", k);
-    ProtoTensor t;
-    if (auto e = readTensorProto(p.string(), &t); !e.empty()) return e;
+    FBL_ASSIGN(ProtoTensor t, readTensorProto(p.string()));
     out->push_back(rt::DatasetTensor{plan.tensors[plan.inputs[k]].name, std::move(t.dtype), std::move(t.shape),
                                      std::move(t.bytes), p.string()});
   }
-  return "";
+  return Status::success();
 }
 
 // The TensorProto folders of PATH in name order; none when PATH is not in that form.
-std::vector<fs::path> tensorProtoFolders(const fs::path& path, std::string* err) {
-  if (!fs::is_directory(path)) return {};
-  if (fs::exists(path / "input_0.pb")) return {path};
+Result<std::vector<fs::path>> tensorProtoFolders(const fs::path& path) {
+  if (!fs::is_directory(path)) return std::vector<fs::path>{};
+  if (fs::exists(path / "input_0.pb")) return std::vector<fs::path>{path};
   std::vector<fs::path> dirs;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(path, ec))
     if (e.is_directory() && fs::exists(e.path() / "input_0.pb")) dirs.push_back(e.path());
-  if (ec) *err = fmt::format("'{}': {}", path.string(), ec.message());
+  if (ec) return Error{fmt::format("'{}': {}", path.string(), ec.message())};
   std::sort(dirs.begin(), dirs.end());
   return dirs;
 }
@@ -48,41 +47,42 @@ bool hasNpy(const fs::path& dir) {
 
 }  // namespace
 
-std::string loadDataset(const std::string& path, const planfile::Plan& plan, rt::Dataset* out) {
-  if (!fs::exists(path)) return fmt::format("dataset '{}' does not exist", path);
-  std::string err;
-  const std::vector<fs::path> folders = plan.inputs.empty() ? std::vector<fs::path>{} : tensorProtoFolders(path, &err);
-  if (!err.empty()) return err;
+Result<rt::Dataset> loadDataset(const std::string& path, const planfile::Plan& plan) {
+  if (!fs::exists(path)) return Error{fmt::format("dataset '{}' does not exist", path)};
+  std::vector<fs::path> folders;
+  if (!plan.inputs.empty()) {
+    FBL_ASSIGN(folders, tensorProtoFolders(path));
+  }
+  rt::Dataset out;
   if (folders.empty()) {
     if (fs::is_directory(path) && !hasNpy(path))
-      return fmt::format("dataset '{}' holds no input_0.pb, test_data_set_*/input_0.pb or INPUT.npy", path);
-    if (auto e = rt::Dataset::read(path, plan, out); !e.empty()) return e;
+      return Error{fmt::format("dataset '{}' holds no input_0.pb, test_data_set_*/input_0.pb or INPUT.npy", path)};
+    FBL_ASSIGN(out, rt::Dataset::read(path, plan));
   } else {
     std::vector<rt::DatasetTensor> tensors;
-    for (const fs::path& d : folders)
-      if (auto e = readTensorProtos(d, plan, &tensors); !e.empty()) return e;
-    if (auto e = rt::Dataset::fromTensors(std::move(tensors), plan, out); !e.empty()) return e;
+    for (const fs::path& d : folders) FBL_TRY(readTensorProtos(d, plan, &tensors));
+    FBL_ASSIGN(out, rt::Dataset::fromTensors(std::move(tensors), plan));
   }
-  return out->checkValues(plan);
+  FBL_TRY(out.checkValues(plan));
+  return out;
 }
 
-std::string feedSample(rt::Session& s, const rt::Dataset& d, int64_t i) {
+Status feedSample(rt::Session& s, const rt::Dataset& d, int64_t i) {
   for (size_t k = 0; k < d.inputCount(); ++k)
-    if (auto e = s.writeInput(d.inputName(k), d.dtype(k), d.sampleShape(k), d.sample(k, i), d.sampleBytes(k)); !e.empty())
-      return d.where(k, i) + ": " + e;
-  return "";
+    if (Status e = s.writeInput(d.inputName(k), d.dtype(k), d.sampleShape(k), d.sample(k, i), d.sampleBytes(k)); !e.ok())
+      return Error{d.where(k, i) + ": " + e.error().message};
+  return Status::success();
 }
 
-std::string meanEvalLoss(rt::Session& s, const rt::Dataset& d, const std::vector<int64_t>& samples, double* mean) {
+Result<double> meanEvalLoss(rt::Session& s, const rt::Dataset& d, const std::vector<int64_t>& samples) {
   double sum = 0.0;
   for (int64_t i : samples) {
     float loss = 0.0f;
-    if (auto e = feedSample(s, d, i); !e.empty()) return e;
-    if (auto e = s.evalStep(&loss); !e.empty()) return e;
+    FBL_TRY(feedSample(s, d, i));
+    FBL_TRY(s.evalStep(&loss));
     sum += loss;
   }
-  *mean = samples.empty() ? 0.0 : sum / static_cast<double>(samples.size());
-  return "";
+  return samples.empty() ? 0.0 : sum / static_cast<double>(samples.size());
 }
 
 }  // namespace fbl::train

@@ -15,6 +15,7 @@
 #include "compiler/train/ref_trainer.h"
 #include "tests/device/corpus_steps.h"
 #include "tests/device/device_test_util.h"
+#include "tests/runtime/status_assertions.h"
 
 namespace fbl::testing {
 namespace {
@@ -51,13 +52,13 @@ Trained onDevice(const std::string& arch, const std::string& style, const std::s
   CHECK(encoded == report["encoded"].get<int64_t>());
   REQUIRE(driver::writeWeights(a, c->plan).ok());
   auto s = openPlan(c->plan, "base-" + arch + "-" + baseWeights);
-  REQUIRE(s->loadWeights(a.weights) == "");
+  REQUIRE_OK(s->loadWeights(a.weights));
   writeCorpusInputs(*s, c->plan, arch);
   // An encoded weight is not read back as f32: its values are in the weights file.
   for (const planfile::Tensor& t : c->plan.tensors)
     if (!t.encoding.empty()) {
       std::vector<unsigned char> bytes;
-      CHECK(s->readTensor(t.name, &bytes).find("is stored " + baseWeights) != std::string::npos);
+      CHECK(fbl::testing::errorText(s->readTensor(t.name, &bytes)).find("is stored " + baseWeights) != std::string::npos);
       break;
     }
   Trained out;

@@ -23,6 +23,7 @@
 #include "runtime/plan_check.h"
 #include "tests/autodiff/tensor_diff.h"
 #include "tests/device/device_test_util.h"
+#include "tests/runtime/status_assertions.h"
 
 namespace fbl::testing {
 namespace {
@@ -124,11 +125,11 @@ std::map<std::string, ir::Tensor> trainsLikePyTorch(const std::string& arch, con
   }
   REQUIRE(driver::writeWeights(a, c->plan).ok());
   auto s = openPlan(c->plan, "corpus-" + arch);
-  REQUIRE(s->loadWeights(a.weights) == "");
+  REQUIRE_OK(s->loadWeights(a.weights));
   for (size_t i = 0; i < c->plan.inputs.size(); ++i) {
     auto t = onnx::readTensorProtoFile(dir + "/test_data_set_0/input_" + std::to_string(i) + ".pb");
     REQUIRE(t.ok());
-    REQUIRE(s->writeTensor(c->plan.tensors[c->plan.inputs[i]].name, t->tensor.raw(), t->tensor.nbytes()) == "");
+    REQUIRE_OK(s->writeTensor(c->plan.tensors[c->plan.inputs[i]].name, t->tensor.raw(), t->tensor.nbytes()));
   }
   std::map<std::string, ir::Tensor> torch;
   for (const auto& f : fs::directory_iterator(dir + "/grads")) {
@@ -141,9 +142,9 @@ std::map<std::string, ir::Tensor> trainsLikePyTorch(const std::string& arch, con
   std::map<std::string, ir::Tensor> firstGradients;
   for (size_t k = 0; k < losses.size(); ++k) {
     float eval = 0, loss = 0;
-    REQUIRE(s->evalStep(&eval) == "");
+    REQUIRE_OK(s->evalStep(&eval));
     worstEval = std::max(worstEval, std::abs(eval - losses[k]) / std::abs(losses[k]));
-    REQUIRE(s->trainStep(&loss) == "");
+    REQUIRE_OK(s->trainStep(&loss));
     worstLoss = std::max(worstLoss, std::abs(loss - losses[k]) / std::abs(losses[k]));
     if (k > 0) continue;
     CHECK(std::abs(loss - losses[0]) <= 1e-4 * std::abs(losses[0]));
@@ -153,7 +154,7 @@ std::map<std::string, ir::Tensor> trainsLikePyTorch(const std::string& arch, con
       INFO("gradient of " << name);
       REQUIRE(torch.count(name) == 1);
       std::vector<unsigned char> bytes;
-      REQUIRE(s->readTensor(t.grad, &bytes) == "");
+      REQUIRE_OK(s->readTensor(t.grad, &bytes));
       ir::Tensor g(ir::DType::F32, c->plan.tensors[t.grad].shape);
       REQUIRE(bytes.size() == g.nbytes());
       std::memcpy(g.raw(), bytes.data(), bytes.size());
@@ -175,7 +176,7 @@ std::map<std::string, ir::Tensor> trainsLikePyTorch(const std::string& arch, con
       const int32_t t = c->plan.findTensor("m." + name);
       REQUIRE(std::find(c->plan.updatedBuffers.begin(), c->plan.updatedBuffers.end(), t) != c->plan.updatedBuffers.end());
       std::vector<unsigned char> bytes;
-      REQUIRE(s->readTensor(t, &bytes) == "");
+      REQUIRE_OK(s->readTensor(t, &bytes));
       ir::Tensor mine(ir::DType::F32, want.shape());
       REQUIRE(bytes.size() == mine.nbytes());
       std::memcpy(mine.raw(), bytes.data(), bytes.size());
@@ -187,7 +188,7 @@ std::map<std::string, ir::Tensor> trainsLikePyTorch(const std::string& arch, con
   }
   const std::string out = tempDir() + "/corpus-adapter-" + arch;
   fs::create_directories(out);
-  REQUIRE(s->exportAdapter(out) == "");
+  REQUIRE_OK(s->exportAdapter(out));
   const auto mine = readSafetensors(out + "/adapter_model.safetensors");
   const auto peft = readSafetensors(dir + "/adapter/adapter_model.safetensors");
   REQUIRE(mine.size() == peft.size());
@@ -286,7 +287,7 @@ TEST_CASE("the corpus's ResNet updates its running statistics every micro-batch,
   REQUIRE(driver::writeWeights(a, c->plan).ok());
   REQUIRE(c->plan.updatedBuffers.size() == 12);
   auto s = openPlan(c->plan, "resnet-accum");
-  REQUIRE(s->loadWeights(a.weights) == "");
+  REQUIRE_OK(s->loadWeights(a.weights));
   auto forward = passes::loadModel(a.model);
   REQUIRE(forward.ok());
   auto batch = train::loadInputs(*forward, dir + "/test_data_set_0");
@@ -294,7 +295,7 @@ TEST_CASE("the corpus's ResNet updates its running statistics every micro-batch,
   for (size_t i = 0; i < c->plan.inputs.size(); ++i) {
     auto t = onnx::readTensorProtoFile(dir + "/test_data_set_0/input_" + std::to_string(i) + ".pb");
     REQUIRE(t.ok());
-    REQUIRE(s->writeTensor(c->plan.tensors[c->plan.inputs[i]].name, t->tensor.raw(), t->tensor.nbytes()) == "");
+    REQUIRE_OK(s->writeTensor(c->plan.tensors[c->plan.inputs[i]].name, t->tensor.raw(), t->tensor.nbytes()));
   }
   autodiff::TrainingOptions opts;
   opts.optimizer.gradAccum = 2;
@@ -302,7 +303,7 @@ TEST_CASE("the corpus's ResNet updates its running statistics every micro-batch,
   REQUIRE(tg.ok());
   auto ref = train::RefTrainer::create(std::move(*tg), opts.optimizer);
   for (int k = 0; k < 3; ++k) {
-    REQUIRE(s->trainStep(nullptr) == "");
+    REQUIRE_OK(s->trainStep(nullptr));
     REQUIRE(ref->step(*batch).ok());
   }
   REQUIRE(s->step() == 1);
@@ -311,7 +312,7 @@ TEST_CASE("the corpus's ResNet updates its running statistics every micro-batch,
     std::map<std::string, ir::Tensor> out;
     for (int32_t t : c->plan.updatedBuffers) {
       std::vector<unsigned char> bytes;
-      REQUIRE(session.readTensor(t, &bytes) == "");
+      REQUIRE_OK(session.readTensor(t, &bytes));
       ir::Tensor v(ir::DType::F32, c->plan.tensors[t].shape);
       REQUIRE(bytes.size() == v.nbytes());
       std::memcpy(v.raw(), bytes.data(), bytes.size());
@@ -331,19 +332,19 @@ TEST_CASE("the corpus's ResNet updates its running statistics every micro-batch,
   }
   CHECK(worst <= 1e-5);
   const std::string ckpt = tempDir() + "/resnet-accum.checkpoint.safetensors";
-  REQUIRE(s->saveCheckpoint(ckpt) == "");
+  REQUIRE_OK(s->saveCheckpoint(ckpt));
   auto resumed = openPlan(c->plan, "resnet-accum-resumed");
-  REQUIRE(resumed->loadWeights(a.weights) == "");
-  REQUIRE(resumed->loadCheckpoint(ckpt) == "");
+  REQUIRE_OK(resumed->loadWeights(a.weights));
+  REQUIRE_OK(resumed->loadCheckpoint(ckpt));
   const auto restored = buffers(*resumed);
   for (const auto& [name, mine] : device) CHECK(std::memcmp(restored.at(name).raw(), mine.raw(), mine.nbytes()) == 0);
   // The loader's checks: an updated buffer starts from the weights file, and only one does.
   planfile::Plan unsourced = c->plan;
   unsourced.tensors[unsourced.updatedBuffers[0]].source.clear();
-  CHECK_THAT(rt::checkPlan(unsourced), Catch::Contains("an updated buffer must be listed state with a source key"));
+  CHECK_THAT(fbl::testing::errorText(rt::checkPlan(unsourced)), Catch::Contains("an updated buffer must be listed state with a source key"));
   planfile::Plan unlisted = c->plan;
   unlisted.updatedBuffers.erase(unlisted.updatedBuffers.begin());
-  CHECK_THAT(rt::checkPlan(unlisted), Catch::Contains("a state tensor with a source key must be an updated buffer"));
+  CHECK_THAT(fbl::testing::errorText(rt::checkPlan(unlisted)), Catch::Contains("a state tensor with a source key must be an updated buffer"));
   std::printf("corpus resnet/opt on PoCL, grad_accum 2, 3 micro-batches: running statistics %.1e of max-abs from the "
               "reference trainer's\n", worst);
 }

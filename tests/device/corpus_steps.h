@@ -14,6 +14,7 @@
 #include "compiler/onnx/tensor_proto.h"
 #include "compiler/train/ref_trainer.h"
 #include "runtime/session.h"
+#include "tests/runtime/status_assertions.h"
 
 namespace fbl::testing {
 
@@ -29,7 +30,7 @@ inline void writeCorpusInputs(rt::Session& s, const planfile::Plan& plan, const 
   for (size_t i = 0; i < plan.inputs.size(); ++i) {
     auto t = onnx::readTensorProtoFile(corpusDir(arch) + "/test_data_set_0/input_" + std::to_string(i) + ".pb");
     REQUIRE(t.ok());
-    REQUIRE(s.writeTensor(plan.tensors[plan.inputs[i]].name, t->tensor.raw(), t->tensor.nbytes()) == "");
+    REQUIRE_OK(s.writeTensor(plan.tensors[plan.inputs[i]].name, t->tensor.raw(), t->tensor.nbytes()));
   }
 }
 
@@ -38,12 +39,12 @@ inline CorpusSteps trainOnDevice(rt::Session& s, const planfile::Plan& plan, int
   CorpusSteps out;
   for (int k = 0; k < steps; ++k) {
     float loss = 0;
-    REQUIRE(s.trainStep(&loss) == "");
+    REQUIRE_OK(s.trainStep(&loss));
     out.losses.push_back(loss);
     if (k > 0) continue;
     for (const planfile::Trainable& t : plan.trainables) {
       std::vector<unsigned char> bytes;
-      REQUIRE(s.readTensor(t.grad, &bytes) == "");
+      REQUIRE_OK(s.readTensor(t.grad, &bytes));
       ir::Tensor g(ir::DType::F32, plan.tensors[t.grad].shape);
       REQUIRE(bytes.size() == g.nbytes());
       std::memcpy(g.raw(), bytes.data(), bytes.size());

@@ -21,6 +21,7 @@
 #include "runtime/session.h"
 #include "tests/ops/graph_builder.h"
 #include "tests/runtime/temp_dir.h"
+#include "tests/runtime/status_assertions.h"
 
 namespace fbl::testing {
 
@@ -57,8 +58,7 @@ inline double relativeToMaxAbs(const ir::Tensor& a, const ir::Tensor& b) {
 
 // The f32 tensors of a safetensors file (exported adapters), by name.
 inline std::map<std::string, ir::Tensor> readSafetensors(const std::string& path) {
-  safetensors::File f;
-  REQUIRE(safetensors::read(path, &f) == "");
+  safetensors::File f = fbl::testing::requireValue(safetensors::read(path));
   std::map<std::string, ir::Tensor> out;
   for (const auto& [name, e] : f.tensors) {
     REQUIRE(e.dtype == "F32");
@@ -80,13 +80,10 @@ inline plan::Profile testProfile() {
 
 inline std::unique_ptr<rt::Session> openPlan(const planfile::Plan& plan, const std::string& name) {
   const std::string path = tempDir() + "/" + name + ".fbp";
-  REQUIRE(safetensors::writeFileAtomic(path, planfile::serialize(plan)) == "");
+  REQUIRE_OK(safetensors::writeFileAtomic(path, planfile::serialize(plan)));
   rt::OpenOptions o;
   o.cacheDir = tempDir() + "/cache";
-  std::string err;
-  auto s = rt::Session::open(path, o, &err);
-  INFO(err);
-  REQUIRE(s != nullptr);
+  auto s = fbl::testing::requireValue(rt::Session::open(path, o));
   return s;
 }
 
@@ -113,15 +110,15 @@ inline void checkOnDevice(ir::Graph& g, const std::vector<ir::Tensor>& feeds, do
   REQUIRE(plan.ok());
   auto s = openPlan(plan.value(), "kernel");
   for (size_t i = 0; i < g.inputs.size(); ++i)
-    REQUIRE(s->writeTensor(g.values[g.inputs[i]].name, feeds[i].raw(), feeds[i].nbytes()) == "");
-  REQUIRE(s->runPhases({"forward", "backward", "optimizer"}) == "");
+    REQUIRE_OK(s->writeTensor(g.values[g.inputs[i]].name, feeds[i].raw(), feeds[i].nbytes()));
+  REQUIRE_OK(s->runPhases({"forward", "backward", "optimizer"}));
   for (size_t o = 0; o < g.outputs.size(); ++o) {
     const ir::Value& v = g.values[g.outputs[o]];
     std::vector<unsigned char> bytes;
     // A view or in-place output lives in its source's tensor.
     REQUIRE(stats.tensorOfValue.count(g.outputs[o]) == 1);
     const int32_t t = stats.tensorOfValue[g.outputs[o]];
-    REQUIRE(s->readTensor(t, &bytes) == "");
+    REQUIRE_OK(s->readTensor(t, &bytes));
     ir::Tensor got(v.dtype, v.shape);
     REQUIRE(bytes.size() == got.nbytes());
     std::memcpy(got.raw(), bytes.data(), bytes.size());

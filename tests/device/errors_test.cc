@@ -4,6 +4,7 @@
 
 #include "compiler/driver/compile_command.h"
 #include "tests/device/device_test_util.h"
+#include "tests/runtime/status_assertions.h"
 
 namespace fbl::testing {
 namespace {
@@ -29,12 +30,11 @@ Compiled compileBert() {
 std::string openError(const std::string& bytes) {
   const std::string path = tempDir() + "/bad.fbp";
   std::ofstream(path, std::ios::binary) << bytes;
-  std::string err;
   rt::OpenOptions o;
   o.cacheDir = tempDir() + "/cache";
-  auto s = rt::Session::open(path, o, &err);
-  CHECK(s == nullptr);
-  return err;
+  auto s = rt::Session::open(path, o);
+  CHECK_FALSE(s.ok());
+  return fbl::testing::errorText(s);
 }
 
 TEST_CASE("plans of another version or corrupted are refused", "[runtime][errors]") {
@@ -64,20 +64,19 @@ TEST_CASE("pools larger than the device allocates at once are refused before any
 TEST_CASE("a missing weight or a shape mismatch names the tensor", "[runtime][errors]") {
   const Compiled c = compileBert();
   auto s = openPlan(c.plan, "bert-err");
-  safetensors::File f;
-  REQUIRE(safetensors::read(c.args.weights, &f) == "");
+  safetensors::File f = fbl::testing::requireValue(safetensors::read(c.args.weights));
   const std::string victim = f.tensors.begin()->first;
   safetensors::File missing = f;
   missing.tensors.erase(victim);
-  REQUIRE(safetensors::write(tempDir() + "/missing.safetensors", missing) == "");
-  CHECK_THAT(s->loadWeights(tempDir() + "/missing.safetensors"), Catch::Contains("'" + victim + "'"));
+  REQUIRE_OK(safetensors::write(tempDir() + "/missing.safetensors", missing));
+  CHECK_THAT(fbl::testing::errorText(s->loadWeights(tempDir() + "/missing.safetensors")), Catch::Contains("'" + victim + "'"));
   safetensors::File reshaped = f;
   reshaped.tensors[victim].shape.push_back(1);
-  REQUIRE(safetensors::write(tempDir() + "/reshaped.safetensors", reshaped) == "");
-  CHECK_THAT(s->loadWeights(tempDir() + "/reshaped.safetensors"),
+  REQUIRE_OK(safetensors::write(tempDir() + "/reshaped.safetensors", reshaped));
+  CHECK_THAT(fbl::testing::errorText(s->loadWeights(tempDir() + "/reshaped.safetensors")),
              Catch::Contains("'" + victim + "'") && Catch::Contains("plan expects"));
   float loss = 0.0f;
-  CHECK_THAT(s->trainStep(&loss), Catch::Contains("never loaded"));
+  CHECK_THAT(fbl::testing::errorText(s->trainStep(&loss)), Catch::Contains("never loaded"));
 }
 
 TEST_CASE("an OpenCL build failure prints the kernel and the build log", "[runtime][errors]") {
@@ -95,40 +94,39 @@ TEST_CASE("a NaN loss stops with the step number and leaves the trainables as th
           "[runtime][errors]") {
   const Compiled c = compileBert();
   auto s = openPlan(c.plan, "bert-nan");
-  REQUIRE(s->loadWeights(c.args.weights) == "");
+  REQUIRE_OK(s->loadWeights(c.args.weights));
   std::vector<unsigned char> ids(c.plan.tensors[c.plan.inputs[0]].bytes, 0), labels(c.plan.tensors[c.plan.inputs[1]].bytes, 0);
-  REQUIRE(s->writeTensor(c.plan.tensors[c.plan.inputs[0]].name, ids.data(), ids.size()) == "");
-  REQUIRE(s->writeTensor(c.plan.tensors[c.plan.inputs[1]].name, labels.data(), labels.size()) == "");
+  REQUIRE_OK(s->writeTensor(c.plan.tensors[c.plan.inputs[0]].name, ids.data(), ids.size()));
+  REQUIRE_OK(s->writeTensor(c.plan.tensors[c.plan.inputs[1]].name, labels.data(), labels.size()));
   float loss = 0.0f;
-  REQUIRE(s->trainStep(&loss) == "");
+  REQUIRE_OK(s->trainStep(&loss));
   const std::string ckpt = tempDir() + "/nan.ckpt";
-  REQUIRE(s->saveCheckpoint(ckpt) == "");
+  REQUIRE_OK(s->saveCheckpoint(ckpt));
   // Poison a frozen weight: the next loss is NaN.
   for (const planfile::Tensor& t : c.plan.tensors)
     if (t.role == planfile::Role::Weight && t.dtype == "f32") {
       std::vector<float> nan(static_cast<size_t>(t.bytes / 4), std::nanf(""));
-      REQUIRE(s->writeTensor(t.name, nan.data(), static_cast<size_t>(t.bytes)) == "");
+      REQUIRE_OK(s->writeTensor(t.name, nan.data(), static_cast<size_t>(t.bytes)));
       break;
     }
   std::vector<unsigned char> before, after;
-  REQUIRE(s->readTensor(c.plan.trainables[0].param, &before) == "");
-  CHECK_THAT(s->trainStep(&loss), Catch::Contains("NaN at step 2"));
-  REQUIRE(s->readTensor(c.plan.trainables[0].param, &after) == "");
+  REQUIRE_OK(s->readTensor(c.plan.trainables[0].param, &before));
+  CHECK_THAT(fbl::testing::errorText(s->trainStep(&loss)), Catch::Contains("NaN at step 2"));
+  REQUIRE_OK(s->readTensor(c.plan.trainables[0].param, &after));
   CHECK(before == after);
   CHECK(s->step() == 1);
-  CHECK(s->loadCheckpoint(ckpt) == "");
+  CHECK_OK(s->loadCheckpoint(ckpt));
   CHECK(s->step() == 1);
 }
 
 TEST_CASE("adapters are exported under peft's names", "[runtime][adapter]") {
   const Compiled c = compileBert();
   auto s = openPlan(c.plan, "bert-adapter");
-  REQUIRE(s->loadWeights(c.args.weights) == "");
+  REQUIRE_OK(s->loadWeights(c.args.weights));
   const std::string dir = tempDir() + "/adapter";
   std::filesystem::create_directories(dir);
-  REQUIRE(s->exportAdapter(dir) == "");
-  safetensors::File f;
-  REQUIRE(safetensors::read(dir + "/adapter_model.safetensors", &f) == "");
+  REQUIRE_OK(s->exportAdapter(dir));
+  safetensors::File f = fbl::testing::requireValue(safetensors::read(dir + "/adapter_model.safetensors"));
   CHECK(f.tensors.size() == c.plan.trainables.size());
   for (const auto& [name, e] : f.tensors) {
     CHECK(name.rfind("base_model.model.", 0) == 0);
@@ -140,21 +138,21 @@ TEST_CASE("adapters are exported under peft's names", "[runtime][adapter]") {
   CHECK(j.at("peft_type") == "LORA");
   CHECK(j.at("r") == 8);
   CHECK(j.at("lora_alpha") == 16.0);
-  CHECK(s->adapterRefusal() == "");
+  CHECK_OK(s->canExportAdapter());
 
   // A plan whose trainables peft cannot load, or that has none of peft's, says why before any
   // step (fbl-train asks first) and exportAdapter refuses with the same reason.
   planfile::Plan refused = c.plan;
   refused.adapterRefusal = "LoRA on parameters is not written in peft's layout";
   auto r = openPlan(refused, "bert-adapter-refused");
-  REQUIRE(r->loadWeights(c.args.weights) == "");
-  CHECK(r->adapterRefusal() == refused.adapterRefusal);
-  CHECK(r->exportAdapter(dir) == "cannot export the adapter: " + refused.adapterRefusal);
+  REQUIRE_OK(r->loadWeights(c.args.weights));
+  CHECK(fbl::testing::errorText(r->canExportAdapter()) == refused.adapterRefusal);
+  CHECK(fbl::testing::errorText(r->exportAdapter(dir)) == "cannot export the adapter: " + refused.adapterRefusal);
   planfile::Plan none = c.plan;
   none.adapterConfig = nlohmann::json::object();
   auto n = openPlan(none, "bert-adapter-none");
-  CHECK_THAT(n->adapterRefusal(), Catch::Contains("the plan has no peft adapter to export"));
-  CHECK_THAT(n->exportAdapter(dir), Catch::Contains("the plan has no peft adapter to export"));
+  CHECK_THAT(fbl::testing::errorText(n->canExportAdapter()), Catch::Contains("the plan has no peft adapter to export"));
+  CHECK_THAT(fbl::testing::errorText(n->exportAdapter(dir)), Catch::Contains("the plan has no peft adapter to export"));
 }
 
 TEST_CASE("a built program is cached per device and source", "[runtime][cache]") {
@@ -165,12 +163,9 @@ TEST_CASE("a built program is cached per device and source", "[runtime][cache]")
   std::ofstream(path, std::ios::binary) << planfile::serialize(c.plan);
   rt::OpenOptions o;
   o.cacheDir = dir;
-  std::string err;
-  auto first = rt::Session::open(path, o, &err);
-  REQUIRE(first != nullptr);
+  auto first = fbl::testing::requireValue(rt::Session::open(path, o));
   CHECK_FALSE(first->programFromCache());
-  auto second = rt::Session::open(path, o, &err);
-  REQUIRE(second != nullptr);
+  auto second = fbl::testing::requireValue(rt::Session::open(path, o));
   CHECK(second->programFromCache());
 }
 

@@ -3,6 +3,7 @@
 // ScatterND skips it (the reference refuses such tuples, so the expected values come from the
 // reference run on the graph without them).
 #include "tests/device/device_test_util.h"
+#include "tests/runtime/status_assertions.h"
 
 namespace fbl::testing {
 namespace {
@@ -117,10 +118,10 @@ Tensor onDevice(GraphBuilder& b, const std::vector<Tensor>& feeds, const std::st
   REQUIRE(p.ok());
   auto s = openPlan(*p, name);
   for (size_t i = 0; i < b.g.inputs.size(); ++i)
-    REQUIRE(s->writeTensor(b.g.values[b.g.inputs[i]].name, feeds[i].raw(), feeds[i].nbytes()) == "");
-  REQUIRE(s->runPhases({"forward"}) == "");
+    REQUIRE_OK(s->writeTensor(b.g.values[b.g.inputs[i]].name, feeds[i].raw(), feeds[i].nbytes()));
+  REQUIRE_OK(s->runPhases({"forward"}));
   std::vector<unsigned char> bytes;
-  REQUIRE(s->readTensor(stats.tensorOfValue.at(b.g.outputs[0]), &bytes) == "");
+  REQUIRE_OK(s->readTensor(stats.tensorOfValue.at(b.g.outputs[0]), &bytes));
   const ir::Value& v = b.g.values[b.g.outputs[0]];
   Tensor t(v.dtype, v.shape);
   REQUIRE(bytes.size() == t.nbytes());

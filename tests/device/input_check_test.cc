@@ -22,6 +22,7 @@
 #include "runtime/plan_check.h"
 #include "runtime/synthetic_inputs.h"
 #include "tests/device/device_test_util.h"
+#include "tests/runtime/status_assertions.h"
 
 namespace fbl::testing {
 namespace {
@@ -72,7 +73,7 @@ planfile::Plan checkedPlan() {
 
 template <typename T>
 std::string check(const planfile::Plan& p, int32_t t, const std::vector<T>& v) {
-  return rt::checkInput(p, t, v.data(), v.size() * sizeof(T));
+  return fbl::testing::errorText(rt::checkInput(p, t, v.data(), v.size() * sizeof(T)));
 }
 
 TEST_CASE("input checks: integer bounds, with the position, coordinates and consumer", "[runtime][inputs]") {
@@ -114,19 +115,18 @@ TEST_CASE("input checks: byte counts, dtypes and shapes", "[runtime][inputs]") {
   CHECK(check<int64_t>(p, 0, ids) == "input 'ids' takes 48 bytes (i64[2,3]), not 40");
   CHECK(check<float>(p, 4, {1.0f}) == "tensor 'w' takes 8 bytes (f32[2]), not 4");
   const std::vector<int64_t> six(6, 0);
-  CHECK(rt::checkInput(p, 0, "i32", {2, 3}, six.data(), 48) == "input 'ids' is i32[2,3] but the plan expects i64[2,3]");
-  CHECK(rt::checkInput(p, 0, "i64", {3, 2}, six.data(), 48) == "input 'ids' is i64[3,2] but the plan expects i64[2,3]");
-  CHECK(rt::checkInput(p, 0, "i64", {2, 3}, six.data(), 48) == "");
+  CHECK(fbl::testing::errorText(rt::checkInput(p, 0, "i32", {2, 3}, six.data(), 48)) == "input 'ids' is i32[2,3] but the plan expects i64[2,3]");
+  CHECK(fbl::testing::errorText(rt::checkInput(p, 0, "i64", {3, 2}, six.data(), 48)) == "input 'ids' is i64[3,2] but the plan expects i64[2,3]");
+  CHECK_OK(rt::checkInput(p, 0, "i64", {2, 3}, six.data(), 48));
   std::vector<int64_t> bad = six;
   bad[5] = 10;
-  CHECK_THAT(rt::checkInput(p, 0, "i64", {2, 3}, bad.data(), 48), Catch::StartsWith("input 'ids' position 5 ([1, 2]): index 10"));
+  CHECK_THAT(fbl::testing::errorText(rt::checkInput(p, 0, "i64", {2, 3}, bad.data(), 48)), Catch::StartsWith("input 'ids' position 5 ([1, 2]): index 10"));
 }
 
 TEST_CASE("input checks survive the plan file, and a check on no input is refused", "[runtime][inputs]") {
   planfile::Plan p = checkedPlan();
   p.arenaBytes = 4096;
-  planfile::Plan back;
-  REQUIRE(planfile::parse(planfile::serialize(p), &back) == "");
+  planfile::Plan back = fbl::testing::requireValue(planfile::parse(planfile::serialize(p)));
   REQUIRE(back.inputChecks.size() == 3);
   CHECK(back.inputChecks[0].table == "embed.weight");
   CHECK(back.inputChecks[2].kind == "label");
@@ -134,7 +134,7 @@ TEST_CASE("input checks survive the plan file, and a check on no input is refuse
   CHECK(back.inputChecks[2].ignoreIndex == -100);
   CHECK_FALSE(back.inputChecks[0].hasIgnore);
   p.inputChecks[1].input = 4;  // the weight
-  CHECK_THAT(planfile::parse(planfile::serialize(p), &back), Catch::Contains("bad input check (node 'node_pos')"));
+  CHECK_THAT(fbl::testing::errorText(planfile::parse(planfile::serialize(p))), Catch::Contains("bad input check (node 'node_pos')"));
 }
 
 driver::CompileArgs argsFor(const std::string& model) {
@@ -186,11 +186,10 @@ TEST_CASE("compiled plans record the vocabulary and the classes of their inputs"
   CHECK(labels);
   CHECK(classes == rows);
   // A check on an input whose values it cannot read (not an integer) is refused at load.
-  planfile::Plan floatIds;
-  REQUIRE(planfile::parse(planfile::serialize(p), &floatIds) == "");
-  CHECK(rt::checkPlan(floatIds) == "");
+  planfile::Plan floatIds = fbl::testing::requireValue(planfile::parse(planfile::serialize(p)));
+  CHECK_OK(rt::checkPlan(floatIds));
   floatIds.tensors[floatIds.inputs[0]].dtype = "f64";
-  CHECK_THAT(rt::checkPlan(floatIds), Catch::Contains("tensor '" + p.tensors[p.inputs[0]].name + "' is f64, not an integer input"));
+  CHECK_THAT(fbl::testing::errorText(rt::checkPlan(floatIds)), Catch::Contains("tensor '" + p.tensors[p.inputs[0]].name + "' is f64, not an integer input"));
 }
 
 // fbl-train draws synthetic batches from the plan (runtime/synthetic_inputs.h, bounds from its
@@ -215,8 +214,7 @@ TEST_CASE("a plan's synthetic batch is its graph's", "[runtime][inputs]") {
     }
     CHECK(integers);
     for (const int64_t step : {0, 3}) {
-      std::vector<std::vector<unsigned char>> fromPlan;
-      REQUIRE(rt::syntheticBatch(specs, 7, step, &fromPlan) == "");
+      std::vector<std::vector<unsigned char>> fromPlan = fbl::testing::requireValue(rt::syntheticBatch(specs, 7, step));
       auto fromGraph = zoo::syntheticInputs(*g, 7, step);
       REQUIRE(fromGraph.ok());
       for (size_t i = 0; i < specs.size(); ++i) {
@@ -241,21 +239,21 @@ TEST_CASE("Session and C API refuse a bad input before any launch", "[runtime][i
   ir::Tensor bad = ids;
   bad.set(5, 50000);
   auto s = openPlan(p, "llama-inputs");
-  REQUIRE(s->loadWeights(a.weights) == "");
-  const std::string err = s->writeTensor(name, bad.raw(), bad.nbytes());
+  REQUIRE_OK(s->loadWeights(a.weights));
+  const std::string err = fbl::testing::errorText(s->writeTensor(name, bad.raw(), bad.nbytes()));
   CHECK_THAT(err, Catch::StartsWith("input '" + name + "' position 5 ([0, 5]): index 50000 is outside [0, 256)"));
   // Nothing was written: the step refuses to run on an input no check has passed.
   float loss = 0.0f;
-  CHECK_THAT(s->trainStep(&loss), Catch::Contains("input '" + name + "' was never written"));
-  CHECK_THAT(s->runPhases({"forward"}), Catch::Contains("never written"));
-  CHECK_THAT(s->writeInput(name, "i32", {1, 16}, ids.raw(), 64), Catch::Contains("is i32[1,16] but the plan expects i64[1,16]"));
-  REQUIRE(s->writeInput(name, "i64", {1, 16}, ids.raw(), ids.nbytes()) == "");
-  CHECK(s->trainStep(&loss) == "");
+  CHECK_THAT(fbl::testing::errorText(s->trainStep(&loss)), Catch::Contains("input '" + name + "' was never written"));
+  CHECK_THAT(fbl::testing::errorText(s->runPhases({"forward"})), Catch::Contains("never written"));
+  CHECK_THAT(fbl::testing::errorText(s->writeInput(name, "i32", {1, 16}, ids.raw(), 64)), Catch::Contains("is i32[1,16] but the plan expects i64[1,16]"));
+  REQUIRE_OK(s->writeInput(name, "i64", {1, 16}, ids.raw(), ids.nbytes()));
+  CHECK_OK(s->trainStep(&loss));
   CHECK(std::isfinite(loss));
 
   // The C API: FBL_ERROR_INPUT and the same line from fbl_last_error, after the function's name.
   const std::string path = tempDir() + "/llama-inputs-c.fbp";
-  REQUIRE(safetensors::writeFileAtomic(path, planfile::serialize(p)) == "");
+  REQUIRE_OK(safetensors::writeFileAtomic(path, planfile::serialize(p)));
   fbl_session* cs = nullptr;
   REQUIRE(fbl_open(path.c_str(), -1, (tempDir() + "/cache").c_str(), &cs) == FBL_OK);
   REQUIRE(fbl_load_weights(cs, a.weights.c_str()) == FBL_OK);
@@ -288,7 +286,7 @@ TEST_CASE("fbl-train prints the bad input's line and exits 1", "[runtime][inputs
   REQUIRE(c.ok());
   REQUIRE(driver::writeWeights(a, c->plan).ok());
   const std::string planPath = tempDir() + "/llama-train-inputs.fbp";
-  REQUIRE(safetensors::writeFileAtomic(planPath, planfile::serialize(c->plan)) == "");
+  REQUIRE_OK(safetensors::writeFileAtomic(planPath, planfile::serialize(c->plan)));
   // Two batches, the second bad: the run stops before its first step.
   const std::string data = tempDir() + "/bad-data";
   fs::create_directories(data + "/test_data_set_0");
@@ -340,15 +338,15 @@ TEST_CASE("kernel guards: indices outside the table gather 0 with the checks byp
     for (int64_t i = 0; i < ids.numel(); ++i) ids.set(i, static_cast<double>(idsV[(i / (elements ? D : 1)) % 8]));
     {
       auto checked = openPlan(p, "guard-checked");
-      CHECK_THAT(checked->writeTensor("idx", ids.raw(), ids.nbytes()), Catch::Contains("index 6 is outside [-6, 6)"));
+      CHECK_THAT(fbl::testing::errorText(checked->writeTensor("idx", ids.raw(), ids.nbytes())), Catch::Contains("index 6 is outside [-6, 6)"));
     }
     p.inputChecks.clear();  // the bypass
     auto s = openPlan(p, "guard");
-    REQUIRE(s->writeTensor("data", table.raw(), table.nbytes()) == "");
-    REQUIRE(s->writeTensor("idx", ids.raw(), ids.nbytes()) == "");
-    REQUIRE(s->runPhases({"forward"}) == "");
+    REQUIRE_OK(s->writeTensor("data", table.raw(), table.nbytes()));
+    REQUIRE_OK(s->writeTensor("idx", ids.raw(), ids.nbytes()));
+    REQUIRE_OK(s->runPhases({"forward"}));
     std::vector<unsigned char> bytes;
-    REQUIRE(s->readTensor(stats.tensorOfValue.at(y), &bytes) == "");
+    REQUIRE_OK(s->readTensor(stats.tensorOfValue.at(y), &bytes));
     const auto* got = reinterpret_cast<const float*>(bytes.data());
     for (int64_t r = 0; r < 8; ++r)
       for (int64_t c = 0; c < D; ++c) {
@@ -400,13 +398,13 @@ TEST_CASE("kernel guards: labels outside the classes count as ignored with the c
   p.inputChecks.clear();
   auto s = openPlan(p, "guard-loss");
   const ir::Tensor bad = ir::Tensor::fromVector<int64_t>({N}, {2, 9, 0, -3});
-  REQUIRE(s->writeTensor("x", x.raw(), x.nbytes()) == "");
-  REQUIRE(s->writeTensor("labels", bad.raw(), bad.nbytes()) == "");
-  REQUIRE(s->writeTensor("dl", dl.raw(), dl.nbytes()) == "");
-  REQUIRE(s->runPhases({"forward", "backward"}) == "");
+  REQUIRE_OK(s->writeTensor("x", x.raw(), x.nbytes()));
+  REQUIRE_OK(s->writeTensor("labels", bad.raw(), bad.nbytes()));
+  REQUIRE_OK(s->writeTensor("dl", dl.raw(), dl.nbytes()));
+  REQUIRE_OK(s->runPhases({"forward", "backward"}));
   for (size_t o = 0; o < 2; ++o) {
     std::vector<unsigned char> bytes;
-    REQUIRE(s->readTensor(stats.tensorOfValue.at(b.g.outputs[o]), &bytes) == "");
+    REQUIRE_OK(s->readTensor(stats.tensorOfValue.at(b.g.outputs[o]), &bytes));
     ir::Tensor got(DType::F32, b.g.values[b.g.outputs[o]].shape);
     REQUIRE(bytes.size() == got.nbytes());
     std::memcpy(got.raw(), bytes.data(), bytes.size());

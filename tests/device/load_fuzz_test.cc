@@ -20,6 +20,7 @@
 #include "runtime/plan_check.h"
 #include "runtime/weights_check.h"
 #include "tests/device/device_test_util.h"
+#include "tests/runtime/status_assertions.h"
 
 namespace fbl::testing {
 namespace {
@@ -50,7 +51,7 @@ const Model& llamaTiny(const std::string& storage = "auto", const std::string& b
   REQUIRE(r.ok());
   REQUIRE(driver::writeWeights(c.args, r->plan).ok());
   c.bytes = planfile::serialize(r->plan);
-  REQUIRE(planfile::parse(c.bytes, &c.plan) == "");  // with argBytes, as the runtime sees it
+  c.plan = fbl::testing::requireValue(planfile::parse(c.bytes));  // with argBytes, as the runtime sees it
   std::ofstream(c.args.output, std::ios::binary) << c.bytes;
   return models[key] = std::move(c);
 }
@@ -235,10 +236,10 @@ void writeInputs(rt::Session& s, const planfile::Plan& p) {
         if (c.input == in) bound = std::min(bound, c.hi);
       std::vector<int64_t> v(static_cast<size_t>(n));
       for (int64_t k = 0; k < n; ++k) v[k] = (k * 37 + 11) % bound;
-      REQUIRE(s.writeTensor(t.name, v.data(), v.size() * 8) == "");
+      REQUIRE_OK(s.writeTensor(t.name, v.data(), v.size() * 8));
     } else {
       std::vector<unsigned char> v(static_cast<size_t>(planfile::logicalBytes(t)), 0);
-      REQUIRE(s.writeTensor(t.name, v.data(), v.size()) == "");
+      REQUIRE_OK(s.writeTensor(t.name, v.data(), v.size()));
     }
   }
 }
@@ -257,15 +258,17 @@ StepResult runStep(const std::string& planPath, const Model& m) {
   StepResult r;
   rt::OpenOptions o;
   o.cacheDir = tempDir() + "/cache";
-  auto s = rt::Session::open(planPath, o, &r.error);
-  if (!s) return r;
-  if ((r.error = s->loadWeights(m.args.weights)).empty()) {
-    writeInputs(*s, s->plan());
-    r.error = s->trainStep(&r.loss);
+  auto opened = rt::Session::open(planPath, o);
+  r.error = fbl::testing::errorText(opened);
+  if (!opened.ok()) return r;
+  rt::Session& s = **opened;
+  if ((r.error = fbl::testing::errorText(s.loadWeights(m.args.weights))).empty()) {
+    writeInputs(s, s.plan());
+    r.error = fbl::testing::errorText(s.trainStep(&r.loss));
   }
-  for (const auto& t : s->plan().trainables) {
+  for (const auto& t : s.plan().trainables) {
     r.trainables.emplace_back();
-    if (r.error.empty()) r.error = s->readTensor(t.param, &r.trainables.back());
+    if (r.error.empty()) r.error = fbl::testing::errorText(s.readTensor(t.param, &r.trainables.back()));
   }
   return r;
 }
@@ -280,9 +283,8 @@ void fuzzPlan(const Model& m, uint64_t seed, int kMutants, int kMaxRuns) {
   REQUIRE(baseline.error.empty());
   rt::OpenOptions o;
   o.cacheDir = tempDir() + "/cache";
-  std::string err;
   // The device's limits, from a session of the buffer plan (the device is the same).
-  const rt::DeviceLimits limits = rt::Session::open(llamaTiny().args.output, o, &err)->deviceLimits();
+  const rt::DeviceLimits limits = fbl::testing::requireValue(rt::Session::open(llamaTiny().args.output, o))->deviceLimits();
   const std::string baseExecuted = executed(m.plan);
   // The explain section is optional and never read by the runtime: left out, every mutant is
   // smaller to write and parse.
@@ -298,16 +300,17 @@ void fuzzPlan(const Model& m, uint64_t seed, int kMutants, int kMaxRuns) {
     json mutant = doc;
     const std::string what = mutator.mutate(mutant);
     const std::string bytes = planBytes(mutant, m.plan.blob);
-    planfile::Plan p;
-    const std::string e = rt::loadPlan(bytes, path, &limits, &p);
+    const Result<planfile::Plan> loaded = rt::loadPlan(bytes, path, &limits);
+    const std::string e = fbl::testing::errorText(loaded);
     INFO("mutant " << i << ": " << what << "\n  " << e);
-    if (!e.empty()) {
+    if (!loaded.ok()) {
       CHECK(oneLine(e));
       CHECK(e.rfind("plan '" + path + "': ", 0) == 0);
       ++refused;
       if (samples.size() < 8 && i % 7 == 0) samples.push_back(what + "\n      " + e);
       continue;
     }
+    const planfile::Plan& p = *loaded;
     CHECK(outOfBounds(m.plan, p) == "");
     if (executed(p) == baseExecuted) {
       ++inert;
@@ -369,8 +372,7 @@ void fuzzSafetensors(const std::string& label, const std::string& bytes, uint64_
   uint64_t headerLen = 0;
   std::memcpy(&headerLen, bytes.data(), 8);
   const json header = json::parse(bytes.substr(8, headerLen));
-  safetensors::File original;
-  REQUIRE(safetensors::parse(bytes, label, &original) == "");
+  safetensors::File original = fbl::testing::requireValue(safetensors::parse(bytes, label));
   REQUIRE(check(original) == "");
   Mutator mutator(header, {}, seed);
   constexpr int kMutants = 200;
@@ -406,14 +408,15 @@ void fuzzSafetensors(const std::string& label, const std::string& bytes, uint64_
       mutated = std::string(reinterpret_cast<const char*>(&n), 8) + js + bytes.substr(8 + headerLen);
     }
     INFO(label << " mutant " << i << ": " << what);
-    safetensors::File f;
-    std::string e = safetensors::parse(mutated, label, &f);
-    if (!e.empty()) {
+    const Result<safetensors::File> parsed = safetensors::parse(mutated, label);
+    std::string e = fbl::testing::errorText(parsed);
+    if (!parsed.ok()) {
       CHECK(oneLine(e));
       CHECK(e.find(label) != std::string::npos);
       ++refusedParse;
       continue;
     }
+    const safetensors::File& f = *parsed;
     e = check(f);
     if (flip) {
       CHECK_THAT(e, Catch::Contains("is corrupted: its tensors or metadata do not match its checksum"));
@@ -457,7 +460,7 @@ TEST_CASE("mutated weights and checkpoints are refused or read unchanged", "[run
   const Model& m = llamaTiny();
   const planfile::Plan& p = m.plan;
   fuzzSafetensors(
-      m.args.weights, fileBytes(m.args.weights), 18, [&](const safetensors::File& f) { return rt::checkWeights(p, f, m.args.weights); },
+      m.args.weights, fileBytes(m.args.weights), 18, [&](const safetensors::File& f) { return fbl::testing::errorText(rt::checkWeights(p, f, m.args.weights)); },
       [&] {
         std::vector<std::string> keys;
         for (const auto& t : p.tensors)
@@ -467,20 +470,18 @@ TEST_CASE("mutated weights and checkpoints are refused or read unchanged", "[run
   // A checkpoint as the runtime writes it, after one step.
   rt::OpenOptions o;
   o.cacheDir = tempDir() + "/cache";
-  std::string err;
-  auto s = rt::Session::open(m.args.output, o, &err);
-  REQUIRE(s != nullptr);
-  REQUIRE(s->loadWeights(m.args.weights) == "");
+  auto s = fbl::testing::requireValue(rt::Session::open(m.args.output, o));
+  REQUIRE_OK(s->loadWeights(m.args.weights));
   writeInputs(*s, p);
   float loss = 0.0f;
-  REQUIRE(s->trainStep(&loss) == "");
+  REQUIRE_OK(s->trainStep(&loss));
   const std::string ckpt = tempDir() + "/fuzz.ckpt.safetensors";
-  REQUIRE(s->saveCheckpoint(ckpt) == "");
+  REQUIRE_OK(s->saveCheckpoint(ckpt));
   fuzzSafetensors(
       ckpt, fileBytes(ckpt), 19,
       [&](const safetensors::File& f) {
         int64_t step = 0;
-        return rt::checkCheckpoint(p, f, ckpt, &step);
+        return fbl::testing::errorText(rt::checkCheckpoint(p, f, ckpt, &step));
       },
       [&] {
         std::vector<std::string> keys;

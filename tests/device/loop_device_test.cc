@@ -14,6 +14,7 @@
 #include "runtime/include/fbl/fbl_runtime.h"
 #include "tests/device/device_test_util.h"
 #include "tests/train/loop_reference.h"
+#include "tests/runtime/status_assertions.h"
 
 namespace fbl::testing {
 namespace {
@@ -50,10 +51,10 @@ std::vector<double> train(rt::Session& s, const LoopPlan& lp, size_t from, size_
   for (size_t j = from; j < to; ++j) {
     for (size_t i = 0; i < lp.inputs.size(); ++i) {
       const ir::Tensor x = loopBatch(lp.inputs[i], static_cast<int64_t>(j));
-      REQUIRE(s.writeTensor(lp.compiled.plan.tensors[lp.compiled.plan.inputs[i]].name, x.raw(), x.nbytes()) == "");
+      REQUIRE_OK(s.writeTensor(lp.compiled.plan.tensors[lp.compiled.plan.inputs[i]].name, x.raw(), x.nbytes()));
     }
     float loss = 0;
-    REQUIRE(s.trainStep(&loss) == "");
+    REQUIRE_OK(s.trainStep(&loss));
     losses.push_back(loss);
   }
   return losses;
@@ -66,7 +67,7 @@ TEST_CASE("training loop on PoCL: 20 optimizer steps of every configuration foll
     INFO(name);
     const LoopPlan lp = compileLoop(name, c.at("flags"));
     auto s = openPlan(lp.compiled.plan, "loop-" + name);
-    REQUIRE(s->loadWeights(lp.weights) == "");
+    REQUIRE_OK(s->loadWeights(lp.weights));
     const auto torch = c.at("losses").get<std::vector<double>>();
     const double worst = worstRelative(train(*s, lp, 0, torch.size()), torch);
     CHECK(s->step() == 20);
@@ -84,20 +85,20 @@ TEST_CASE("training loop on PoCL: a checkpoint inside an accumulation window res
   const auto ref = loopReference();
   const LoopPlan lp = compileLoop("resume", ref.at("configs").at("all").at("flags"));
   auto a = openPlan(lp.compiled.plan, "loop-resume-a");
-  REQUIRE(a->loadWeights(lp.weights) == "");
+  REQUIRE_OK(a->loadWeights(lp.weights));
   train(*a, lp, 0, 10);  // 2 optimizer steps and 2 micro-batches of the third
   REQUIRE(a->step() == 2);
   REQUIRE(a->accumulated() == 2);
   const double scheduled = a->learningRate();
-  REQUIRE(a->setLearningRate(0.02f) == "");
+  REQUIRE_OK(a->setLearningRate(0.02f));
   CHECK(a->learningRate() == Approx(scheduled * 2).epsilon(1e-6));  // the base lr changed, the factor did not
   const std::string ckpt = tempDir() + "/loop-resume.checkpoint.safetensors";
-  REQUIRE(a->saveCheckpoint(ckpt) == "");
+  REQUIRE_OK(a->saveCheckpoint(ckpt));
   const auto straight = train(*a, lp, 10, 20);
 
   auto b = openPlan(lp.compiled.plan, "loop-resume-b");
-  REQUIRE(b->loadWeights(lp.weights) == "");
-  REQUIRE(b->loadCheckpoint(ckpt) == "");
+  REQUIRE_OK(b->loadWeights(lp.weights));
+  REQUIRE_OK(b->loadCheckpoint(ckpt));
   CHECK(b->step() == 2);
   CHECK(b->accumulated() == 2);
   CHECK(b->learningRate() == Approx(scheduled * 2).epsilon(1e-6));
@@ -109,7 +110,7 @@ TEST_CASE("training loop on PoCL: fbl_set_learning_rate needs a plan with a sche
   const auto ref = loopReference();
   const LoopPlan lp = compileLoop("fixed-lr", ref.at("configs").at("clip").at("flags"));
   const std::string path = tempDir() + "/loop-fixed-lr.fbp";
-  REQUIRE(safetensors::writeFileAtomic(path, planfile::serialize(lp.compiled.plan)) == "");
+  REQUIRE_OK(safetensors::writeFileAtomic(path, planfile::serialize(lp.compiled.plan)));
   fbl_session* s = nullptr;
   REQUIRE(fbl_open(path.c_str(), -1, (tempDir() + "/cache").c_str(), &s) == FBL_OK);
   CHECK(fbl_set_learning_rate(s, 0.5f) == FBL_ERROR);
@@ -130,7 +131,7 @@ TEST_CASE("training loop: plan loading refuses a bad training_loop", "[runtime][
   const LoopPlan lp = compileLoop("check", ref.at("configs").at("all").at("flags"));
   const planfile::Plan& good = lp.compiled.plan;
   planfile::Plan parsed, out;  // parse() fills what the writer derives (kernel_work)
-  REQUIRE(rt::loadPlan(planfile::serialize(good), "good.fbp", nullptr, &parsed) == "");
+  parsed = fbl::testing::requireValue(rt::loadPlan(planfile::serialize(good), "good.fbp", nullptr));
   out = parsed;
   CHECK(out.loop.gradAccum == 4);
   CHECK(out.loop.schedule == "cosine");
@@ -150,8 +151,7 @@ TEST_CASE("training loop: plan loading refuses a bad training_loop", "[runtime][
     INFO(says);
     planfile::Plan p = parsed;
     corrupt(p);
-    planfile::Plan loaded;  // parse() appends: a fresh plan each time
-    const std::string e = rt::loadPlan(planfile::serialize(p), "bad.fbp", nullptr, &loaded);
+    const std::string e = fbl::testing::errorText(rt::loadPlan(planfile::serialize(p), "bad.fbp", nullptr));
     INFO(e);
     CHECK(e.find(says) != std::string::npos);
     CHECK(e.find('\n') == std::string::npos);

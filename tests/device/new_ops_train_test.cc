@@ -11,6 +11,7 @@
 #include "compiler/train/ref_trainer.h"
 #include "tests/onnx/onnx_test_util.h"
 #include "tests/device/device_test_util.h"
+#include "tests/runtime/status_assertions.h"
 
 namespace fbl::testing {
 namespace {
@@ -92,9 +93,9 @@ void trainsLikeTheReference(const std::string& model, const std::vector<ir::Tens
   REQUIRE(c->plan.trainables.size() == trainables);
   REQUIRE(driver::writeWeights(a, c->plan).ok());
   auto s = openPlan(c->plan, fs::path(model).stem().string());
-  REQUIRE(s->loadWeights(a.weights) == "");
+  REQUIRE_OK(s->loadWeights(a.weights));
   for (size_t i = 0; i < batch.size(); ++i)
-    REQUIRE(s->writeTensor(c->plan.tensors[c->plan.inputs[i]].name, batch[i].raw(), batch[i].nbytes()) == "");
+    REQUIRE_OK(s->writeTensor(c->plan.tensors[c->plan.inputs[i]].name, batch[i].raw(), batch[i].nbytes()));
 
   auto forward = passes::loadModel(model);
   REQUIRE(forward.ok());
@@ -112,7 +113,7 @@ void trainsLikeTheReference(const std::string& model, const std::vector<ir::Tens
     auto want = trainer->step(feeds);
     REQUIRE(want.ok());
     float loss = 0.0f;
-    REQUIRE(s->trainStep(&loss) == "");
+    REQUIRE_OK(s->trainStep(&loss));
     INFO("step " << step << ": device " << loss << ", reference " << want->loss);
     CHECK(std::fabs(loss - want->loss) <= 1e-5 * std::max(1.0f, std::fabs(want->loss)));
     if (step == 1)
@@ -124,7 +125,7 @@ void trainsLikeTheReference(const std::string& model, const std::vector<ir::Tens
           ++k;
         REQUIRE(k < want->grads.size());
         std::vector<unsigned char> bytes;
-        REQUIRE(s->readTensor(pt.grad, &bytes) == "");
+        REQUIRE_OK(s->readTensor(pt.grad, &bytes));
         ir::Tensor grad(ir::DType::F32, want->grads[k].shape());
         REQUIRE(bytes.size() == grad.nbytes());
         std::memcpy(grad.raw(), bytes.data(), bytes.size());

@@ -13,6 +13,7 @@
 #include "compiler/passes/load_model.h"
 #include "compiler/ref/executor.h"
 #include "tests/device/device_test_util.h"
+#include "tests/runtime/status_assertions.h"
 
 namespace fbl::testing {
 namespace {
@@ -56,27 +57,27 @@ void outputsMatchTheReference(const Model& m) {
   ref::Executor exec(*g);
   std::map<ir::ValueId, ir::Tensor> feeds;
   auto s = openPlan(p, m.name + "-outputs");
-  REQUIRE(s->loadWeights(a.weights) == "");
+  REQUIRE_OK(s->loadWeights(a.weights));
   REQUIRE(static_cast<int>(p.inputs.size()) == m.inputs);
   for (int i = 0; i < m.inputs; ++i) {
     auto t = onnx::readTensorProtoFile(std::string(FBL_TEST_DATA_DIR) + "/" + m.name + "/test_data_set_0/input_" +
                                        std::to_string(i) + ".pb");
     REQUIRE(t.ok());
-    REQUIRE(s->writeTensor(p.tensors[p.inputs[i]].name, t->tensor.raw(), t->tensor.nbytes()) == "");
+    REQUIRE_OK(s->writeTensor(p.tensors[p.inputs[i]].name, t->tensor.raw(), t->tensor.nbytes()));
     feeds.emplace(g->inputs[static_cast<size_t>(i)], t->tensor);
   }
   for (int step = 0; step < 2; ++step) {
     INFO("after " << step << " training steps");
     float loss = 0;
-    REQUIRE(s->evalStep(&loss) == "");
+    REQUIRE_OK(s->evalStep(&loss));
     std::vector<unsigned char> bytes;
-    REQUIRE(s->readTensor(p.outputs[0], &bytes) == "");
+    REQUIRE_OK(s->readTensor(p.outputs[0], &bytes));
     ir::Tensor mine(ir::DType::F32, out.shape);
     REQUIRE(bytes.size() == mine.nbytes());
     std::memcpy(mine.raw(), bytes.data(), bytes.size());
     for (const planfile::Trainable& t : p.trainables) {
       std::vector<unsigned char> w;
-      REQUIRE(s->readTensor(t.param, &w) == "");
+      REQUIRE_OK(s->readTensor(t.param, &w));
       ir::Tensor param(ir::DType::F32, p.tensors[t.param].shape);
       std::memcpy(param.raw(), w.data(), w.size());
       REQUIRE(exec.setValue(g->findValue(p.tensors[t.param].name), param).ok());
@@ -87,8 +88,8 @@ void outputsMatchTheReference(const Model& m) {
     std::printf("%s: outputs '%s' after %d steps within %.1e of the reference executor's (of max-abs)\n",
                 m.name.c_str(), out.name.c_str(), step, err);
     CHECK(err <= 1e-5);
-    REQUIRE(s->trainStep(&loss) == "");
-    REQUIRE(s->readTensor(p.outputs[0], &bytes) == "");
+    REQUIRE_OK(s->trainStep(&loss));
+    REQUIRE_OK(s->readTensor(p.outputs[0], &bytes));
     std::memcpy(mine.raw(), bytes.data(), bytes.size());
     CHECK(relativeToMaxAbs(mine, want->at(0)) <= 1e-5);
   }
@@ -119,16 +120,16 @@ TEST_CASE("fblc compile --outputs keeps PyTorch's logits on corpus exports of ev
     const driver::Compiled c = compiledWithOutputs(dir + "/" + style + "/model.onnx", std::string(arch) + "-logits", &a);
     const planfile::Plan& p = c.plan;
     auto s = openPlan(p, std::string(arch) + "-logits");
-    REQUIRE(s->loadWeights(a.weights) == "");
+    REQUIRE_OK(s->loadWeights(a.weights));
     for (size_t i = 0; i < p.inputs.size(); ++i) {
       auto t = onnx::readTensorProtoFile(dir + "/test_data_set_0/input_" + std::to_string(i) + ".pb");
       REQUIRE(t.ok());
-      REQUIRE(s->writeTensor(p.tensors[p.inputs[i]].name, t->tensor.raw(), t->tensor.nbytes()) == "");
+      REQUIRE_OK(s->writeTensor(p.tensors[p.inputs[i]].name, t->tensor.raw(), t->tensor.nbytes()));
     }
     float loss = 0;
-    REQUIRE(s->evalStep(&loss) == "");
+    REQUIRE_OK(s->evalStep(&loss));
     std::vector<unsigned char> bytes;
-    REQUIRE(s->readTensor(p.outputs[0], &bytes) == "");
+    REQUIRE_OK(s->readTensor(p.outputs[0], &bytes));
     auto torch = onnx::readTensorProtoFile(dir + "/logits.pb");
     REQUIRE(torch.ok());
     // The plan keeps the value the loss reads, before any reshape: the same elements.

@@ -14,6 +14,7 @@
 #include "compiler/zoo/zoo.h"
 #include "runtime/plan_check.h"
 #include "tests/device/device_test_util.h"
+#include "tests/runtime/status_assertions.h"
 
 namespace fbl::testing {
 namespace {
@@ -45,8 +46,7 @@ void compilesToLoadablePlan(const fs::path& model, const fs::path& profile) {
   auto c = driver::compileModel(a);
   INFO((c.ok() ? std::string() : c.error().message));
   REQUIRE(c.ok());
-  planfile::Plan loaded;
-  CHECK(rt::loadPlan(planfile::serialize(c->plan), a.output, nullptr, &loaded) == "");
+  planfile::Plan loaded = fbl::testing::requireValue(rt::loadPlan(planfile::serialize(c->plan), a.output, nullptr));
 }
 
 TEST_CASE("every corpus export compiles into plans the runtime accepts, under every profile", "[runtime][hf-corpus]") {

@@ -18,6 +18,7 @@
 #include "compiler/train/ref_trainer.h"
 #include "tests/device/corpus_steps.h"
 #include "tests/device/device_test_util.h"
+#include "tests/runtime/status_assertions.h"
 
 namespace fbl::testing {
 namespace {
@@ -50,7 +51,7 @@ Trained onDevice(const std::string& arch, const std::string& precision, int step
   CHECK(packed >= c->packedValues / 2);  // tensors may share slots, not values: each packed copy is a 16-bit tensor
   REQUIRE(driver::writeWeights(a, c->plan).ok());
   auto s = openPlan(c->plan, "precision-" + arch + "-" + precision);
-  REQUIRE(s->loadWeights(a.weights) == "");
+  REQUIRE_OK(s->loadWeights(a.weights));
   writeCorpusInputs(*s, c->plan, arch);
   return trainOnDevice(*s, c->plan, steps);
 }

@@ -10,6 +10,7 @@
 #include "compiler/driver/compile_command.h"
 #include "runtime/include/fbl/fbl_runtime.h"
 #include "tests/device/device_test_util.h"
+#include "tests/runtime/status_assertions.h"
 
 namespace fbl::testing {
 namespace {
@@ -32,7 +33,7 @@ const Files& llamaTiny() {
     Files out{a.output, a.weights, {}};
     const std::string bytes = planfile::serialize(c->plan);
     std::ofstream(out.plan, std::ios::binary) << bytes;
-    REQUIRE(planfile::parse(bytes, &out.parsed) == "");
+    out.parsed = fbl::testing::requireValue(planfile::parse(bytes));
     return out;
   }();
   return f;

@@ -14,6 +14,7 @@
 #include "compiler/onnx/tensor_proto.h"
 #include "compiler/driver/compile_command.h"
 #include "tests/device/device_test_util.h"
+#include "tests/runtime/status_assertions.h"
 
 namespace fbl::testing {
 namespace {
@@ -72,9 +73,9 @@ TEST_CASE("packed host tensors round-trip bit-exactly in every layout and storag
       // Arbitrary bit patterns that are finite floats: every bit must survive.
       std::vector<uint32_t> words(static_cast<size_t>(planfile::logicalBytes(pt) / 4));
       for (uint32_t& w : words) w = (rng() & 0x3fffffffu) | ((rng() & 1u) << 31);
-      REQUIRE(s->writeTensor(pt.name, words.data(), words.size() * 4) == "");
+      REQUIRE_OK(s->writeTensor(pt.name, words.data(), words.size() * 4));
       std::vector<unsigned char> back;
-      REQUIRE(s->readTensor(static_cast<int32_t>(t), &back) == "");
+      REQUIRE_OK(s->readTensor(static_cast<int32_t>(t), &back));
       REQUIRE(back.size() == words.size() * 4);
       CHECK(std::memcmp(back.data(), words.data(), back.size()) == 0);
     }
@@ -91,39 +92,38 @@ TEST_CASE("a checkpoint moves between plans of other strategies and storages", "
   Compiled from = compileLlamaTiny("fblayout", "image", 3100);
   Compiled to = compileLlamaTiny("reuse", "buffer");
   auto a = openPlan(from.plan, "checkpoint-from");
-  REQUIRE(a->loadWeights(from.weights) == "");
+  REQUIRE_OK(a->loadWeights(from.weights));
   const std::string data = std::string(FBL_TEST_DATA_DIR) + "/llama-tiny/test_data_set_0";
   for (size_t i = 0; i < from.plan.inputs.size(); ++i) {
     auto t = onnx::readTensorProtoFile(data + "/input_" + std::to_string(i) + ".pb");
     REQUIRE(t.ok());
-    REQUIRE(a->writeTensor(from.plan.tensors[from.plan.inputs[i]].name, t->tensor.raw(), t->tensor.nbytes()) == "");
+    REQUIRE_OK(a->writeTensor(from.plan.tensors[from.plan.inputs[i]].name, t->tensor.raw(), t->tensor.nbytes()));
   }
   float loss = 0.0f;
-  REQUIRE(a->trainStep(&loss) == "");
+  REQUIRE_OK(a->trainStep(&loss));
   const std::string ckpt = tempDir() + "/moved.ckpt";
-  REQUIRE(a->saveCheckpoint(ckpt) == "");
+  REQUIRE_OK(a->saveCheckpoint(ckpt));
 
   auto b = openPlan(to.plan, "checkpoint-to");
-  REQUIRE(b->loadWeights(to.weights) == "");
-  REQUIRE(b->loadCheckpoint(ckpt) == "");
+  REQUIRE_OK(b->loadWeights(to.weights));
+  REQUIRE_OK(b->loadCheckpoint(ckpt));
   CHECK(b->step() == 1);
-  safetensors::File f;
-  REQUIRE(safetensors::read(ckpt, &f) == "");
+  safetensors::File f = fbl::testing::requireValue(safetensors::read(ckpt));
   int compared = 0;
   for (const planfile::Trainable& t : to.plan.trainables) {
     const planfile::Tensor& pt = to.plan.tensors[t.param];
     INFO(pt.name);
     REQUIRE(f.tensors.count(pt.name) == 1);
     std::vector<unsigned char> bytes;
-    REQUIRE(b->readTensor(t.param, &bytes) == "");
+    REQUIRE_OK(b->readTensor(t.param, &bytes));
     CHECK(bytes == f.tensors.at(pt.name).data);
     ++compared;
   }
   CHECK(compared == static_cast<int>(to.plan.trainables.size()));
   const std::string da = tempDir() + "/adapter-from", db = tempDir() + "/adapter-to";
   std::system(("mkdir -p " + da + " " + db).c_str());
-  REQUIRE(a->exportAdapter(da) == "");
-  REQUIRE(b->exportAdapter(db) == "");
+  REQUIRE_OK(a->exportAdapter(da));
+  REQUIRE_OK(b->exportAdapter(db));
   CHECK(fileBytes(da + "/adapter_model.safetensors") == fileBytes(db + "/adapter_model.safetensors"));
 }
 

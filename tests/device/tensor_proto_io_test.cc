@@ -13,6 +13,7 @@
 #include "compiler/onnx/tensor_proto.h"
 #include "runtime/tools/tensor_proto_io.h"
 #include "tests/device/device_test_util.h"
+#include "tests/runtime/status_assertions.h"
 
 namespace fbl::testing {
 namespace {
@@ -31,13 +32,13 @@ void sameTensor(const train::ProtoTensor& mine, const onnx::NamedTensor& theirs)
 void sameVerdict(const std::string& bytes, const std::string& what) {
   INFO(what);
   const std::string path = tempDir() + "/proto-case.pb";
-  REQUIRE(safetensors::writeFileAtomic(path, bytes, "a case") == "");
-  train::ProtoTensor mine;
-  const std::string e = train::readTensorProto(path, &mine);
+  REQUIRE_OK(safetensors::writeFileAtomic(path, bytes, "a case"));
+  const Result<train::ProtoTensor> mine = train::readTensorProto(path);
+  const std::string e = fbl::testing::errorText(mine);
   auto theirs = onnx::readTensorProtoFile(path);
   INFO("mine: " << e << "\ntheirs: " << (theirs.ok() ? std::string("ok") : theirs.error().message));
-  REQUIRE(e.empty() == theirs.ok());
-  if (theirs.ok()) sameTensor(mine, *theirs);
+  REQUIRE(mine.ok() == theirs.ok());
+  if (theirs.ok()) sameTensor(*mine, *theirs);
   if (!e.empty()) CHECK(e.rfind(path + ": ", 0) == 0);
 }
 
@@ -50,8 +51,7 @@ TEST_CASE("fbl-train's TensorProto reader reads every tensor of tests/data as pr
     INFO(f.path().string());
     auto theirs = onnx::readTensorProtoFile(f.path().string());
     if (!theirs.ok()) continue;  // a dtype fbl does not read: the refusals are below
-    train::ProtoTensor mine;
-    REQUIRE(train::readTensorProto(f.path().string(), &mine) == "");
+    train::ProtoTensor mine = fbl::testing::requireValue(train::readTensorProto(f.path().string()));
     sameTensor(mine, *theirs);
     ++files;
   }
@@ -68,13 +68,12 @@ TEST_CASE("TensorProto files written by either side read back the same by the ot
       for (size_t i = 0; i < x.nbytes(); ++i) x.raw()[i] = std::byte(rng() & (dt == ir::DType::Bool ? 1 : 255));
       train::ProtoTensor t{"x.y/z", std::string(ir::dtypeName(dt)), std::vector<int64_t>(shape.begin(), shape.end()), {}};
       t.bytes.assign(reinterpret_cast<const unsigned char*>(x.raw()), reinterpret_cast<const unsigned char*>(x.raw()) + x.nbytes());
-      REQUIRE(train::writeTensorProto(a, t) == "");
+      REQUIRE_OK(train::writeTensorProto(a, t));
       auto back = onnx::readTensorProtoFile(a);
       REQUIRE(back.ok());
       sameTensor(t, *back);
       REQUIRE(onnx::writeTensorProtoFile(b, "x.y/z", x).ok());
-      train::ProtoTensor mine;
-      REQUIRE(train::readTensorProto(b, &mine) == "");
+      train::ProtoTensor mine = fbl::testing::requireValue(train::readTensorProto(b));
       sameTensor(mine, {"x.y/z", x});
     }
   }

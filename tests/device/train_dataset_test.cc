@@ -27,6 +27,7 @@
 #include "runtime/safetensors.h"
 #include "runtime/tools/train_data.h"
 #include "tests/device/device_test_util.h"
+#include "tests/runtime/status_assertions.h"
 
 namespace fbl::testing {
 namespace {
@@ -77,7 +78,7 @@ driver::CompileArgs compiledLlamaTiny(const std::string& name, driver::Compiled*
   auto c = driver::compileModel(a);
   REQUIRE(c.ok());
   REQUIRE(driver::writeWeights(a, c->plan).ok());
-  REQUIRE(safetensors::writeFileAtomic(a.output, planfile::serialize(c->plan)) == "");
+  REQUIRE_OK(safetensors::writeFileAtomic(a.output, planfile::serialize(c->plan)));
   *out = std::move(*c);
   return a;
 }
@@ -100,8 +101,7 @@ TEST_CASE("TensorProto datasets: a leading N, and folders concatenated in name o
     return x;
   };
   REQUIRE(onnx::writeTensorProtoFile(dir + "/one/input_0.pb", "ids", ids(3, 0)).ok());
-  rt::Dataset d;
-  REQUIRE(train::loadDataset(dir + "/one", plan, &d) == "");
+  rt::Dataset d = fbl::testing::requireValue(train::loadDataset(dir + "/one", plan));
   CHECK(d.size() == 3);
   CHECK(reinterpret_cast<const int64_t*>(d.sample(0, 2))[0] == 8);
 
@@ -110,7 +110,7 @@ TEST_CASE("TensorProto datasets: a leading N, and folders concatenated in name o
   for (int64_t i = 0; i < 4; ++i) first.set(i, 100.0 + static_cast<double>(i));
   REQUIRE(onnx::writeTensorProtoFile(dir + "/sets/test_data_set_0/input_0.pb", "ids", first).ok());
   REQUIRE(onnx::writeTensorProtoFile(dir + "/sets/test_data_set_1/input_0.pb", "ids", ids(2, 0)).ok());
-  REQUIRE(train::loadDataset(dir + "/sets", plan, &d) == "");
+  d = fbl::testing::requireValue(train::loadDataset(dir + "/sets", plan));
   CHECK(d.size() == 3);
   CHECK(reinterpret_cast<const int64_t*>(d.sample(0, 0))[0] == 100);
   CHECK(reinterpret_cast<const int64_t*>(d.sample(0, 2))[0] == 4);
@@ -119,11 +119,11 @@ TEST_CASE("TensorProto datasets: a leading N, and folders concatenated in name o
 
   ir::Tensor wrong(ir::DType::I64, {3, 5});
   REQUIRE(onnx::writeTensorProtoFile(dir + "/one/input_0.pb", "ids", wrong).ok());
-  CHECK(train::loadDataset(dir + "/one", plan, &d) ==
+  CHECK(fbl::testing::errorText(train::loadDataset(dir + "/one", plan)) ==
         "'" + dir + "/one/input_0.pb': tensor 'ids' is i64[3,5] but a sample of the plan's input is i64[1,4]: give i64[N,1,4] or i64[N*1,4]");
-  CHECK_THAT(train::loadDataset(dir + "/none", plan, &d), Catch::Contains("does not exist"));
+  CHECK_THAT(fbl::testing::errorText(train::loadDataset(dir + "/none", plan)), Catch::Contains("does not exist"));
   std::system(("mkdir -p " + dir + "/empty").c_str());
-  CHECK(train::loadDataset(dir + "/empty", plan, &d) ==
+  CHECK(fbl::testing::errorText(train::loadDataset(dir + "/empty", plan)) ==
         "dataset '" + dir + "/empty' holds no input_0.pb, test_data_set_*/input_0.pb or INPUT.npy");
 }
 
@@ -146,7 +146,7 @@ TEST_CASE("fbl-train: two epochs of a dataset, eval loss, resume mid-epoch, bad 
     safetensors::File f;
     f.tensors[input.name] = safetensors::Entry{"I64", {n, 1, 16}, std::vector<unsigned char>(v.size() * 8)};
     std::memcpy(f.tensors[input.name].data.data(), v.data(), v.size() * 8);
-    REQUIRE(safetensors::write(path, f) == "");
+    REQUIRE_OK(safetensors::write(path, f));
   };
   const std::string data = tempDir() + "/tokens.safetensors";
   writeDataset(data, ids);
@@ -237,7 +237,7 @@ TEST_CASE("fblc run-ref trains on fbl-train's dataset in fbl-train's order", "[r
   f.tensors[input.name] = safetensors::Entry{"I64", {n, 1, 16}, std::vector<unsigned char>(ids.size() * 8)};
   std::memcpy(f.tensors[input.name].data.data(), ids.data(), ids.size() * 8);
   const std::string data = tempDir() + "/run-ref-tokens.safetensors";
-  REQUIRE(safetensors::write(data, f) == "");
+  REQUIRE_OK(safetensors::write(data, f));
 
   const Run device = fblTrain(a.output + " --data " + data + " --seed 3 --steps " + std::to_string(steps) + " --cache-dir " +
                                   tempDir() + "/cache",
@@ -354,7 +354,7 @@ TEST_CASE("fbl-train: --lr sets a scheduled plan's learning rate, and is refused
   auto c = driver::compileModel(s);
   REQUIRE(c.ok());
   REQUIRE(driver::writeWeights(s, c->plan).ok());
-  REQUIRE(safetensors::writeFileAtomic(s.output, planfile::serialize(c->plan)) == "");
+  REQUIRE_OK(safetensors::writeFileAtomic(s.output, planfile::serialize(c->plan)));
   const Run compiled = fblTrain(s.output + " --steps 2 --seed 3" + cache, "lr-compiled");
   const Run faster = fblTrain(s.output + " --steps 2 --seed 3 --lr 0.05" + cache, "lr-faster");
   INFO(compiled.log << faster.log);
@@ -481,8 +481,7 @@ TEST_CASE("fbl-train: output paths checked before training, the run checkpointed
   CHECK_THAT(failed.log, Catch::Contains("checkpoint: " + ckpt + " (at the end)"));
   CHECK_THAT(failed.log, Catch::Contains("done: step 3"));
   CHECK_THAT(failed.log, Catch::Contains("is a directory") && Catch::Contains("; the run is saved in '" + ckpt + "' (step 3)"));
-  safetensors::File saved;
-  REQUIRE(safetensors::read(ckpt, &saved) == "");
+  safetensors::File saved = fbl::testing::requireValue(safetensors::read(ckpt));
   CHECK(saved.metadata.at("step") == "3");
 
   // The command the error prints exports the saved run without training: the adapter is the one
@@ -502,8 +501,8 @@ TEST_CASE("fbl-train: output paths checked before training, the run checkpointed
                                 "outputs-straight");
   REQUIRE(straight.status == 0);
   std::string exportedBytes, straightBytes;
-  REQUIRE(rt::readWholeFile(out + "/adapter_model.safetensors", "an adapter", &exportedBytes) == "");
-  REQUIRE(rt::readWholeFile(out + "-straight/adapter_model.safetensors", "an adapter", &straightBytes) == "");
+  exportedBytes = fbl::testing::requireValue(rt::readWholeFile(out + "/adapter_model.safetensors", "an adapter"));
+  straightBytes = fbl::testing::requireValue(rt::readWholeFile(out + "-straight/adapter_model.safetensors", "an adapter"));
   CHECK(exportedBytes == straightBytes);
 }
 
@@ -514,16 +513,14 @@ TEST_CASE("fbl-train: corrupted files and another model's checkpoint are refused
   driver::Compiled compiled;
   const driver::CompileArgs a = compiledLlamaTiny("llama-identity", &compiled);
   const std::string cache = " --cache-dir " + tempDir() + "/cache";
-  safetensors::File weights;
-  REQUIRE(safetensors::read(a.weights, &weights) == "");
+  safetensors::File weights = fbl::testing::requireValue(safetensors::read(a.weights));
   REQUIRE(weights.metadata.count("fbl.checksum") == 1);  // fblc compile wrote it
 
   // One bit of a frozen weight flipped, the header untouched.
-  std::string bytes;
-  REQUIRE(rt::readWholeFile(a.weights, "weights", &bytes) == "");
+  std::string bytes = fbl::testing::requireValue(rt::readWholeFile(a.weights, "weights"));
   bytes[bytes.size() - 5] = static_cast<char>(bytes[bytes.size() - 5] ^ 0x10);
   const std::string flipped = tempDir() + "/identity-flipped.safetensors";
-  REQUIRE(safetensors::writeFileAtomic(flipped, bytes) == "");
+  REQUIRE_OK(safetensors::writeFileAtomic(flipped, bytes));
   const Run corrupt = fblTrain(a.output + " --weights " + flipped + " --steps 1" + cache, "identity-corrupt");
   CHECK(corrupt.status == 1);
   CHECK_THAT(corrupt.log, Catch::Contains("error: '" + flipped + "' is corrupted: its tensors or metadata do not match its checksum"));
@@ -532,16 +529,15 @@ TEST_CASE("fbl-train: corrupted files and another model's checkpoint are refused
   const std::string ckpt = tempDir() + "/identity.ckpt";
   const Run trained = fblTrain(a.output + " --steps 2 --checkpoint " + ckpt + cache, "identity-trained");
   REQUIRE(trained.status == 0);
-  safetensors::File saved;
-  REQUIRE(safetensors::read(ckpt, &saved) == "");
+  safetensors::File saved = fbl::testing::requireValue(safetensors::read(ckpt));
   CHECK(saved.metadata.count("fbl.checksum") == 1);
   CHECK(saved.metadata.count("fbl.base_weights") == 1);
 
   // The checkpoint with one bit of its data flipped.
-  REQUIRE(rt::readWholeFile(ckpt, "checkpoint", &bytes) == "");
+  bytes = fbl::testing::requireValue(rt::readWholeFile(ckpt, "checkpoint"));
   bytes[bytes.size() - 3] = static_cast<char>(bytes[bytes.size() - 3] ^ 0x01);
   const std::string badCkpt = tempDir() + "/identity-flipped.ckpt";
-  REQUIRE(safetensors::writeFileAtomic(badCkpt, bytes) == "");
+  REQUIRE_OK(safetensors::writeFileAtomic(badCkpt, bytes));
   const Run corruptCkpt = fblTrain(a.output + " --steps 3 --resume --checkpoint " + badCkpt + cache, "identity-corrupt-ckpt");
   CHECK(corruptCkpt.status == 1);
   CHECK_THAT(corruptCkpt.log, Catch::Contains("error: '" + badCkpt + "' is corrupted"));
@@ -556,7 +552,7 @@ TEST_CASE("fbl-train: corrupted files and another model's checkpoint are refused
   other.metadata.erase("fbl.checksum");
   safetensors::addChecksum(&other);
   const std::string otherWeights = tempDir() + "/identity-other.safetensors";
-  REQUIRE(safetensors::write(otherWeights, other) == "");
+  REQUIRE_OK(safetensors::write(otherWeights, other));
   const Run foreign = fblTrain(a.output + " --weights " + otherWeights + " --steps 3 --resume --checkpoint " + ckpt + cache,
                                "identity-foreign");
   INFO(foreign.log);
@@ -569,11 +565,11 @@ TEST_CASE("fbl-train: corrupted files and another model's checkpoint are refused
   // Files without the keys, as written before them, load as they did.
   weights.metadata.erase("fbl.checksum");
   const std::string oldWeights = tempDir() + "/identity-old.safetensors";
-  REQUIRE(safetensors::write(oldWeights, weights) == "");
+  REQUIRE_OK(safetensors::write(oldWeights, weights));
   saved.metadata.erase("fbl.checksum");
   saved.metadata.erase("fbl.base_weights");
   const std::string oldCkpt = tempDir() + "/identity-old.ckpt";
-  REQUIRE(safetensors::write(oldCkpt, saved) == "");
+  REQUIRE_OK(safetensors::write(oldCkpt, saved));
   const Run old = fblTrain(a.output + " --weights " + oldWeights + " --steps 3 --resume --checkpoint " + oldCkpt + cache,
                            "identity-old");
   INFO(old.log);
@@ -598,7 +594,7 @@ TEST_CASE("fbl-train: a dataset under gradient accumulation, epochs ending insid
   f.tensors[input.name] = safetensors::Entry{"I64", {n, 1, 16}, std::vector<unsigned char>(ids.size() * 8)};
   std::memcpy(f.tensors[input.name].data.data(), ids.data(), ids.size() * 8);
   const std::string data = tempDir() + "/tokens-accum.safetensors";
-  REQUIRE(safetensors::write(data, f) == "");
+  REQUIRE_OK(safetensors::write(data, f));
   const std::string common = a.output + " --weights " + a.weights + " --data " + data + " --eval-samples 2 --seed 3 --cache-dir " +
                              tempDir() + "/cache ";
 

@@ -11,6 +11,7 @@
 #include "compiler/passes/load_model.h"
 #include "compiler/train/ref_trainer.h"
 #include "tests/device/device_test_util.h"
+#include "tests/runtime/status_assertions.h"
 
 namespace fbl::testing {
 namespace {
@@ -51,18 +52,18 @@ std::unique_ptr<rt::Session> openModel(const std::string& model, driver::Compile
   REQUIRE(c.ok());
   REQUIRE(driver::writeWeights(a, c->plan).ok());
   auto s = openPlan(c->plan, model);
-  REQUIRE(s->loadWeights(a.weights) == "");
+  REQUIRE_OK(s->loadWeights(a.weights));
   const std::vector<ir::Tensor> inputs = readInputs(model);
   REQUIRE(inputs.size() == c->plan.inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i)
-    REQUIRE(s->writeTensor(c->plan.tensors[c->plan.inputs[i]].name, inputs[i].raw(), inputs[i].nbytes()) == "");
+    REQUIRE_OK(s->writeTensor(c->plan.tensors[c->plan.inputs[i]].name, inputs[i].raw(), inputs[i].nbytes()));
   *compiled = std::move(c.value());
   return s;
 }
 
 ir::Tensor readAs(rt::Session& s, int32_t t, ir::DType dt) {
   std::vector<unsigned char> bytes;
-  REQUIRE(s.readTensor(t, &bytes) == "");
+  REQUIRE_OK(s.readTensor(t, &bytes));
   ir::Tensor out(dt, s.plan().tensors[t].shape);
   REQUIRE(bytes.size() == out.nbytes());
   std::memcpy(out.raw(), bytes.data(), bytes.size());
@@ -75,7 +76,7 @@ TEST_CASE("first step matches PyTorch's loss and LoRA gradients", "[runtime][tra
     driver::Compiled c;
     auto s = openModel(model, &c);
     float loss = 0.0f;
-    REQUIRE(s->trainStep(&loss) == "");
+    REQUIRE_OK(s->trainStep(&loss));
     auto expected = onnx::readTensorProtoFile(std::string(FBL_TEST_DATA_DIR) + "/" + model + "/test_data_set_0/output_0.pb");
     REQUIRE(expected.ok());
     CHECK(std::fabs(loss - expected->tensor.at(0)) <= 1e-4 * std::max(1.0, std::fabs(expected->tensor.at(0))));
@@ -114,7 +115,7 @@ TEST_CASE("llama-tiny-folded trains on the device under its PyTorch names", "[ru
   driver::Compiled c;
   auto s = openModel(model, &c);
   float loss = 0.0f;
-  REQUIRE(s->trainStep(&loss) == "");
+  REQUIRE_OK(s->trainStep(&loss));
   auto expected = onnx::readTensorProtoFile(std::string(FBL_TEST_DATA_DIR) + "/" + model + "/test_data_set_0/output_0.pb");
   REQUIRE(expected.ok());
   CHECK(std::fabs(loss - expected->tensor.at(0)) <= 1e-4 * std::fabs(expected->tensor.at(0)));
@@ -133,7 +134,7 @@ TEST_CASE("llama-tiny-folded trains on the device under its PyTorch names", "[ru
   }
   const std::string dir = tempDir() + "/adapter-" + model;
   fs::create_directories(dir);
-  REQUIRE(s->exportAdapter(dir) == "");
+  REQUIRE_OK(s->exportAdapter(dir));
   const auto adapter = readSafetensors(dir + "/adapter_model.safetensors");
   REQUIRE(adapter.size() == 28);
 
@@ -192,7 +193,7 @@ TEST_CASE("50 steps follow the reference executor's loss curve", "[runtime][trai
       for (const auto& st : tg->state) REQUIRE(ex.setValue(st.current, r.value()[i++]).ok());
       float loss = 0.0f;
       const auto t0 = std::chrono::steady_clock::now();
-      REQUIRE(s->trainStep(&loss) == "");
+      REQUIRE_OK(s->trainStep(&loss));
       deviceSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       worst = std::max(worst, std::fabs(loss - r.value()[0].at(0)));
     }

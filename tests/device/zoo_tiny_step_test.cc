@@ -14,6 +14,7 @@
 #include "compiler/zoo/zoo.h"
 #include "runtime/synthetic_inputs.h"
 #include "tests/device/device_test_util.h"
+#include "tests/runtime/status_assertions.h"
 
 namespace fbl::testing {
 namespace {
@@ -49,7 +50,7 @@ void stepOnDevice(const std::string& name, const std::string& lossChunkRows = "a
   if (maxAllocBytes > 0) CHECK(!c->rowBlocks.empty());
   REQUIRE(driver::writeWeights(a, c->plan).ok());
   auto s = openPlan(c->plan, name);
-  REQUIRE(s->loadWeights(a.weights) == "");
+  REQUIRE_OK(s->loadWeights(a.weights));
 
   // The same joint graph on the reference executor, fed the same synthetic batch (seed 0,
   // step 0: fbl-train's first batch).
@@ -64,8 +65,7 @@ void stepOnDevice(const std::string& name, const std::string& lossChunkRows = "a
   auto batch = zoo::syntheticInputs(*fwd, 0, 0);
   REQUIRE(batch.ok());
   // fbl-train draws it from the plan alone: the same bytes.
-  std::vector<std::vector<unsigned char>> fromPlan;
-  REQUIRE(rt::syntheticBatch(rt::syntheticInputs(c->plan), 0, 0, &fromPlan) == "");
+  std::vector<std::vector<unsigned char>> fromPlan = fbl::testing::requireValue(rt::syntheticBatch(rt::syntheticInputs(c->plan), 0, 0));
   REQUIRE(fromPlan.size() == fwd->inputs.size());
   for (size_t i = 0; i < fromPlan.size(); ++i) {
     const ir::Tensor& t = batch->at(fwd->inputs[i]);
@@ -75,7 +75,7 @@ void stepOnDevice(const std::string& name, const std::string& lossChunkRows = "a
   std::map<ir::ValueId, ir::Tensor> feeds;
   for (const auto& [v, t] : *batch) {
     const std::string& input = fwd->values[v].name;
-    REQUIRE(s->writeTensor(input, t.raw(), t.nbytes()) == "");
+    REQUIRE_OK(s->writeTensor(input, t.raw(), t.nbytes()));
     for (ir::ValueId tv : tg->graph.inputs)
       if (tg->graph.values[tv].name == input) feeds[tv] = t;
   }
@@ -86,7 +86,7 @@ void stepOnDevice(const std::string& name, const std::string& lossChunkRows = "a
   REQUIRE(want.ok());
 
   float loss = 0.0f;
-  REQUIRE(s->trainStep(&loss) == "");
+  REQUIRE_OK(s->trainStep(&loss));
   CHECK(std::isfinite(loss));
   CHECK(std::fabs(loss - want->loss) <= 1e-4 * std::max(1.0f, std::fabs(want->loss)));
   // The loss only checks the forward; the trainables' gradients check the backward (through
@@ -100,7 +100,7 @@ void stepOnDevice(const std::string& name, const std::string& lossChunkRows = "a
     INFO("gradient of " << param);
     REQUIRE(refIndex.count(param) == 1);
     std::vector<unsigned char> bytes;
-    REQUIRE(s->readTensor(t.grad, &bytes) == "");
+    REQUIRE_OK(s->readTensor(t.grad, &bytes));
     ir::Tensor got(ir::DType::F32, c->plan.tensors[t.param].shape);
     REQUIRE(bytes.size() == got.nbytes());
     std::memcpy(got.raw(), bytes.data(), bytes.size());

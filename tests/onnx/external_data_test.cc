@@ -22,6 +22,7 @@
 #include "compiler/train/ref_trainer.h"
 #include "runtime/safetensors.h"
 #include "tests/onnx/onnx_test_util.h"
+#include "tests/runtime/status_assertions.h"
 
 namespace fbl::onnx {
 namespace {
@@ -175,8 +176,8 @@ TEST_CASE("external data: load, run-ref, compile and the weight writer agree on 
   REQUIRE(driver::writeWeights(ca, pa.plan).ok());
   REQUIRE(driver::writeWeights(cb, pb.plan).ok());
   safetensors::File wa, wb;
-  REQUIRE(safetensors::read(ca.weights, &wa) == "");
-  REQUIRE(safetensors::read(cb.weights, &wb) == "");
+  wa = fbl::testing::requireValue(safetensors::read(ca.weights));
+  wb = fbl::testing::requireValue(safetensors::read(cb.weights));
   REQUIRE(wa.tensors.size() == wb.tensors.size());
   REQUIRE_FALSE(wa.tensors.empty());
   for (const auto& [name, e] : wa.tensors) {

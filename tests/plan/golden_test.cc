@@ -15,6 +15,7 @@
 #include "compiler/driver/compile_command.h"
 #include "compiler/plan/plan_printer.h"
 #include "runtime/plan_check.h"
+#include "tests/runtime/status_assertions.h"
 
 namespace fbl::plan {
 
@@ -102,11 +103,10 @@ TEST_CASE("the C API tests' plan is one today's runtime reads", "[plan][golden]"
   }
   std::stringstream bytes;
   bytes << std::ifstream(plan, std::ios::binary).rdbuf();
-  planfile::Plan p;
-  const std::string refusal = rt::loadPlan(bytes.str(), plan, nullptr, &p);
-  INFO(refusal << "\nregenerate it: FBL_UPDATE_GOLDEN=1 build/bin/fbl_tests \"[golden]\"");
-  CHECK(refusal.empty());
-  CHECK(p.model.find("llama") != std::string::npos);
+  const Result<planfile::Plan> p = rt::loadPlan(bytes.str(), plan, nullptr);
+  INFO(fbl::testing::errorText(p) << "\nregenerate it: FBL_UPDATE_GOLDEN=1 build/bin/fbl_tests \"[golden]\"");
+  REQUIRE(p.ok());
+  CHECK(p->model.find("llama") != std::string::npos);
 }
 
 TEST_CASE("the same inputs give a byte-identical plan", "[plan]") {
@@ -121,13 +121,12 @@ TEST_CASE("a plan file round-trips and refuses other versions and corruption", "
   auto c = compileModel(argsFor("bert-tiny"));
   REQUIRE(c.ok());
   const std::string bytes = planfile::serialize(c->plan);
-  planfile::Plan back;
-  REQUIRE(planfile::parse(bytes, &back) == "");
+  planfile::Plan back = fbl::testing::requireValue(planfile::parse(bytes));
   CHECK(planfile::serialize(back) == bytes);
   for (const uint32_t version : {planfile::kVersion - 1, planfile::kVersion + 1}) {
     std::string other = bytes;
     other[8] = static_cast<char>(version);
-    CHECK_THAT(planfile::parse(other, &back), Catch::Contains(fmt::format("version {} is not supported", version)));
+    CHECK_THAT(fbl::testing::errorText(planfile::parse(other)), Catch::Contains(fmt::format("version {} is not supported", version)));
   }
   // Image storage, packed tensors and their transfers round-trip too.
   CompileArgs images = argsFor("bert-tiny");
@@ -137,14 +136,13 @@ TEST_CASE("a plan file round-trips and refuses other versions and corruption", "
   REQUIRE_FALSE(ci->plan.imageSlots.empty());
   REQUIRE_FALSE(ci->plan.transfers.empty());
   const std::string imageBytes = planfile::serialize(ci->plan);
-  planfile::Plan imageBack;
-  REQUIRE(planfile::parse(imageBytes, &imageBack) == "");
+  planfile::Plan imageBack = fbl::testing::requireValue(planfile::parse(imageBytes));
   CHECK(planfile::serialize(imageBack) == imageBytes);
   std::string flipped = bytes;
   flipped[bytes.size() / 2] ^= 0x20;
-  CHECK_THAT(planfile::parse(flipped, &back), Catch::Contains("checksum"));
-  CHECK_THAT(planfile::parse(bytes.substr(0, 100), &back), Catch::Contains("truncated"));
-  CHECK_THAT(planfile::parse("hello", &back), Catch::Contains("not an fbl plan"));
+  CHECK_THAT(fbl::testing::errorText(planfile::parse(flipped)), Catch::Contains("checksum"));
+  CHECK_THAT(fbl::testing::errorText(planfile::parse(bytes.substr(0, 100))), Catch::Contains("truncated"));
+  CHECK_THAT(fbl::testing::errorText(planfile::parse("hello")), Catch::Contains("not an fbl plan"));
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "runtime/include/fbl/fbl_runtime.h"
 #include "runtime/plan_file.h"
 #include "runtime/safetensors.h"
+#include "tests/runtime/status_assertions.h"
 
 namespace fbl::testing {
 namespace {
@@ -41,8 +42,8 @@ const planfile::Plan& plan() {
   static const planfile::Plan p = [] {
     std::string bytes;
     planfile::Plan out;
-    REQUIRE(rt::readWholeFile(FBL_C_API_PLAN, "a plan file", &bytes) == "");
-    REQUIRE(planfile::parse(bytes, &out) == "");
+    bytes = fbl::testing::requireValue(rt::readWholeFile(FBL_C_API_PLAN, "a plan file"));
+    out = fbl::testing::requireValue(planfile::parse(bytes));
     return out;
   }();
   return p;
@@ -86,7 +87,7 @@ std::string writeDataset(int samples) {
     f.tensors[plan().tensors[in].name] = std::move(e);
   }
   const std::string path = tempDir() + "/data.safetensors";
-  REQUIRE(safetensors::write(path, f) == "");
+  REQUIRE_OK(safetensors::write(path, f));
   return path;
 }
 

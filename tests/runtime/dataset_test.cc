@@ -18,6 +18,7 @@
 #include "runtime/safetensors.h"
 #include "runtime/sample_order.h"
 #include "tests/runtime/temp_dir.h"
+#include "tests/runtime/status_assertions.h"
 
 namespace fbl::testing {
 namespace {
@@ -91,15 +92,13 @@ void checkSamples(const rt::Dataset& d, int64_t n) {
 }
 
 std::string readError(const std::string& path) {
-  rt::Dataset d;
-  return rt::Dataset::read(path, datasetPlan(), &d);
+  return fbl::testing::errorText(rt::Dataset::read(path, datasetPlan()));
 }
 
 TEST_CASE("npy: every version reads, every malformed file is one line", "[dataset]") {
   npy::Array a{"i64", {3, 2}, bytesOf(std::vector<int64_t>{1, 2, 3, 4, 5, 6})};
   const std::string v1 = npy::serialize(a);
-  npy::Array back;
-  REQUIRE(npy::parse(v1, "a.npy", &back) == "");
+  npy::Array back = fbl::testing::requireValue(npy::parse(v1, "a.npy"));
   CHECK(back.dtype == "i64");
   CHECK(back.shape == std::vector<int64_t>{3, 2});
   CHECK(back.data == a.data);
@@ -107,8 +106,7 @@ TEST_CASE("npy: every version reads, every malformed file is one line", "[datase
   // Versions 2.0 and 3.0 have a 4-byte header length.
   for (char major : {'\x02', '\x03'}) {
     std::string v = v1.substr(0, 6) + major + '\x00' + v1.substr(8, 2) + std::string(2, '\0') + v1.substr(10);
-    npy::Array b;
-    REQUIRE(npy::parse(v, "v.npy", &b) == "");
+    npy::Array b = fbl::testing::requireValue(npy::parse(v, "v.npy"));
     CHECK(b.data == a.data);
   }
   // One-dimensional, scalar and the other dtypes.
@@ -120,7 +118,7 @@ TEST_CASE("npy: every version reads, every malformed file is one line", "[datase
     npy::Array c{dtype, shape, std::vector<unsigned char>(static_cast<size_t>(n) * width, 1)};
     npy::Array d;
     INFO(dtype);
-    REQUIRE(npy::parse(npy::serialize(c), "c.npy", &d) == "");
+    d = fbl::testing::requireValue(npy::parse(npy::serialize(c), "c.npy"));
     CHECK(d.dtype == dtype);
     CHECK(d.shape == shape);
   }
@@ -133,7 +131,7 @@ TEST_CASE("npy: every version reads, every malformed file is one line", "[datase
   };
   const std::string data(48, '\0');
   const std::string good = "{'descr': '<i8', 'fortran_order': False, 'shape': (3, 2), }";
-  REQUIRE(npy::parse(header(good) + data, "h.npy", &back) == "");
+  back = fbl::testing::requireValue(npy::parse(header(good) + data, "h.npy"));
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"PK\x03\x04 not numpy at all", "is not a .npy file"},
       {std::string("\x93NUMPY\x04\x00", 8) + "xx", "version 4.0 is not 1.0, 2.0 or 3.0"},
@@ -152,8 +150,7 @@ TEST_CASE("npy: every version reads, every malformed file is one line", "[datase
   };
   for (const auto& [bytes, message] : bad) {
     INFO(message);
-    npy::Array x;
-    const std::string e = npy::parse(bytes, "bad.npy", &x);
+    const std::string e = fbl::testing::errorText(npy::parse(bytes, "bad.npy"));
     CHECK_THAT(e, Catch::StartsWith("'bad.npy'") && Catch::Contains(message));
     CHECK(e.find('\n') == std::string::npos);
   }
@@ -166,14 +163,15 @@ TEST_CASE("npy: truncated and mutated headers are refused or read whole", "[data
   const size_t headerEnd = good.find('\n') + 1;
   int refused = 0, read = 0;
   auto judge = [&](const std::string& bytes) {
-    npy::Array a;
-    const std::string e = npy::parse(bytes, "m.npy", &a);
-    if (!e.empty()) {
+    const Result<npy::Array> parsed = npy::parse(bytes, "m.npy");
+    if (!parsed.ok()) {
+      const std::string& e = parsed.error().message;
       CHECK(e.find('\n') == std::string::npos);
       CHECK_THAT(e, Catch::Contains("'m.npy'"));
       ++refused;
       return;
     }
+    const npy::Array& a = *parsed;
     int64_t n = 1;
     for (int64_t d : a.shape) n *= d;
     const int64_t width = a.dtype == "i64" || a.dtype == "u64" || a.dtype == "f64"   ? 8
@@ -200,18 +198,16 @@ TEST_CASE("dataset: safetensors, npy and npy folders in both sample forms", "[da
   std::system(("mkdir -p " + dir + "/npy " + dir + "/rows").c_str());
   const planfile::Plan plan = datasetPlan();
 
-  REQUIRE(safetensors::write(dir + "/ds.safetensors", goodSafetensors(5)) == "");
-  rt::Dataset d;
-  REQUIRE(rt::Dataset::read(dir + "/ds.safetensors", plan, &d) == "");
+  REQUIRE_OK(safetensors::write(dir + "/ds.safetensors", goodSafetensors(5)));
+  rt::Dataset d = fbl::testing::requireValue(rt::Dataset::read(dir + "/ds.safetensors", plan));
   checkSamples(d, 5);
-  CHECK(d.checkValues(plan) == "");
+  CHECK_OK(d.checkValues(plan));
   CHECK(d.where(1, 3) == dir + "/ds.safetensors: sample 3");
 
   // Rows: ids as [2N, 3] and x as [2N, 2], two rows a sample.
   writeFile(dir + "/rows/ids.npy", npy::serialize({"i64", {10, 3}, bytesOf(idsOf(5))}));
   writeFile(dir + "/rows/x.npy", npy::serialize({"f32", {10, 2}, bytesOf(xOf(5))}));
-  rt::Dataset rows;
-  REQUIRE(rt::Dataset::read(dir + "/rows", plan, &rows) == "");
+  rt::Dataset rows = fbl::testing::requireValue(rt::Dataset::read(dir + "/rows", plan));
   checkSamples(rows, 5);
   CHECK(rows.fingerprint() == d.fingerprint());
 
@@ -219,8 +215,7 @@ TEST_CASE("dataset: safetensors, npy and npy folders in both sample forms", "[da
   planfile::Plan one = plan;
   one.inputs.pop_back();
   writeFile(dir + "/ids.npy", npy::serialize({"i64", {4, 2, 3}, bytesOf(idsOf(4))}));
-  rt::Dataset single;
-  REQUIRE(rt::Dataset::read(dir + "/ids.npy", one, &single) == "");
+  rt::Dataset single = fbl::testing::requireValue(rt::Dataset::read(dir + "/ids.npy", one));
   CHECK(single.size() == 4);
   CHECK(single.fingerprint() != d.fingerprint());
 }
@@ -230,7 +225,7 @@ TEST_CASE("dataset: a bad file is one line naming the file, the tensor and the s
   std::system(("mkdir -p " + dir + "/folder").c_str());
   const planfile::Plan plan = datasetPlan();
   auto write = [&](const std::string& name, const safetensors::File& f) {
-    REQUIRE(safetensors::write(dir + "/" + name, f) == "");
+    REQUIRE_OK(safetensors::write(dir + "/" + name, f));
     return dir + "/" + name;
   };
   auto expect = [](const std::string& error, const std::string& message) {
@@ -290,16 +285,15 @@ TEST_CASE("dataset: a bad file is one line naming the file, the tensor and the s
   ids[4 * 6 + 5] = 12;  // sample 4, position 5
   f.tensors["ids"].data = bytesOf(ids);
   p = write("bounds.safetensors", f);
-  rt::Dataset d;
-  REQUIRE(rt::Dataset::read(p, plan, &d) == "");
-  expect(d.checkValues(plan), p + ": sample 4: input 'ids' position 5 ([1, 2]): index 12 is outside [-10, 10)");
+  rt::Dataset d = fbl::testing::requireValue(rt::Dataset::read(p, plan));
+  expect(fbl::testing::errorText(d.checkValues(plan)), p + ": sample 4: input 'ids' position 5 ([1, 2]): index 12 is outside [-10, 10)");
   f = goodSafetensors(6);
   std::vector<float> x = xOf(6);
   x[2 * 4 + 1] = std::numeric_limits<float>::quiet_NaN();
   f.tensors["x"].data = bytesOf(x);
   p = write("nan.safetensors", f);
-  REQUIRE(rt::Dataset::read(p, plan, &d) == "");
-  expect(d.checkValues(plan), p + ": sample 2: input 'x' position 1");
+  d = fbl::testing::requireValue(rt::Dataset::read(p, plan));
+  expect(fbl::testing::errorText(d.checkValues(plan)), p + ": sample 2: input 'x' position 1");
 }
 
 TEST_CASE("sample order: splitmix64 and the permutations are the documented ones", "[dataset]") {
@@ -371,29 +365,28 @@ TEST_CASE("dataset position: round trip, and a resumed run on other data or anot
   p.heldOut = 2;
   p.trainSamples = 10;
   p.fingerprint = 0xfedcba9876543210ull;
-  REQUIRE(rt::writeDatasetPosition(path, p) == "");
-  rt::DatasetPosition q;
-  REQUIRE(rt::readDatasetPosition(path, &q) == "");
+  REQUIRE_OK(rt::writeDatasetPosition(path, p));
+  rt::DatasetPosition q = fbl::testing::requireValue(rt::readDatasetPosition(path));
   CHECK((q.step == 13 && q.epoch == 1 && q.position == 3 && q.seed == p.seed && q.fingerprint == p.fingerprint));
-  CHECK(rt::checkSameData(q, p, path) == "");
+  CHECK_OK(rt::checkSameData(q, p, path));
   rt::DatasetPosition r = p;
   r.seed = 3;
-  CHECK_THAT(rt::checkSameData(q, r, path), Catch::Contains("has --seed 18446744073709551615, this run --seed 3"));
+  CHECK_THAT(fbl::testing::errorText(rt::checkSameData(q, r, path)), Catch::Contains("has --seed 18446744073709551615, this run --seed 3"));
   r = p;
   r.seed.reset();
-  CHECK_THAT(rt::checkSameData(q, r, path), Catch::Contains("this run no --seed"));
+  CHECK_THAT(fbl::testing::errorText(rt::checkSameData(q, r, path)), Catch::Contains("this run no --seed"));
   r = p;
   r.fingerprint = 1;
-  CHECK_THAT(rt::checkSameData(q, r, path), Catch::Contains("was written for another dataset"));
+  CHECK_THAT(fbl::testing::errorText(rt::checkSameData(q, r, path)), Catch::Contains("was written for another dataset"));
   r = p;
   r.heldOut = 3;
   r.trainSamples = 9;
-  CHECK_THAT(rt::checkSameData(q, r, path), Catch::Contains("holds out 2 samples, this run 3"));
+  CHECK_THAT(fbl::testing::errorText(rt::checkSameData(q, r, path)), Catch::Contains("holds out 2 samples, this run 3"));
 
   writeFile(path, "{\"format\": \"fbl-dataset-position-1\", \"step\": -1}");
-  CHECK_THAT(rt::readDatasetPosition(path, &q), Catch::Contains("'step' is not a non-negative integer"));
+  CHECK_THAT(fbl::testing::errorText(rt::readDatasetPosition(path)), Catch::Contains("'step' is not a non-negative integer"));
   writeFile(path, "not json");
-  CHECK_THAT(rt::readDatasetPosition(path, &q), Catch::Contains("is not an fbl dataset position"));
+  CHECK_THAT(fbl::testing::errorText(rt::readDatasetPosition(path)), Catch::Contains("is not an fbl dataset position"));
 }
 
 }  // namespace

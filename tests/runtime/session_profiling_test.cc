@@ -10,6 +10,7 @@
 #include "runtime/session.h"
 
 #include "tests/runtime/temp_dir.h"
+#include "tests/runtime/status_assertions.h"
 
 namespace fbl::testing {
 namespace {
@@ -21,8 +22,18 @@ planfile::Plan handPlan() {
   p.model = "profiling";
   p.profile = "pocl-cpu";
   const int64_t n = 4096;
-  p.tensors.push_back({"x", "f32", {n}, "row_major", "buffer", planfile::Role::Intermediate, 0, n * 4, "", -1});
-  p.tensors.push_back({"loss", "f32", {}, "row_major", "buffer", planfile::Role::Intermediate, n * 4, 4, "", -1});
+  // Row-major f32 buffers; every other field keeps its default.
+  auto buffer = [&p](const char* name, std::vector<int64_t> shape, int64_t offset, int64_t bytes) {
+    planfile::Tensor t;
+    t.name = name;
+    t.dtype = "f32";
+    t.shape = std::move(shape);
+    t.offset = offset;
+    t.bytes = bytes;
+    p.tensors.push_back(std::move(t));
+  };
+  buffer("x", {n}, 0, n * 4);
+  buffer("loss", {}, n * 4, 4);
   p.arenaBytes = n * 4 + 256;
   p.loss = 1;
   p.program = R"(
@@ -51,14 +62,11 @@ __kernel void k3_step(__global char* arena, ulong x) {
 
 std::unique_ptr<rt::Session> openHandPlan(bool profile) {
   const std::string path = tempDir() + "/profiling.fbp";
-  REQUIRE(safetensors::writeFileAtomic(path, planfile::serialize(handPlan())) == "");
+  REQUIRE_OK(safetensors::writeFileAtomic(path, planfile::serialize(handPlan())));
   rt::OpenOptions o;
   o.cacheDir = tempDir() + "/cache";
   o.profileLaunches = profile;
-  std::string err;
-  auto s = rt::Session::open(path, o, &err);
-  INFO(err);
-  REQUIRE(s != nullptr);
+  auto s = fbl::testing::requireValue(rt::Session::open(path, o));
   return s;
 }
 
@@ -81,22 +89,22 @@ TEST_CASE("profiled sessions time every launch of a step and of runPhases", "[ru
   auto session = openHandPlan(/*profile=*/true);
   rt::Session& s = *session;
   float loss = 0;
-  REQUIRE(s.trainStep(&loss) == "");
+  REQUIRE_OK(s.trainStep(&loss));
   CHECK(loss == 1.0f);
   checkTimes(s, {"forward", "backward", "optimizer"});
-  REQUIRE(s.runPhases({"forward"}) == "");
+  REQUIRE_OK(s.runPhases({"forward"}));
   checkTimes(s, {"forward"});
-  REQUIRE(s.runPhases({"backward", "optimizer"}) == "");
+  REQUIRE_OK(s.runPhases({"backward", "optimizer"}));
   checkTimes(s, {"backward", "optimizer"});
 }
 
 TEST_CASE("unprofiled sessions keep no launch times", "[runtime][profiling]") {
   auto s = openHandPlan(/*profile=*/false);
   float loss = 0;
-  REQUIRE(s->trainStep(&loss) == "");
+  REQUIRE_OK(s->trainStep(&loss));
   CHECK(loss == 1.0f);
   CHECK(s->launchTimes().empty());
-  REQUIRE(s->runPhases({"forward"}) == "");
+  REQUIRE_OK(s->runPhases({"forward"}));
   CHECK(s->launchTimes().empty());
 }
 

@@ -24,6 +24,7 @@
 #include "compiler/train/ref_trainer.h"
 #include "runtime/safetensors.h"
 #include "tests/autodiff/tensor_diff.h"
+#include "tests/runtime/status_assertions.h"
 
 namespace fbl {
 namespace {
@@ -160,8 +161,7 @@ TEST_CASE("corpus: 10 AdamW steps follow PyTorch's trajectory to peft's adapters
     // largest; unresolved elements within 9.2e-4 (qwen2_right).
     CHECK(worstLoss <= 5e-4);
     const auto torch = torchGradients(arch);
-    safetensors::File adapter;
-    REQUIRE(safetensors::read(kCorpus + "/" + arch + "/adapter/adapter_model.safetensors", &adapter) == "");
+    safetensors::File adapter = fbl::testing::requireValue(safetensors::read(kCorpus + "/" + arch + "/adapter/adapter_model.safetensors"));
     const auto& tr = t->trainer->training();
     REQUIRE(adapter.tensors.size() >= tr.trainables.size());  // peft adds an adapted embedding's base weight
     double worstParam = 0, worstUnresolved = 0;
@@ -189,7 +189,7 @@ TEST_CASE("corpus: 10 AdamW steps follow PyTorch's trajectory to peft's adapters
     double worstBuffer = 0;
     safetensors::File buffers;
     if (fs::exists(kCorpus + "/" + arch + "/buffers.safetensors"))
-      REQUIRE(safetensors::read(kCorpus + "/" + arch + "/buffers.safetensors", &buffers) == "");
+      buffers = fbl::testing::requireValue(safetensors::read(kCorpus + "/" + arch + "/buffers.safetensors"));
     REQUIRE(tr.buffers.size() == buffers.tensors.size());
     for (const auto& [name, e] : buffers.tensors) {
       INFO("buffer " << name);
@@ -222,8 +222,7 @@ TEST_CASE("corpus: every export's adapter is the one peft saves", "[train][hf-co
   int compared = 0;
   for (const std::string& arch : architectures()) {
     const auto peftConfig = readJson(kCorpus + "/" + arch + "/adapter/adapter_config.json");
-    safetensors::File peftWeights;
-    REQUIRE(safetensors::read(kCorpus + "/" + arch + "/adapter/adapter_model.safetensors", &peftWeights) == "");
+    safetensors::File peftWeights = fbl::testing::requireValue(safetensors::read(kCorpus + "/" + arch + "/adapter/adapter_model.safetensors"));
     std::set<std::string> peftKeys;
     for (const auto& [k, e] : peftWeights.tensors) peftKeys.insert(k);
     for (const char* style : kStyles) {
