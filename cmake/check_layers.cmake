@@ -1,9 +1,11 @@
-# Fails on an include that breaks compiler/'s layering.
-#   cmake -DSOURCE_DIR=<repo> -DLAYERS=<build>/layers.txt -P cmake/check_layers.cmake
+# Fails on an include that breaks compiler/'s layering, or the plan format's.
+#   cmake -DSOURCE_DIR=<repo> -DLAYERS=<build>/layers.txt -DPLAN_FORMAT=<build>/plan_format.txt
+#         -P cmake/check_layers.cmake
 # LAYERS has one line per layer, "name: the layers it may use" (written by CMakeLists.txt's
 # fbl_compiler_layer). A file in compiler/<name>/ may include its own layer's headers, those of
 # the layers listed, runtime/ and outside headers. runtime/ may include only runtime/: it builds
-# and ships without the compiler.
+# and ships without the compiler. PLAN_FORMAT lists the runtime/ files of the plan format
+# (CMakeLists.txt's fbl_plan_format): they may include only each other, and no OpenCL header.
 cmake_minimum_required(VERSION 3.25)
 file(STRINGS ${LAYERS} lines)
 set(layers "")
@@ -54,6 +56,22 @@ foreach(f ${runtime_files})
     file(RELATIVE_PATH rel ${SOURCE_DIR} ${f})
     set(violations "${violations}${rel}: the runtime may include only runtime/\n")
   endif()
+endforeach()
+
+file(READ ${PLAN_FORMAT} plan_format)
+foreach(name ${plan_format})
+  file(STRINGS ${SOURCE_DIR}/runtime/${name} includes REGEX "^#include [\"<]")
+  foreach(inc ${includes})
+    set(CMAKE_MATCH_1 "")
+    string(REGEX MATCH "^#include \"runtime/([a-z_0-9]+\\.h)\"" _ "${inc}")
+    set(target ${CMAKE_MATCH_1})
+    if(inc MATCHES "^#include \"" AND NOT target IN_LIST plan_format)
+      string(REGEX REPLACE "^#include " "" shown "${inc}")
+      set(violations "${violations}runtime/${name}: the plan format may not include ${shown}\n")
+    elseif(inc MATCHES "^#include <CL/")
+      set(violations "${violations}runtime/${name}: the plan format may not include OpenCL\n")
+    endif()
+  endforeach()
 endforeach()
 
 if(violations)
