@@ -127,7 +127,7 @@ Status simulateModel(Context& cx, const std::string& model) {
   for (size_t p = 0; p < every.size(); ++p) every[p] = p;
   if (model.size() > 4 && model.substr(model.size() - 4) == ".fbp") {
     if (!fs::exists(model)) return Error{fmt::format("{}: no such plan", model)};
-    if (Status st = cx.begin(every, "plan"); !st.ok()) return st.error();
+    FBL_TRY(cx.begin(every, "plan"));
     return simulatePlan(cx, model, nullptr, every);
   }
   std::vector<std::string> strategies;
@@ -152,7 +152,7 @@ Status simulateModel(Context& cx, const std::string& model) {
     for (const std::vector<size_t>& group : groupBy(keys)) {
       const std::string path = cx.device.folder() + "/" + st + ".fbp";
       FBL_TRY(safetensors::writeFileAtomic(path, planfile::serialize(plans[group[0]])));
-      if (Status s = cx.begin(group, st); !s.ok()) return s.error();
+      FBL_TRY(cx.begin(group, st));
       if (Status e = simulatePlan(cx, path, &g.value(), group); !e.ok()) return Error{fmt::format("strategy {}: {}", st, e.error().message)};
     }
   }
@@ -167,7 +167,7 @@ Status simulateTransforms(Context& cx) {
   auto b = zoo::buildZooModel("llama-attention", zo);
   if (!b.ok()) return b.error();
   const std::string model = cx.device.folder() + "/attention.onnx";
-  if (Status st = (*b)->write(model); !st.ok()) return st.error();
+  FBL_TRY((*b)->write(model));
   cx.report["seq"] = o.seq, cx.report["heads"] = o.heads, cx.report["hidden"] = o.hidden;
   return simulateModel(cx, model);
 }
@@ -214,7 +214,7 @@ Status simulateMatmul(Context& cx) {
       plans.push_back(std::move(*plan));
     }
     for (const std::vector<size_t>& group : groupBy(keys)) {
-      if (Status s = cx.begin(group, name); !s.ok()) return s.error();
+      FBL_TRY(cx.begin(group, name));
       auto session = ClSession::open(-1);  // a context of its own: the plugin reads the group's models
       if (!session.ok()) return session.error();
       if (auto r = cx.device.take(); !r.ok()) return r.error();
@@ -303,11 +303,12 @@ int runCacheBench(const CacheBenchOptions& o) {
   } cleanup{cx.device.folder()};
 
   const auto t0 = Clock::now();
-  Status ran = Error{fmt::format("unknown form '{}'", o.form)};
+  Status ran;
   if (o.form == "model") ran = simulateModel(cx, o.input);
   else if (o.form == "transforms") ran = simulateTransforms(cx);
   else if (o.form == "matmul") ran = simulateMatmul(cx);
   else if (o.form == "patterns") ran = simulatePatterns(o, cx.device, &cx.all, &cx.report);
+  else ran = Error{fmt::format("unknown form '{}'", o.form)};
   if (!ran.ok()) return fail(ran.error().message);
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
   const int64_t workItems = cx.all.workItems, instructions = cx.all.instructions;

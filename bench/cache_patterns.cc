@@ -151,7 +151,7 @@ Status simulatePatterns(const CacheBenchOptions& o, OclgrindDevice& device, Prof
   // The kernels do not depend on the profile: one execution serves every profile.
   std::vector<size_t> every(all->models.size());
   for (size_t p = 0; p < every.size(); ++p) every[p] = p;
-  if (Status st = device.setModels(all->models); !st.ok()) return st.error();
+  FBL_TRY(device.setModels(all->models));
   Cl cl;
   FBL_TRY(openCl(&cl));
   if (auto r = device.take(); !r.ok()) return r.error();

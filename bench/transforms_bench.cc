@@ -69,7 +69,7 @@ Status runConfig(const TransformsBenchOptions& o, const std::string& profile,
     std::string p;
     ~Remove() { std::error_code ec; fs::remove(p, ec); }
   } remove{model};
-  if (Status st = (*b)->write(model); !st.ok()) return st.error();
+  FBL_TRY((*b)->write(model));
   auto g = passes::loadModel(model);
   if (!g.ok()) return g.error();
   for (const std::string& s : strategies) {

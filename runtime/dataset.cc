@@ -89,9 +89,9 @@ Result<Dataset> Dataset::read(const std::string& path, const planfile::Plan& pla
   } else {
     for (int32_t i : plan.inputs) {
       const std::string file = path + "/" + npyFileName(plan.tensors[i].name);
-      const Status read = readNpy(file, plan.tensors[i].name, &tensors);
-      if (read.ok()) continue;
-      if (read.error().message.rfind("cannot open", 0) != 0) return read.error();
+      const Status found = readNpy(file, plan.tensors[i].name, &tensors);
+      if (found.ok()) continue;
+      if (found.error().message.rfind("cannot open", 0) != 0) return found.error();
       return Error{"dataset '" + path + "' has no readable '" + npyFileName(plan.tensors[i].name) +
                    "' for the plan's input '" + plan.tensors[i].name +
                    "' (a dataset is FILE.safetensors, FILE.npy or a folder of INPUT.npy)"};

@@ -70,14 +70,10 @@ Result<RefDataset> RefDataset::load(const ir::Graph& g, const std::string& path,
         if (e.is_directory() && fs::exists(e.path() / "input_0.pb")) folders.push_back(e.path());
     std::sort(folders.begin(), folders.end());
   }
-  Result<rt::Dataset> data = Error{};
-  if (folders.empty()) {
-    data = rt::Dataset::read(path, plan);
-  } else {
-    std::vector<rt::DatasetTensor> tensors;
-    for (const fs::path& d : folders) FBL_TRY(appendTensorProtos(g, d, &tensors));
-    data = rt::Dataset::fromTensors(std::move(tensors), plan);
-  }
+  std::vector<rt::DatasetTensor> tensors;
+  for (const fs::path& d : folders) FBL_TRY(appendTensorProtos(g, d, &tensors));
+  Result<rt::Dataset> data =
+      folders.empty() ? rt::Dataset::read(path, plan) : rt::Dataset::fromTensors(std::move(tensors), plan);
   if (!data.ok()) return makeError("--data: {}", data.error().message);
   if (Status e = data->checkValues(plan); !e.ok()) return makeError("--data: {}", e.error().message);
   return RefDataset(g, std::move(data).value(), seed);
