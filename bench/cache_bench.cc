@@ -217,6 +217,7 @@ Status simulateMatmul(Context& cx) {
       FBL_TRY(cx.begin(group, name));
       auto session = ClSession::open(-1);  // a context of its own: the plugin reads the group's models
       if (!session.ok()) return session.error();
+      (*session)->convertOnDevice(true);  // the products find their inputs where the uploads left them
       if (auto r = cx.device.take(); !r.ok()) return r.error();
       auto ran = runMatmulPlan(**session, plans[group[0]], fixedTiling(tiling, (*session)->computeUnits()), data, /*repeats=*/0);
       if (!ran.ok()) return Error{fmt::format("{}: {}", name, ran.error().message)};

@@ -1,7 +1,8 @@
 // OpenCL execution of layout-parameterised kernels:
 //  1. open: the chosen device, a profiling queue;
 //  2. tensors: images (RGBA/FLOAT, the layout's width x height) or buffers, owned by the session;
-//  3. upload/download: a row-major buffer converted on the device by rtile_convert.cl;
+//  3. upload/download: packed on the host through the layout's map, or (large tensors) a
+//     row-major buffer converted on the device by rtile_convert.cl;
 //  4. run: builds a kernel once per source, enqueues it and returns its event time.
 #include "harness/cl_session.h"
 
@@ -233,10 +234,73 @@ Result<double> ClSession::runQueued(const RTileKernel& k, const std::vector<cl_m
   return spanMs(first, last) / count;
 }
 
+namespace {
+
+// Each logical element's offset in the layout's storage, row-major over the logical index: a
+// buffer's element, or an image's float (texel (x, y), lane l at (y * width + x) * 4 + l).
+std::vector<size_t> storageOffsets(const Layout& l) {
+  const ir::Shape& shape = l.shape();
+  const int64_t n = ir::numElements(shape);
+  const bool image = l.storage() == layout::Storage::Image2D;
+  const int64_t width = image ? l.imageWidth() : 0;
+  std::vector<size_t> offsets(static_cast<size_t>(n));
+  std::vector<int64_t> index(shape.size(), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    const std::vector<int64_t> at = l.locate(index);
+    offsets[static_cast<size_t>(i)] = static_cast<size_t>(image ? (at[1] * width + at[0]) * layout::kLanes + at[2] : at[0]);
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++index[d] < shape[d]) break;
+      index[d] = 0;
+    }
+  }
+  return offsets;
+}
+
+size_t storageFloats(const Layout& l) {
+  return static_cast<size_t>(l.storage() == layout::Storage::Image2D ? l.imageWidth() * l.imageHeight() * layout::kLanes
+                                                                     : l.bufferSize());
+}
+
+}  // namespace
+
+bool ClSession::packOnHost(const Layout& l) const {
+  return !convertOnDevice_ && l.encoding().plain() && ir::numElements(l.shape()) <= kHostPackMaxElements;
+}
+
+Status ClSession::writeStorage(cl_mem m, const Layout& l, const std::vector<float>& physical) {
+  if (l.storage() == layout::Storage::Image2D) {
+    const size_t origin[3] = {0, 0, 0};
+    const size_t region[3] = {static_cast<size_t>(l.imageWidth()), static_cast<size_t>(l.imageHeight()), 1};
+    FBL_CL(clEnqueueWriteImage(queue_, m, CL_TRUE, origin, region, 0, 0, physical.data(), 0, nullptr, nullptr),
+           "clEnqueueWriteImage");
+  } else {
+    FBL_CL(clEnqueueWriteBuffer(queue_, m, CL_TRUE, 0, physical.size() * sizeof(float), physical.data(), 0, nullptr,
+                                nullptr),
+           "clEnqueueWriteBuffer");
+  }
+  return {};
+}
+
+Result<std::vector<float>> ClSession::readStorage(cl_mem m, const Layout& l) {
+  if (l.storage() != layout::Storage::Image2D) return readBuffer(m, storageFloats(l));
+  std::vector<float> physical(storageFloats(l));
+  const size_t origin[3] = {0, 0, 0};
+  const size_t region[3] = {static_cast<size_t>(l.imageWidth()), static_cast<size_t>(l.imageHeight()), 1};
+  FBL_CL(clEnqueueReadImage(queue_, m, CL_TRUE, origin, region, 0, 0, physical.data(), 0, nullptr, nullptr),
+         "clEnqueueReadImage");
+  return physical;
+}
+
 Status ClSession::upload(cl_mem dst, const Layout& l, const std::vector<float>& rowMajor) {
   const ir::Shape& shape = l.shape();
   if (static_cast<int64_t>(rowMajor.size()) != ir::numElements(shape))
     return makeError("upload: {} values for {}", rowMajor.size(), ir::shapeToString(shape));
+  if (packOnHost(l)) {
+    std::vector<float> physical(storageFloats(l), std::nanf(""));
+    const std::vector<size_t> offsets = storageOffsets(l);
+    for (size_t i = 0; i < offsets.size(); ++i) physical[offsets[i]] = rowMajor[i];
+    return writeStorage(dst, l, physical);
+  }
   Layout host = Layout::rowMajor(shape);
   FBL_ASSIGN(cl_mem staging, buffer(rowMajor.size(), rowMajor.data()));
   FBL_ASSIGN(RTileKernel k, codegen::emitRTileConvert("fbl_upload", host, false, l));
@@ -253,8 +317,15 @@ Result<std::vector<float>> ClSession::readBuffer(cl_mem b, size_t floats) {
 }
 
 Result<std::vector<float>> ClSession::download(cl_mem src, const Layout& l) {
-  Layout host = Layout::rowMajor(l.shape());
   const size_t n = static_cast<size_t>(ir::numElements(l.shape()));
+  if (packOnHost(l)) {
+    FBL_ASSIGN(std::vector<float> physical, readStorage(src, l));
+    const std::vector<size_t> offsets = storageOffsets(l);
+    std::vector<float> out(n);
+    for (size_t i = 0; i < n; ++i) out[i] = physical[offsets[i]];
+    return out;
+  }
+  Layout host = Layout::rowMajor(l.shape());
   FBL_ASSIGN(cl_mem staging, buffer(n));
   FBL_ASSIGN(RTileKernel k, codegen::emitRTileConvert("fbl_download", l, false, host));
   auto t = run(k, {src, staging});

@@ -1,7 +1,6 @@
 // Runs layout-parameterised kernels (codegen/rtile_kernels.h) on an OpenCL device: tensors in any
-// Layout (images or buffers), host upload/download through conversion kernels (a row-major
-// buffer converted on the device, so no host-side index arithmetic over millions of elements),
-// each kernel timed by OpenCL events. A harness for the kernel tests and `fbl-bench`, outside the
+// Layout (images or buffers), uploaded and downloaded row-major, each kernel timed by OpenCL
+// events. A harness for the kernel tests and `fbl-bench`, outside the
 // compiler; whole-model plans run on the runtime (runtime/).
 #pragma once
 
@@ -44,10 +43,18 @@ class ClSession {
   // before it is written shows, and the counts at zero. None for any other kernel. Release each.
   Result<std::vector<cl_mem>> chunkBuffers(const codegen::RTileKernel& k);
   void release(cl_mem m);
-  // `rowMajor` holds the logical [rows x cols] matrix.
+  // `rowMajor` holds the logical tensor. Up to kHostPackMaxElements plain-f32 elements are packed
+  // on the host through the layout's map (Layout::locate), padding NaN so that a kernel that reads
+  // it shows; larger tensors, or all with convertOnDevice(true), are converted on the device by
+  // rtile_convert.cl, which writes no padding.
   Status upload(cl_mem dst, const layout::Layout& l, const std::vector<float>& rowMajor);
   Result<std::vector<float>> download(cl_mem src, const layout::Layout& l);
   Result<std::vector<float>> readBuffer(cl_mem b, size_t floats);
+  // Host packing builds no kernel, where a conversion kernel costs a small test more than the
+  // kernel it tests (a PoCL build each); device conversion leaves what it wrote in the device's
+  // caches, which `fbl-bench cache` relies on, and does no host arithmetic over millions of elements.
+  static constexpr int64_t kHostPackMaxElements = int64_t{1} << 20;
+  void convertOnDevice(bool yes) { convertOnDevice_ = yes; }
 
   // Builds (once per source) and enqueues; returns the kernel's device time in ms once `wait`.
   Result<double> run(const codegen::RTileKernel& k, const std::vector<cl_mem>& args);
@@ -62,6 +69,10 @@ class ClSession {
   // kernel(k) with `args` bound.
   Result<cl_kernel> bound(const codegen::RTileKernel& k, const std::vector<cl_mem>& args);
   Status enqueue(cl_kernel kern, const codegen::RTileKernel& k, cl_event* ev);
+  bool packOnHost(const layout::Layout& l) const;
+  // The whole storage of `m` (an image's texels RGBA), read or written in one blocking transfer.
+  Status writeStorage(cl_mem m, const layout::Layout& l, const std::vector<float>& physical);
+  Result<std::vector<float>> readStorage(cl_mem m, const layout::Layout& l);
   cl_context ctx_ = nullptr;
   cl_device_id dev_ = nullptr;
   cl_command_queue queue_ = nullptr;
@@ -69,6 +80,7 @@ class ClSession {
   std::string buildOptions_;
   profile::DeviceClass class_ = profile::DeviceClass::kCpu;
   int64_t computeUnits_ = 1;
+  bool convertOnDevice_ = false;
   std::map<std::string, std::pair<cl_program, cl_kernel>> built_;
   std::vector<cl_mem> owned_;
 };
