@@ -100,7 +100,7 @@ Status expectWholeNormalizedShape(const ir::Graph& g, const ir::Node& n, const i
 
 int64_t reduceGroupSize(int64_t reduced, const Target& t) {
   // A tree of at least 8 elements a lane, as wide as the profile allows (CPUs: no tree,
-  // device_tuning.h says why).
+  // profile::defaultTuning says why).
   if (reduced < 16 || t.tuning.reduceMaxWorkgroup <= 1) return 1;
   int64_t wg = 1;
   while (wg * 2 <= reduced / 8 && wg * 2 <= t.tuning.reduceMaxWorkgroup) wg *= 2;

@@ -9,7 +9,6 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/codegen/device_tuning.h"
 #include "compiler/layout/wave_footprint.h"
 #include "compiler/codegen/matmul_tiling.h"
 #include "compiler/ir/graph.h"

@@ -12,33 +12,6 @@
 
 namespace fbl::codegen {
 
-namespace {
-
-// rtile_matmul.cl's divisibility rules (emitRTileMatmul checks the same).
-bool tilingValid(const MatmulTiling& t) {
-  if (t.tm <= 0 || t.tn <= 0 || t.tk <= 0 || t.rm <= 0 || t.rn <= 0) return false;
-  if (t.rm % 4 || t.rn % 4 || t.tk % 4 || t.tm % t.rm || t.tn % t.rn) return false;
-  const int64_t threads = t.wgX() * t.wgY();
-  return (t.tm * t.tk / 4) % threads == 0 && (t.tn * t.tk / 4) % threads == 0 && t.pipeline >= 0 && t.pipeline <= 3;
-}
-
-// matmul.narrow.`key`, an integer at least `least` where present (else `field` keeps its default).
-Status readIntAtLeast(const nlohmann::json& narrow, const char* key, int64_t least, int64_t& field,
-                      const std::string& path) {
-  if (!narrow.contains(key)) return Status::success();
-  if (!narrow[key].is_number_integer() || narrow[key].get<int64_t>() < least)
-    return makeError("{}: matmul.narrow.{} must be an integer >= {}", path, key, least);
-  field = narrow[key].get<int64_t>();
-  return Status::success();
-}
-
-}  // namespace
-
-MatmulTiling matmulTiling(DeviceClass d) {
-  if (d == DeviceClass::kGpu) return {128, 128, 16, 8, 8, 0, 1};
-  return {64, 64, 16, 4, 4, 0, 0};
-}
-
 int64_t chooseSplitK(int64_t m, int64_t n, int64_t k, const MatmulTiling& t, int64_t computeUnits, int64_t batch) {
   const int64_t groups = batch * ((m + t.tm - 1) / t.tm) * ((n + t.tn - 1) / t.tn);
   int64_t split = 1;
@@ -165,31 +138,6 @@ MatmulSchedule chooseMatmulSchedule(const MatmulCostModel& model, const MatmulTi
   return best;
 }
 
-Result<MatmulTiling> parseTile(const std::string& text, int64_t pipeline) {
-  MatmulTiling t;
-  char tail = 0;
-  long long v[5];
-  if (std::sscanf(text.c_str(), "%lldx%lldx%lld/%lldx%lld%c", &v[0], &v[1], &v[2], &v[3], &v[4], &tail) != 5)
-    return makeError("tile '{}' is not TMxTNxTK/RMxRN", text);
-  t.tm = v[0], t.tn = v[1], t.tk = v[2], t.rm = v[3], t.rn = v[4];
-  t.pipeline = static_cast<int>(pipeline);
-  t.splitK = 1;
-  if (!tilingValid(t))
-    return makeError("tile '{}' (pipeline {}) breaks rtile_matmul.cl's rules: RM, RN, TK multiples of 4, TM % RM = "
-                     "TN % RN = 0, each tile's texels a multiple of the (TM/RM)*(TN/RN) work-items, pipeline 0-3",
-                     text, pipeline);
-  return t;
-}
-
-Result<MatmulTiling> parseTileSpec(const std::string& spec, int64_t defaultPipeline) {
-  const size_t colon = spec.find(':');
-  if (colon == std::string::npos) return parseTile(spec, defaultPipeline);
-  const std::string depth = spec.substr(colon + 1);
-  if (depth.size() != 1 || depth[0] < '0' || depth[0] > '9')
-    return makeError("tile '{}': the pipeline depth after ':' must be one digit", spec);
-  return parseTile(spec.substr(0, colon), depth[0] - '0');
-}
-
 bool isNarrowProduct(const MatmulCostModel& model, int64_t m, int64_t n) {
   return model.narrow.maxSide > 0 && std::min(m, n) <= model.narrow.maxSide;
 }
@@ -300,8 +248,13 @@ int64_t narrowLocalBytes(const NarrowTiling& t, bool staged) {
   return staged ? tree + (4 * t.ks * (t.tn / 4) + t.ks) * 16 : tree;
 }
 
-std::string tileString(const MatmulTiling& t) {
-  return fmt::format("{}x{}x{}/{}x{}", t.tm, t.tn, t.tk, t.rm, t.rn);
+MatmulCostModel matmulCostModel(const profile::HardwareProfile& p) {
+  MatmulCostModel m;
+  if (p.matmul) static_cast<profile::MatmulBlock&>(m) = *p.matmul;
+  m.computeUnits = p.computeUnits;
+  m.peakGflops = p.peakGflops.value_or(0.0);
+  m.bandwidthGbps = p.bandwidthGBs.value_or(0.0);
+  return m;
 }
 
 Result<MatmulCostModel> parseMatmulCostModel(const nlohmann::json& j, const std::string& path) {
@@ -310,68 +263,8 @@ Result<MatmulCostModel> parseMatmulCostModel(const nlohmann::json& j, const std:
   m.peakGflops = j.value("peak_gflops", 0.0);
   m.bandwidthGbps = j.value("bandwidth_gbps", 0.0);
   if (!j.contains("matmul")) return m;
-  const nlohmann::json& b = j["matmul"];
-  if (!b.is_object()) return makeError("{}: \"matmul\" must be an object", path);
-  m.launchUs = b.value("launch_us", 0.0);
-  m.localMemoryBytes = b.value("local_memory_bytes", int64_t{0});
-  m.maxSplit = b.value("max_split", m.maxSplit);
-  m.occupancyExponent = b.value("occupancy_exponent", m.occupancyExponent);
-  m.tileLoadGbps = b.value("tile_load_gbps", m.tileLoadGbps);
-  if (!b.contains("provenance") || !b["provenance"].is_string() || b["provenance"].get<std::string>().empty())
-    return makeError("{}: matmul.provenance must say where the efficiencies come from", path);
-  if (m.launchUs < 0 || m.localMemoryBytes < 0 || m.maxSplit < 1 || m.occupancyExponent < 0 || m.occupancyExponent > 1 ||
-      m.tileLoadGbps < 0)
-    return makeError("{}: matmul.launch_us and local_memory_bytes must be >= 0, max_split >= 1, tile_load_gbps >= 0, "
-                     "occupancy_exponent in [0, 1]", path);
-  if (b.contains("narrow")) {
-    const nlohmann::json& nb = b["narrow"];
-    if (!nb.is_object()) return makeError("{}: matmul.narrow must be an object", path);
-    NarrowOptions& o = m.narrow;
-    o.maxSide = nb.value("max_side", int64_t{0});
-    o.workItems = nb.value("work_items", o.workItems);
-    o.fillWorkItems = nb.value("fill_work_items", o.fillWorkItems);
-    o.stageNarrowOperand = nb.value("stage_narrow_operand", o.stageNarrowOperand);
-    FBL_TRY(readIntAtLeast(nb, "texel_walk_min_side", 0, o.texelWalkMinSide, path));
-    FBL_TRY(readIntAtLeast(nb, "rows_in_group_min_side", 0, o.rowsInGroupMinSide, path));
-    if (nb.contains("k_contiguous_weights") && !nb["k_contiguous_weights"].is_boolean())
-      return makeError("{}: matmul.narrow.k_contiguous_weights must be true or false", path);
-    o.kContiguousWeights = nb.value("k_contiguous_weights", o.kContiguousWeights);
-    FBL_TRY(readIntAtLeast(nb, "batch_products", 1, o.batchProducts, path));
-    FBL_TRY(readIntAtLeast(nb, "chunk_min_k", 0, o.chunkMinK, path));
-    FBL_TRY(readIntAtLeast(nb, "chunk_rows", 4, o.chunkRows, path));
-    FBL_TRY(readIntAtLeast(nb, "wide_run", 0, o.wideRun, path));
-    const int64_t w = o.workItems;
-    if (o.maxSide > 0 && (!nb.contains("provenance") || !nb["provenance"].is_string()))
-      return makeError("{}: matmul.narrow.provenance must say where max_side and work_items come from", path);
-    if (o.maxSide < 0 || w < 4 || w > 1024 || (w & (w - 1)) != 0 || o.fillWorkItems < 0)
-      return makeError("{}: matmul.narrow: max_side and fill_work_items must be >= 0 and work_items a power of two "
-                       "in [4, 1024]", path);
-    if (o.wideRun > w)
-      return makeError("{}: matmul.narrow.wide_run {} is wider than a work-group (work_items {})", path, o.wideRun, w);
-    // The kernel's tree holds four float4 per work-item in local memory.
-    if (m.localMemoryBytes > 0 && w * kNarrowLocalBytesPerWorkItem > m.localMemoryBytes)
-      return makeError("{}: matmul.narrow.work_items {} needs {} bytes of local memory; the device has {}", path, w,
-                       w * kNarrowLocalBytesPerWorkItem, m.localMemoryBytes);
-  }
-  const nlohmann::json& list = b.value("tilings", nlohmann::json::array());
-  if (!list.is_array()) return makeError("{}: matmul.tilings must be an array", path);
-  for (size_t i = 0; i < list.size(); ++i) {
-    const nlohmann::json& e = list[i];
-    if (!e.is_object() || !e.contains("tile") || !e["tile"].is_string())
-      return makeError("{}: matmul.tilings[{}] needs a \"tile\" string", path, i);
-    auto t = parseTile(e["tile"].get<std::string>(), e.value("pipeline", int64_t{0}));
-    if (!t.ok()) return makeError("{}: matmul.tilings[{}]: {}", path, i, t.error().message);
-    MatmulCandidate c;
-    c.tiling = *t;
-    c.efficiency = e.value("efficiency", 0.0);
-    c.groupsPerUnit = e.value("groups_per_unit", int64_t{1});
-    if (c.efficiency <= 0 || c.efficiency > 1 || c.groupsPerUnit < 1)
-      return makeError("{}: matmul.tilings[{}] ({}): efficiency must be in (0, 1], groups_per_unit >= 1", path, i,
-                       e["tile"].get<std::string>());
-    m.candidates.push_back(c);
-  }
-  if (!m.candidates.empty() && (m.peakGflops <= 0 || m.bandwidthGbps <= 0 || m.computeUnits <= 0))
-    return makeError("{}: matmul.tilings need the profile's compute_units, peak_gflops and bandwidth_gbps", path);
+  const bool facts = m.computeUnits > 0 && m.peakGflops > 0 && m.bandwidthGbps > 0;
+  FBL_ASSIGN(static_cast<profile::MatmulBlock&>(m), profile::parseMatmulBlock(j["matmul"], facts, path));
   return m;
 }
 

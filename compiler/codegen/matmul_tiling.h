@@ -16,7 +16,7 @@
 //   time    = launch + max(compute, memory) + sum
 // Padding is paid in full (a tile computes TM x TN outputs whatever is real), which is what makes
 // narrow tiles win on narrow products. Profiles without a "matmul" block keep their "kernels"
-// block's matmul_tile (device_tuning.h) and the split-K rule of chooseSplitK.
+// block's matmul_tile (profile/kernel_blocks.h) and the split-K rule of chooseSplitK.
 #pragma once
 
 #include <cstdint>
@@ -33,26 +33,21 @@ namespace fbl::codegen {
 // CPUs (PoCL: a work-group is a loop nest on one core) and GPUs want different matmul tilings.
 using profile::DeviceClass;
 
-// Work-group tiling of rtile_matmul.cl: a TM x TN output tile per work-group, K walked TK at a
-// time, RM x RN outputs per work-item (both multiples of 4); splitK > 1 splits K into that many
-// slices summed by a second kernel (emitRTileSplitKSum); 0 means "choose" (chooseSplitK), which
-// the caller resolves before emitting.
-struct MatmulTiling {
-  int64_t tm = 64, tn = 64, tk = 16, rm = 4, rn = 4;
-  int64_t splitK = 1;
-  // 0: none; 1: prefetch the next K tile into registers during the current one; 2: that, and two
-  // local buffers so a K step needs one barrier; 3: that, and the next k's fragments read from
-  // local memory during the current k's FMAs.
-  int pipeline = 0;
-  int64_t wgX() const { return tn / rn; }
-  int64_t wgY() const { return tm / rm; }
-};
-
-// The tuned set (splitK 0: per product, chooseSplitK): GPUs (hundreds of lanes per CU, 32+ KB
-// local memory) get 128x128x16 tiles with 8x8 per work-item (256 work-items, 16.5 KB local) and
-// register prefetch; CPUs (PoCL: a work-group is a loop nest on one core, values live across a
-// barrier go through memory) get 64x64x16 with 4x4 per work-item and no prefetch.
-MatmulTiling matmulTiling(DeviceClass d);
+// The profile's kernel settings (profile/kernel_blocks.h), which the rules here and the emitters
+// read: MatMul tilings, the narrow kernel's options, and the per-device numbers of the kernels block.
+using profile::AttentionTuning;
+using profile::defaultTuning;
+using profile::DeviceTuning;
+using profile::kConvertWorkgroup;
+using profile::kSplitKSumWorkgroup;
+using profile::MatmulCandidate;
+using profile::MatmulTiling;
+using profile::matmulTiling;
+using profile::NarrowOptions;
+using profile::parseTile;
+using profile::parseTileSpec;
+using profile::tileString;
+using profile::kNarrowLocalBytesPerWorkItem;
 
 // Split-K for an M x N output over K: a product with fewer output tiles than
 // kMinGroupsPerComputeUnit per compute unit leaves compute units idle (Figure 16's dA: 512 x 2048
@@ -65,72 +60,10 @@ inline constexpr int64_t kMinSplitSlice = 512;
 int64_t chooseSplitK(int64_t m, int64_t n, int64_t k, const MatmulTiling& t, int64_t computeUnits,
                      int64_t batch = 1);
 
-struct MatmulCandidate {
-  MatmulTiling tiling;         // splitK unused: the cost model chooses it per product
-  double efficiency = 1.0;     // fraction of peak FMA throughput a full wave of these tiles reaches
-  int64_t groupsPerUnit = 1;   // work-groups resident on one compute unit at once
-};
-
-// rtile_matmul_narrow.cl's settings, the profile's "matmul.narrow" block: {"max_side",
-// "work_items", "fill_work_items", "stage_narrow_operand"}. Products whose narrow side
-// min(M, N) is at most maxSide (LoRA's rank side) run there instead of the tiled kernel: one
-// launch, K split among a group's work-items and summed in local memory, where tiles would be
-// mostly padding and split-K a second launch.
-struct NarrowOptions {
-  int64_t maxSide = 0;  // 0: never
-  int64_t workItems = 64;
-  // Work-items a narrow launch should have in all before its K slices lengthen: a small
-  // product (x A: 512 x 8 outputs) has too few blocks to keep enough loads in flight to cover
-  // the memory's latency, so it takes shorter slices down to one texel. A launch that runs
-  // several products (batchProducts) counts them all, so each takes longer slices and a
-  // shallower tree. 0: slices of kMinNarrowSliceTexels whatever the product's size.
-  int64_t fillWorkItems = 0;
-  // Copy the narrow operand through local memory when it is a buffer stored along K and
-  // neighbouring work-items are K slices (B in dy B): read in place, they read rows 4 apart
-  // (rtile_matmul_narrow.cl, STAGE_R). Only where the copy and the tree fit local memory.
-  bool stageNarrowOperand = false;
-  // Where R is the narrow operand stored along K and N is at least this wide, neighbouring
-  // work-items are the output texels of one K slice instead, and the group spans all of N: a
-  // warp reads R's rows whole (chooseNarrowOrder). 0: never.
-  int64_t texelWalkMinSide = 0;
-  // Where M is the narrow side (t^T dy) and at least this wide, a group holds all of its row
-  // blocks, which then share each texel of the wide operand R, and the output texels the rest;
-  // otherwise a group is output texels first, and each texel of R is read by M / 4 groups. 0: never.
-  int64_t rowsInGroupMinSide = 0;
-  // Store a weight (a host-written matrix the compiler keeps linear) that is at most maxSide
-  // wide and that a product reduces along its columns transposed, so that its K walk is
-  // contiguous: lora_B in dy B is then read as x A^T reads lora_A (plan/layout_lowering.h).
-  bool kContiguousWeights = false;
-  // Independent narrow products of one kernel (q, k and v's x A) run as one launch, up to this
-  // many (compiler/plan/launch_batching.h); 1: a launch each.
-  int64_t batchProducts = 1;
-  // Where N is the narrow side, neighbouring work-items are K slices and K is at least this
-  // long (x A^T and dy B at the MLP's width), K is cut into chunks, a group each, of tiles of
-  // chunkRows rows by all of N, and the group that finishes a tile last adds its chunks' sums
-  // (rtile_matmul_narrow.cl, KC). A group per 4 x 4 block reads the wide operand once per texel
-  // of N and the narrow one once per 4 rows; these tiles read each once per tile. 0: never.
-  int64_t chunkMinK = 0;
-  int64_t chunkRows = 32;
-  // Where neighbouring work-items walk the wide side (a narrow N's row blocks with L transposed:
-  // x^T dt, dy^T h; a narrow M's output texels: t^T dy), a work-item owns every 4 x 4 block of
-  // the narrow side (up to 16 wide), and a group's neighbouring work-items cover this many texels
-  // of the wide side (a power of two), the rest of the group being K slices. Each texel of the
-  // wide operand is then read by one work-item of one group: with a block a work-item, the
-  // other blocks of the narrow side read it again, and a warp's lanes repeat each other's
-  // loads. 0: never.
-  int64_t wideRun = 0;
-};
-
-struct MatmulCostModel {
-  std::vector<MatmulCandidate> candidates;  // empty: the fallback tiling (kernels.matmul_tile)
+// The profile's matmul block with the device facts it is costed by.
+struct MatmulCostModel : profile::MatmulBlock {
   int64_t computeUnits = 0;
   double peakGflops = 0, bandwidthGbps = 0;
-  double launchUs = 0;          // fixed cost of one launch (a split-K sum is one more)
-  int64_t localMemoryBytes = 0; // 0: unknown (no candidate is excluded for its local tiles)
-  int64_t maxSplit = 32;
-  double occupancyExponent = 0.6;  // partial waves: throughput x (active / groupsPerUnit)^this
-  double tileLoadGbps = 0;         // per compute unit, global -> local tile loads; 0: not modelled
-  NarrowOptions narrow;
 };
 
 // rtile_matmul_narrow.cl's tile: a work-group computes TM x TN outputs in 4 x 4 blocks, each
@@ -166,8 +99,6 @@ NarrowOrder chooseNarrowOrder(int64_t m, int64_t n, bool lhsTransposed, bool rhs
 // all of the narrow side (NarrowTiling::bm, bn) and a group o.wideRun texels of the wide side by
 // the slices that fit.
 inline constexpr int64_t kMinNarrowSliceTexels = 8;
-// rtile_matmul_narrow.cl's tree: partial[4][work-items] float4.
-inline constexpr int64_t kNarrowLocalBytesPerWorkItem = 4 * 16;
 // The local memory of the narrow kernel at tiling `t`: the tree, and with `staged` the round's
 // 4 KS rows of the group's TN columns plus a texel of padding every 4 rows.
 int64_t narrowLocalBytes(const NarrowTiling& t, bool staged);
@@ -214,14 +145,10 @@ struct MatmulSchedule {
 MatmulSchedule chooseMatmulSchedule(const MatmulCostModel& model, const MatmulTiling& fallback, int64_t m, int64_t n,
                                     int64_t k, int64_t batch = 1);
 
-// "TMxTNxTK/RMxRN" (and the pipeline depth) <-> MatmulTiling; parse errors name the text.
-Result<MatmulTiling> parseTile(const std::string& text, int64_t pipeline);
-// "TMxTNxTK/RMxRN[:PIPE]", as fbl-bench's --tile takes it: without ":PIPE", `defaultPipeline`.
-Result<MatmulTiling> parseTileSpec(const std::string& spec, int64_t defaultPipeline);
-std::string tileString(const MatmulTiling& t);
-
-// The profile's "matmul" block (absent: an empty model); compute units, peak and bandwidth from
-// the profile's top level. Errors name `path` and the field.
+// The cost model of a profile: its matmul block (an empty model without one) and the compute
+// units, peak and bandwidth from its top level.
+MatmulCostModel matmulCostModel(const profile::HardwareProfile& p);
+// The same from a profile's JSON, checked as loadProfile checks it; errors name `path`.
 Result<MatmulCostModel> parseMatmulCostModel(const nlohmann::json& profile, const std::string& path);
 
 }  // namespace fbl::codegen

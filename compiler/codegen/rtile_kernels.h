@@ -18,7 +18,6 @@
 
 #include <array>
 
-#include "compiler/codegen/device_tuning.h"
 #include "compiler/codegen/kernel_emitter.h"
 #include "compiler/codegen/matmul_tiling.h"
 #include "compiler/layout/layout.h"

@@ -29,8 +29,9 @@ Result<std::optional<profile::HardwareProfile>> startingPoint(const ProfileArgs&
   auto existing = profile::profileFromJson(j, args.output);
   if (existing.ok()) return std::optional<profile::HardwareProfile>(std::move(existing).value());
   foreign = profile::extraFields(j);
-  // The planner's block is part of the schema but not measured: a partial profile keeps it too.
-  if (j.is_object() && j.contains("opencl")) foreign["opencl"] = j["opencl"];
+  // The blocks the schema defines but nothing measures: a partial profile keeps them too.
+  for (const char* block : {"opencl", "matmul", "kernels"})
+    if (j.is_object() && j.contains(block)) foreign[block] = j[block];
   return std::optional<profile::HardwareProfile>();
 }
 

@@ -1,7 +1,5 @@
 #include "compiler/plan/profile.h"
 
-#include <nlohmann/json.hpp>
-
 #include "compiler/layout/rtile_wave_cost.h"
 
 namespace fbl::plan {
@@ -15,19 +13,8 @@ Result<Profile> plannerProfile(const profile::HardwareProfile& hw, const std::st
   p.workgroupSize = hw.opencl.workgroupSize;
   p.bufferAlignment = hw.opencl.bufferAlignment;
   p.buildOptions = hw.opencl.buildOptions;
-  // The cost model reads the profile's throughput facts beside its own block.
-  nlohmann::json costInputs = hw.extra;
-  costInputs["compute_units"] = hw.computeUnits;
-  costInputs["peak_gflops"] = hw.peakGflops.value_or(0.0);
-  costInputs["bandwidth_gbps"] = hw.bandwidthGBs.value_or(0.0);
-  FBL_ASSIGN(p.matmul, codegen::parseMatmulCostModel(costInputs, origin));
-  // Without a "kernels" block: the device class's numbers, attention within the local memory the
-  // matmul block knows.
-  p.tuning = codegen::defaultTuning(p.deviceClass, p.workgroupSize);
-  if (p.matmul.localMemoryBytes > 0) p.tuning.attention.localBytes = p.matmul.localMemoryBytes;
-  if (hw.extra.contains("kernels")) {
-    FBL_ASSIGN(p.tuning, codegen::parseDeviceTuning(hw.extra["kernels"], p.tuning, origin));
-  }
+  p.matmul = codegen::matmulCostModel(hw);
+  p.tuning = profile::deviceTuning(hw);
   p.waveSize = hw.waveSize;
   if (hw.waveFootprint) {
     // R-Tiles are scored for the staging of the tiling named in the profile: it must be the one

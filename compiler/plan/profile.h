@@ -1,14 +1,13 @@
 // The planner's view of a hardware profile (profiles/<name>.json, read and validated once by
 // profile::loadProfile): the constants codegen and the planner need for one kind of GPU, from
-// the profile's facts, its "opencl" block, and its "matmul" and "kernels" blocks (codegen's own
-// parts, which the profile schema keeps for it). Heuristics live here, not inline in passes.
+// the profile's facts and its typed "opencl", "matmul" and "kernels" blocks. Heuristics live
+// here, not inline in passes.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 #include <string>
 
-#include "compiler/codegen/device_tuning.h"
 #include "compiler/codegen/matmul_tiling.h"
 #include "compiler/layout/wave_footprint.h"
 #include "compiler/profile/profile.h"
@@ -35,7 +34,7 @@ struct Profile {
   // MatMul tilings and the cost model that picks one per product (codegen/matmul_tiling.h).
   codegen::MatmulCostModel matmul;
   // The tiling rules' per-device numbers: the "kernels" block over the device class's defaults
-  // (codegen/device_tuning.h).
+  // (profile::deviceTuning).
   codegen::DeviceTuning tuning;
   // The tiling a MatMul gets without a cost model's choice: the first candidate of the `matmul`
   // block, else kernels.matmul_tile.

@@ -27,7 +27,7 @@ const std::set<std::string>& knownKeys() {
   static const std::set<std::string> k = [] {
     std::set<std::string> s(valueFields().begin(), valueFields().end());
     s.insert({"schema", "name", "device", "notes", "provenance", "memory", "compile_defaults", "rtile_cost", "bracket",
-              "opencl"});
+              "opencl", "matmul", "kernels"});
     return s;
   }();
   return k;
@@ -165,6 +165,21 @@ double AccessTable::at(AccessPattern p, int t) const {
       if (threads[i] < threads[best]) best = i;
   }
   return v[best];
+}
+
+namespace {
+
+// The device class's numbers, before the kernels block.
+DeviceTuning classTuning(const HardwareProfile& p) {
+  DeviceTuning t = defaultTuning(p.deviceClass, p.opencl.workgroupSize);
+  if (p.matmul && p.matmul->localMemoryBytes > 0) t.attention.localBytes = p.matmul->localMemoryBytes;
+  return t;
+}
+
+}  // namespace
+
+DeviceTuning deviceTuning(const HardwareProfile& p) {
+  return p.kernels ? p.kernels->over(classTuning(p)) : classTuning(p);
 }
 
 Status validateProfile(const HardwareProfile& p, const std::string& origin) {
@@ -427,6 +442,15 @@ Result<HardwareProfile> profileFromJson(const json& j, const std::string& origin
         return r.bad("rtile_cost." + key, "is not an rtile_cost field (model, tile, work_items)");
     p.waveFootprint = w;
   }
+  // The kernel generator's blocks: tilings are costed with the facts above, and the kernels
+  // block's numbers are checked over the device class's.
+  if (j.contains("matmul")) {
+    const bool facts = p.computeUnits > 0 && p.peakGflops.value_or(0) > 0 && p.bandwidthGBs.value_or(0) > 0;
+    FBL_ASSIGN(p.matmul, parseMatmulBlock(j.at("matmul"), facts, origin));
+  }
+  if (j.contains("kernels")) {
+    FBL_ASSIGN(p.kernels, parseKernelsBlock(j.at("kernels"), classTuning(p), origin));
+  }
   FBL_ASSIGN(const json* prov, r.get(j, "provenance", "provenance"));
   if (!prov->is_object()) return r.bad("provenance", "expected an object of field -> source");
   for (const auto& [field, text] : prov->items()) {
@@ -487,6 +511,8 @@ json profileToJson(const HardwareProfile& p) {
     if (!o.buildOptions.empty()) j["opencl"]["build_options"] = o.buildOptions;
     if (!o.provenance.empty()) j["opencl"]["provenance"] = o.provenance;
   }
+  if (p.matmul) j["matmul"] = matmulBlockToJson(*p.matmul);
+  if (p.kernels) j["kernels"] = kernelsBlockToJson(*p.kernels);
   j["provenance"] = p.provenance;
   for (const auto& [key, value] : p.extra.items()) j[key] = value;
   return j;

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compiler/profile/kernel_blocks.h"
 #include "compiler/support/result.h"
 
 namespace fbl::profile {
@@ -48,11 +49,6 @@ struct TextureBlock {
   int h = 1;
   int w = 1;
 };
-
-// What kind of OpenCL device runs the plan (CL_DEVICE_TYPE, the profile's "device_class"):
-// kernels take a CPU's or a GPU's tilings and defaults.
-enum class DeviceClass { kCpu, kGpu };
-const char* deviceClassName(DeviceClass d);  // "cpu", "gpu"
 
 // The planner's OpenCL settings, the profile's optional "opencl" block with its own
 // "provenance" string: the work-group size of 1-D launches, the alignment of tensor offsets in
@@ -159,6 +155,9 @@ struct HardwareProfile {
   std::optional<WaveFootprintScoring> waveFootprint;
   Bracket bracket;
   OpenClOptions opencl;
+  // The kernel generator's blocks (kernel_blocks.h), typed; absent where the file has none.
+  std::optional<MatmulBlock> matmul;
+  std::optional<KernelsBlock> kernels;
 
   // Field name (as in the JSON) -> provenance text; every field above has one.
   std::map<std::string, std::string> provenance;
@@ -173,9 +172,14 @@ nlohmann::json profileToJson(const HardwareProfile& p);
 Result<HardwareProfile> loadProfile(const std::string& path);
 
 // The top-level keys of `j` this schema does not define (other tools' fields in the same file,
-// e.g. the planner's "matmul" and "kernels" blocks), so that rewriting a profile keeps them.
+// e.g. the simulator's "memory_model"), so that rewriting a profile keeps them.
 nlohmann::json extraFields(const nlohmann::json& j);
 Status saveProfile(const HardwareProfile& p, const std::string& path);
+
+// The numbers codegen's tiling rules get on this device: its class's defaults (defaultTuning over
+// opencl.workgroup_size), attention within matmul.local_memory_bytes where that is set, and the
+// kernels block over them.
+DeviceTuning deviceTuning(const HardwareProfile& p);
 
 // Checks the invariants every consumer relies on (positive sizes, a table per pattern, a
 // provenance per field); profileFromJson calls it, and so should anyone who builds one by hand.

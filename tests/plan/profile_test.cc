@@ -1,8 +1,9 @@
 // The planner's reading of a profile (compiler/plan/profile.h): the device class and the `opencl`
 // block come from the profile's typed parts (tests/profile/profile_test.cc checks their parsing),
 // and the build options reach the plan's program (the H200's register cap, docs/kernels.md
-// "Registers"); profiles without them build with -cl-std=CL1.2 alone. The `kernels` block (codegen/device_tuning.h) likewise: every committed profile
-// has one, a bad one is refused naming the field, and its numbers reach the plan's launches.
+// "Registers"); profiles without them build with -cl-std=CL1.2 alone. The `kernels` block
+// (profile/kernel_blocks.h) likewise: every committed profile has one, a bad one is refused naming
+// the field, and its numbers reach the plan's launches.
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -23,8 +24,10 @@ namespace {
 Result<Profile> withKernels(const nlohmann::json& kernels) {
   auto hw = profile::loadProfile(FBL_SOURCE_DIR "/profiles/pocl-cpu.json");
   REQUIRE(hw.ok());
-  hw->extra["kernels"] = kernels;
-  return plannerProfile(*hw, "test-profile.json");
+  nlohmann::json j = profile::profileToJson(*hw);
+  j["kernels"] = kernels;
+  FBL_ASSIGN(profile::HardwareProfile edited, profile::profileFromJson(j, "test-profile.json"));
+  return plannerProfile(edited, "test-profile.json");
 }
 
 planfile::Plan compiledWithPath(const std::string& path, const std::string& storage = "auto") {
@@ -57,7 +60,7 @@ TEST_CASE("a profile's opencl.build_options follow -cl-std=CL1.2 in the plan", "
 TEST_CASE("the planner takes its device class from the profile", "[plan][profile]") {
   auto hw = profile::loadProfile(FBL_SOURCE_DIR "/profiles/pocl-cpu.json");
   REQUIRE(hw.ok());
-  hw->extra.erase("kernels");  // the device class's defaults, not the profile's numbers
+  hw->kernels.reset();  // the device class's defaults, not the profile's numbers
   auto cpu = plannerProfile(*hw, "pocl-cpu.json");
   REQUIRE(cpu.ok());
   CHECK(cpu->deviceClass == profile::DeviceClass::kCpu);
@@ -77,7 +80,7 @@ TEST_CASE("every committed profile states its kernel tiling numbers", "[plan][pr
     auto hw = profile::loadProfile(entry.path().string());
     REQUIRE(hw.ok());
     INFO(entry.path().string());
-    CHECK(hw->extra.contains("kernels"));
+    CHECK(hw->kernels.has_value());
     auto p = plannerProfile(*hw, entry.path().string());
     INFO((p.ok() ? std::string("ok") : p.error().message));
     REQUIRE(p.ok());
@@ -89,7 +92,7 @@ TEST_CASE("every committed profile states its kernel tiling numbers", "[plan][pr
 TEST_CASE("a malformed kernels block is refused naming the field", "[plan][profile]") {
   auto hw = profile::loadProfile(FBL_SOURCE_DIR "/profiles/pocl-cpu.json");
   REQUIRE(hw.ok());
-  const nlohmann::json good = hw->extra.at("kernels");
+  const nlohmann::json good = profile::profileToJson(*hw).at("kernels");
   auto refused = [&](const char* why, auto edit) {
     nlohmann::json k = good;
     edit(k);

@@ -1,4 +1,5 @@
 #include <filesystem>
+#include <set>
 #include <fstream>
 
 #include <catch2/catch.hpp>
@@ -47,7 +48,11 @@ HardwareProfile sampleProfile() {
   p.provenance["memory.app_budget_bytes"] = "pending measurement";
   p.opencl.present = true;
   p.opencl.workgroupSize = 128;
-  p.extra["kernels"] = {{"matmul_tile", "64x64x16/4x4"}};  // another part's block, kept verbatim
+  p.extra["other_tool"] = {{"setting", "64x64x16/4x4"}};  // another tool's block, kept verbatim
+  p.kernels = KernelsBlock{};
+  p.kernels->provenance = "estimated: test";
+  p.kernels->set = {"attention.max_tile"};
+  p.kernels->values.attention.maxTile = 16;
   return p;
 }
 
@@ -79,7 +84,10 @@ TEST_CASE("profile JSON round trip keeps every field and foreign keys", "[profil
   CHECK(back->deviceClass == DeviceClass::kGpu);
   CHECK(back->opencl.workgroupSize == 128);
   CHECK(back->opencl.bufferAlignment == 512);
-  REQUIRE(back->extra.at("kernels").at("matmul_tile") == "64x64x16/4x4");
+  REQUIRE(back->extra.at("other_tool").at("setting") == "64x64x16/4x4");
+  REQUIRE(back->kernels.has_value());
+  CHECK(back->kernels->set == std::set<std::string>{"attention.max_tile"});
+  CHECK(deviceTuning(*back).attention.maxTile == 16);
   REQUIRE_FALSE(back->peakGflops.has_value());
   REQUIRE(back->accessTable->throughput.at(AccessPattern::kBlock8) ==
           p.accessTable->throughput.at(AccessPattern::kBlock8));
