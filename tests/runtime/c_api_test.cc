@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -29,12 +30,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Removed when the process exits, as tests/runtime/temp_dir.h's (FBL_KEEP_TEST_FILES=1 keeps it).
 const std::string& tempDir() {
-  static const std::string d = [] {
-    const fs::path p = fs::temp_directory_path() / ("fbl-c-api-test-" + std::to_string(::getpid()));
-    fs::create_directories(p);
-    return p.string();
-  }();
+  struct Scratch {
+    fs::path path = fs::temp_directory_path() / ("fbl-c-api-test-" + std::to_string(::getpid()));
+    Scratch() { fs::create_directories(path); }
+    ~Scratch() {
+      std::error_code ignored;
+      if (!std::getenv("FBL_KEEP_TEST_FILES")) fs::remove_all(path, ignored);
+    }
+  };
+  static const Scratch scratch;
+  static const std::string d = scratch.path.string();
   return d;
 }
 

@@ -1,4 +1,6 @@
-// A scratch directory per test process, for the tests that need only the runtime.
+// A scratch directory per test process, for the tests that need only the runtime. It is removed
+// when the process exits, so a suite run leaves nothing behind in /tmp; FBL_KEEP_TEST_FILES=1
+// keeps it, to look at what a failing test wrote.
 #pragma once
 
 #include <unistd.h>
@@ -9,9 +11,15 @@
 namespace fbl::testing {
 
 inline std::string tempDir() {
-  std::string d = "/tmp/fbl-runtime-test-" + std::to_string(::getpid());
-  std::system(("mkdir -p " + d).c_str());
-  return d;
+  struct Scratch {
+    std::string path = "/tmp/fbl-runtime-test-" + std::to_string(::getpid());
+    ~Scratch() {
+      if (!std::getenv("FBL_KEEP_TEST_FILES")) std::system(("rm -rf " + path).c_str());
+    }
+  };
+  static const Scratch scratch;
+  std::system(("mkdir -p " + scratch.path).c_str());  // again each time: a test may have removed it
+  return scratch.path;
 }
 
 }  // namespace fbl::testing
