@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <map>
 
 #include <fmt/format.h>
@@ -17,6 +16,7 @@
 #include "compiler/report/explain.h"
 #include "compiler/report/step_estimate.h"
 #include "compiler/support/int_math.h"
+#include "runtime/plan_check.h"
 #include "runtime/plan_file.h"
 #include "sim/memory_model.h"
 
@@ -53,11 +53,8 @@ int runEstimateBench(const EstimateBenchOptions& o) {
   std::vector<std::pair<std::string, planfile::Plan>> plans;
   const bool isPlan = o.input.size() > 4 && o.input.substr(o.input.size() - 4) == ".fbp";
   if (isPlan) {
-    std::ifstream in(o.input, std::ios::binary);
-    if (!in) return fail(o.input + ": cannot read the file");
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    Result<planfile::Plan> p = planfile::parse(bytes);
-    if (!p.ok()) return fail(o.input + ": " + p.error().message);
+    Result<planfile::Plan> p = rt::readPlanFile(o.input);
+    if (!p.ok()) return fail(p.error().message);
     plans.emplace_back("plan", std::move(p).value());
   } else {
     std::vector<std::string> names;

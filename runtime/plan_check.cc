@@ -23,6 +23,7 @@
 #include <map>
 #include <vector>
 
+#include "runtime/files.h"
 #include "runtime/input_check.h"
 #include "runtime/shape_text.h"
 
@@ -606,6 +607,11 @@ Result<Plan> loadPlan(const std::string& bytes, const std::string& path, const D
   if (limits)
     if (Status e = checkLaunchGeometry(*plan, *limits); !e.ok()) return Error{where + e.error().message};
   return plan;
+}
+
+Result<Plan> readPlanFile(const std::string& path, const DeviceLimits* limits) {
+  FBL_ASSIGN(const std::string bytes, readWholeFile(path, "a plan file"));
+  return loadPlan(bytes, path, limits);
 }
 
 }  // namespace fbl::rt

@@ -38,6 +38,10 @@ Status checkPlan(const planfile::Plan& plan);
 Status checkLaunchGeometry(const planfile::Plan& plan, const DeviceLimits& limits);
 // parse, checkPlan and (with limits) checkLaunchGeometry; a refusal starts "plan 'PATH': ".
 Result<planfile::Plan> loadPlan(const std::string& bytes, const std::string& path, const DeviceLimits* limits);
+// The plan in the file `path`: readWholeFile's refusals (no such file, a directory, a failed
+// read) in one line naming it, then loadPlan's. What the runtime and every tool that reads a
+// plan file (fblc print-plan, explain, diff; fbl-bench estimate) open plans with.
+Result<planfile::Plan> readPlanFile(const std::string& path, const DeviceLimits* limits = nullptr);
 // "launch 12 (k3_mul, node 'node_mul_3')" or "transfer 4 (...)": how messages name a launch.
 std::string launchName(const planfile::Plan& plan, size_t index, bool transfer);
 

@@ -327,9 +327,8 @@ struct Session::Impl {
   }
 
   Status open(const OpenOptions& opts) {
-    FBL_ASSIGN(const std::string bytes, readWholeFile(planPath, "a plan file"));
     // Parsed and checked whole before any OpenCL call; geometry once the device is known.
-    FBL_ASSIGN(plan, loadPlan(bytes, planPath, nullptr));
+    FBL_ASSIGN(plan, readPlanFile(planPath));
     // 2. device
     const std::vector<Dev> devs = allDevices();
     if (devs.empty()) return Error{"no OpenCL device found (is an ICD installed? `clinfo -l` lists them)"};

@@ -1,6 +1,5 @@
 #include "compiler/plan/plan_printer.h"
 
-#include <fstream>
 #include <iterator>
 
 #include <fmt/format.h>
@@ -87,13 +86,7 @@ std::string printPlan(const planfile::Plan& p) {
 }
 
 int runPrintPlan(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    fmt::print(stderr, "error: {}: cannot open the plan\n", path);
-    return 1;
-  }
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const Result<planfile::Plan> plan = rt::loadPlan(bytes, path, nullptr);
+  const Result<planfile::Plan> plan = rt::readPlanFile(path);
   if (!plan.ok()) {
     fmt::print(stderr, "error: {}\n", plan.error().message);
     return 1;

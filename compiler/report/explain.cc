@@ -9,7 +9,6 @@
 #include "compiler/report/explain.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -21,6 +20,7 @@
 #include "compiler/passes/layout_assignment_printer.h"
 #include "compiler/report/memory_report.h"
 #include "compiler/report/step_estimate.h"
+#include "runtime/plan_check.h"
 
 namespace fbl::report {
 
@@ -311,20 +311,9 @@ std::string formatExplain(const ExplainReport& r) {
 }
 
 int runExplain(const ExplainArgs& args) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(args.plan, ec)) {
-    fmt::print(stderr, "error: {}: no such plan file\n", args.plan);
-    return 1;
-  }
-  std::ifstream in(args.plan, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in && !in.eof()) {
-    fmt::print(stderr, "error: {}: cannot read the file\n", args.plan);
-    return 1;
-  }
-  const Result<planfile::Plan> read = planfile::parse(bytes);
+  const Result<planfile::Plan> read = rt::readPlanFile(args.plan);
   if (!read.ok()) {
-    fmt::print(stderr, "error: {}: {}\n", args.plan, read.error().message);
+    fmt::print(stderr, "error: {}\n", read.error().message);
     return 1;
   }
   const planfile::Plan& plan = *read;

@@ -1,10 +1,11 @@
 #include "compiler/report/plan_diff.h"
 
-#include <fstream>
 #include <map>
 #include <set>
 
 #include <fmt/format.h>
+
+#include "runtime/plan_check.h"
 
 namespace fbl::report {
 
@@ -275,24 +276,10 @@ nlohmann::json diffJson(const PlanDiff& d, const std::string& oldPath, const std
           {"other", d.otherKeys}};
 }
 
-namespace {
-
-// The plan at `path`, or one line saying why it is not one.
-Result<Plan> readPlan(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{path + ": cannot open the file"};
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  Result<Plan> plan = planfile::parse(bytes);
-  if (!plan.ok()) return Error{path + ": " + plan.error().message};
-  return plan;
-}
-
-}  // namespace
-
 int runDiff(const DiffArgs& args, std::ostream& out, std::ostream& err) {
   Plan plans[2];
   for (const auto& [path, plan] : {std::pair{&args.oldPlan, &plans[0]}, std::pair{&args.newPlan, &plans[1]}}) {
-    Result<Plan> read = readPlan(*path);
+    Result<Plan> read = rt::readPlanFile(*path);
     if (!read.ok()) {
       err << "error: " << read.error().message << "\n";
       return 2;

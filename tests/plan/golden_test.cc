@@ -87,6 +87,9 @@ TEST_CASE("fblc print-plan prints a plan file as its golden, and refuses what th
   std::ofstream(plan, std::ios::binary | std::ios::trunc) << "not a plan";
   CHECK(run(plan) == 1);
   CHECK(slurp(err) == "error: plan '" + plan + "': not an fbl plan (bad magic); compile one with `fblc compile`\n");
+  // A directory is refused by name, as the runtime refuses it (rt::readPlanFile).
+  CHECK(run(std::string(FBL_SOURCE_DIR) + "/tests") == 1);
+  CHECK(slurp(err) == "error: '" FBL_SOURCE_DIR "/tests' is a directory, not a plan file\n");
 }
 
 // tests/runtime/c_api_test.cc drives the C API over a plan the repository keeps, so that

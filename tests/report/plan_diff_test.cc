@@ -111,7 +111,8 @@ TEST_CASE("fblc diff: a file that is not a plan exits 2 with one line", "[analys
   const std::string bad = "/tmp/fbl-plan-diff-corrupt.fbp";
   std::ofstream(bad, std::ios::binary | std::ios::trunc) << bytes;
   for (const auto& [a, b, what] : {std::tuple{good, bad, std::string("checksum")},
-                                   std::tuple{std::string("/tmp/fbl-plan-diff-missing.fbp"), good, std::string("cannot open")}}) {
+                                   std::tuple{std::string("/tmp/fbl-plan-diff-missing.fbp"), good, std::string("cannot open")},
+                                   std::tuple{good, std::string("/tmp"), std::string("'/tmp' is a directory, not a plan file")}}) {
     const Run r = diff(a, b);
     CHECK(r.rc == 2);
     CHECK(r.out.empty());
