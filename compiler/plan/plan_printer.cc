@@ -1,6 +1,5 @@
 #include "compiler/plan/plan_printer.h"
 
-#include <iterator>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -5,10 +5,8 @@
 // sources, into fbl_c_api_asan_tests (AddressSanitizer and UBSan; CMakeLists.txt). The plan is
 // llama-tiny's, compiled by fblc and kept in tests/data/c_api/ (FBL_C_API_PLAN, FBL_C_API_WEIGHTS),
 // so this binary builds without the compiler.
-#include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -24,26 +22,12 @@
 #include "runtime/plan_file.h"
 #include "runtime/safetensors.h"
 #include "tests/runtime/status_assertions.h"
+#include "tests/runtime/temp_dir.h"
 
 namespace fbl::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Removed when the process exits, as tests/runtime/temp_dir.h's (FBL_KEEP_TEST_FILES=1 keeps it).
-const std::string& tempDir() {
-  struct Scratch {
-    fs::path path = fs::temp_directory_path() / ("fbl-c-api-test-" + std::to_string(::getpid()));
-    Scratch() { fs::create_directories(path); }
-    ~Scratch() {
-      std::error_code ignored;
-      if (!std::getenv("FBL_KEEP_TEST_FILES")) fs::remove_all(path, ignored);
-    }
-  };
-  static const Scratch scratch;
-  static const std::string d = scratch.path.string();
-  return d;
-}
 
 const planfile::Plan& plan() {
   static const planfile::Plan p = [] {

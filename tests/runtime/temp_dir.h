@@ -3,6 +3,7 @@
 // keeps it, to look at what a failing test wrote.
 #pragma once
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -18,7 +19,7 @@ inline std::string tempDir() {
     }
   };
   static const Scratch scratch;
-  std::system(("mkdir -p " + scratch.path).c_str());  // again each time: a test may have removed it
+  ::mkdir(scratch.path.c_str(), 0755);  // again each time (EEXIST then): a test may have removed it
   return scratch.path;
 }
 
