@@ -9,7 +9,7 @@ include(CTest)
 include(Catch)
 
 # PoCL's build flags for the tests that run whole plans: fbl_runtime_tests (through a compile
-# definition, tests/runtime/pocl_build_flags.cc), fbl_device_tests, the script tests and the
+# definition, tests/runtime/whole_plan_environment.cc), fbl_device_tests, the script tests and the
 # arm64 example (through their environment, tests/CMakeLists.txt). They check what a plan
 # computes, and LLVM's optimizer made them about 2.3x slower. The kernel tests (fbl_tests) keep
 # PoCL's optimizer, the path closest to a device compiler's. Empty runs them all optimized.
@@ -25,7 +25,7 @@ set(FBL_C_API_TEST_DEFINITIONS FBL_C_API_PLAN="${FBL_C_API_PLAN}" FBL_C_API_WEIG
 
 file(GLOB FBL_RUNTIME_TEST_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/runtime/*_test.cc)
 add_executable(fbl_runtime_tests ${FBL_RUNTIME_TEST_SOURCES} ${CMAKE_SOURCE_DIR}/runtime/tools/loss_curve.cc
-                                 ${CMAKE_SOURCE_DIR}/tests/runtime/pocl_build_flags.cc $<TARGET_OBJECTS:fbl_catch_main>)
+                                 ${CMAKE_SOURCE_DIR}/tests/runtime/whole_plan_environment.cc $<TARGET_OBJECTS:fbl_catch_main>)
 target_link_libraries(fbl_runtime_tests PRIVATE fbl_runtime_static fmt::fmt Catch2::Catch2)
 target_compile_definitions(fbl_runtime_tests PRIVATE FBL_WHOLE_PLAN_POCL_FLAGS="${FBL_WHOLE_PLAN_POCL_FLAGS}"
                                                      ${FBL_C_API_TEST_DEFINITIONS})

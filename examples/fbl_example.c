@@ -5,7 +5,8 @@
  *               [--device N] [--cache-dir DIR]
  *
  * 1. Opens PLAN (written on a desktop by `fblc compile`) and loads WEIGHTS (the safetensors file
- *    `fblc compile` writes beside it).
+ *    `fblc compile` writes beside it). --cache-dir: where the built program is cached ("": no
+ *    cache; default: the runtime's, docs/runtime.md).
  * 2. Prints the plan's memory, lists its inputs (fbl_input_info, fbl_input_role,
  *    fbl_input_bounds) and writes one batch to every one of them in the shape the plan gives:
  *    token ids (a fixed sequence in the values the plan accepts, the one named NAME, default the

@@ -233,6 +233,7 @@ int fbl_open(const char* plan_path, int device, const char* cache_dir, fbl_sessi
     fbl::rt::OpenOptions o;
     o.device = device;
     if (cache_dir) o.cacheDir = cache_dir;
+    o.cachePrograms = !cache_dir || *cache_dir;
     auto session = fbl::rt::Session::open(plan_path, o);
     if (int r = c.check(session)) return r;
     auto handle = std::make_unique<fbl_session>();

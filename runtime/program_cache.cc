@@ -117,6 +117,11 @@ std::string defaultCacheDir() {
   return "";
 }
 
+bool programCacheEnabled() {
+  const char* v = std::getenv("FBL_PROGRAM_CACHE");
+  return !(v && std::string(v) == "0");
+}
+
 Result<BuiltProgram> buildProgram(cl_context ctx, cl_device_id dev, const std::string& source,
                                   const std::string& options, const std::string& cacheDir) {
   const std::string path = cacheDir.empty() ? "" : cacheDir + "/" + cacheKey(dev, source, options) + ".clbin";

@@ -27,4 +27,8 @@ Result<BuiltProgram> buildProgram(cl_context ctx, cl_device_id dev, const std::s
 // The default cache directory: $FBL_CACHE_DIR, else $XDG_CACHE_HOME/fbl, else $HOME/.cache/fbl.
 std::string defaultCacheDir();
 
+// False when the environment switches the cache off for the whole process (FBL_PROGRAM_CACHE=0),
+// whatever directory a caller names.
+bool programCacheEnabled();
+
 }  // namespace fbl::rt

@@ -386,7 +386,9 @@ struct Session::Impl {
       }
     }
     // 4. program and kernels
-    const std::string cacheDir = opts.cacheDir.empty() ? defaultCacheDir() : opts.cacheDir;
+    const std::string cacheDir = !opts.cachePrograms || !programCacheEnabled() ? std::string()
+                                 : opts.cacheDir.empty()                        ? defaultCacheDir()
+                                                                                : opts.cacheDir;
     const Result<BuiltProgram> built = buildProgram(ctx, dev.id, plan.program, plan.buildOptions, cacheDir);
     if (!built.ok()) return Error{where() + ": " + built.error().message};
     program = built->program;

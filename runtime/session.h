@@ -23,6 +23,10 @@ namespace fbl::rt {
 struct OpenOptions {
   int device = -1;       // index into listDevices(); -1: the first GPU, else the first device
   std::string cacheDir;  // built programs; empty: $FBL_CACHE_DIR, else ~/.cache/fbl, else none
+  // false: build the program from source at every open and store nothing. For drivers that keep
+  // a cache of their own: PoCL compiles every kernel again to hand out a binary, so there the store
+  // costs more than the build. FBL_PROGRAM_CACHE=0 in the environment has the same effect.
+  bool cachePrograms = true;
   bool verbose = false;  // say which device and whether the program came from the cache
   // Create the queue with CL_QUEUE_PROFILING_ENABLE and keep one event per launch, so that
   // launchTimes() gives each launch's device time. Off by default: no events, no overhead.
@@ -43,7 +47,7 @@ std::vector<DeviceInfo> listDevices();
 
 class Session {
  public:
-  static Result<std::unique_ptr<Session>> open(const std::string& planPath, const OpenOptions& opts);
+  static Result<std::unique_ptr<Session>> open(const std::string& planPath, const OpenOptions& opts = {});
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;

@@ -4,7 +4,7 @@
 //             [--steps N | --epochs E] [--seed S] [--eval-split F | --eval-samples M] [--eval-every K]
 //             [--checkpoint-every K] [--checkpoint PATH] [--resume | --resume-if-exists] [--dump-grads OUT]
 //             [--export-adapter DIR] [--lr X] [--metrics FILE.jsonl] [--loss-curve FILE.svg] [--device N]
-//             [--cache-dir DIR] [--list-devices]
+//             [--cache-dir DIR | --no-program-cache] [--list-devices]
 //
 // It is a desktop tool over the runtime library: the weights are the .safetensors `fblc compile`
 // wrote beside the plan, synthetic inputs (no --data) are drawn within the plan's input_checks
@@ -35,6 +35,7 @@
 
 #include "runtime/dataset.h"
 #include "runtime/dataset_position.h"
+#include "runtime/program_cache.h"
 #include "runtime/safetensors.h"
 #include "runtime/sample_order.h"
 #include "runtime/session.h"
@@ -76,6 +77,7 @@ struct Args {
   // silent fresh start.
   bool resumeIfExists = false;
   bool listDevices = false;
+  bool noProgramCache = false;  // --no-program-cache
   bool help = false;
 };
 
@@ -84,7 +86,7 @@ const char* kUsage =
     "                 [--steps N | --epochs E] [--seed S] [--eval-split F | --eval-samples M] [--eval-every K]\n"
     "                 [--checkpoint-every K] [--checkpoint PATH] [--resume | --resume-if-exists] [--dump-grads OUT]\n"
     "                 [--export-adapter DIR] [--lr X] [--metrics FILE.jsonl] [--loss-curve FILE.svg] [--device N]\n"
-    "                 [--cache-dir DIR] [--list-devices]\n"
+    "                 [--cache-dir DIR | --no-program-cache] [--list-devices]\n"
     "--weights: what `fblc compile` wrote beside the plan (default: PLAN with .safetensors).\n"
     "PATH: FILE.safetensors, FILE.npy, a folder of INPUT.npy, or TensorProtos (DIR/input_K.pb,\n"
     "DIR/test_data_set_*/input_K.pb); see docs/runtime.md, \"Datasets\".\n";
@@ -263,6 +265,7 @@ Status parseArgs(int argc, char** argv, Args* a) {
       if (ok) a->lr = v;
     }
     else if (k == "--cache-dir") ok = value(&a->cacheDir);
+    else if (k == "--no-program-cache") a->noProgramCache = true;
     else if (k == "--list-devices") a->listDevices = true;
     else if (k == "-h" || k == "--help") {
       a->help = true;
@@ -464,8 +467,10 @@ int run(const Args& a) {
   fbl::rt::OpenOptions o;
   o.device = a.device;
   o.cacheDir = a.cacheDir;
+  o.cachePrograms = !a.noProgramCache;
   // Building a plan's program takes 10-30 s on a phone or PoCL the first time: say so before it.
-  fmt::print(stderr, "opening the plan: its kernels are built on a device's first run, then read from the cache\n");
+  fmt::print(stderr, "opening the plan: its kernels are built on a device's first run{}\n",
+             o.cachePrograms && fbl::rt::programCacheEnabled() ? ", then read from the cache" : "");
   Result<std::unique_ptr<fbl::rt::Session>> opened = fbl::rt::Session::open(a.plan, o);
   if (!opened.ok()) return fail(opened);
   const std::unique_ptr<fbl::rt::Session> s = std::move(opened).value();

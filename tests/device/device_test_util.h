@@ -81,10 +81,7 @@ inline plan::Profile testProfile() {
 inline std::unique_ptr<rt::Session> openPlan(const planfile::Plan& plan, const std::string& name) {
   const std::string path = tempDir() + "/" + name + ".fbp";
   REQUIRE_OK(safetensors::writeFileAtomic(path, planfile::serialize(plan)));
-  rt::OpenOptions o;
-  o.cacheDir = tempDir() + "/cache";
-  auto s = fbl::testing::requireValue(rt::Session::open(path, o));
-  return s;
+  return fbl::testing::requireValue(rt::Session::open(path));
 }
 
 // Infers the types of every node of `g`, runs it on PoCL and with the reference executor from

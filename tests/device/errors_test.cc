@@ -4,6 +4,7 @@
 
 #include "compiler/driver/compile_command.h"
 #include "tests/device/device_test_util.h"
+#include "tests/runtime/scoped_env.h"
 #include "tests/runtime/status_assertions.h"
 
 namespace fbl::testing {
@@ -30,9 +31,7 @@ Compiled compileBert() {
 std::string openError(const std::string& bytes) {
   const std::string path = tempDir() + "/bad.fbp";
   std::ofstream(path, std::ios::binary) << bytes;
-  rt::OpenOptions o;
-  o.cacheDir = tempDir() + "/cache";
-  auto s = rt::Session::open(path, o);
+  auto s = rt::Session::open(path);
   CHECK_FALSE(s.ok());
   return fbl::testing::errorText(s);
 }
@@ -155,18 +154,34 @@ TEST_CASE("adapters are exported under peft's names", "[runtime][adapter]") {
   CHECK_THAT(fbl::testing::errorText(n->exportAdapter(dir)), Catch::Contains("the plan has no peft adapter to export"));
 }
 
-TEST_CASE("a built program is cached per device and source", "[runtime][cache]") {
+TEST_CASE("a built program is cached per device and source, unless the cache is switched off", "[runtime][cache]") {
+  const fbl::testing::ScopedEnv cacheOn("FBL_PROGRAM_CACHE", nullptr);  // the test binaries turn it off
   const Compiled c = compileBert();
   const std::string dir = tempDir() + "/fresh-cache";
   std::filesystem::remove_all(dir);
   const std::string path = tempDir() + "/cached.fbp";
   std::ofstream(path, std::ios::binary) << planfile::serialize(c.plan);
+  auto files = [&] {
+    return std::filesystem::exists(dir) ? std::distance(std::filesystem::directory_iterator(dir), {}) : 0;
+  };
   rt::OpenOptions o;
   o.cacheDir = dir;
+  o.cachePrograms = false;
+  CHECK_FALSE(fbl::testing::requireValue(rt::Session::open(path, o))->programFromCache());
+  CHECK(files() == 0);
+  o.cachePrograms = true;
+  {
+    const fbl::testing::ScopedEnv off("FBL_PROGRAM_CACHE", "0");  // wins over the named directory
+    CHECK_FALSE(fbl::testing::requireValue(rt::Session::open(path, o))->programFromCache());
+    CHECK(files() == 0);
+  }
   auto first = fbl::testing::requireValue(rt::Session::open(path, o));
   CHECK_FALSE(first->programFromCache());
+  CHECK(files() == 1);
   auto second = fbl::testing::requireValue(rt::Session::open(path, o));
   CHECK(second->programFromCache());
+  const fbl::testing::ScopedEnv off("FBL_PROGRAM_CACHE", "0");  // a stored binary is not read either
+  CHECK_FALSE(fbl::testing::requireValue(rt::Session::open(path, o))->programFromCache());
 }
 
 }  // namespace

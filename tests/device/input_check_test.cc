@@ -255,7 +255,7 @@ TEST_CASE("Session and C API refuse a bad input before any launch", "[runtime][i
   const std::string path = tempDir() + "/llama-inputs-c.fbp";
   REQUIRE_OK(safetensors::writeFileAtomic(path, planfile::serialize(p)));
   fbl_session* cs = nullptr;
-  REQUIRE(fbl_open(path.c_str(), -1, (tempDir() + "/cache").c_str(), &cs) == FBL_OK);
+  REQUIRE(fbl_open(path.c_str(), -1, nullptr, &cs) == FBL_OK);
   REQUIRE(fbl_load_weights(cs, a.weights.c_str()) == FBL_OK);
   int reports = 0;  // one a launch: none may run on a refused batch
   fbl_set_progress(cs, [](void* n, const fbl_progress*) { return ++*static_cast<int*>(n), 0; }, &reports, 1);
@@ -297,7 +297,7 @@ TEST_CASE("fbl-train prints the bad input's line and exits 1", "[runtime][inputs
   REQUIRE(onnx::writeTensorProtoFile(data + "/test_data_set_1/input_0.pb", "input_0", ids).ok());
   const std::string log = tempDir() + "/bad-data.log";
   const std::string cmd = std::string(FBL_BIN_DIR) + "/fbl-train " + planPath + " --weights " + a.weights + " --data " +
-                          data + " --steps 2 --cache-dir " + tempDir() + "/cache > " + log + " 2>&1";
+                          data + " --steps 2 > " + log + " 2>&1";
   const int st = std::system(cmd.c_str());
   std::stringstream out;
   out << std::ifstream(log).rdbuf();

@@ -256,9 +256,7 @@ struct StepResult {
 
 StepResult runStep(const std::string& planPath, const Model& m) {
   StepResult r;
-  rt::OpenOptions o;
-  o.cacheDir = tempDir() + "/cache";
-  auto opened = rt::Session::open(planPath, o);
+  auto opened = rt::Session::open(planPath);
   r.error = fbl::testing::errorText(opened);
   if (!opened.ok()) return r;
   rt::Session& s = **opened;
@@ -281,10 +279,8 @@ void fuzzPlan(const Model& m, uint64_t seed, int kMutants, int kMaxRuns) {
   const StepResult baseline = kMaxRuns > 0 ? runStep(m.args.output, m) : StepResult{};
   INFO(baseline.error);
   REQUIRE(baseline.error.empty());
-  rt::OpenOptions o;
-  o.cacheDir = tempDir() + "/cache";
   // The device's limits, from a session of the buffer plan (the device is the same).
-  const rt::DeviceLimits limits = fbl::testing::requireValue(rt::Session::open(llamaTiny().args.output, o))->deviceLimits();
+  const rt::DeviceLimits limits = fbl::testing::requireValue(rt::Session::open(llamaTiny().args.output))->deviceLimits();
   const std::string baseExecuted = executed(m.plan);
   // The explain section is optional and never read by the runtime: left out, every mutant is
   // smaller to write and parse.
@@ -468,9 +464,7 @@ TEST_CASE("mutated weights and checkpoints are refused or read unchanged", "[run
         return keys;
       });
   // A checkpoint as the runtime writes it, after one step.
-  rt::OpenOptions o;
-  o.cacheDir = tempDir() + "/cache";
-  auto s = fbl::testing::requireValue(rt::Session::open(m.args.output, o));
+  auto s = fbl::testing::requireValue(rt::Session::open(m.args.output));
   REQUIRE_OK(s->loadWeights(m.args.weights));
   writeInputs(*s, p);
   float loss = 0.0f;

@@ -27,6 +27,7 @@
 #include "runtime/safetensors.h"
 #include "runtime/tools/train_data.h"
 #include "tests/device/device_test_util.h"
+#include "tests/runtime/scoped_env.h"
 #include "tests/runtime/status_assertions.h"
 
 namespace fbl::testing {
@@ -150,8 +151,7 @@ TEST_CASE("fbl-train: two epochs of a dataset, eval loss, resume mid-epoch, bad 
   };
   const std::string data = tempDir() + "/tokens.safetensors";
   writeDataset(data, ids);
-  const std::string common = a.output + " --weights " + a.weights + " --data " + data + " --eval-samples 2 --cache-dir " +
-                             tempDir() + "/cache ";
+  const std::string common = a.output + " --weights " + a.weights + " --data " + data + " --eval-samples 2 ";
 
   const Run whole = fblTrain(common + "--seed 7 --epochs 2", "dataset-whole");
   INFO(whole.log);
@@ -168,7 +168,7 @@ TEST_CASE("fbl-train: two epochs of a dataset, eval loss, resume mid-epoch, bad 
 
   // The C API with the same order trains the same first step.
   fbl_session* cs = nullptr;
-  REQUIRE(fbl_open(a.output.c_str(), -1, (tempDir() + "/cache").c_str(), &cs) == FBL_OK);
+  REQUIRE(fbl_open(a.output.c_str(), -1, nullptr, &cs) == FBL_OK);
   REQUIRE(fbl_load_weights(cs, a.weights.c_str()) == FBL_OK);
   fbl_dataset* ds = nullptr;
   REQUIRE(fbl_dataset_open(cs, data.c_str(), &ds) == FBL_OK);
@@ -208,7 +208,7 @@ TEST_CASE("fbl-train: two epochs of a dataset, eval loss, resume mid-epoch, bad 
   bad[5 * 16 + 9] = 300;
   const std::string badData = tempDir() + "/bad-tokens.safetensors";
   writeDataset(badData, bad);
-  const Run refused = fblTrain(a.output + " --weights " + a.weights + " --data " + badData + " --epochs 1 --cache-dir " + tempDir() + "/cache",
+  const Run refused = fblTrain(a.output + " --weights " + a.weights + " --data " + badData + " --epochs 1",
                                "dataset-bad");
   CHECK(refused.status == 1);
   CHECK_THAT(refused.log, Catch::Contains("error: " + badData + ": sample 5: input '" + input.name + "' position 9 ([0, 9]): index 300 is outside"));
@@ -239,8 +239,7 @@ TEST_CASE("fblc run-ref trains on fbl-train's dataset in fbl-train's order", "[r
   const std::string data = tempDir() + "/run-ref-tokens.safetensors";
   REQUIRE_OK(safetensors::write(data, f));
 
-  const Run device = fblTrain(a.output + " --data " + data + " --seed 3 --steps " + std::to_string(steps) + " --cache-dir " +
-                                  tempDir() + "/cache",
+  const Run device = fblTrain(a.output + " --data " + data + " --seed 3 --steps " + std::to_string(steps),
                               "run-ref-device");
   INFO(device.log);
   REQUIRE(device.status == 0);
@@ -274,9 +273,8 @@ TEST_CASE("fblc run-ref trains on fbl-train's dataset in fbl-train's order", "[r
 TEST_CASE("fbl-train: synthetic inputs from the plan's bounds, weights beside the plan", "[runtime][dataset-train]") {
   driver::Compiled compiled;
   const driver::CompileArgs a = compiledLlamaTiny("llama-synthetic", &compiled);
-  const std::string cache = " --cache-dir " + tempDir() + "/cache";
   const std::string dump = tempDir() + "/synthetic-dump";
-  const Run run = fblTrain(a.output + " --steps 3 --seed 5 --dump-grads " + dump + cache, "synthetic");
+  const Run run = fblTrain(a.output + " --steps 3 --seed 5 --dump-grads " + dump, "synthetic");
   INFO(run.log);
   REQUIRE(run.status == 0);
   CHECK_THAT(run.log, Catch::Contains("data: synthetic inputs (seed 5)"));
@@ -286,7 +284,7 @@ TEST_CASE("fbl-train: synthetic inputs from the plan's bounds, weights beside th
   auto g = passes::loadModel(a.model);
   REQUIRE(g.ok());
   fbl_session* cs = nullptr;
-  REQUIRE(fbl_open(a.output.c_str(), -1, (tempDir() + "/cache").c_str(), &cs) == FBL_OK);
+  REQUIRE(fbl_open(a.output.c_str(), -1, nullptr, &cs) == FBL_OK);
   REQUIRE(fbl_load_weights(cs, a.weights.c_str()) == FBL_OK);
   for (int64_t k = 0; k < 3; ++k) {
     auto batch = zoo::syntheticInputs(*g, 5, k);
@@ -322,13 +320,35 @@ TEST_CASE("fbl-train: synthetic inputs from the plan's bounds, weights beside th
   }
   fbl_close(cs);
 
-  const Run onnx = fblTrain(a.output + " --weights " + a.model + " --steps 1" + cache, "synthetic-onnx");
+  const Run onnx = fblTrain(a.output + " --weights " + a.model + " --steps 1", "synthetic-onnx");
   CHECK(onnx.status == 2);
   CHECK_THAT(onnx.log, Catch::Contains("error: --weights takes the .safetensors `fblc compile` wrote beside the plan"));
   const std::string missing = tempDir() + "/no-such.safetensors";
-  const Run none = fblTrain(a.output + " --weights " + missing + " --steps 1" + cache, "synthetic-missing");
+  const Run none = fblTrain(a.output + " --weights " + missing + " --steps 1", "synthetic-missing");
   CHECK(none.status == 1);
   CHECK_THAT(none.log, Catch::Contains("error: weights '" + missing + "' do not exist"));
+}
+
+TEST_CASE("fbl-train: --cache-dir stores the built program, --no-program-cache builds without one", "[runtime][cache]") {
+  const ScopedEnv cacheOn("FBL_PROGRAM_CACHE", nullptr);  // the test binaries turn it off
+  driver::Compiled compiled;
+  const driver::CompileArgs a = compiledLlamaTiny("llama-cache", &compiled);
+  const std::string dir = tempDir() + "/train-cache";
+  std::filesystem::remove_all(dir);
+  auto files = [&] {
+    return std::filesystem::exists(dir) ? std::distance(std::filesystem::directory_iterator(dir), {}) : 0;
+  };
+  const Run none = fblTrain(a.output + " --steps 1 --cache-dir " + dir + " --no-program-cache", "cache-none");
+  INFO(none.log);
+  REQUIRE(none.status == 0);
+  CHECK(files() == 0);
+  CHECK_THAT(none.log, !Catch::Contains("read from the cache"));
+  const Run first = fblTrain(a.output + " --steps 1 --cache-dir " + dir, "cache-first");
+  REQUIRE(first.status == 0);
+  CHECK(files() == 1);
+  const Run second = fblTrain(a.output + " --steps 1 --cache-dir " + dir, "cache-second");
+  REQUIRE(second.status == 0);
+  CHECK_THAT(second.log, Catch::Contains(", program from cache"));
 }
 
 // --lr sets the base learning rate of a plan compiled with a schedule (step 1's loss is before
@@ -337,13 +357,12 @@ TEST_CASE("fbl-train: --lr sets a scheduled plan's learning rate, and is refused
           "[runtime][train-files]") {
   driver::Compiled fixed;
   const driver::CompileArgs a = compiledLlamaTiny("llama-lr-fixed", &fixed);
-  const std::string cache = " --cache-dir " + tempDir() + "/cache";
-  const Run refused = fblTrain(a.output + " --steps 2 --seed 3 --lr 0.05" + cache, "lr-fixed");
+  const Run refused = fblTrain(a.output + " --steps 2 --seed 3 --lr 0.05", "lr-fixed");
   CHECK(refused.status == 1);
   CHECK_THAT(refused.log, Catch::Contains("error: --lr: the plan's learning rate is compiled into its kernels") &&
                               Catch::Contains("--lr-schedule"));
   CHECK(stepLosses(refused.log).empty());
-  const Run bad = fblTrain(a.output + " --lr -1" + cache, "lr-bad");
+  const Run bad = fblTrain(a.output + " --lr -1", "lr-bad");
   CHECK(bad.status == 2);
   CHECK_THAT(bad.log, Catch::Contains("--lr needs a positive number"));
 
@@ -355,8 +374,8 @@ TEST_CASE("fbl-train: --lr sets a scheduled plan's learning rate, and is refused
   REQUIRE(c.ok());
   REQUIRE(driver::writeWeights(s, c->plan).ok());
   REQUIRE_OK(safetensors::writeFileAtomic(s.output, planfile::serialize(c->plan)));
-  const Run compiled = fblTrain(s.output + " --steps 2 --seed 3" + cache, "lr-compiled");
-  const Run faster = fblTrain(s.output + " --steps 2 --seed 3 --lr 0.05" + cache, "lr-faster");
+  const Run compiled = fblTrain(s.output + " --steps 2 --seed 3", "lr-compiled");
+  const Run faster = fblTrain(s.output + " --steps 2 --seed 3 --lr 0.05", "lr-faster");
   INFO(compiled.log << faster.log);
   REQUIRE(compiled.status == 0);
   REQUIRE(faster.status == 0);
@@ -373,14 +392,13 @@ TEST_CASE("fbl-train: --lr sets a scheduled plan's learning rate, and is refused
 TEST_CASE("fbl-train: --metrics logs every step and evaluation as JSON lines, --loss-curve draws them", "[runtime][train-files]") {
   driver::Compiled compiled;
   const driver::CompileArgs a = compiledLlamaTiny("llama-metrics", &compiled);
-  const std::string cache = " --cache-dir " + tempDir() + "/cache";
   const std::string log = tempDir() + "/metrics/run.jsonl";
   const std::string ckpt = " --checkpoint " + tempDir() + "/metrics.ckpt";
-  const Run run = fblTrain(a.output + " --steps 3 --seed 2 --metrics " + log + ckpt + cache, "metrics");
+  const Run run = fblTrain(a.output + " --steps 3 --seed 2 --metrics " + log + ckpt, "metrics");
   INFO(run.log);
   REQUIRE(run.status == 0);
   const std::string curve = tempDir() + "/metrics/run.svg";
-  const Run more = fblTrain(a.output + " --steps 4 --seed 2 --resume --metrics " + log + " --loss-curve " + curve + ckpt + cache,
+  const Run more = fblTrain(a.output + " --steps 4 --seed 2 --resume --metrics " + log + " --loss-curve " + curve + ckpt,
                             "metrics-resumed");
   INFO(more.log);
   REQUIRE(more.status == 0);
@@ -404,10 +422,10 @@ TEST_CASE("fbl-train: --metrics logs every step and evaluation as JSON lines, --
   for (size_t i = 0; i < 4; ++i)
     CHECK_THAT(svg, Catch::Contains(fmt::format("<title>step {} loss {:.6g}</title>", i + 1, lines[i]["loss"].get<double>())));
   CHECK_THAT(more.log, Catch::Contains("loss curve: " + curve));
-  const Run folder = fblTrain(a.output + " --steps 1 --metrics " + tempDir() + cache, "metrics-folder");
+  const Run folder = fblTrain(a.output + " --steps 1 --metrics " + tempDir(), "metrics-folder");
   CHECK(folder.status == 1);
   CHECK_THAT(folder.log, Catch::Contains("--metrics '" + tempDir() + "' is a folder"));
-  const Run curveFolder = fblTrain(a.output + " --steps 1 --loss-curve " + tempDir() + cache, "curve-folder");
+  const Run curveFolder = fblTrain(a.output + " --steps 1 --loss-curve " + tempDir(), "curve-folder");
   CHECK(curveFolder.status == 1);
   CHECK_THAT(curveFolder.log, Catch::Contains("--loss-curve '" + tempDir() + "' is a folder"));
 }
@@ -418,7 +436,7 @@ TEST_CASE("fbl-train: --metrics logs every step and evaluation as JSON lines, --
 TEST_CASE("fbl-train: --resume refuses a missing checkpoint, --resume-if-exists starts without one", "[runtime][train-files]") {
   driver::Compiled compiled;
   const driver::CompileArgs a = compiledLlamaTiny("llama-resume", &compiled);
-  const std::string common = a.output + " --cache-dir " + tempDir() + "/cache ";
+  const std::string common = a.output + " ";
   const std::string typo = tempDir() + "/resume-typo.ckpt";
   std::remove(typo.c_str());
   const Run missing = fblTrain(common + "--steps 2 --resume --checkpoint " + typo, "resume-missing");
@@ -454,18 +472,17 @@ TEST_CASE("fbl-train: --resume refuses a missing checkpoint, --resume-if-exists 
 TEST_CASE("fbl-train: output paths checked before training, the run checkpointed by default", "[runtime][train-files]") {
   driver::Compiled compiled;
   const driver::CompileArgs a = compiledLlamaTiny("llama-outputs", &compiled);
-  const std::string cache = " --cache-dir " + tempDir() + "/cache";
   const std::string blocker = tempDir() + "/outputs-a-file";
   std::ofstream(blocker) << "not a folder";
   for (const std::string flag : {"--checkpoint", "--export-adapter", "--dump-grads"}) {
     const std::string path = blocker + "/out";
-    const Run refused = fblTrain(a.output + " --steps 1 " + flag + " " + path + cache, "outputs-refused");
+    const Run refused = fblTrain(a.output + " --steps 1 " + flag + " " + path, "outputs-refused");
     INFO(refused.log);
     CHECK(refused.status == 1);
     CHECK_THAT(refused.log, Catch::StartsWith("error: " + flag + " '" + path + "': "));
     CHECK(std::count(refused.log.begin(), refused.log.end(), '\n') == 1);  // before the device is opened
   }
-  const Run folder = fblTrain(a.output + " --steps 1 --checkpoint " + tempDir() + cache, "outputs-folder");
+  const Run folder = fblTrain(a.output + " --steps 1 --checkpoint " + tempDir(), "outputs-folder");
   CHECK(folder.status == 1);
   CHECK_THAT(folder.log, Catch::Contains("error: --checkpoint '" + tempDir() + "' is a folder, not a checkpoint file"));
 
@@ -475,7 +492,7 @@ TEST_CASE("fbl-train: output paths checked before training, the run checkpointed
   const std::string out = tempDir() + "/outputs-adapter";
   std::filesystem::remove_all(out);
   std::filesystem::create_directories(out + "/adapter_model.safetensors");  // in the export's way
-  const Run failed = fblTrain(a.output + " --steps 3 --export-adapter " + out + cache, "outputs-export-failed");
+  const Run failed = fblTrain(a.output + " --steps 3 --export-adapter " + out, "outputs-export-failed");
   INFO(failed.log);
   CHECK(failed.status == 1);
   CHECK_THAT(failed.log, Catch::Contains("checkpoint: " + ckpt + " (at the end)"));
@@ -492,12 +509,12 @@ TEST_CASE("fbl-train: output paths checked before training, the run checkpointed
   const std::string printed = failed.log.substr(open + 26, close - open - 26);
   CHECK(printed == a.output + " --weights " + a.weights + " --resume --checkpoint " + ckpt + " --steps 0 --export-adapter " + out);
   std::filesystem::remove(out + "/adapter_model.safetensors");
-  const Run exported = fblTrain(printed + cache, "outputs-exported");
+  const Run exported = fblTrain(printed, "outputs-exported");
   INFO(exported.log);
   REQUIRE(exported.status == 0);
   CHECK_THAT(exported.log, Catch::Contains("resumed from " + ckpt + " at step 3") && Catch::Contains("done: already at step 3"));
   const Run straight = fblTrain(a.output + " --steps 3 --checkpoint " + tempDir() + "/outputs-straight.ckpt --export-adapter " + out +
-                                    "-straight" + cache,
+                                    "-straight",
                                 "outputs-straight");
   REQUIRE(straight.status == 0);
   std::string exportedBytes, straightBytes;
@@ -512,7 +529,6 @@ TEST_CASE("fbl-train: output paths checked before training, the run checkpointed
 TEST_CASE("fbl-train: corrupted files and another model's checkpoint are refused", "[runtime][train-files]") {
   driver::Compiled compiled;
   const driver::CompileArgs a = compiledLlamaTiny("llama-identity", &compiled);
-  const std::string cache = " --cache-dir " + tempDir() + "/cache";
   safetensors::File weights = fbl::testing::requireValue(safetensors::read(a.weights));
   REQUIRE(weights.metadata.count("fbl.checksum") == 1);  // fblc compile wrote it
 
@@ -521,13 +537,13 @@ TEST_CASE("fbl-train: corrupted files and another model's checkpoint are refused
   bytes[bytes.size() - 5] = static_cast<char>(bytes[bytes.size() - 5] ^ 0x10);
   const std::string flipped = tempDir() + "/identity-flipped.safetensors";
   REQUIRE_OK(safetensors::writeFileAtomic(flipped, bytes));
-  const Run corrupt = fblTrain(a.output + " --weights " + flipped + " --steps 1" + cache, "identity-corrupt");
+  const Run corrupt = fblTrain(a.output + " --weights " + flipped + " --steps 1", "identity-corrupt");
   CHECK(corrupt.status == 1);
   CHECK_THAT(corrupt.log, Catch::Contains("error: '" + flipped + "' is corrupted: its tensors or metadata do not match its checksum"));
   CHECK_THAT(corrupt.log, !Catch::Contains("step 1/"));
 
   const std::string ckpt = tempDir() + "/identity.ckpt";
-  const Run trained = fblTrain(a.output + " --steps 2 --checkpoint " + ckpt + cache, "identity-trained");
+  const Run trained = fblTrain(a.output + " --steps 2 --checkpoint " + ckpt, "identity-trained");
   REQUIRE(trained.status == 0);
   safetensors::File saved = fbl::testing::requireValue(safetensors::read(ckpt));
   CHECK(saved.metadata.count("fbl.checksum") == 1);
@@ -538,7 +554,7 @@ TEST_CASE("fbl-train: corrupted files and another model's checkpoint are refused
   bytes[bytes.size() - 3] = static_cast<char>(bytes[bytes.size() - 3] ^ 0x01);
   const std::string badCkpt = tempDir() + "/identity-flipped.ckpt";
   REQUIRE_OK(safetensors::writeFileAtomic(badCkpt, bytes));
-  const Run corruptCkpt = fblTrain(a.output + " --steps 3 --resume --checkpoint " + badCkpt + cache, "identity-corrupt-ckpt");
+  const Run corruptCkpt = fblTrain(a.output + " --steps 3 --resume --checkpoint " + badCkpt, "identity-corrupt-ckpt");
   CHECK(corruptCkpt.status == 1);
   CHECK_THAT(corruptCkpt.log, Catch::Contains("error: '" + badCkpt + "' is corrupted"));
 
@@ -553,7 +569,7 @@ TEST_CASE("fbl-train: corrupted files and another model's checkpoint are refused
   safetensors::addChecksum(&other);
   const std::string otherWeights = tempDir() + "/identity-other.safetensors";
   REQUIRE_OK(safetensors::write(otherWeights, other));
-  const Run foreign = fblTrain(a.output + " --weights " + otherWeights + " --steps 3 --resume --checkpoint " + ckpt + cache,
+  const Run foreign = fblTrain(a.output + " --weights " + otherWeights + " --steps 3 --resume --checkpoint " + ckpt,
                                "identity-foreign");
   INFO(foreign.log);
   CHECK(foreign.status == 1);
@@ -570,7 +586,7 @@ TEST_CASE("fbl-train: corrupted files and another model's checkpoint are refused
   saved.metadata.erase("fbl.base_weights");
   const std::string oldCkpt = tempDir() + "/identity-old.ckpt";
   REQUIRE_OK(safetensors::write(oldCkpt, saved));
-  const Run old = fblTrain(a.output + " --weights " + oldWeights + " --steps 3 --resume --checkpoint " + oldCkpt + cache,
+  const Run old = fblTrain(a.output + " --weights " + oldWeights + " --steps 3 --resume --checkpoint " + oldCkpt,
                            "identity-old");
   INFO(old.log);
   CHECK(old.status == 0);
@@ -595,8 +611,7 @@ TEST_CASE("fbl-train: a dataset under gradient accumulation, epochs ending insid
   std::memcpy(f.tensors[input.name].data.data(), ids.data(), ids.size() * 8);
   const std::string data = tempDir() + "/tokens-accum.safetensors";
   REQUIRE_OK(safetensors::write(data, f));
-  const std::string common = a.output + " --weights " + a.weights + " --data " + data + " --eval-samples 2 --seed 3 --cache-dir " +
-                             tempDir() + "/cache ";
+  const std::string common = a.output + " --weights " + a.weights + " --data " + data + " --eval-samples 2 --seed 3 ";
 
   const Run whole = fblTrain(common + "--epochs 2", "accum-whole");
   INFO(whole.log);

@@ -21,6 +21,7 @@
 #include "runtime/include/fbl/fbl_runtime.h"
 #include "runtime/plan_file.h"
 #include "runtime/safetensors.h"
+#include "tests/runtime/scoped_env.h"
 #include "tests/runtime/status_assertions.h"
 #include "tests/runtime/temp_dir.h"
 
@@ -94,7 +95,7 @@ void refused(int rc, const std::string& fn, const std::string& what, int code = 
 
 fbl_session* open() {
   fbl_session* s = nullptr;
-  const int rc = fbl_open(FBL_C_API_PLAN, -1, (tempDir() + "/cache").c_str(), &s);
+  const int rc = fbl_open(FBL_C_API_PLAN, -1, nullptr, &s);
   INFO(fbl_last_error());
   REQUIRE(rc == FBL_OK);
   REQUIRE(s != nullptr);
@@ -331,6 +332,22 @@ TEST_CASE("C API: a directory given as a file is refused by name", "[runtime][c_
   refused(fbl_export_adapter(s, file.c_str()), "fbl_export_adapter", "'" + file + "' is not a directory");
   refused(fbl_export_adapter(s, (tempDir() + "/missing").c_str()), "fbl_export_adapter", "does not exist");
   fbl_close(s);
+}
+
+TEST_CASE("C API: cache_dir names the program cache, \"\" opens without one", "[runtime][c_api]") {
+  const ScopedEnv cacheOn("FBL_PROGRAM_CACHE", nullptr);  // the test binaries turn it off
+  const std::string dir = tempDir() + "/program-cache";
+  fs::remove_all(dir);
+  const ScopedEnv defaultDir("FBL_CACHE_DIR", dir.c_str());  // where NULL would store
+  auto files = [&] { return fs::exists(dir) ? std::distance(fs::directory_iterator(dir), {}) : 0; };
+  fbl_session* s = nullptr;
+  INFO(fbl_last_error());
+  REQUIRE(fbl_open(FBL_C_API_PLAN, -1, "", &s) == FBL_OK);
+  fbl_close(s);
+  CHECK(files() == 0);
+  REQUIRE(fbl_open(FBL_C_API_PLAN, -1, dir.c_str(), &s) == FBL_OK);
+  fbl_close(s);
+  CHECK(files() == 1);
 }
 
 TEST_CASE("C API: calls out of order are refused", "[runtime][c_api]") {

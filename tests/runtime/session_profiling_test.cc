@@ -64,7 +64,6 @@ std::unique_ptr<rt::Session> openHandPlan(bool profile) {
   const std::string path = tempDir() + "/profiling.fbp";
   REQUIRE_OK(safetensors::writeFileAtomic(path, planfile::serialize(handPlan())));
   rt::OpenOptions o;
-  o.cacheDir = tempDir() + "/cache";
   o.profileLaunches = profile;
   auto s = fbl::testing::requireValue(rt::Session::open(path, o));
   return s;

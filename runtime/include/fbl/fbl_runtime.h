@@ -38,7 +38,8 @@ typedef struct fbl_session fbl_session;
 /* Opens a plan written by `fblc compile` into a new session, which the caller owns and frees
  * with fbl_close. device: -1 picks the first GPU, else the first device; N >= 0 the N-th device
  * (fbl-train --list-devices). cache_dir: where built programs are cached (NULL: the default, see
- * docs/runtime.md). *out is set to the session, or to NULL on failure; out must not be NULL. */
+ * docs/runtime.md; "": none, the program is built at every open). *out is set to the session,
+ * or to NULL on failure; out must not be NULL. */
 int fbl_open(const char* plan_path, int device, const char* cache_dir, fbl_session** out);
 /* Frees the session and everything it holds on the device; s is invalid afterwards. NULL does
  * nothing. Refused while another call on s runs, as from its progress callback (nothing is
