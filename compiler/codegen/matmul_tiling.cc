@@ -6,7 +6,6 @@
 #include <optional>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "compiler/support/int_math.h"
 
@@ -254,17 +253,6 @@ MatmulCostModel matmulCostModel(const profile::HardwareProfile& p) {
   m.computeUnits = p.computeUnits;
   m.peakGflops = p.peakGflops.value_or(0.0);
   m.bandwidthGbps = p.bandwidthGBs.value_or(0.0);
-  return m;
-}
-
-Result<MatmulCostModel> parseMatmulCostModel(const nlohmann::json& j, const std::string& path) {
-  MatmulCostModel m;
-  m.computeUnits = j.value("compute_units", int64_t{0});
-  m.peakGflops = j.value("peak_gflops", 0.0);
-  m.bandwidthGbps = j.value("bandwidth_gbps", 0.0);
-  if (!j.contains("matmul")) return m;
-  const bool facts = m.computeUnits > 0 && m.peakGflops > 0 && m.bandwidthGbps > 0;
-  FBL_ASSIGN(static_cast<profile::MatmulBlock&>(m), profile::parseMatmulBlock(j["matmul"], facts, path));
   return m;
 }
 

@@ -23,10 +23,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
-
 #include "compiler/profile/profile.h"
-#include "compiler/support/result.h"
 
 namespace fbl::codegen {
 
@@ -148,7 +145,5 @@ MatmulSchedule chooseMatmulSchedule(const MatmulCostModel& model, const MatmulTi
 // The cost model of a profile: its matmul block (an empty model without one) and the compute
 // units, peak and bandwidth from its top level.
 MatmulCostModel matmulCostModel(const profile::HardwareProfile& p);
-// The same from a profile's JSON, checked as loadProfile checks it; errors name `path`.
-Result<MatmulCostModel> parseMatmulCostModel(const nlohmann::json& profile, const std::string& path);
 
 }  // namespace fbl::codegen

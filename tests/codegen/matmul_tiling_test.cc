@@ -3,6 +3,7 @@
 // sweep measured fastest for each kind of product (docs/kernels.md, "Choosing a tiling").
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "compiler/codegen/matmul_tiling.h"
@@ -21,18 +22,29 @@ MatmulCostModel h200() {
   return p->matmul;
 }
 
+// pocl-cpu.json with round top-level facts and `tilings` as its matmul block.
 nlohmann::json profileWith(nlohmann::json tilings) {
-  return {{"compute_units", 10}, {"peak_gflops", 1000.0}, {"bandwidth_gbps", 100.0},
-          {"matmul", {{"provenance", "measured: test"}, {"tilings", std::move(tilings)}}}};
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(FBL_SOURCE_DIR "/profiles/pocl-cpu.json"));
+  j["compute_units"] = 10;
+  j["peak_gflops"] = 1000.0;
+  j["bandwidth_gbps"] = 100.0;
+  j["matmul"] = {{"provenance", "measured: test"}, {"tilings", std::move(tilings)}};
+  return j;
+}
+
+// The cost model of profile `j`, read as fblc reads a profile file.
+Result<MatmulCostModel> parseMatmulCostModel(const nlohmann::json& j) {
+  FBL_ASSIGN(const profile::HardwareProfile hw, profile::profileFromJson(j, "p.json"));
+  return matmulCostModel(hw);
 }
 
 std::string parseError(const nlohmann::json& j) {
-  auto m = parseMatmulCostModel(j, "p.json");
+  auto m = parseMatmulCostModel(j);
   return m.ok() ? std::string() : m.error().message;
 }
 
 TEST_CASE("matmul cost model: the profile block parses and bad entries name their field", "[codegen][matmul-tiling]") {
-  auto ok = parseMatmulCostModel(profileWith({{{"tile", "64x64x16/4x4"}, {"pipeline", 3}, {"efficiency", 0.5}}}), "p.json");
+  auto ok = parseMatmulCostModel(profileWith({{{"tile", "64x64x16/4x4"}, {"pipeline", 3}, {"efficiency", 0.5}}}));
   REQUIRE(ok.ok());
   REQUIRE(ok->candidates.size() == 1);
   CHECK(ok->candidates[0].tiling.tm == 64);
@@ -80,7 +92,7 @@ TEST_CASE("matmul cost model: H200 choices follow the product's shape", "[codege
 }
 
 TEST_CASE("matmul cost model: waves, split-K and local memory", "[codegen][matmul-tiling]") {
-  MatmulCostModel m = parseMatmulCostModel(profileWith({{{"tile", "64x64x16/4x4"}, {"efficiency", 0.5}}}), "p.json").value();
+  MatmulCostModel m = parseMatmulCostModel(profileWith({{{"tile", "64x64x16/4x4"}, {"efficiency", 0.5}}})).value();
   const MatmulCandidate& c = m.candidates[0];
   // 10 units, one group each: 10 tiles are one wave, 11 are two.
   CHECK(estimateMatmul(m, c, 64, 640, 256, 1, 1).waves == 1);
@@ -101,7 +113,7 @@ TEST_CASE("matmul cost model: waves, split-K and local memory", "[codegen][matmu
 }
 
 TEST_CASE("matmul cost model: every split count, and a tail launch for a partial last wave", "[codegen][matmul-tiling]") {
-  MatmulCostModel m = parseMatmulCostModel(profileWith({{{"tile", "64x64x16/4x4"}, {"efficiency", 0.5}}}), "p.json").value();
+  MatmulCostModel m = parseMatmulCostModel(profileWith({{{"tile", "64x64x16/4x4"}, {"efficiency", 0.5}}})).value();
   const MatmulCandidate& c = m.candidates[0];
   // Every split count is weighed, not only powers of two: the pick is no worse than any of them.
   for (int64_t k : {256, 1008, 4096}) {
@@ -169,7 +181,7 @@ TEST_CASE("narrow products: the profile switch and the tile rule", "[codegen][ma
   j["matmul"]["narrow"] = {{"max_side", 16}, {"work_items", 256}};
   CHECK(parseError(j).find("matmul.narrow.provenance") != std::string::npos);
   j["matmul"]["narrow"]["provenance"] = "measured: test";
-  auto m = parseMatmulCostModel(j, "p.json");
+  auto m = parseMatmulCostModel(j);
   REQUIRE(m.ok());
   CHECK(isNarrowProduct(*m, 512, 16));
   CHECK(isNarrowProduct(*m, 8, 2304));
@@ -255,44 +267,44 @@ TEST_CASE("narrow products: the profile switch and the tile rule", "[codegen][ma
   p["matmul"]["local_memory_bytes"] = 49152;
   p["matmul"]["narrow"] = {{"max_side", 16}, {"work_items", 256}, {"fill_work_items", 65536},
                            {"provenance", "measured: test"}};
-  auto q = parseMatmulCostModel(p, "p.json");
+  auto q = parseMatmulCostModel(p);
   REQUIRE(q.ok());
   CHECK(q->narrow.fillWorkItems == 65536);
   CHECK_FALSE(q->narrow.stageNarrowOperand);
   p["matmul"]["narrow"]["stage_narrow_operand"] = true;
-  CHECK(parseMatmulCostModel(p, "p.json")->narrow.stageNarrowOperand);
+  CHECK(parseMatmulCostModel(p)->narrow.stageNarrowOperand);
   p["matmul"]["narrow"].erase("stage_narrow_operand");
   // texel_walk_min_side: 0 (never) unless the profile says; an integer >= 0.
-  CHECK(parseMatmulCostModel(p, "p.json")->narrow.texelWalkMinSide == 0);
+  CHECK(parseMatmulCostModel(p)->narrow.texelWalkMinSide == 0);
   p["matmul"]["narrow"]["texel_walk_min_side"] = 16;
-  CHECK(parseMatmulCostModel(p, "p.json")->narrow.texelWalkMinSide == 16);
+  CHECK(parseMatmulCostModel(p)->narrow.texelWalkMinSide == 16);
   for (const nlohmann::json& bad : {nlohmann::json(-1), nlohmann::json(2.5), nlohmann::json("16")}) {
     p["matmul"]["narrow"]["texel_walk_min_side"] = bad;
     CHECK(parseError(p).find("texel_walk_min_side") != std::string::npos);
   }
   p["matmul"]["narrow"].erase("texel_walk_min_side");
   // rows_in_group_min_side: the same rules.
-  CHECK(parseMatmulCostModel(p, "p.json")->narrow.rowsInGroupMinSide == 0);
+  CHECK(parseMatmulCostModel(p)->narrow.rowsInGroupMinSide == 0);
   p["matmul"]["narrow"]["rows_in_group_min_side"] = 8;
-  CHECK(parseMatmulCostModel(p, "p.json")->narrow.rowsInGroupMinSide == 8);
+  CHECK(parseMatmulCostModel(p)->narrow.rowsInGroupMinSide == 8);
   for (const nlohmann::json& bad : {nlohmann::json(-1), nlohmann::json(2.5), nlohmann::json("8")}) {
     p["matmul"]["narrow"]["rows_in_group_min_side"] = bad;
     CHECK(parseError(p).find("rows_in_group_min_side") != std::string::npos);
   }
   p["matmul"]["narrow"].erase("rows_in_group_min_side");
   // k_contiguous_weights: off unless the profile says; a boolean.
-  CHECK_FALSE(parseMatmulCostModel(p, "p.json")->narrow.kContiguousWeights);
+  CHECK_FALSE(parseMatmulCostModel(p)->narrow.kContiguousWeights);
   p["matmul"]["narrow"]["k_contiguous_weights"] = true;
-  CHECK(parseMatmulCostModel(p, "p.json")->narrow.kContiguousWeights);
+  CHECK(parseMatmulCostModel(p)->narrow.kContiguousWeights);
   for (const nlohmann::json& bad : {nlohmann::json(1), nlohmann::json("true")}) {
     p["matmul"]["narrow"]["k_contiguous_weights"] = bad;
     CHECK(parseError(p).find("k_contiguous_weights") != std::string::npos);
   }
   p["matmul"]["narrow"].erase("k_contiguous_weights");
   // batch_products: 1 (a launch each) unless the profile says more; never below 1.
-  CHECK(parseMatmulCostModel(p, "p.json")->narrow.batchProducts == 1);
+  CHECK(parseMatmulCostModel(p)->narrow.batchProducts == 1);
   p["matmul"]["narrow"]["batch_products"] = 8;
-  CHECK(parseMatmulCostModel(p, "p.json")->narrow.batchProducts == 8);
+  CHECK(parseMatmulCostModel(p)->narrow.batchProducts == 8);
   for (const nlohmann::json& bad : {nlohmann::json(0), nlohmann::json(2.5), nlohmann::json("8")}) {
     p["matmul"]["narrow"]["batch_products"] = bad;
     CHECK(parseError(p).find("batch_products") != std::string::npos);
@@ -344,12 +356,12 @@ TEST_CASE("narrow products: K in chunks from chunk_min_k", "[codegen][matmul-til
   // The profile: chunk_min_k an integer >= 0 (0: never), chunk_rows >= 4.
   nlohmann::json p = profileWith(nlohmann::json::array());
   p["matmul"]["narrow"] = {{"max_side", 16}, {"work_items", 256}, {"provenance", "measured: test"}};
-  CHECK(parseMatmulCostModel(p, "p.json")->narrow.chunkMinK == 0);
-  CHECK(parseMatmulCostModel(p, "p.json")->narrow.chunkRows == 32);
+  CHECK(parseMatmulCostModel(p)->narrow.chunkMinK == 0);
+  CHECK(parseMatmulCostModel(p)->narrow.chunkRows == 32);
   p["matmul"]["narrow"]["chunk_min_k"] = 4096;
   p["matmul"]["narrow"]["chunk_rows"] = 16;
-  CHECK(parseMatmulCostModel(p, "p.json")->narrow.chunkMinK == 4096);
-  CHECK(parseMatmulCostModel(p, "p.json")->narrow.chunkRows == 16);
+  CHECK(parseMatmulCostModel(p)->narrow.chunkMinK == 4096);
+  CHECK(parseMatmulCostModel(p)->narrow.chunkRows == 16);
   for (const nlohmann::json& bad : {nlohmann::json(-1), nlohmann::json(2.5), nlohmann::json("4096")}) {
     p["matmul"]["narrow"]["chunk_min_k"] = bad;
     CHECK(parseError(p).find("chunk_min_k") != std::string::npos);
@@ -395,9 +407,9 @@ TEST_CASE("narrow products: the narrow side whole in a work-item from wide_run",
   // The profile: wide_run an integer >= 0 (0: never).
   nlohmann::json p = profileWith(nlohmann::json::array());
   p["matmul"]["narrow"] = {{"max_side", 16}, {"work_items", 256}, {"provenance", "measured: test"}};
-  CHECK(parseMatmulCostModel(p, "p.json")->narrow.wideRun == 0);
+  CHECK(parseMatmulCostModel(p)->narrow.wideRun == 0);
   p["matmul"]["narrow"]["wide_run"] = 32;
-  CHECK(parseMatmulCostModel(p, "p.json")->narrow.wideRun == 32);
+  CHECK(parseMatmulCostModel(p)->narrow.wideRun == 32);
   for (const nlohmann::json& bad :
        {nlohmann::json(-1), nlohmann::json(2.5), nlohmann::json("32"), nlohmann::json(512), nlohmann::json(INT64_MAX)}) {
     p["matmul"]["narrow"]["wide_run"] = bad;
