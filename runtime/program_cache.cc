@@ -117,9 +117,12 @@ std::string defaultCacheDir() {
   return "";
 }
 
-bool programCacheEnabled() {
+Result<bool> programCacheEnabled() {
   const char* v = std::getenv("FBL_PROGRAM_CACHE");
-  return !(v && std::string(v) == "0");
+  if (!v || std::string(v) == "1") return true;
+  if (std::string(v) == "0") return false;
+  return Error{"FBL_PROGRAM_CACHE is '" + std::string(v) +
+               "': 0 switches the runtime's program cache off, 1 or unset keeps it on"};
 }
 
 Result<BuiltProgram> buildProgram(cl_context ctx, cl_device_id dev, const std::string& source,

@@ -28,7 +28,7 @@ Result<BuiltProgram> buildProgram(cl_context ctx, cl_device_id dev, const std::s
 std::string defaultCacheDir();
 
 // False when the environment switches the cache off for the whole process (FBL_PROGRAM_CACHE=0),
-// whatever directory a caller names.
-bool programCacheEnabled();
+// whatever directory a caller names; true when it is unset or 1; any other value is refused.
+Result<bool> programCacheEnabled();
 
 }  // namespace fbl::rt

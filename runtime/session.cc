@@ -329,6 +329,7 @@ struct Session::Impl {
   Status open(const OpenOptions& opts) {
     // Parsed and checked whole before any OpenCL call; geometry once the device is known.
     FBL_ASSIGN(plan, readPlanFile(planPath));
+    FBL_ASSIGN(const bool cacheOn, programCacheEnabled());
     // 2. device
     const std::vector<Dev> devs = allDevices();
     if (devs.empty()) return Error{"no OpenCL device found (is an ICD installed? `clinfo -l` lists them)"};
@@ -386,9 +387,9 @@ struct Session::Impl {
       }
     }
     // 4. program and kernels
-    const std::string cacheDir = !opts.cachePrograms || !programCacheEnabled() ? std::string()
-                                 : opts.cacheDir.empty()                        ? defaultCacheDir()
-                                                                                : opts.cacheDir;
+    const std::string cacheDir = !opts.cachePrograms || !cacheOn ? std::string()
+                                 : opts.cacheDir.empty()          ? defaultCacheDir()
+                                                                  : opts.cacheDir;
     const Result<BuiltProgram> built = buildProgram(ctx, dev.id, plan.program, plan.buildOptions, cacheDir);
     if (!built.ok()) return Error{where() + ": " + built.error().message};
     program = built->program;

@@ -468,9 +468,11 @@ int run(const Args& a) {
   o.device = a.device;
   o.cacheDir = a.cacheDir;
   o.cachePrograms = !a.noProgramCache;
+  const Result<bool> cacheOn = fbl::rt::programCacheEnabled();
+  if (!cacheOn.ok()) return fail(cacheOn);
   // Building a plan's program takes 10-30 s on a phone or PoCL the first time: say so before it.
   fmt::print(stderr, "opening the plan: its kernels are built on a device's first run{}\n",
-             o.cachePrograms && fbl::rt::programCacheEnabled() ? ", then read from the cache" : "");
+             o.cachePrograms && *cacheOn ? ", then read from the cache" : "");
   Result<std::unique_ptr<fbl::rt::Session>> opened = fbl::rt::Session::open(a.plan, o);
   if (!opened.ok()) return fail(opened);
   const std::unique_ptr<fbl::rt::Session> s = std::move(opened).value();

@@ -180,8 +180,13 @@ TEST_CASE("a built program is cached per device and source, unless the cache is 
   CHECK(files() == 1);
   auto second = fbl::testing::requireValue(rt::Session::open(path, o));
   CHECK(second->programFromCache());
-  const fbl::testing::ScopedEnv off("FBL_PROGRAM_CACHE", "0");  // a stored binary is not read either
-  CHECK_FALSE(fbl::testing::requireValue(rt::Session::open(path, o))->programFromCache());
+  {
+    const fbl::testing::ScopedEnv off("FBL_PROGRAM_CACHE", "0");  // a stored binary is not read either
+    CHECK_FALSE(fbl::testing::requireValue(rt::Session::open(path, o))->programFromCache());
+  }
+  const fbl::testing::ScopedEnv typo("FBL_PROGRAM_CACHE", "off");
+  CHECK(fbl::testing::errorText(rt::Session::open(path, o)) ==
+        "FBL_PROGRAM_CACHE is 'off': 0 switches the runtime's program cache off, 1 or unset keeps it on");
 }
 
 }  // namespace

@@ -349,6 +349,10 @@ TEST_CASE("fbl-train: --cache-dir stores the built program, --no-program-cache b
   const Run second = fblTrain(a.output + " --steps 1 --cache-dir " + dir, "cache-second");
   REQUIRE(second.status == 0);
   CHECK_THAT(second.log, Catch::Contains(", program from cache"));
+  const ScopedEnv typo("FBL_PROGRAM_CACHE", "no");
+  const Run refused = fblTrain(a.output + " --steps 1", "cache-typo");
+  CHECK(refused.status == 1);
+  CHECK_THAT(refused.log, Catch::Contains("error: FBL_PROGRAM_CACHE is 'no': 0 switches the runtime's program cache off"));
 }
 
 // --lr sets the base learning rate of a plan compiled with a schedule (step 1's loss is before
