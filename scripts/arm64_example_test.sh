@@ -4,13 +4,12 @@
 # and the adapter, and its evaluated loss falls. `bash scripts/dev.sh arm64-test` installs and
 # builds what it needs, then runs it. Args: BUILD_DIR ARM64_BUILD_DIR SOURCE_DIR.
 #
-# PoCL compiles the plan's kernels with LLVM running under qemu: cold, that took 370 s here with
-# PoCL's optimizations and 104 s with -cl-opt-disable, which gives the same losses (to 1e-6).
-# POCL_EXTRA_BUILD_FLAGS reaches PoCL as it is: ctest sets it to FBL_WHOLE_PLAN_POCL_FLAGS
-# (CMakeLists.txt; -cl-opt-disable), and unset or empty keeps PoCL's -O. PoCL's kernel cache
-# persists in ARM64_BUILD_DIR (a second run takes seconds); FBL_ARM64_COLD=1 empties it first. The
-# example runs without the runtime's program cache (--cache-dir ""): PoCL would compile every
-# kernel a second time to hand it the binary.
+# PoCL compiles the plan's kernels with LLVM running under qemu (docs/results/arm64.md has the
+# times); -cl-opt-disable gives the same losses. POCL_EXTRA_BUILD_FLAGS reaches PoCL as it is:
+# ctest sets it to FBL_WHOLE_PLAN_POCL_FLAGS (CMakeLists.txt; -cl-opt-disable), and unset or empty
+# keeps PoCL's -O. PoCL's kernel cache persists in ARM64_BUILD_DIR; FBL_ARM64_COLD=1 empties it
+# first. The example runs without the runtime's program cache (--cache-dir ""): PoCL would compile
+# every kernel a second time to hand it the binary.
 # FBL_ARM64_STEPS: steps (default 5). Missing prerequisites: exit 77 (ctest: skipped, with the
 # reason), or a failure when FBL_REQUIRE_ARM64=1 (scripts/dev.sh test installs them all).
 set -euo pipefail
