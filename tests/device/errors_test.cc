@@ -161,23 +161,20 @@ TEST_CASE("a built program is cached per device and source, unless the cache is 
   std::filesystem::remove_all(dir);
   const std::string path = tempDir() + "/cached.fbp";
   std::ofstream(path, std::ios::binary) << planfile::serialize(c.plan);
-  auto files = [&] {
-    return std::filesystem::exists(dir) ? std::distance(std::filesystem::directory_iterator(dir), {}) : 0;
-  };
   rt::OpenOptions o;
   o.cacheDir = dir;
   o.cachePrograms = false;
   CHECK_FALSE(fbl::testing::requireValue(rt::Session::open(path, o))->programFromCache());
-  CHECK(files() == 0);
+  CHECK(entriesIn(dir) == 0);
   o.cachePrograms = true;
   {
     const fbl::testing::ScopedEnv off("FBL_PROGRAM_CACHE", "0");  // wins over the named directory
     CHECK_FALSE(fbl::testing::requireValue(rt::Session::open(path, o))->programFromCache());
-    CHECK(files() == 0);
+    CHECK(entriesIn(dir) == 0);
   }
   auto first = fbl::testing::requireValue(rt::Session::open(path, o));
   CHECK_FALSE(first->programFromCache());
-  CHECK(files() == 1);
+  CHECK(entriesIn(dir) == 1);
   auto second = fbl::testing::requireValue(rt::Session::open(path, o));
   CHECK(second->programFromCache());
   {

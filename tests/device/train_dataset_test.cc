@@ -335,17 +335,14 @@ TEST_CASE("fbl-train: --cache-dir stores the built program, --no-program-cache b
   const driver::CompileArgs a = compiledLlamaTiny("llama-cache", &compiled);
   const std::string dir = tempDir() + "/train-cache";
   std::filesystem::remove_all(dir);
-  auto files = [&] {
-    return std::filesystem::exists(dir) ? std::distance(std::filesystem::directory_iterator(dir), {}) : 0;
-  };
   const Run none = fblTrain(a.output + " --steps 1 --cache-dir " + dir + " --no-program-cache", "cache-none");
   INFO(none.log);
   REQUIRE(none.status == 0);
-  CHECK(files() == 0);
+  CHECK(entriesIn(dir) == 0);
   CHECK_THAT(none.log, !Catch::Contains("read from the cache"));
   const Run first = fblTrain(a.output + " --steps 1 --cache-dir " + dir, "cache-first");
   REQUIRE(first.status == 0);
-  CHECK(files() == 1);
+  CHECK(entriesIn(dir) == 1);
   const Run second = fblTrain(a.output + " --steps 1 --cache-dir " + dir, "cache-second");
   REQUIRE(second.status == 0);
   CHECK_THAT(second.log, Catch::Contains(", program from cache"));
