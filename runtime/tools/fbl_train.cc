@@ -264,7 +264,10 @@ Status parseArgs(int argc, char** argv, Args* a) {
       ok = end && !*end && std::isfinite(v) && v > 0.0f;
       if (ok) a->lr = v;
     }
-    else if (k == "--cache-dir") ok = value(&a->cacheDir);
+    else if (k == "--cache-dir") {
+      ok = value(&a->cacheDir);
+      if (a->cacheDir.empty()) a->noProgramCache = true;  // as fbl_open's "" (and fbl-example's)
+    }
     else if (k == "--no-program-cache") a->noProgramCache = true;
     else if (k == "--list-devices") a->listDevices = true;
     else if (k == "-h" || k == "--help") {

@@ -340,6 +340,12 @@ TEST_CASE("fbl-train: --cache-dir stores the built program, --no-program-cache b
   REQUIRE(none.status == 0);
   CHECK(entriesIn(dir) == 0);
   CHECK_THAT(none.log, !Catch::Contains("read from the cache"));
+  {
+    const ScopedEnv defaultDir("FBL_CACHE_DIR", dir.c_str());  // where the default would store
+    const Run empty = fblTrain(a.output + " --steps 1 --cache-dir ''", "cache-empty");  // "" as in fbl_open
+    REQUIRE(empty.status == 0);
+    CHECK(entriesIn(dir) == 0);
+  }
   const Run first = fblTrain(a.output + " --steps 1 --cache-dir " + dir, "cache-first");
   REQUIRE(first.status == 0);
   CHECK(entriesIn(dir) == 1);
